@@ -1,0 +1,52 @@
+"""taskcal-agents: task-calibrated, cost-aware decisions for LLM agents.
+
+The pipeline, one module per step:
+
+``sampling`` (N completions) → ``parsers`` (g_T: completion → task label) →
+``belief`` (empirical p̂ with Dirichlet smoothing) → ``calibrators`` (q = f(p̂)) →
+``decision`` (MBR: argmin_a Σ_ℓ q(ℓ)·C[ℓ, a]).
+
+Public names are imported lazily so that ``import taskcal_agents`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from taskcal_agents.belief import Belief
+    from taskcal_agents.chat_model import TaskCalibratedChatModel
+    from taskcal_agents.decision import Decision
+    from taskcal_agents.runnable import TaskCalibratedRunnable
+    from taskcal_agents.task import Task
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "Belief": "taskcal_agents.belief",
+    "Decision": "taskcal_agents.decision",
+    "Task": "taskcal_agents.task",
+    "TaskCalibratedChatModel": "taskcal_agents.chat_model",
+    "TaskCalibratedRunnable": "taskcal_agents.runnable",
+}
+
+__all__ = [
+    "Belief",
+    "Decision",
+    "Task",
+    "TaskCalibratedChatModel",
+    "TaskCalibratedRunnable",
+    "__version__",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    msg = f"module 'taskcal_agents' has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

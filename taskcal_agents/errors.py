@@ -1,0 +1,93 @@
+"""Exceptions raised by taskcal-agents.
+
+Hierarchy::
+
+    TaskCalError                      base of everything raised here
+    ├── ConfigurationError (ValueError)     bad task / cost matrix / calibrator / option
+    │   └── LabelMismatchError               calibrator or data labels differ from the task's
+    ├── UnparseableOutputError (OutputParserException)  a completion g_T cannot map to a label
+    ├── DataFileError (ValueError)           a bad line in a dataset, samples or artefact file
+    ├── SamplingError (RuntimeError)         the model failed to produce samples
+    └── ServerError (RuntimeError)           the vLLM server failed to start, died or answered badly
+        └── ServerStartupError               it did not become healthy in time
+
+Every exception inherits the built-in (or LangChain) type that callers already catch, and
+carries its data as attributes.
+"""
+
+from __future__ import annotations
+
+from langchain_core.exceptions import OutputParserException
+
+
+class TaskCalError(Exception):
+    """Base class of all taskcal-agents errors."""
+
+
+class ConfigurationError(TaskCalError, ValueError):
+    """A task, cost matrix, calibrator or option is invalid."""
+
+
+class LabelMismatchError(ConfigurationError):
+    """Two label sets that must agree (task vs calibrator, task vs data) differ.
+
+    Attributes:
+        expected: The labels the task declares.
+        got: The labels that arrived.
+    """
+
+    def __init__(self, msg: str, *, expected: list[str], got: list[str]) -> None:
+        super().__init__(msg)
+        self.expected = list(expected)
+        self.got = list(got)
+
+
+class UnparseableOutputError(TaskCalError, OutputParserException):
+    """A completion could not be mapped to a task label by the parser (g_T)."""
+
+
+class DataFileError(TaskCalError, ValueError):
+    """A dataset, samples or artefact file holds a bad record.
+
+    Attributes:
+        path: The file.
+        line: The 1-based line number, or ``None`` when the whole file is at fault.
+    """
+
+    def __init__(self, msg: str, *, path: str, line: int | None = None) -> None:
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {msg}")
+        self.path = str(path)
+        self.line = line
+
+
+class SamplingError(TaskCalError, RuntimeError):
+    """The wrapped model failed to produce the requested samples."""
+
+
+class ServerError(TaskCalError, RuntimeError):
+    """The managed vLLM server failed, died, or answered with an error.
+
+    Attributes:
+        log_tail: The last lines of the server's log, when known.
+    """
+
+    def __init__(self, msg: str, *, log_tail: str = "") -> None:
+        super().__init__(msg if not log_tail else f"{msg}\n--- server log (tail) ---\n{log_tail}")
+        self.log_tail = log_tail
+
+
+class ServerStartupError(ServerError):
+    """The server did not become healthy within its startup timeout."""
+
+
+__all__ = [
+    "ConfigurationError",
+    "DataFileError",
+    "LabelMismatchError",
+    "SamplingError",
+    "ServerError",
+    "ServerStartupError",
+    "TaskCalError",
+    "UnparseableOutputError",
+]
