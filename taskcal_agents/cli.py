@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from taskcal_agents.commands import serving, workflow
+from taskcal_agents.commands import demo, serving, workflow
 
 app = typer.Typer(
     name="taskcal",
@@ -18,6 +18,7 @@ app = typer.Typer(
 )
 serving.register(app)
 workflow.register(app)
+demo.register(app)
 
 
 def main() -> None:
