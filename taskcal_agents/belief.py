@@ -1,0 +1,162 @@
+"""Belief: the empirical label distribution p̂ over N parsed samples, Dirichlet-smoothed.
+
+With counts c_ℓ over k labels and a symmetric Dirichlet prior α,
+
+    p̂(ℓ) = (c_ℓ + α) / (Σ_ℓ' c_ℓ' + k·α).
+
+The default α = 0.1 (:data:`DEFAULT_ALPHA`) keeps every probability strictly positive, so
+calibrators that work on log-probabilities (Dirichlet, matrix or temperature scaling) stay
+finite, while moving p̂ by at most α·k/N from the raw frequencies (≈ 2 points at N = 16,
+k = 3). Fit the calibrator with the same α you deploy with: the calibration map is learned
+on p̂, so α is part of the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from taskcal_agents.errors import ConfigurationError
+
+__all__ = ["DEFAULT_ALPHA", "Belief"]
+
+DEFAULT_ALPHA = 0.1
+"""Default symmetric Dirichlet smoothing prior α added to each label count."""
+
+
+def check_alpha(alpha: float, owner: str = "Belief") -> float:
+    """Return ``alpha`` as a float after checking that it is finite and >= 0.
+
+    Raises:
+        ConfigurationError: If ``alpha`` is negative, not finite or not a number.
+    """
+    try:
+        value = float(alpha)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if isinstance(alpha, bool) or not np.isfinite(value) or value < 0:
+        msg = (
+            f"{owner} parameter 'alpha' must be a finite number >= 0, got {alpha!r}; "
+            f"use alpha={DEFAULT_ALPHA} (the default) or 0 for raw frequencies."
+        )
+        raise ConfigurationError(msg)
+    return value
+
+
+class Belief:
+    """Label counts over N samples and the smoothed distribution p̂ they imply.
+
+    Attributes:
+        labels: The ordered label set (k labels).
+        counts: Counts per label, shape ``(k,)``. With the ``"drop"`` unparsed policy they
+            sum to ``n - n_unparsed``; with ``"as:<label>"`` to ``n``.
+        n: The number of samples, unparsed ones included.
+        n_unparsed: The number of samples the parser could not map to a task label.
+        alpha: The symmetric Dirichlet prior added to each count.
+    """
+
+    __slots__ = ("alpha", "counts", "labels", "n", "n_unparsed")
+
+    def __init__(
+        self,
+        counts: Sequence[float] | NDArray[np.float64],
+        labels: Sequence[str],
+        *,
+        n: int | None = None,
+        n_unparsed: int = 0,
+        alpha: float = DEFAULT_ALPHA,
+    ) -> None:
+        """Create a belief from counts.
+
+        Args:
+            counts: Non-negative count per label.
+            labels: The ordered label set, one per count.
+            n: The number of samples (default: the sum of counts plus ``n_unparsed``).
+            n_unparsed: The number of unparsed samples.
+            alpha: The symmetric Dirichlet prior (>= 0).
+
+        Raises:
+            ConfigurationError: If the counts do not match the labels or are negative.
+        """
+        arr = np.asarray(counts, dtype=np.float64)
+        if arr.shape != (len(labels),) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+            msg = (
+                f"Belief parameter 'counts' must hold {len(labels)} finite counts >= 0 (one "
+                f"per label in {list(labels)!r}), got {arr.tolist()!r}."
+            )
+            raise ConfigurationError(msg)
+        self.labels: tuple[str, ...] = tuple(labels)
+        self.counts: NDArray[np.float64] = arr
+        self.n_unparsed = int(n_unparsed)
+        self.n = round(float(arr.sum())) + self.n_unparsed if n is None else int(n)
+        self.alpha = check_alpha(alpha)
+
+    @classmethod
+    def from_labels(
+        cls,
+        labels: Sequence[str | None],
+        label_set: Sequence[str],
+        *,
+        alpha: float = DEFAULT_ALPHA,
+        unparsed_as: str | None = None,
+    ) -> Belief:
+        """Count parsed labels; ``None`` entries are unparsed samples.
+
+        Args:
+            labels: One parsed label per sample, ``None`` where the parser failed.
+            label_set: The task's ordered labels.
+            alpha: The symmetric Dirichlet prior.
+            unparsed_as: Count unparsed samples as this label (the ``"as:<label>"``
+                policy); ``None`` drops them (they still count in ``n_unparsed``).
+
+        Returns:
+            The belief.
+
+        Raises:
+            ConfigurationError: If a label is not in ``label_set``.
+        """
+        index = {label: i for i, label in enumerate(label_set)}
+        counts = np.zeros(len(index), dtype=np.float64)
+        n_unparsed = 0
+        for label in labels:
+            if label is None:
+                n_unparsed += 1
+                if unparsed_as is None:
+                    continue
+                label = unparsed_as
+            i = index.get(label)
+            if i is None:
+                msg = (
+                    f"Belief.from_labels got label {label!r}, which is not in the label set "
+                    f"{list(label_set)!r}; map it to a task label or pass None for unparsed."
+                )
+                raise ConfigurationError(msg)
+            counts[i] += 1.0
+        return cls(counts, label_set, n=len(labels), n_unparsed=n_unparsed, alpha=alpha)
+
+    @property
+    def n_parsed(self) -> int:
+        """The number of samples that count towards the belief."""
+        return round(float(self.counts.sum()))
+
+    @property
+    def probs(self) -> NDArray[np.float64]:
+        """The smoothed distribution p̂, shape ``(k,)``, summing to 1 (uniform if empty)."""
+        smoothed = self.counts + self.alpha
+        total = smoothed.sum()
+        if total <= 0:
+            return np.full(len(self.labels), 1.0 / len(self.labels))
+        return smoothed / total
+
+    def as_dict(self) -> dict[str, float]:
+        """Return p̂ keyed by label."""
+        return dict(zip(self.labels, self.probs.tolist(), strict=True))
+
+    def __repr__(self) -> str:
+        counts = dict(zip(self.labels, self.counts.tolist(), strict=True))
+        return (
+            f"Belief(counts={counts!r}, n={self.n}, n_unparsed={self.n_unparsed}, "
+            f"alpha={self.alpha})"
+        )

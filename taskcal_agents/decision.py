@@ -1,0 +1,371 @@
+"""Decision: calibrate the belief and take the minimum-Bayes-risk (MBR) action.
+
+Given the belief p̂ over the task's labels, a calibrator f gives q = f(p̂), and the action
+is argmin_a Σ_ℓ q(ℓ)·C[ℓ, a]. :class:`Decider` validates the task/calibrator pair once
+and then decides in microseconds; :func:`decide_from_messages` is the one-shot form used
+by the workflow and the agent middleware (pure: no model call).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from langchain_core.messages import AIMessage
+from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict, Field
+
+from taskcal_agents.belief import DEFAULT_ALPHA, Belief, check_alpha
+from taskcal_agents.errors import ConfigurationError, LabelMismatchError
+from taskcal_agents.parsers import (
+    _tool_call_id,
+    canonical_tool_calls,
+    extract_tool_calls,
+    message_text,
+    normalize_text,
+)
+from taskcal_agents.task import Task
+
+__all__ = [
+    "Decider",
+    "Decision",
+    "check_calibrator",
+    "decide_from_messages",
+    "expected_costs",
+    "mbr_action",
+]
+
+
+def expected_costs(q: NDArray[np.float64], cost: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Return the expected cost of each action under q: Σ_ℓ q(ℓ)·C[ℓ, a], shape ``(m,)``."""
+    return np.asarray(q, dtype=np.float64) @ np.asarray(cost, dtype=np.float64)
+
+
+def mbr_action(q: NDArray[np.float64], cost: NDArray[np.float64]) -> int:
+    """Return the minimum-Bayes-risk action index (ties go to the first action)."""
+    return int(np.argmin(expected_costs(q, cost)))
+
+
+class Decision(BaseModel):
+    """One cost-aware decision and the evidence behind it."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    task: str
+    """The task name."""
+    action: str
+    """The chosen action."""
+    probs: dict[str, float]
+    """The raw (smoothed) belief p̂ by label."""
+    calibrated: dict[str, float]
+    """The calibrated belief q = f(p̂) by label (equal to ``probs`` without calibrator or
+    on fallback)."""
+    expected_cost: dict[str, float]
+    """The expected cost of each action under ``calibrated``."""
+    counts: dict[str, float] = Field(default_factory=dict)
+    """Sample counts by label (unparsed samples included only under ``"as:<label>"``)."""
+    n_samples: int = Field(ge=0)
+    """The number of samples drawn (unparsed ones included)."""
+    n_unparsed: int = Field(ge=0)
+    """The number of samples the parser could not map to a task label."""
+    fallback: bool = False
+    """Whether ``action`` is the task's fallback action rather than the MBR action."""
+    fallback_reason: str | None = None
+    """Why the fallback was used (no samples, all unparsed, model error)."""
+    message: AIMessage | None = None
+    """The representative message for the action: the most frequent canonical tool call
+    for a tool-call action, the most typical sampled text for other sampled labels (e.g.
+    the clarifying question), ``task.abstain_text`` for the abstain action,
+    ``task.ask_text`` for the ask action without a sampled question; ``None`` when the
+    action has no sample to represent it."""
+    samples: list[AIMessage] | None = None
+    """The sampled messages (only on request)."""
+    sample_labels: list[str | None] | None = None
+    """The parsed label of each sample (``None``: unparsed), with ``samples``."""
+
+    def to_metadata(self) -> dict[str, Any]:
+        """Return a JSON-able dict without the messages (for ``response_metadata``)."""
+        return self.model_dump(mode="json", exclude={"message", "samples"})
+
+
+def _n_classes(calibrator: Any) -> int | None:
+    n = getattr(calibrator, "n_classes_", None)
+    if n is not None:
+        return int(n)
+    classes = getattr(calibrator, "classes_", None)
+    return None if classes is None else len(classes)
+
+
+def check_calibrator(task: Task, calibrator: Any) -> None:
+    """Check that a fitted calibrator matches the task's labels.
+
+    A calibrator needs ``predict_proba`` and ``n_classes_`` (or ``classes_``) equal to the
+    number of task labels; if it carries label metadata (``labels_`` or ``labels``), it
+    must equal ``task.labels``.
+
+    Raises:
+        ConfigurationError: If the calibrator is unusable or its class count differs.
+        LabelMismatchError: If its labels differ from the task's.
+    """
+    if calibrator is None:
+        return
+    if not callable(getattr(calibrator, "predict_proba", None)):
+        msg = (
+            f"calibrator for task {task.name!r} must have a predict_proba method, got "
+            f"{calibrator!r}; pass a fitted calibrators estimator or None."
+        )
+        raise ConfigurationError(msg)
+    k = len(task.labels)
+    n = _n_classes(calibrator)
+    if n is None:
+        msg = (
+            f"calibrator {type(calibrator).__name__} for task {task.name!r} is not fitted "
+            "(it has no n_classes_ or classes_); fit it on beliefs of this task first."
+        )
+        raise ConfigurationError(msg)
+    if n != k:
+        msg = (
+            f"calibrator {type(calibrator).__name__} was fitted on {n} classes but task "
+            f"{task.name!r} has {k} labels {task.labels!r}; fit the calibrator on this task's "
+            "beliefs."
+        )
+        raise ConfigurationError(msg)
+    for attr in ("labels_", "labels"):
+        labels = getattr(calibrator, attr, None)
+        if labels is not None and not callable(labels):
+            got = [str(label) for label in labels]
+            if got != list(task.labels):
+                msg = (
+                    f"calibrator {type(calibrator).__name__} has labels {got!r} but task "
+                    f"{task.name!r} has labels {task.labels!r} (same order required); fit "
+                    "the calibrator on this task's beliefs."
+                )
+                raise LabelMismatchError(msg, expected=list(task.labels), got=got)
+            break
+
+
+def _with_ids(message: AIMessage) -> AIMessage:
+    calls = message.tool_calls
+    if all(c.get("id") for c in calls):
+        return message.model_copy()
+    fixed = [
+        {**c, "id": c.get("id") or _tool_call_id(c["name"], c["args"], i)}
+        for i, c in enumerate(calls)
+    ]
+    return message.model_copy(update={"tool_calls": fixed})
+
+
+class Decider:
+    """Task + calibrator + α, validated once; ``decide`` is the hot path.
+
+    Args:
+        task: The task.
+        calibrator: A fitted calibrator (``predict_proba`` on ``(n, k)`` beliefs), or
+            ``None`` to decide on the raw belief.
+        alpha: The Dirichlet smoothing prior of the belief (use the value the calibrator
+            was fitted with).
+
+    Raises:
+        ConfigurationError: If the calibrator or alpha is invalid.
+        LabelMismatchError: If the calibrator's labels differ from the task's.
+    """
+
+    __slots__ = ("_actions", "_cost", "_labels", "alpha", "calibrator", "task")
+
+    def __init__(self, task: Task, calibrator: Any = None, *, alpha: float = DEFAULT_ALPHA) -> None:
+        if not isinstance(task, Task):
+            msg = f"Decider parameter 'task' must be a Task, got {task!r}."
+            raise ConfigurationError(msg)
+        check_calibrator(task, calibrator)
+        self.task = task
+        self.calibrator = calibrator
+        self.alpha = check_alpha(alpha, owner="Decider")
+        self._cost = task.cost_matrix()
+        self._labels = tuple(task.labels)
+        self._actions = tuple(task.action_list)
+
+    def calibrate(self, p: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Return q = f(p̂) (p̂ itself without calibrator), renormalised to sum to 1.
+
+        Raises:
+            ConfigurationError: If the calibrator returns a wrongly shaped or invalid row.
+        """
+        if self.calibrator is None:
+            return p
+        q = np.asarray(self.calibrator.predict_proba(p[None, :]), dtype=np.float64)
+        k = len(self._labels)
+        if q.shape != (1, k) or not np.all(np.isfinite(q)) or np.any(q < 0) or q.sum() <= 0:
+            msg = (
+                f"calibrator {type(self.calibrator).__name__}.predict_proba must return one "
+                f"row of {k} finite probabilities >= 0 for task {self.task.name!r}, got "
+                f"{q.tolist()!r}."
+            )
+            raise ConfigurationError(msg)
+        row = q[0]
+        return row / row.sum()
+
+    def decide(self, messages: Sequence[AIMessage], *, return_samples: bool = False) -> Decision:
+        """Parse the samples and decide.
+
+        Args:
+            messages: The sampled completions.
+            return_samples: Keep the samples and their labels in the decision.
+
+        Returns:
+            The decision; the fallback action (flagged, with its reason) when there are
+            no samples or none could be parsed.
+        """
+        labels = [self.task.parse_raw(m) for m in messages]
+        belief = Belief.from_labels(
+            labels, self._labels, alpha=self.alpha, unparsed_as=self.task.unparsed_as
+        )
+        return self.decide_belief(
+            belief, messages=messages, labels=labels, return_samples=return_samples
+        )
+
+    def decide_belief(
+        self,
+        belief: Belief,
+        *,
+        messages: Sequence[AIMessage] = (),
+        labels: Sequence[str | None] | None = None,
+        return_samples: bool = False,
+    ) -> Decision:
+        """Decide from a belief (``messages``/``labels`` only pick the message).
+
+        Args:
+            belief: The belief over the task labels.
+            messages: The samples behind the belief, if any.
+            labels: Their parsed labels (``None``: unparsed), aligned with ``messages``.
+            return_samples: Keep the samples and their labels in the decision.
+
+        Returns:
+            The decision.
+        """
+        if belief.n_parsed == 0:
+            if belief.n == 0:
+                reason = "no samples were drawn"
+            else:
+                reason = f"all {belief.n} samples were unparsed by parser {self.task.parser.name!r}"
+            return self.fallback(
+                reason, belief=belief, messages=messages, labels=labels,
+                return_samples=return_samples,
+            )  # fmt: skip
+        p = belief.probs
+        q = self.calibrate(p)
+        ec = q @ self._cost
+        action = self._actions[int(np.argmin(ec))]
+        if labels is None:
+            labels = [self.task.parse_raw(m) for m in messages]
+        return Decision(
+            task=self.task.name,
+            action=action,
+            probs=dict(zip(self._labels, p.tolist(), strict=True)),
+            calibrated=dict(zip(self._labels, q.tolist(), strict=True)),
+            expected_cost=dict(zip(self._actions, ec.tolist(), strict=True)),
+            counts=dict(zip(self._labels, belief.counts.tolist(), strict=True)),
+            n_samples=belief.n,
+            n_unparsed=belief.n_unparsed,
+            message=self.representative(action, messages, labels),
+            samples=list(messages) if return_samples else None,
+            sample_labels=list(labels) if return_samples else None,
+        )
+
+    def fallback(
+        self,
+        reason: str,
+        *,
+        belief: Belief | None = None,
+        messages: Sequence[AIMessage] = (),
+        labels: Sequence[str | None] | None = None,
+        return_samples: bool = False,
+    ) -> Decision:
+        """Return the task's fallback decision, flagged with ``reason``.
+
+        ``probs`` and ``calibrated`` hold the smoothed belief (uniform without samples);
+        ``expected_cost`` is computed under it for reference.
+        """
+        if belief is None:
+            belief = Belief(np.zeros(len(self._labels)), self._labels, n=len(messages),
+                            n_unparsed=len(messages), alpha=self.alpha)  # fmt: skip
+        p = belief.probs
+        ec = p @ self._cost
+        action = self.task.default_action
+        if labels is None:
+            labels = [self.task.parse_raw(m) for m in messages]
+        probs = dict(zip(self._labels, p.tolist(), strict=True))
+        return Decision(
+            task=self.task.name,
+            action=action,
+            probs=probs,
+            calibrated=dict(probs),
+            expected_cost=dict(zip(self._actions, ec.tolist(), strict=True)),
+            counts=dict(zip(self._labels, belief.counts.tolist(), strict=True)),
+            n_samples=belief.n,
+            n_unparsed=belief.n_unparsed,
+            fallback=True,
+            fallback_reason=reason,
+            message=self.representative(action, messages, labels),
+            samples=list(messages) if return_samples else None,
+            sample_labels=list(labels) if return_samples else None,
+        )
+
+    def representative(
+        self, action: str, messages: Sequence[AIMessage], labels: Sequence[str | None]
+    ) -> AIMessage | None:
+        """Return the message that carries out ``action``.
+
+        Abstain action → ``task.abstain_text``. Otherwise, among the samples labelled
+        ``action``: the first sample making the most frequent canonical tool call (name
+        plus sorted-key JSON arguments) if any sample makes a tool call, else the first
+        sample with the most frequent normalised text. Ask action without such samples →
+        ``task.ask_text``; any other action without samples → ``None``.
+        """
+        task = self.task
+        if action == task.abstain_action:
+            return AIMessage(content=task.abstain_text)
+        group = [m for m, label in zip(messages, labels, strict=True) if label == action]
+        if group:
+            calls = [extract_tool_calls(m) for m in group]
+            with_calls = [(m, c) for m, c in zip(group, calls, strict=True) if c]
+            if with_calls:
+                keys = [canonical_tool_calls(c) for _, c in with_calls]
+                best = Counter(keys).most_common(1)[0][0]
+                message, found = with_calls[keys.index(best)]
+                if message.tool_calls:
+                    return _with_ids(message)
+                return AIMessage(content="", tool_calls=found)
+            texts = [normalize_text(message_text(m)) for m in group]
+            best_text = Counter(texts).most_common(1)[0][0]
+            return group[texts.index(best_text)].model_copy()
+        if action == task.ask_action:
+            return AIMessage(content=task.ask_text)
+        return None
+
+
+def decide_from_messages(
+    task: Task,
+    messages: Sequence[AIMessage],
+    calibrator: Any = None,
+    alpha: float = DEFAULT_ALPHA,
+    *,
+    return_samples: bool = False,
+) -> Decision:
+    """Decide from already-sampled messages (pure: no model call).
+
+    Validates the calibrator on every call; for repeated decisions build a
+    :class:`Decider` once.
+
+    Args:
+        task: The task.
+        messages: The sampled completions.
+        calibrator: A fitted calibrator or ``None``.
+        alpha: The Dirichlet smoothing prior.
+        return_samples: Keep the samples and their labels in the decision.
+
+    Returns:
+        The decision.
+    """
+    return Decider(task, calibrator, alpha=alpha).decide(messages, return_samples=return_samples)

@@ -1,0 +1,726 @@
+"""Parsers g_T: map one sampled completion (an ``AIMessage``) to a task label.
+
+A parser returns a label, or ``None`` when the completion does not express any of the
+task's labels. ``None`` is never dropped silently: :class:`~taskcal_agents.belief.Belief`
+counts it in ``n_unparsed`` and the task's ``unparsed`` policy decides what happens to it.
+
+Built-in parsers (``get_parser(name, **options)``):
+
+``"tool_decision"``
+    ``tool_call`` | ``request_for_info`` | ``cannot_answer`` (| ``direct_answer``).
+``"answer_or_abstain"``
+    ``answer`` | ``abstain``.
+``"rating"``
+    ``"1"`` … ``"k"``.
+``"choice"``
+    one of the option labels (``"A"``, ``"B"``, …), by letter or by option text.
+``"schema"``
+    the value of one field of a JSON object / structured output / tool-call arguments.
+
+A name of the form ``"package.module:attribute"`` imports a custom parser factory and calls
+it with the options. The heuristics are deliberately simple, ordered and documented below:
+small models (SmolLM2-135M) produce messy text, and the calibrator learns how the parser's
+systematic errors relate to the true label. Every parser is a frozen dataclass whose
+``__call__`` does only string work (no validation) so that parsing N = 16 samples costs
+microseconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
+
+from langchain_core.messages import AIMessage, ToolCall
+
+from taskcal_agents.errors import ConfigurationError
+
+__all__ = [
+    "AnswerOrAbstainParser",
+    "ChoiceParser",
+    "Parser",
+    "RatingParser",
+    "SchemaParser",
+    "ToolDecisionParser",
+    "builtin_parser_names",
+    "canonical_tool_calls",
+    "extract_tool_calls",
+    "get_parser",
+    "message_text",
+    "normalize_text",
+]
+
+
+@runtime_checkable
+class Parser(Protocol):
+    """The parser protocol g_T: one completion → one label or ``None``.
+
+    Attributes:
+        labels: The labels the parser can return, or ``None`` when it cannot say in
+            advance (then the task filters out-of-set values as unparsed).
+    """
+
+    labels: tuple[str, ...] | None
+
+    def __call__(self, message: AIMessage) -> str | None:
+        """Return the label that ``message`` expresses, or ``None``."""
+        ...
+
+
+# --------------------------------------------------------------------------- text helpers
+
+
+def message_text(message: AIMessage) -> str:
+    """Return the text of ``message`` (string content or its text blocks), stripped."""
+    content = message.content
+    if isinstance(content, str):
+        return content.strip()
+    return str(message.text).strip()
+
+
+_WS = re.compile(r"\s+")
+_EDGE_PUNCT = " \t\n\r.,;:!?\"'`*_-"
+
+
+def normalize_text(text: str) -> str:
+    """Lower-case, collapse whitespace and trim edge punctuation (for grouping samples)."""
+    return _WS.sub(" ", text.lower()).strip(_EDGE_PUNCT)
+
+
+# ----------------------------------------------------------------------- tool-call helpers
+
+_TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"```[A-Za-z_]*\s*(.*?)(?:```|$)", re.DOTALL)
+_ARG_KEYS = ("arguments", "parameters", "args", "params")
+_DECODER = json.JSONDecoder()
+
+
+def _iter_json_values(text: str) -> Iterator[Any]:
+    """Yield every JSON object/array that starts at a ``{`` or ``[`` in ``text``."""
+    pos = 0
+    n = len(text)
+    while pos < n:
+        brace = text.find("{", pos)
+        bracket = text.find("[", pos)
+        starts = [i for i in (brace, bracket) if i >= 0]
+        if not starts:
+            return
+        start = min(starts)
+        try:
+            value, end = _DECODER.raw_decode(text, start)
+        except ValueError:
+            pos = start + 1
+            continue
+        yield value
+        pos = end
+
+
+def _as_tool_call(obj: Any) -> ToolCall | None:
+    if not isinstance(obj, dict):
+        return None
+    if "function" in obj and isinstance(obj["function"], dict):  # OpenAI wire format
+        obj = obj["function"]
+    name = obj.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return None
+    args: Any = {}
+    for key in _ARG_KEYS:
+        if key in obj:
+            args = obj[key]
+            break
+    else:
+        if len(obj) > 1:  # a dict with a "name" and other fields is not a tool call
+            return None
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except ValueError:
+            return None
+    if not isinstance(args, dict):
+        return None
+    return ToolCall(name=name.strip(), args=args, id=None, type="tool_call")
+
+
+def _tool_calls_from_value(value: Any) -> list[ToolCall]:
+    if isinstance(value, dict) and isinstance(value.get("tool_calls"), list):
+        value = value["tool_calls"]
+    items = value if isinstance(value, list) else [value]
+    calls = [_as_tool_call(item) for item in items]
+    if not calls or any(c is None for c in calls):
+        return []
+    return [c for c in calls if c is not None]
+
+
+def _tool_calls_from_text(text: str) -> list[ToolCall]:
+    if "{" not in text:
+        return []
+    candidates = [m.group(1) for m in _TOOL_CALL_TAG.finditer(text)]
+    candidates += [m.group(1) for m in _FENCE.finditer(text)]
+    candidates.append(text)
+    for candidate in candidates:
+        calls: list[ToolCall] = []
+        for value in _iter_json_values(candidate):
+            calls.extend(_tool_calls_from_value(value))
+        if calls:
+            return calls
+    return []
+
+
+def _tool_call_id(name: str, args: Mapping[str, Any], index: int) -> str:
+    digest = hashlib.sha1(
+        f"{index}:{name}:{json.dumps(args, sort_keys=True, default=str)}".encode(),
+        usedforsecurity=False,
+    ).hexdigest()
+    return f"call_{digest[:24]}"
+
+
+def extract_tool_calls(message: AIMessage) -> list[ToolCall]:
+    """Return the tool calls that ``message`` makes, natively or written in its content.
+
+    Native ``message.tool_calls`` win. Otherwise the content is searched, in this order,
+    inside ``<tool_call>…</tool_call>`` tags (hermes-style, the closing tag may be
+    missing), inside Markdown code fences, then anywhere in the text, for JSON of the
+    forms ``{"name": ..., "arguments"|"parameters"|"args": {...}}``,
+    ``{"function": {...}}``, ``{"tool_calls": [...]}`` or a list of those. Arguments
+    given as a JSON string are decoded. Calls found in content get a deterministic id.
+
+    Args:
+        message: The completion.
+
+    Returns:
+        The tool calls, possibly empty.
+    """
+    if message.tool_calls:
+        return list(message.tool_calls)
+    calls = _tool_calls_from_text(message_text(message))
+    for i, call in enumerate(calls):
+        call["id"] = _tool_call_id(call["name"], call["args"], i)
+    return calls
+
+
+def canonical_tool_calls(calls: Sequence[ToolCall]) -> str:
+    """Return a canonical key for a list of tool calls (names + sorted-key JSON args)."""
+    return json.dumps(
+        [[c["name"], c.get("args") or {}] for c in calls],
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,
+    )
+
+
+# ------------------------------------------------------------------------ tool_decision
+
+_REFUSAL_PATTERNS: tuple[str, ...] = (
+    r"\bi\s*(?:'m|am)\s+(?:sorry|afraid)\b",
+    r"\bi\s+apologi[sz]e\b",
+    r"\bi\s*(?:can\s*not|can'?t|cannot|could\s*n'?t|could not|won'?t|will not)\b",
+    r"\bi\s*(?:'m|am)\s+(?:unable|not able|not capable)\b",
+    r"\bi\s+(?:do\s*n'?t|do not)\s+have\s+(?:access|the ability|real-time|the capability)\b",
+    r"\b(?:unable|not able) to\s+(?:help|assist|provide|access|answer|do|fulfil|perform|"
+    r"complete|comply|retrieve|check|get|find|book|browse)\b",
+    r"\bas an ai\b",
+    r"\b(?:beyond|outside) (?:my|the scope of my) (?:capabilit|abilit|scope)",
+    r"\bnot (?:possible|something i can)\b",
+    r"\bno (?:access|way) to\b",
+    r"\bi\s+(?:do\s*n'?t|do not)\s+know\b",
+)
+
+_PLEASANTRY_PATTERNS: tuple[str, ...] = (
+    r"\banything else\b",
+    r"\bsomething else\b",
+    r"\bwhat else\b",
+    r"\bhow (?:can|may|could) i (?:help|assist)\b",
+    r"\b(?:can|may|could) i (?:help|assist)\b",
+    r"\bwould you like (?:me to|to know|more|some|any|help)\b",
+    r"\bdo you (?:want|need) (?:me|help|more|any)\b",
+    r"\bis there (?:any|some)thing\b",
+)
+
+_REQUEST_PATTERNS: tuple[str, ...] = (
+    r"\b(?:please|kindly)\s+(?:provide|specify|clarify|tell|let me know|share|confirm|give|"
+    r"send|enter|indicate)\b",
+    r"\bi (?:need|require|would need|will need) "
+    r"(?:more|additional|some|further|the|your|to know)\b",
+    r"\bcould you (?:please )?(?:provide|specify|clarify|tell|share|confirm|let me know|give)\b",
+    r"\bcan you (?:please )?(?:provide|specify|clarify|tell|share|confirm|let me know|give)\b",
+)
+
+_QUESTION = re.compile(r"[^.!?\n]*\?")
+
+
+def _compile_any(patterns: Sequence[str]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+
+
+_TOOL_DECISION_LABELS = ("tool_call", "request_for_info", "cannot_answer")
+
+
+@dataclass(frozen=True)
+class ToolDecisionParser:
+    """g_T for tool use: ``tool_call`` | ``request_for_info`` | ``cannot_answer``.
+
+    Rules, in order:
+
+    1. The message makes a tool call (:func:`extract_tool_calls`: native ``tool_calls`` or
+       JSON in the content) → ``tool_call``. With ``tool_names`` set, calls to other
+       names do not count.
+    2. The text asks a clarifying question (a sentence ending in ``?`` that is not a
+       pleasantry such as "Is there anything else I can help with?") or asks for input
+       ("please provide…", "I need more information…") → ``request_for_info``. Asking
+       wins over a refusal in the same message ("I can't check without a city. Which
+       city?"), because the model offers a way forward.
+    3. The text refuses or states an inability ("I'm sorry", "I can't", "I am unable
+       to", "as an AI", "I don't have access", "I don't know") → ``cannot_answer``.
+    4. Any other non-empty text → ``direct_answer`` when ``direct_answer=True``, else
+       ``None`` (unparsed).
+
+    Args:
+        direct_answer: Whether plain answers map to a ``direct_answer`` label.
+        tool_names: Only calls to these tools count as ``tool_call`` (``None``: any).
+        refusal_patterns: Extra regular expressions (case-insensitive) for rule 3.
+        question_patterns: Extra regular expressions for rule 2 (no ``?`` needed).
+    """
+
+    direct_answer: bool = False
+    tool_names: tuple[str, ...] | None = None
+    refusal_patterns: tuple[str, ...] = ()
+    question_patterns: tuple[str, ...] = ()
+    labels: tuple[str, ...] = field(init=False)
+    _refusal: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _pleasantry: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _request: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        labels = _TOOL_DECISION_LABELS + (("direct_answer",) if self.direct_answer else ())
+        tool_names = None if self.tool_names is None else tuple(self.tool_names)
+        object.__setattr__(self, "tool_names", tool_names)
+        object.__setattr__(self, "labels", labels)
+        object.__setattr__(
+            self, "_refusal", _compile_any(_REFUSAL_PATTERNS + tuple(self.refusal_patterns))
+        )
+        object.__setattr__(self, "_pleasantry", _compile_any(_PLEASANTRY_PATTERNS))
+        object.__setattr__(
+            self, "_request", _compile_any(_REQUEST_PATTERNS + tuple(self.question_patterns))
+        )
+
+    def asks(self, text: str) -> bool:
+        """Return whether ``text`` asks the user for information (rule 2)."""
+        if "?" in text:
+            for match in _QUESTION.finditer(text):
+                if not self._pleasantry.search(match.group(0)):
+                    return True
+        return self._request.search(text) is not None
+
+    def __call__(self, message: AIMessage) -> str | None:
+        """Return the label of ``message`` (see the class docstring for the rules)."""
+        calls = extract_tool_calls(message)
+        if calls and (self.tool_names is None or any(c["name"] in self.tool_names for c in calls)):
+            return "tool_call"
+        text = message_text(message)
+        if not text:
+            return None
+        if self.asks(text):
+            return "request_for_info"
+        if self._refusal.search(text):
+            return "cannot_answer"
+        return "direct_answer" if self.direct_answer else None
+
+
+# -------------------------------------------------------------------- answer_or_abstain
+
+_ABSTAIN_PATTERNS: tuple[str, ...] = (
+    r"\bi\s+(?:do\s*n'?t|do not|really don'?t)\s+know\b",
+    r"\bi\s*(?:'m|am)\s+(?:not sure|not certain|unsure|uncertain|unable|not able)\b",
+    r"\bi\s*(?:can\s*not|can'?t|cannot|could\s*n'?t)\s+(?:answer|say|tell|determine|know|"
+    r"provide|be sure|help)\b",
+    r"\bunable to (?:answer|determine|say|tell|provide)\b",
+    r"\bno idea\b",
+    r"\b(?:not enough|insufficient|no) (?:information|data|context)\b",
+    r"\bi\s+(?:do\s*n'?t|do not)\s+have (?:enough |the |that |any )?(?:information|knowledge|"
+    r"data|answer)\b",
+    r"\bcannot be (?:determined|answered|known)\b",
+    r"^\s*(?:unknown|unsure|not sure|n/?a|i abstain|abstain|pass)\s*[.!]?\s*$",
+    r"\bi (?:will|must|have to) abstain\b",
+)
+_HEDGE = re.compile(r"\bbut\b[^.?!]*\b(?:i think|i believe|i guess|probably|likely|it is|it's)\b")
+
+
+@dataclass(frozen=True)
+class AnswerOrAbstainParser:
+    """g_T for answer-or-abstain: ``answer`` | ``abstain``.
+
+    Empty text → ``None``. Text matching an abstention phrase ("I don't know", "I'm not
+    sure", "I cannot answer", "not enough information", "unknown", …) → ``abstain``,
+    unless it goes on to hedge an answer ("I'm not sure, but I think it is Paris") →
+    ``answer``. Any other text → ``answer``.
+
+    Args:
+        answer_label: The label for an answer.
+        abstain_label: The label for an abstention.
+        abstain_patterns: Extra regular expressions (case-insensitive) for abstentions.
+    """
+
+    answer_label: str = "answer"
+    abstain_label: str = "abstain"
+    abstain_patterns: tuple[str, ...] = ()
+    labels: tuple[str, ...] = field(init=False)
+    _abstain: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "labels", (self.answer_label, self.abstain_label))
+        object.__setattr__(
+            self,
+            "_abstain",
+            re.compile(
+                "|".join(f"(?:{p})" for p in _ABSTAIN_PATTERNS + tuple(self.abstain_patterns)),
+                re.IGNORECASE | re.MULTILINE,
+            ),
+        )
+
+    def __call__(self, message: AIMessage) -> str | None:
+        """Return ``abstain_label``, ``answer_label`` or ``None`` for empty text."""
+        text = message_text(message)
+        if not text:
+            return None
+        if self._abstain.search(text) and not _HEDGE.search(text.lower()):
+            return self.abstain_label
+        return self.answer_label
+
+
+# ------------------------------------------------------------------------------- rating
+
+_NUMBER_WORDS = {
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+}
+_NUM = r"(\d+|" + "|".join(_NUMBER_WORDS) + r")"
+_SCALE = re.compile(
+    r"(?:\bscale (?:of|from) \d+\s*(?:to|-|–)\s*\d+|\bfrom \d+ to \d+|\bbetween \d+ and \d+|"
+    r"\bout of \d+|/\s*\d+(?!\.\d))",
+    re.IGNORECASE,
+)
+_EXPLICIT = re.compile(
+    r"(?:\brating|\bscore|\bgrade|\brate (?:it|this|them|the \w+)(?: as| at)?|"
+    r"\bi(?:'d| would) (?:rate|give|score)(?: it| this)?(?: a| an)?|\bgive (?:it|this)(?: a| an)?)"
+    r"\s*(?:is|of|:|=|-)?\s*\**\s*" + _NUM + r"\b",
+    re.IGNORECASE,
+)
+_FRACTION = re.compile(r"(?<![\d.])(\d+)\s*(?:/|out of)\s*\d+", re.IGNORECASE)
+_STANDALONE = re.compile(r"(?<![\d.,])(\d+)(?![\d]|\.\d)|\b(" + "|".join(_NUMBER_WORDS) + r")\b")
+
+
+def _to_int(token: str) -> int:
+    token = token.lower()
+    return _NUMBER_WORDS[token] if token in _NUMBER_WORDS else int(token)
+
+
+@dataclass(frozen=True)
+class RatingParser:
+    """g_T for ratings on a 1…k scale: ``"1"`` … ``"k"`` (or custom ``labels``).
+
+    In order: an explicit rating ("Rating: 4", "I'd give it a 4", "score of four"); a
+    fraction ("4/5", "4 out of 5"); otherwise the first standalone number in 1…k after
+    scale descriptions ("on a scale of 1 to 5", "out of 5") are removed. Decimals such as
+    "4.5" and numbers outside 1…k are ignored; no rating found → ``None``.
+
+    Args:
+        k: The number of rating levels.
+        labels: The label of each level (default ``"1"`` … ``"k"``).
+    """
+
+    k: int = 5
+    labels: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.k, int) or isinstance(self.k, bool) or self.k < 2:
+            msg = (
+                f"RatingParser option 'k' must be an integer >= 2, got {self.k!r}; "
+                "pass k=5 for a 1-5 scale."
+            )
+            raise ConfigurationError(msg)
+        labels = tuple(self.labels) or tuple(str(i) for i in range(1, self.k + 1))
+        if len(labels) != self.k:
+            msg = (
+                f"RatingParser option 'labels' must have k={self.k} entries, got "
+                f"{len(labels)}: {list(labels)!r}; pass one label per rating level."
+            )
+            raise ConfigurationError(msg)
+        object.__setattr__(self, "labels", labels)
+
+    def _label(self, token: str) -> str | None:
+        value = _to_int(token)
+        return self.labels[value - 1] if 1 <= value <= self.k else None
+
+    def __call__(self, message: AIMessage) -> str | None:
+        """Return the rating label of ``message`` or ``None``."""
+        text = message_text(message)
+        if not text:
+            return None
+        for match in _EXPLICIT.finditer(text):
+            label = self._label(match.group(1))
+            if label is not None:
+                return label
+        for match in _FRACTION.finditer(text):
+            label = self._label(match.group(1))
+            if label is not None:
+                return label
+        for match in _STANDALONE.finditer(_SCALE.sub(" ", text)):
+            label = self._label(match.group(1) or match.group(2))
+            if label is not None:
+                return label
+        return None
+
+
+# ------------------------------------------------------------------------------- choice
+
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@dataclass(frozen=True)
+class ChoiceParser:
+    """g_T for multiple choice: one of ``labels`` (default ``A`` … ``D``).
+
+    In order (the first rule that finds exactly one distinct label wins; two distinct
+    labels at the same rule → ``None``): the whole text is a label ("B", "(B)", "**B.**");
+    an explicit answer ("answer is B", "Answer: B", "option B", "choice (B)"); a label at
+    the start ("B) …", "B. …", "B: …"); a label in brackets or bold anywhere ("(B)",
+    "**B**"); an option text (``texts``) that occurs in the text, case-insensitively.
+    Labels are matched case-sensitively as whole tokens, so the article "A" in "A good
+    choice is…" does not count.
+
+    Args:
+        labels: The option labels (letters or short tokens).
+        texts: The option texts, one per label, for matching by content.
+    """
+
+    labels: tuple[str, ...] = ("A", "B", "C", "D")
+    texts: tuple[str, ...] | None = None
+    _alt: str = field(init=False, repr=False, compare=False)
+    _rules: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        labels = tuple(str(label) for label in self.labels)
+        if len(labels) < 2 or len(set(labels)) != len(labels):
+            msg = (
+                "ChoiceParser option 'labels' must hold at least two distinct labels, got "
+                f"{list(labels)!r}."
+            )
+            raise ConfigurationError(msg)
+        texts = None if self.texts is None else tuple(str(t) for t in self.texts)
+        if texts is not None and len(texts) != len(labels):
+            msg = (
+                f"ChoiceParser option 'texts' must have one text per label ({len(labels)}), "
+                f"got {len(texts)}: {list(texts)!r}."
+            )
+            raise ConfigurationError(msg)
+        object.__setattr__(self, "labels", labels)
+        object.__setattr__(self, "texts", texts)
+        alt = "|".join(re.escape(label) for label in sorted(labels, key=len, reverse=True))
+        tok = rf"(?<![A-Za-z0-9])({alt})(?![A-Za-z0-9])"
+        rules = (
+            re.compile(rf"^\W*{tok}\W*$"),
+            re.compile(
+                rf"(?i:answer(?: is|:)|option|choice|choose|select|pick)\s*[:\-]?\s*[*(\[]*\s*{tok}"
+            ),
+            re.compile(rf"^\W*{tok}\s*[).:\]]"),
+            re.compile(rf"[(\[]\s*{tok}\s*[)\]]|\*\*\s*{tok}\s*[.)]?\s*\*\*"),
+        )
+        object.__setattr__(self, "_alt", alt)
+        object.__setattr__(self, "_rules", rules)
+
+    def __call__(self, message: AIMessage) -> str | None:
+        """Return the chosen label of ``message`` or ``None``."""
+        text = message_text(message)
+        if not text:
+            return None
+        for rule in self._rules:
+            found = {g for m in rule.finditer(text) for g in m.groups() if g}
+            if len(found) == 1:
+                return found.pop()
+            if len(found) > 1:
+                return None
+        if self.texts is not None:
+            lowered = text.lower()
+            found = {
+                label
+                for label, option in zip(self.labels, self.texts, strict=True)
+                if option and option.lower() in lowered
+            }
+            if len(found) == 1:
+                return found.pop()
+        return None
+
+
+# ------------------------------------------------------------------------------- schema
+
+
+def _import_object(path: str) -> Any:
+    module_name, _, attr = path.partition(":")
+    if not module_name or not attr:
+        msg = f"import path must look like 'package.module:attribute', got {path!r}."
+        raise ConfigurationError(msg)
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        msg = f"cannot import {path!r}: {exc}. Check the module path and attribute name."
+        raise ConfigurationError(msg) from exc
+    return obj
+
+
+@dataclass(frozen=True)
+class SchemaParser:
+    """g_T for structured output: the value of ``field`` in a JSON object.
+
+    The object is taken from, in order: the first tool call's arguments (function-calling
+    structured output), ``additional_kwargs["parsed"]`` (``ChatOpenAI`` structured
+    output), or the first JSON object in the content (fences and surrounding text are
+    fine). When ``model`` is given (a pydantic model class or an import path
+    ``"pkg.mod:Model"``), the object must validate against it. The value is turned into a
+    string and mapped through ``mapping`` when given; out-of-task values are counted as
+    unparsed by the task.
+
+    Args:
+        field: The field that holds the label.
+        model: Optional pydantic model (class or import path) to validate the object.
+        mapping: Optional map from field values to labels.
+    """
+
+    field: str = "label"
+    model: Any = None
+    mapping: Mapping[str, str] | None = None
+    labels: tuple[str, ...] | None = dataclasses.field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        model = _import_object(self.model) if isinstance(self.model, str) else self.model
+        if model is not None and not hasattr(model, "model_validate"):
+            msg = (
+                "SchemaParser option 'model' must be a pydantic model class or an import "
+                f"path to one, got {self.model!r}."
+            )
+            raise ConfigurationError(msg)
+        object.__setattr__(self, "model", model)
+        if self.mapping is not None:
+            mapping = MappingProxyType({str(k): str(v) for k, v in self.mapping.items()})
+            object.__setattr__(self, "mapping", mapping)
+            object.__setattr__(self, "labels", tuple(dict.fromkeys(mapping.values())))
+
+    def _object(self, message: AIMessage) -> Any:
+        if message.tool_calls:
+            return message.tool_calls[0]["args"]
+        parsed = message.additional_kwargs.get("parsed")
+        if parsed is not None:
+            return parsed
+        text = message_text(message)
+        for value in _iter_json_values(text):
+            if isinstance(value, dict):
+                return value
+        return None
+
+    def __call__(self, message: AIMessage) -> str | None:
+        """Return the (mapped) value of ``field`` or ``None``."""
+        obj = self._object(message)
+        if obj is None:
+            return None
+        if self.model is not None:
+            try:
+                obj = self.model.model_validate(obj)
+            except ValueError:
+                return None
+        value = getattr(obj, self.field, None) if not isinstance(obj, dict) else obj.get(self.field)
+        if value is None or isinstance(value, dict | list):
+            return None
+        value = getattr(value, "value", value)  # enums
+        key = str(value).strip()
+        if self.mapping is not None:
+            return self.mapping.get(key)
+        return key
+
+
+# ----------------------------------------------------------------------------- registry
+
+_BUILTINS: Mapping[str, Callable[..., Parser]] = MappingProxyType(
+    {
+        "tool_decision": ToolDecisionParser,
+        "answer_or_abstain": AnswerOrAbstainParser,
+        "rating": RatingParser,
+        "choice": ChoiceParser,
+        "schema": SchemaParser,
+    }
+)
+
+_TUPLE_OPTIONS = frozenset(
+    {"tool_names", "refusal_patterns", "question_patterns", "abstain_patterns", "labels", "texts"}
+)
+
+
+def builtin_parser_names() -> tuple[str, ...]:
+    """Return the names of the built-in parsers."""
+    return tuple(_BUILTINS)
+
+
+def get_parser(name: str, **options: Any) -> Parser:
+    """Build a parser from its name and options.
+
+    Args:
+        name: A built-in name (``"tool_decision"``, ``"answer_or_abstain"``, ``"rating"``,
+            ``"choice"``, ``"schema"``) or an import path ``"pkg.module:factory"`` of a
+            callable that returns a parser when called with ``options``.
+        **options: The parser's options (see each parser class).
+
+    Returns:
+        The parser.
+
+    Raises:
+        ConfigurationError: If the name is unknown or an option is invalid.
+    """
+    factory = _BUILTINS.get(name)
+    if factory is None:
+        if ":" not in name:
+            msg = (
+                f"parser name {name!r} is not a built-in parser; expected one of "
+                f"{sorted(_BUILTINS)!r} or an import path 'package.module:factory'."
+            )
+            raise ConfigurationError(msg)
+        factory = _import_object(name)
+        if not callable(factory):
+            msg = f"parser factory {name!r} is not callable, got {factory!r}."
+            raise ConfigurationError(msg)
+    else:
+        accepted = {f.name for f in fields(factory) if f.init}  # type: ignore[arg-type]
+        unknown = sorted(set(options) - accepted)
+        if unknown:
+            msg = (
+                f"parser {name!r} got unknown option(s) {unknown!r}; accepted options are "
+                f"{sorted(accepted)!r}."
+            )
+            raise ConfigurationError(msg)
+        options = {
+            k: (tuple(v) if k in _TUPLE_OPTIONS and isinstance(v, list | tuple) else v)
+            for k, v in options.items()
+        }
+    try:
+        parser = factory(**options)
+    except re.error as exc:
+        msg = f"parser {name!r} got an invalid regular expression in its options: {exc}."
+        raise ConfigurationError(msg) from exc
+    if not callable(parser):
+        msg = f"parser factory {name!r} returned {parser!r}, which is not callable."
+        raise ConfigurationError(msg)
+    return parser

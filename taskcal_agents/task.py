@@ -1,0 +1,319 @@
+"""Task: the labels, actions, cost matrix and parser (g_T) of one decision.
+
+A task is per-deployment configuration. It is validated once, at construction, and then
+used on the hot path without further checks. Files are YAML or JSON (by suffix)::
+
+    format_version: 1
+    name: weather-agent
+    labels: [tool_call, request_for_info, cannot_answer]
+    cost:                      # row = true label, column = action
+      - [0, 1, 2]
+      - [4, 0, 1]
+      - [5, 2, 0]
+    parser: {name: tool_decision, options: {tool_names: [get_weather]}}
+    unparsed: drop             # or "as:cannot_answer"
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from langchain_core.messages import AIMessage
+from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from taskcal_agents.belief import DEFAULT_ALPHA, Belief
+from taskcal_agents.errors import ConfigurationError, DataFileError
+from taskcal_agents.parsers import Parser, get_parser
+
+__all__ = ["TASK_FORMAT_VERSION", "ParserSpec", "Task", "minimax_action"]
+
+TASK_FORMAT_VERSION = 1
+"""The ``format_version`` written to and accepted from task files."""
+
+
+def minimax_action(cost: NDArray[np.float64]) -> int:
+    """Return the action whose worst-case cost is smallest: argmin_a max_ℓ C[ℓ, a].
+
+    Ties go to the first such action.
+    """
+    return int(np.argmin(np.asarray(cost, dtype=np.float64).max(axis=0)))
+
+
+class ParserSpec(BaseModel):
+    """A named parser plus its options, as written in a task file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1)
+    """A built-in parser name (see :func:`taskcal_agents.parsers.get_parser`) or an import
+    path ``"package.module:factory"``."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Keyword options passed to the parser factory."""
+
+
+def _check_names(values: Sequence[str], what: str, minimum: int) -> None:
+    if len(values) < minimum or len(set(values)) != len(values) or not all(values):
+        msg = (
+            f"Task field {what!r} must hold at least {minimum} distinct non-empty names, "
+            f"got {list(values)!r}."
+        )
+        raise ValueError(msg)
+
+
+class Task(BaseModel):
+    """The decision problem: latent labels, actions, costs and the parser g_T.
+
+    Construction validates everything (shape and values of the cost matrix, the parser
+    and its labels, the unparsed policy, the special actions), so later calls do no
+    checks. Instances are frozen.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1)
+    """A short name for the task (used in logs, files and traces)."""
+    labels: list[str]
+    """The ordered latent labels ℓ (rows of the cost matrix)."""
+    actions: list[str] | None = None
+    """The ordered actions a (columns of the cost matrix); default: the labels."""
+    cost: list[list[float]]
+    """Cost matrix C[ℓ, a]: row = true label, column = action; finite and >= 0."""
+    parser: ParserSpec
+    """The parser g_T (a name plus options); a plain string is a name without options."""
+    unparsed: str = "drop"
+    """Policy for unparsed samples: ``"drop"`` (counted in ``n_unparsed`` only) or
+    ``"as:<label>"`` (counted as that label)."""
+    fallback_action: str | None = None
+    """The action taken when there is no usable sample; default: the minimax action
+    argmin_a max_ℓ C[ℓ, a]."""
+    ask_action: str | None = None
+    """The action that asks the user for information (its message is the most typical
+    sampled question, else ``ask_text``)."""
+    abstain_action: str | None = None
+    """The action that abstains (its message is ``abstain_text``)."""
+    ask_text: str = "Could you give me more details so that I can help?"
+    """Message for the ask action when no sampled question is available."""
+    abstain_text: str = "I'm sorry, but I can't help with that."
+    """Message for the abstain action."""
+    prompt: str | None = None
+    """Optional system prompt that elicits the decision; prepended to the model input."""
+    description: str | None = None
+    """Free-text description of the task."""
+
+    _cost: NDArray[np.float64] = PrivateAttr()
+    _parser: Parser = PrivateAttr()
+    _label_index: dict[str, int] = PrivateAttr()
+    _action_index: dict[str, int] = PrivateAttr()
+    _unparsed_as: str | None = PrivateAttr(default=None)
+
+    @field_validator("parser", mode="before")
+    @classmethod
+    def _parser_shorthand(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _validate(self) -> Task:
+        labels = self.labels
+        _check_names(labels, "labels", 2)
+        actions = list(labels) if self.actions is None else self.actions
+        _check_names(actions, "actions", 1)
+        ragged = len({len(row) for row in self.cost}) > 1
+        cost = np.asarray(self.cost if not ragged else [], dtype=np.float64)
+        if ragged or cost.shape != (len(labels), len(actions)):
+            msg = (
+                f"Task field 'cost' must have shape (len(labels), len(actions)) = "
+                f"({len(labels)}, {len(actions)}) (row = true label, column = action), got "
+                f"{'ragged rows' if ragged else f'shape {cost.shape}'}."
+            )
+            raise ValueError(msg)
+        if not np.all(np.isfinite(cost)) or np.any(cost < 0):
+            msg = f"Task field 'cost' must be finite and >= 0, got {self.cost!r}."
+            raise ValueError(msg)
+        cost.setflags(write=False)
+        for what in ("fallback_action", "ask_action", "abstain_action"):
+            value = getattr(self, what)
+            if value is not None and value not in actions:
+                msg = f"Task field {what!r} must be one of the actions {actions!r}, got {value!r}."
+                raise ValueError(msg)
+        unparsed_as: str | None = None
+        if self.unparsed != "drop":
+            unparsed_as = self.unparsed[3:] if self.unparsed.startswith("as:") else None
+            if unparsed_as not in labels:
+                msg = (
+                    "Task field 'unparsed' must be 'drop' or 'as:<label>' with a label in "
+                    f"{labels!r}, got {self.unparsed!r}."
+                )
+                raise ValueError(msg)
+        parser = get_parser(self.parser.name, **self.parser.options)
+        produced = getattr(parser, "labels", None)
+        if produced is not None and not set(produced) <= set(labels):
+            missing = [label for label in produced if label not in labels]
+            msg = (
+                f"Task {self.name!r}: parser {self.parser.name!r} can return labels "
+                f"{missing!r} that are not among the task labels {labels!r}; add them to "
+                "'labels' or change the parser options."
+            )
+            raise ValueError(msg)
+        fallback = self.fallback_action or actions[minimax_action(cost)]
+        # Frozen model: fill in derived defaults once, here.
+        object.__setattr__(self, "actions", actions)
+        object.__setattr__(self, "fallback_action", fallback)
+        self._cost = cost
+        self._parser = parser
+        self._label_index = {label: i for i, label in enumerate(labels)}
+        self._action_index = {action: i for i, action in enumerate(actions)}
+        self._unparsed_as = unparsed_as
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        """Tasks are equal when their fields are (derived caches are ignored)."""
+        if not isinstance(other, Task):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # ------------------------------------------------------------------ accessors
+
+    @property
+    def action_list(self) -> list[str]:
+        """The actions (never ``None`` after validation)."""
+        return self.actions or list(self.labels)
+
+    @property
+    def default_action(self) -> str:
+        """The fallback action (never ``None`` after validation)."""
+        return self.fallback_action or self.action_list[0]
+
+    @property
+    def unparsed_as(self) -> str | None:
+        """The label unparsed samples count as, or ``None`` for the ``"drop"`` policy."""
+        return self._unparsed_as
+
+    def cost_matrix(self) -> NDArray[np.float64]:
+        """Return the cost matrix, shape ``(len(labels), len(actions))`` (read-only)."""
+        return self._cost
+
+    def label_index(self, label: str) -> int:
+        """Return the row of ``label``.
+
+        Raises:
+            ConfigurationError: If ``label`` is not a task label.
+        """
+        try:
+            return self._label_index[label]
+        except KeyError:
+            msg = f"Task {self.name!r} has no label {label!r}; labels are {self.labels!r}."
+            raise ConfigurationError(msg) from None
+
+    def action_index(self, action: str) -> int:
+        """Return the column of ``action``.
+
+        Raises:
+            ConfigurationError: If ``action`` is not a task action.
+        """
+        try:
+            return self._action_index[action]
+        except KeyError:
+            msg = f"Task {self.name!r} has no action {action!r}; actions are {self.actions!r}."
+            raise ConfigurationError(msg) from None
+
+    def get_parser(self) -> Parser:
+        """Return the task's parser g_T (built once)."""
+        return self._parser
+
+    # -------------------------------------------------------------------- parsing
+
+    def parse_raw(self, message: AIMessage) -> str | None:
+        """Return the task label ``message`` expresses, or ``None`` if unparsed.
+
+        Parser outputs outside the task's labels count as unparsed.
+        """
+        label = self._parser(message)
+        return label if label in self._label_index else None
+
+    def parse(self, message: AIMessage) -> str | None:
+        """Return the label of ``message`` after the ``unparsed`` policy.
+
+        ``None`` means the sample is dropped (policy ``"drop"``).
+        """
+        label = self._parser(message)
+        return label if label in self._label_index else self._unparsed_as
+
+    def belief(self, messages: Sequence[AIMessage], *, alpha: float = DEFAULT_ALPHA) -> Belief:
+        """Parse ``messages`` and return their belief (unparsed ones counted).
+
+        Args:
+            messages: The sampled completions.
+            alpha: The symmetric Dirichlet prior.
+
+        Returns:
+            The belief over the task labels.
+        """
+        return Belief.from_labels(
+            [self.parse_raw(m) for m in messages],
+            self.labels,
+            alpha=alpha,
+            unparsed_as=self._unparsed_as,
+        )
+
+    # ---------------------------------------------------------------------- files
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Task:
+        """Load a task from a YAML (``.yaml``/``.yml``) or JSON (``.json``) file.
+
+        Raises:
+            DataFileError: If the file cannot be read or has the wrong format version.
+            pydantic.ValidationError: If the task itself is invalid.
+        """
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix not in {".yaml", ".yml", ".json"}:
+            msg = f"task file must end in .yaml, .yml or .json, got suffix {path.suffix!r}."
+            raise DataFileError(msg, path=str(path))
+        try:
+            text = path.read_text(encoding="utf-8")
+            data = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
+        except (OSError, ValueError, yaml.YAMLError) as exc:
+            msg = f"cannot read task file: {exc}"
+            raise DataFileError(msg, path=str(path)) from exc
+        if not isinstance(data, dict):
+            msg = f"a task file must hold a mapping, got {type(data).__name__}."
+            raise DataFileError(msg, path=str(path))
+        version = data.pop("format_version", TASK_FORMAT_VERSION)
+        if version != TASK_FORMAT_VERSION:
+            msg = (
+                f"task file has format_version {version!r}, this version of taskcal-agents "
+                f"reads format_version {TASK_FORMAT_VERSION}."
+            )
+            raise DataFileError(msg, path=str(path))
+        return cls.model_validate(data)
+
+    def to_file(self, path: str | Path) -> Path:
+        """Write the task to YAML or JSON (by suffix) with its ``format_version``.
+
+        Returns:
+            The path written.
+        """
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix not in {".yaml", ".yml", ".json"}:
+            msg = (
+                f"Task.to_file parameter 'path' must end in .yaml, .yml or .json, got "
+                f"{str(path)!r}."
+            )
+            raise ConfigurationError(msg)
+        data = {"format_version": TASK_FORMAT_VERSION, **self.model_dump(mode="json")}
+        if suffix == ".json":
+            text = json.dumps(data, indent=2) + "\n"
+        else:
+            text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+        path.write_text(text, encoding="utf-8")
+        return path

@@ -1,0 +1,188 @@
+"""Built-in task factories: tool decisions, answer-or-abstain, ratings, multiple choice.
+
+Each factory returns a validated :class:`~taskcal_agents.task.Task`. Pass ``cost=`` to
+replace the default cost matrix (row = true label, column = action).
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from taskcal_agents.task import ParserSpec, Task
+
+__all__ = [
+    "DEFAULT_TOOL_DECISION_COST",
+    "answer_or_abstain",
+    "multiple_choice",
+    "rating",
+    "tool_decision",
+]
+
+DEFAULT_TOOL_DECISION_COST: tuple[tuple[float, ...], ...] = (
+    # action: tool_call, request_for_info, cannot_answer, direct_answer
+    (0.0, 1.0, 2.0, 2.0),  # true tool_call: asking costs a turn, giving up fails the task
+    (4.0, 0.0, 1.0, 3.0),  # true request_for_info: a call with guessed arguments is costly
+    (5.0, 2.0, 0.0, 4.0),  # true cannot_answer: acting on an impossible request is worst
+    (2.0, 1.0, 2.0, 0.0),  # true direct_answer
+)
+"""Default tool-decision costs (the ``direct_answer`` row/column only when enabled)."""
+
+
+def _matrix(cost: Sequence[Sequence[float]]) -> list[list[float]]:
+    return [[float(c) for c in row] for row in cost]
+
+
+def tool_decision(
+    direct_answer: bool = False,
+    cost: Sequence[Sequence[float]] | None = None,
+    *,
+    tool_names: Sequence[str] | None = None,
+    name: str = "tool_decision",
+    unparsed: str = "drop",
+    **fields: Any,
+) -> Task:
+    """Tool call, ask for information, or abstain (optionally: answer directly).
+
+    Labels and actions: ``tool_call``, ``request_for_info``, ``cannot_answer`` (and
+    ``direct_answer``). The default costs are :data:`DEFAULT_TOOL_DECISION_COST`; the
+    default fallback is its minimax action, ``request_for_info``.
+
+    Args:
+        direct_answer: Add the ``direct_answer`` label and action.
+        cost: Cost matrix replacing the default.
+        tool_names: Only calls to these tools count as ``tool_call``.
+        name: The task name.
+        unparsed: The unparsed policy.
+        **fields: Further :class:`Task` fields (``ask_text``, ``prompt``, …).
+
+    Returns:
+        The task.
+    """
+    labels = ["tool_call", "request_for_info", "cannot_answer"]
+    if direct_answer:
+        labels.append("direct_answer")
+    k = len(labels)
+    default = [list(row[:k]) for row in DEFAULT_TOOL_DECISION_COST[:k]]
+    options: dict[str, Any] = {"direct_answer": direct_answer}
+    if tool_names is not None:
+        options["tool_names"] = list(tool_names)
+    return Task(
+        name=name,
+        labels=labels,
+        cost=_matrix(default if cost is None else cost),
+        parser=ParserSpec(name="tool_decision", options=options),
+        unparsed=unparsed,
+        ask_action="request_for_info",
+        abstain_action="cannot_answer",
+        **fields,
+    )
+
+
+def answer_or_abstain(
+    wrong_answer_cost: float = 4.0,
+    abstain_cost: float = 1.0,
+    cost: Sequence[Sequence[float]] | None = None,
+    *,
+    name: str = "answer_or_abstain",
+    unparsed: str = "drop",
+    **fields: Any,
+) -> Task:
+    """Answer or abstain.
+
+    Labels and actions: ``answer`` (the question should be answered: the model's answer
+    is right) and ``abstain`` (it should not). Answering wrongly costs
+    ``wrong_answer_cost``; abstaining on an answerable question costs ``abstain_cost``.
+
+    Args:
+        wrong_answer_cost: C[abstain, answer].
+        abstain_cost: C[answer, abstain].
+        cost: Full cost matrix replacing the two numbers.
+        name: The task name.
+        unparsed: The unparsed policy.
+        **fields: Further :class:`Task` fields.
+
+    Returns:
+        The task.
+    """
+    default = [[0.0, abstain_cost], [wrong_answer_cost, 0.0]]
+    return Task(
+        name=name,
+        labels=["answer", "abstain"],
+        cost=_matrix(default if cost is None else cost),
+        parser=ParserSpec(name="answer_or_abstain"),
+        unparsed=unparsed,
+        abstain_action="abstain",
+        **fields,
+    )
+
+
+def rating(
+    k: int = 5,
+    cost: Sequence[Sequence[float]] | None = None,
+    *,
+    name: str = "rating",
+    unparsed: str = "drop",
+    **fields: Any,
+) -> Task:
+    """A rating on a 1…k scale with L1 cost C[i, j] = |i − j|.
+
+    Args:
+        k: The number of rating levels (labels ``"1"`` … ``"k"``).
+        cost: Cost matrix replacing the L1 default.
+        name: The task name.
+        unparsed: The unparsed policy.
+        **fields: Further :class:`Task` fields.
+
+    Returns:
+        The task.
+    """
+    default = [[float(abs(i - j)) for j in range(k)] for i in range(k)]
+    return Task(
+        name=name,
+        labels=[str(i) for i in range(1, k + 1)],
+        cost=_matrix(default if cost is None else cost),
+        parser=ParserSpec(name="rating", options={"k": k}),
+        unparsed=unparsed,
+        **fields,
+    )
+
+
+def multiple_choice(
+    options: Sequence[str] | Mapping[str, str],
+    cost: Sequence[Sequence[float]] | None = None,
+    *,
+    name: str = "multiple_choice",
+    unparsed: str = "drop",
+    **fields: Any,
+) -> Task:
+    """Multiple choice with 0-1 cost.
+
+    Args:
+        options: Option texts (labelled ``A``, ``B``, … in order) or a mapping from
+            label to option text.
+        cost: Cost matrix replacing the 0-1 default.
+        name: The task name.
+        unparsed: The unparsed policy.
+        **fields: Further :class:`Task` fields.
+
+    Returns:
+        The task.
+    """
+    if isinstance(options, Mapping):
+        labels = [str(label) for label in options]
+        texts = [str(text) for text in options.values()]
+    else:
+        texts = [str(text) for text in options]
+        labels = list(string.ascii_uppercase[: len(texts)])
+    k = len(labels)
+    default = [[0.0 if i == j else 1.0 for j in range(k)] for i in range(k)]
+    return Task(
+        name=name,
+        labels=labels,
+        cost=_matrix(default if cost is None else cost),
+        parser=ParserSpec(name="choice", options={"labels": labels, "texts": texts}),
+        unparsed=unparsed,
+        **fields,
+    )

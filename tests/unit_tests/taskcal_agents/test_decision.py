@@ -1,0 +1,366 @@
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from langchain_core.messages import AIMessage
+
+from taskcal_agents import tasks
+from taskcal_agents.belief import Belief
+from taskcal_agents.decision import (
+    Decider,
+    Decision,
+    check_calibrator,
+    decide_from_messages,
+    expected_costs,
+    mbr_action,
+)
+from taskcal_agents.errors import ConfigurationError, LabelMismatchError
+
+
+class FakeCalibrator:
+    """A fitted calibrator stand-in: q ∝ p ** power (temperature-like), or a fixed row."""
+
+    def __init__(self, k: int, power: float = 1.0, fixed: list[float] | None = None, **attrs: Any):
+        self.n_classes_ = k
+        self.classes_ = np.arange(k)
+        self.power = power
+        self.fixed = fixed
+        self.calls: list[np.ndarray] = []
+        for name, value in attrs.items():
+            setattr(self, name, value)
+
+    def predict_proba(self, P: np.ndarray) -> np.ndarray:
+        self.calls.append(np.array(P))
+        if self.fixed is not None:
+            return np.array([self.fixed])
+        q = np.asarray(P) ** self.power
+        return q / q.sum(axis=1, keepdims=True)
+
+
+def call(name: str, **args: Any) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": None}])
+
+
+# ---------------------------------------------------------------------------- MBR
+
+
+@given(
+    st.integers(2, 5).flatmap(
+        lambda k: st.tuples(
+            arrays(np.float64, k, elements=st.floats(0.001, 1)),
+            st.integers(1, 5).flatmap(
+                lambda m: arrays(np.float64, (k, m), elements=st.floats(0, 10))
+            ),
+        )
+    )
+)
+def test_mbr_matches_brute_force(q_cost: tuple[np.ndarray, np.ndarray]) -> None:
+    q, cost = q_cost
+    q = q / q.sum()
+    k, m = cost.shape
+    brute = [sum(q[ell] * cost[ell, a] for ell in range(k)) for a in range(m)]
+    np.testing.assert_allclose(expected_costs(q, cost), brute, atol=1e-12)
+    best = min(brute)
+    assert brute[mbr_action(q, cost)] <= best + 1e-9
+
+
+def test_mbr_ties_go_to_first_action() -> None:
+    assert mbr_action(np.array([0.5, 0.5]), np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]])) == 0
+
+
+def test_decision_is_mbr_over_all_count_vectors() -> None:
+    task = tasks.tool_decision()
+    cost = task.cost_matrix()
+    question, refusal = AIMessage(content="Which city?"), AIMessage(content="I can't.")
+    for counts in itertools.product(range(4), repeat=3):
+        if sum(counts) == 0:
+            continue
+        msgs = [call("f")] * counts[0] + [question] * counts[1] + [refusal] * counts[2]
+        decision = decide_from_messages(task, msgs, alpha=0.1)
+        p = (np.array(counts) + 0.1) / (sum(counts) + 0.3)
+        costs = p @ cost
+        assert decision.action == task.actions[int(np.argmin(costs))]
+        np.testing.assert_allclose(list(decision.expected_cost.values()), costs)
+        np.testing.assert_allclose(list(decision.probs.values()), p)
+
+
+# -------------------------------------------------------------------- decisions
+
+
+HERMES = (
+    '<tool_call>{"name": "get_weather", "arguments": {"unit": "c", "city": "Paris"}}</tool_call>'
+)
+
+
+def test_decision_fields_and_tool_call_message() -> None:
+    task = tasks.tool_decision()
+    msgs = [
+        call("get_weather", city="Paris", unit="c"),
+        AIMessage(content=HERMES),
+        call("get_weather", city="Rome"),
+        call("get_weather", city="Rome", unit="c"),
+        call("get_weather", unit="c", city="Paris"),
+        AIMessage(content="Which city?"),
+        AIMessage(content="Sunny."),
+    ]
+    decision = decide_from_messages(task, msgs)
+    assert decision.action == "tool_call"
+    assert decision.task == "tool_decision"
+    assert (decision.n_samples, decision.n_unparsed, decision.fallback) == (7, 1, False)
+    assert decision.counts == {"tool_call": 5.0, "request_for_info": 1.0, "cannot_answer": 0.0}
+    assert decision.calibrated == decision.probs
+    assert decision.samples is None and decision.sample_labels is None
+    message = decision.message
+    assert message is not None
+    assert [(c["name"], c["args"]) for c in message.tool_calls] == [
+        ("get_weather", {"city": "Paris", "unit": "c"})
+    ]
+    assert re.fullmatch(r"call_[0-9a-f]{24}", message.tool_calls[0]["id"] or "")
+    assert message is not msgs[0]
+
+
+def test_tool_call_message_from_content_only() -> None:
+    task = tasks.tool_decision()
+    content = '<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>'
+    decision = decide_from_messages(task, [AIMessage(content=content)] * 3)
+    assert decision.message is not None
+    assert decision.message.content == ""
+    assert decision.message.tool_calls[0]["args"] == {"x": 1}
+
+
+def test_native_tool_call_ids_are_kept() -> None:
+    task = tasks.tool_decision()
+    msg = AIMessage(content="", tool_calls=[{"name": "f", "args": {}, "id": "abc"}])
+    decision = decide_from_messages(task, [msg])
+    assert decision.message is not None
+    assert decision.message.tool_calls[0]["id"] == "abc"
+
+
+def test_ask_message_is_most_typical_question() -> None:
+    task = tasks.tool_decision()
+    msgs = [
+        AIMessage(content="Which date?"),
+        AIMessage(content="Which city?"),
+        AIMessage(content="which  city"),
+        AIMessage(content="Which city?"),
+    ]
+    decision = decide_from_messages(task, msgs)
+    assert decision.action == "request_for_info"
+    assert decision.message is not None
+    assert decision.message.content == "Which city?"
+
+
+def test_abstain_message_is_configured_text() -> None:
+    task = tasks.tool_decision(abstain_text="Nope, sorry.")
+    decision = decide_from_messages(task, [AIMessage(content="I'm sorry, I can't do that.")] * 4)
+    assert decision.action == "cannot_answer"
+    assert decision.message is not None
+    assert decision.message.content == "Nope, sorry."
+
+
+def test_ask_without_sampled_question_uses_ask_text() -> None:
+    task = tasks.tool_decision(cost=[[0, 0, 9], [9, 0, 9], [9, 0, 9]])  # ask is free
+    decision = decide_from_messages(task, [call("f")])
+    assert decision.action == "request_for_info"
+    assert decision.message is not None
+    assert decision.message.content == task.ask_text
+
+
+def test_action_without_samples_has_no_message() -> None:
+    task = tasks.rating(k=3)
+    decision = decide_from_messages(task, [AIMessage(content="1"), AIMessage(content="3")])
+    assert decision.action == "2"
+    assert decision.message is None
+
+
+def test_return_samples() -> None:
+    task = tasks.tool_decision()
+    msgs = [AIMessage(content="Which city?"), AIMessage(content="Sunny.")]
+    decision = decide_from_messages(task, msgs, return_samples=True)
+    assert decision.samples == msgs
+    assert decision.sample_labels == ["request_for_info", None]
+
+
+def test_to_metadata_is_json_without_messages() -> None:
+    import json
+
+    decision = decide_from_messages(tasks.tool_decision(), [call("f")], return_samples=True)
+    meta = decision.to_metadata()
+    assert "message" not in meta and "samples" not in meta
+    assert json.loads(json.dumps(meta))["action"] == "tool_call"
+    assert Decision.model_validate(meta).action == "tool_call"
+
+
+# --------------------------------------------------------------------- fallbacks
+
+
+def test_fallback_no_samples() -> None:
+    task = tasks.tool_decision()
+    decision = decide_from_messages(task, [])
+    assert decision.fallback is True
+    assert decision.fallback_reason == "no samples were drawn"
+    assert decision.action == task.fallback_action == "request_for_info"
+    assert decision.probs == pytest.approx(dict.fromkeys(task.labels, 1 / 3))
+    assert decision.calibrated == decision.probs
+    assert (decision.n_samples, decision.n_unparsed) == (0, 0)
+    assert decision.message is not None
+    assert decision.message.content == task.ask_text
+
+
+def test_fallback_all_unparsed() -> None:
+    task = tasks.tool_decision(fallback_action="cannot_answer")
+    decision = decide_from_messages(task, [AIMessage(content="Sunny.")] * 3, return_samples=True)
+    assert decision.fallback is True
+    assert decision.fallback_reason == "all 3 samples were unparsed by parser 'tool_decision'"
+    assert decision.action == "cannot_answer"
+    assert (decision.n_samples, decision.n_unparsed) == (3, 3)
+    assert decision.sample_labels == [None, None, None]
+
+
+def test_unparsed_as_label_avoids_fallback() -> None:
+    task = tasks.tool_decision(unparsed="as:cannot_answer")
+    decision = decide_from_messages(task, [AIMessage(content="Sunny.")] * 3)
+    assert decision.fallback is False
+    assert decision.action == "cannot_answer"
+    assert (decision.n_unparsed, decision.counts["cannot_answer"]) == (3, 3.0)
+
+
+def test_explicit_fallback_reason() -> None:
+    decider = Decider(tasks.rating())
+    decision = decider.fallback("model error: boom")
+    assert (decision.action, decision.fallback_reason, decision.message) == (
+        "3",
+        "model error: boom",
+        None,
+    )
+
+
+# -------------------------------------------------------------------- calibrator
+
+
+def test_calibrator_is_applied_to_belief() -> None:
+    task = tasks.tool_decision()
+    cal = FakeCalibrator(3, fixed=[0.9, 0.05, 0.05])
+    msgs = [AIMessage(content="Which city?")] * 4
+    decision = decide_from_messages(task, msgs, calibrator=cal, alpha=0.1)
+    np.testing.assert_allclose(cal.calls[0], [[0.1 / 4.3, 4.1 / 4.3, 0.1 / 4.3]])
+    assert decision.calibrated == pytest.approx(
+        {"tool_call": 0.9, "request_for_info": 0.05, "cannot_answer": 0.05}
+    )
+    assert decision.action == "tool_call"
+    assert decision.probs["request_for_info"] == pytest.approx(4.1 / 4.3)
+
+
+def test_calibrator_output_is_renormalised() -> None:
+    decider = Decider(tasks.tool_decision(), FakeCalibrator(3, fixed=[2.0, 1.0, 1.0]))
+    np.testing.assert_allclose(decider.calibrate(np.full(3, 1 / 3)), [0.5, 0.25, 0.25])
+
+
+def test_calibrator_bad_output() -> None:
+    decider = Decider(tasks.tool_decision(), FakeCalibrator(3, fixed=[0.5, float("nan"), 0.5]))
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "calibrator FakeCalibrator.predict_proba must return one row of 3 finite "
+            "probabilities >= 0 for task 'tool_decision', got [[0.5, nan, 0.5]]."
+        ),
+    ):
+        decider.decide([call("f")])
+
+
+def test_check_calibrator_class_count() -> None:
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "calibrator FakeCalibrator was fitted on 4 classes but task 'tool_decision' has 3 "
+            "labels ['tool_call', 'request_for_info', 'cannot_answer']; fit the calibrator on "
+            "this task's beliefs."
+        ),
+    ):
+        Decider(tasks.tool_decision(), FakeCalibrator(4))
+
+
+@pytest.mark.parametrize("attr", ["labels_", "labels"])
+def test_check_calibrator_labels(attr: str) -> None:
+    task = tasks.tool_decision()
+    cal = FakeCalibrator(3, **{attr: ["request_for_info", "tool_call", "cannot_answer"]})
+    with pytest.raises(
+        LabelMismatchError,
+        match=re.escape(
+            "calibrator FakeCalibrator has labels ['request_for_info', 'tool_call', "
+            "'cannot_answer'] but task 'tool_decision' has labels ['tool_call', "
+            "'request_for_info', 'cannot_answer'] (same order required); fit the calibrator on "
+            "this task's beliefs."
+        ),
+    ) as info:
+        check_calibrator(task, cal)
+    assert info.value.expected == task.labels
+    assert isinstance(info.value, ValueError)
+    check_calibrator(task, FakeCalibrator(3, **{attr: list(task.labels)}))
+
+
+def test_check_calibrator_unfitted_and_not_a_calibrator() -> None:
+    task = tasks.tool_decision()
+
+    class Unfitted:
+        def predict_proba(self, P: np.ndarray) -> np.ndarray:
+            return P
+
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "calibrator Unfitted for task 'tool_decision' is not fitted (it has no n_classes_ or "
+            "classes_); fit it on beliefs of this task first."
+        ),
+    ):
+        check_calibrator(task, Unfitted())
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "calibrator for task 'tool_decision' must have a predict_proba method, got 'x'; pass "
+            "a fitted calibrators estimator or None."
+        ),
+    ):
+        check_calibrator(task, "x")
+
+
+def test_decider_bad_task_and_alpha() -> None:
+    with pytest.raises(
+        ConfigurationError, match=re.escape("Decider parameter 'task' must be a Task, got 'x'.")
+    ):
+        Decider("x")  # type: ignore[arg-type]
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "Decider parameter 'alpha' must be a finite number >= 0, got -1; use alpha=0.1 (the "
+            "default) or 0 for raw frequencies."
+        ),
+    ):
+        Decider(tasks.rating(), alpha=-1)
+
+
+def test_decide_belief_directly() -> None:
+    task = tasks.rating(k=3)
+    decision = Decider(task).decide_belief(Belief([0, 0, 5], task.labels))
+    assert decision.action == "3"
+    assert decision.message is None
+
+
+def test_real_calibrator_if_available() -> None:
+    calibrators = pytest.importorskip("calibrators")
+    make = getattr(calibrators, "make_calibrator", None)
+    if make is None:
+        pytest.skip("calibrators.make_calibrator not available yet")
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(3), size=200)
+    y = np.array([rng.choice(3, p=p) for p in P])
+    cal = make("temperature").fit(P, y)
+    decision = decide_from_messages(tasks.tool_decision(), [call("f")] * 3, calibrator=cal)
+    assert sum(decision.calibrated.values()) == pytest.approx(1.0)

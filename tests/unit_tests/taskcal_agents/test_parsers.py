@@ -1,0 +1,395 @@
+from __future__ import annotations
+
+import re
+
+import pytest
+from langchain_core.messages import AIMessage
+from pydantic import BaseModel
+
+from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.parsers import (
+    AnswerOrAbstainParser,
+    ChoiceParser,
+    Parser,
+    RatingParser,
+    SchemaParser,
+    ToolDecisionParser,
+    builtin_parser_names,
+    canonical_tool_calls,
+    extract_tool_calls,
+    get_parser,
+    message_text,
+    normalize_text,
+)
+
+
+def ai(content: str = "", **kwargs: object) -> AIMessage:
+    return AIMessage(content=content, **kwargs)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------- tool calls
+
+
+def test_extract_native_tool_calls_win() -> None:
+    msg = ai('{"name": "other", "arguments": {}}', tool_calls=[
+        {"name": "get_weather", "args": {"city": "Paris"}, "id": "c1"}
+    ])  # fmt: skip
+    calls = extract_tool_calls(msg)
+    assert [(c["name"], c["args"], c["id"]) for c in calls] == [
+        ("get_weather", {"city": "Paris"}, "c1")
+    ]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}',  # no closing tag
+        '<tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_call>',
+        'Sure!\n```json\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n```',
+        'I will call {"name": "get_weather", "args": {"city": "Paris"}} now.',
+        '{"function": {"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}',
+        '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}',
+    ],
+)
+def test_extract_tool_calls_from_content(content: str) -> None:
+    calls = extract_tool_calls(ai(content))
+    assert len(calls) == 1
+    assert calls[0]["name"] == "get_weather"
+    assert calls[0]["args"] == {"city": "Paris"}
+    assert re.fullmatch(r"call_[0-9a-f]{24}", calls[0]["id"] or "")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "",
+        "The weather in Paris is sunny.",
+        '{"answer": "Paris", "confidence": 0.9}',  # JSON but not a tool call
+        '{"name": "get_weather", "arguments": "not json"}',
+        '{"name": "", "arguments": {}}',
+        "{broken json",
+        '[{"name": "a", "arguments": {}}, 5]',  # a list with a non-call
+    ],
+)
+def test_extract_tool_calls_none(content: str) -> None:
+    assert extract_tool_calls(ai(content)) == []
+
+
+def test_extract_tool_call_ids_are_deterministic() -> None:
+    content = '<tool_call>{"name": "f", "arguments": {"b": 1, "a": 2}}</tool_call>'
+    assert extract_tool_calls(ai(content))[0]["id"] == extract_tool_calls(ai(content))[0]["id"]
+
+
+def test_canonical_tool_calls_ignores_key_order_and_ids() -> None:
+    a = [{"name": "f", "args": {"x": 1, "y": 2}, "id": "1"}]
+    b = [{"name": "f", "args": {"y": 2, "x": 1}, "id": "2"}]
+    c = [{"name": "f", "args": {"x": 2, "y": 2}, "id": "1"}]
+    assert canonical_tool_calls(a) == canonical_tool_calls(b)  # type: ignore[arg-type]
+    assert canonical_tool_calls(a) != canonical_tool_calls(c)  # type: ignore[arg-type]
+
+
+def test_message_text_and_normalize() -> None:
+    msg = AIMessage(content=[{"type": "text", "text": " Which city? "}, {"type": "image"}])
+    assert message_text(msg) == "Which city?"
+    assert normalize_text("  Which   CITY?\n") == "which city"
+
+
+# -------------------------------------------------------------------- tool_decision
+
+TOOL_CASES = [
+    ("Which city do you mean?", "request_for_info"),
+    ("Could you please provide the date of your trip?", "request_for_info"),
+    ("Please provide your account number.", "request_for_info"),
+    ("I need more information about the order.", "request_for_info"),
+    ("I can't check the weather without a location. Which city are you in?", "request_for_info"),
+    ("I'm sorry, but I can't help with that.", "cannot_answer"),
+    ("I cannot book flights. Is there anything else I can help you with?", "cannot_answer"),
+    ("I am unable to access real-time data.", "cannot_answer"),
+    ("As an AI, I do not have access to your calendar.", "cannot_answer"),
+    ("I don't have access to the internet. Would you like me to explain instead?", "cannot_answer"),
+    ("I don't know.", "cannot_answer"),
+    ("The weather in Paris is sunny and 20 degrees.", None),
+    ("", None),
+    ("   ", None),
+]
+
+
+@pytest.mark.parametrize(("content", "label"), TOOL_CASES)
+def test_tool_decision_text(content: str, label: str | None) -> None:
+    assert ToolDecisionParser()(ai(content)) == label
+
+
+def test_tool_decision_direct_answer() -> None:
+    parser = ToolDecisionParser(direct_answer=True)
+    assert parser.labels == ("tool_call", "request_for_info", "cannot_answer", "direct_answer")
+    assert parser(ai("Paris is the capital of France.")) == "direct_answer"
+    assert parser(ai("")) is None
+    assert parser(ai("Which one?")) == "request_for_info"
+
+
+def test_tool_decision_tool_calls() -> None:
+    parser = ToolDecisionParser()
+    native = ai(tool_calls=[{"name": "get_weather", "args": {}, "id": "1"}])
+    hermes = ai('<tool_call>\n{"name": "get_weather", "arguments": {}}\n</tool_call>')
+    assert parser(native) == "tool_call"
+    assert parser(hermes) == "tool_call"
+    assert parser.labels == ("tool_call", "request_for_info", "cannot_answer")
+
+
+def test_tool_decision_tool_names_filter() -> None:
+    parser = ToolDecisionParser(tool_names=("get_weather",))
+    assert parser(ai(tool_calls=[{"name": "get_weather", "args": {}, "id": "1"}])) == "tool_call"
+    assert parser(ai(tool_calls=[{"name": "search", "args": {}, "id": "1"}])) is None
+
+
+def test_tool_decision_extra_patterns() -> None:
+    parser = ToolDecisionParser(
+        refusal_patterns=(r"\bnope\b",), question_patterns=(r"\btell me\b",)
+    )
+    assert parser(ai("Nope.")) == "cannot_answer"
+    assert parser(ai("Tell me your name.")) == "request_for_info"
+
+
+# ---------------------------------------------------------------- answer_or_abstain
+
+
+@pytest.mark.parametrize(
+    ("content", "label"),
+    [
+        ("Paris", "answer"),
+        ("The answer is 42.", "answer"),
+        ("I don't know.", "abstain"),
+        ("I'm not sure.", "abstain"),
+        ("I cannot answer that question.", "abstain"),
+        ("There is not enough information to tell.", "abstain"),
+        ("Unknown", "abstain"),
+        ("I'm not sure, but I think it is Paris.", "answer"),
+        ("", None),
+    ],
+)
+def test_answer_or_abstain(content: str, label: str | None) -> None:
+    assert AnswerOrAbstainParser()(ai(content)) == label
+
+
+def test_answer_or_abstain_custom_labels_and_patterns() -> None:
+    parser = AnswerOrAbstainParser(
+        answer_label="yes", abstain_label="no", abstain_patterns=("skip",)
+    )
+    assert parser.labels == ("yes", "no")
+    assert parser(ai("skip")) == "no"
+    assert parser(ai("Rome")) == "yes"
+
+
+# --------------------------------------------------------------------------- rating
+
+
+@pytest.mark.parametrize(
+    ("content", "label"),
+    [
+        ("4", "4"),
+        ("Rating: 4", "4"),
+        ("**Score:** 2", "2"),
+        ("I would give it a four.", "4"),
+        ("On a scale of 1 to 5, I'd rate it 3.", "3"),
+        ("3/5", "3"),
+        ("4 out of 5 stars", "4"),
+        ("It deserves 5 stars out of 5.", "5"),
+        ("4.5", None),
+        ("I rate it 7", None),
+        ("Rating: 9. Actually 2.", "2"),
+        ("no number here", None),
+        ("", None),
+    ],
+)
+def test_rating(content: str, label: str | None) -> None:
+    assert RatingParser(k=5)(ai(content)) == label
+
+
+def test_rating_custom_labels() -> None:
+    parser = RatingParser(k=3, labels=("bad", "ok", "good"))
+    assert parser(ai("2")) == "ok"
+    assert parser.labels == ("bad", "ok", "good")
+
+
+def test_rating_bad_options() -> None:
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "RatingParser option 'k' must be an integer >= 2, got 1; pass k=5 for a 1-5 scale."
+        ),
+    ):
+        RatingParser(k=1)
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "RatingParser option 'labels' must have k=3 entries, got 2: ['a', 'b']; pass one "
+            "label per rating level."
+        ),
+    ):
+        RatingParser(k=3, labels=("a", "b"))
+
+
+# --------------------------------------------------------------------------- choice
+
+
+@pytest.mark.parametrize(
+    ("content", "label"),
+    [
+        ("B", "B"),
+        ("(C)", "C"),
+        ("**D.**", "D"),
+        ("The answer is (C).", "C"),
+        ("Answer: B", "B"),
+        ("A) Paris", "A"),
+        ("A good choice would be option D.", "D"),
+        ("I think the right one is (B) because...", "B"),
+        ("It is London.", "B"),
+        ("A or B", None),
+        ("Paris or London", None),
+        ("", None),
+    ],
+)
+def test_choice(content: str, label: str | None) -> None:
+    parser = ChoiceParser(texts=("Paris", "London", "Rome", "Berlin"))
+    assert parser(ai(content)) == label
+
+
+def test_choice_bad_options() -> None:
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "ChoiceParser option 'labels' must hold at least two distinct labels, got ['A', 'A']."
+        ),
+    ):
+        ChoiceParser(labels=("A", "A"))
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "ChoiceParser option 'texts' must have one text per label (2), got 1: ['x']."
+        ),
+    ):
+        ChoiceParser(labels=("A", "B"), texts=("x",))
+
+
+# --------------------------------------------------------------------------- schema
+
+
+class Verdict(BaseModel):
+    label: str
+    reason: str = ""
+
+
+def test_schema_from_content_tool_call_and_parsed() -> None:
+    parser = SchemaParser()
+    assert parser.labels is None
+    assert parser(ai('```json\n{"label": "spam", "reason": "ads"}\n```')) == "spam"
+    assert (
+        parser(ai(tool_calls=[{"name": "Verdict", "args": {"label": "ham"}, "id": "1"}])) == "ham"
+    )
+    assert parser(ai("", additional_kwargs={"parsed": Verdict(label="spam")})) == "spam"
+    assert parser(ai("no json")) is None
+    assert parser(ai('{"other": 1}')) is None
+    assert parser(ai('{"label": {"nested": 1}}')) is None
+
+
+def test_schema_with_model_and_mapping() -> None:
+    parser = SchemaParser(field="label", model=Verdict, mapping={"spam": "bad", "ham": "good"})
+    assert parser.labels == ("bad", "good")
+    assert parser(ai('{"label": "spam"}')) == "bad"
+    assert parser(ai('{"label": "eggs"}')) is None
+    assert parser(ai('{"label": 3, "reason": []}')) is None  # fails validation
+
+
+def test_schema_model_import_path() -> None:
+    parser = get_parser("schema", model=f"{__name__}:Verdict")
+    assert isinstance(parser, SchemaParser)
+    assert parser.model is Verdict
+
+
+def test_schema_bad_model() -> None:
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "SchemaParser option 'model' must be a pydantic model class or an import path to "
+            "one, got 5."
+        ),
+    ):
+        SchemaParser(model=5)
+
+
+# ------------------------------------------------------------------------- registry
+
+
+def test_builtins_are_parsers() -> None:
+    assert builtin_parser_names() == (
+        "tool_decision",
+        "answer_or_abstain",
+        "rating",
+        "choice",
+        "schema",
+    )
+    for name in builtin_parser_names():
+        assert isinstance(get_parser(name), Parser)
+
+
+def test_get_parser_lists_become_tuples() -> None:
+    parser = get_parser("tool_decision", tool_names=["a", "b"])
+    assert isinstance(parser, ToolDecisionParser)
+    assert parser.tool_names == ("a", "b")
+
+
+def test_get_parser_unknown_name() -> None:
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "parser name 'nope' is not a built-in parser; expected one of ['answer_or_abstain', "
+            "'choice', 'rating', 'schema', 'tool_decision'] or an import path "
+            "'package.module:factory'."
+        ),
+    ):
+        get_parser("nope")
+
+
+def test_get_parser_unknown_option() -> None:
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "parser 'rating' got unknown option(s) ['n']; accepted options are ['k', 'labels']."
+        ),
+    ):
+        get_parser("rating", n=3)
+
+
+def test_get_parser_bad_regex() -> None:
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "parser 'tool_decision' got an invalid regular expression in its options: "
+        ),
+    ):
+        get_parser("tool_decision", refusal_patterns=["("])
+
+
+def custom_factory(word: str = "yes") -> object:
+    def parse(message: AIMessage) -> str | None:
+        return "yes" if word in message_text(message) else None
+
+    return parse
+
+
+def test_get_parser_import_path() -> None:
+    parser = get_parser(f"{__name__}:custom_factory", word="ok")
+    assert parser(ai("ok then")) == "yes"
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "cannot import 'no_such_module_xyz:f': No module named 'no_such_module_xyz'."
+        ),
+    ):
+        get_parser("no_such_module_xyz:f")
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(f"parser factory '{__name__}:TOOL_CASES' is not callable, got"),
+    ):
+        get_parser(f"{__name__}:TOOL_CASES")

@@ -1,0 +1,247 @@
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from langchain_core.messages import AIMessage
+from pydantic import ValidationError
+
+from taskcal_agents.errors import ConfigurationError, DataFileError
+from taskcal_agents.parsers import ToolDecisionParser
+from taskcal_agents.task import ParserSpec, Task, minimax_action
+
+
+def make(**overrides: Any) -> Task:
+    fields: dict[str, Any] = {
+        "name": "t",
+        "labels": ["tool_call", "request_for_info", "cannot_answer"],
+        "cost": [[0, 1, 2], [4, 0, 1], [5, 2, 0]],
+        "parser": "tool_decision",
+    }
+    fields.update(overrides)
+    return Task(**fields)
+
+
+def test_defaults_filled_in() -> None:
+    task = make()
+    assert task.actions == task.labels
+    assert task.fallback_action == "request_for_info"  # column maxima 5, 2, 2 -> first of ties
+    assert task.parser == ParserSpec(name="tool_decision", options={})
+    assert task.unparsed == "drop"
+    assert task.unparsed_as is None
+    assert isinstance(task.get_parser(), ToolDecisionParser)
+
+
+def test_cost_matrix_is_read_only() -> None:
+    cost = make().cost_matrix()
+    assert cost.shape == (3, 3)
+    assert cost.dtype == np.float64
+    with pytest.raises(ValueError, match="read-only"):
+        cost[0, 0] = 1.0
+
+
+def test_frozen() -> None:
+    task = make()
+    with pytest.raises(ValidationError, match="Instance is frozen"):
+        task.name = "other"  # type: ignore[misc]
+
+
+def test_minimax_action() -> None:
+    cost = np.array([[0.0, 3.0, 1.0], [9.0, 0.0, 1.5]])
+    brute = min(range(3), key=lambda a: (max(cost[:, a]), a))
+    assert minimax_action(cost) == brute == 2
+
+
+def test_actions_differ_from_labels() -> None:
+    task = make(
+        labels=["answer", "abstain"],
+        actions=["answer", "abstain", "ask"],
+        cost=[[0, 1, 0.5], [4, 0, 0.5]],
+        parser="answer_or_abstain",
+    )
+    assert task.cost_matrix().shape == (2, 3)
+    assert task.fallback_action == "ask"
+    assert task.action_index("ask") == 2
+    assert task.label_index("abstain") == 1
+
+
+def test_index_errors() -> None:
+    task = make()
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "Task 't' has no label 'x'; labels are ['tool_call', 'request_for_info', "
+            "'cannot_answer']."
+        ),
+    ):
+        task.label_index("x")
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "Task 't' has no action 'x'; actions are ['tool_call', 'request_for_info', "
+            "'cannot_answer']."
+        ),
+    ):
+        task.action_index("x")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            {"cost": [[0, 1], [1, 0]]},
+            "Task field 'cost' must have shape (len(labels), len(actions)) = (3, 3) (row = true "
+            "label, column = action), got shape (2, 2).",
+        ),
+        (
+            {"cost": [[0, 1, 2], [4, 0, 1], [5, 2]]},
+            "Task field 'cost' must have shape (len(labels), len(actions)) = (3, 3) (row = true "
+            "label, column = action), got ragged rows.",
+        ),
+        (
+            {"cost": [[0, 1, 2], [4, 0, -1], [5, 2, 0]]},
+            "Task field 'cost' must be finite and >= 0, got [[0.0, 1.0, 2.0], [4.0, 0.0, -1.0], "
+            "[5.0, 2.0, 0.0]].",
+        ),
+        (
+            {"cost": [[0, 1, 2], [4, 0, float("inf")], [5, 2, 0]]},
+            "Task field 'cost' must be finite and >= 0",
+        ),
+        (
+            {"labels": ["a", "a", "b"]},
+            "Task field 'labels' must hold at least 2 distinct non-empty names, got ['a', 'a', "
+            "'b'].",
+        ),
+        ({"actions": []}, "Task field 'actions' must hold at least 1 distinct non-empty names"),
+        (
+            {"fallback_action": "x"},
+            "Task field 'fallback_action' must be one of the actions ['tool_call', "
+            "'request_for_info', 'cannot_answer'], got 'x'.",
+        ),
+        ({"ask_action": "x"}, "Task field 'ask_action' must be one of the actions"),
+        (
+            {"unparsed": "as:nope"},
+            "Task field 'unparsed' must be 'drop' or 'as:<label>' with a label in ['tool_call', "
+            "'request_for_info', 'cannot_answer'], got 'as:nope'.",
+        ),
+        ({"unparsed": "keep"}, "Task field 'unparsed' must be 'drop' or 'as:<label>'"),
+        (
+            {"parser": {"name": "tool_decision", "options": {"direct_answer": True}}},
+            "Task 't': parser 'tool_decision' can return labels ['direct_answer'] that are not "
+            "among the task labels ['tool_call', 'request_for_info', 'cannot_answer']; add them "
+            "to 'labels' or change the parser options.",
+        ),
+        (
+            {"parser": {"name": "rating", "options": {"n": 3}}},
+            "parser 'rating' got unknown option(s) ['n']; accepted options are ['k', 'labels'].",
+        ),
+        ({"extra": 1}, "Extra inputs are not permitted"),
+    ],
+)
+def test_validation_errors(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        make(**overrides)
+
+
+def test_parse_policies() -> None:
+    question = AIMessage(content="Which city?")
+    junk = AIMessage(content="Sunny.")
+    drop = make()
+    assert drop.parse(question) == "request_for_info"
+    assert drop.parse(junk) is None
+    assert drop.parse_raw(junk) is None
+    mapped = make(unparsed="as:cannot_answer")
+    assert mapped.unparsed_as == "cannot_answer"
+    assert mapped.parse(junk) == "cannot_answer"
+    assert mapped.parse_raw(junk) is None
+
+
+def test_out_of_set_parser_output_is_unparsed() -> None:
+    task = make(labels=["spam", "ham"], cost=[[0, 1], [1, 0]], parser="schema")
+    assert task.parse(AIMessage(content='{"label": "eggs"}')) is None
+    assert task.parse(AIMessage(content='{"label": "ham"}')) == "ham"
+
+
+def test_belief_counts_unparsed() -> None:
+    task = make(unparsed="as:cannot_answer")
+    msgs = [AIMessage(content="Which city?"), AIMessage(content="Sunny."), AIMessage(content="")]
+    belief = task.belief(msgs, alpha=0)
+    assert belief.counts.tolist() == [0.0, 1.0, 2.0]
+    assert (belief.n, belief.n_unparsed) == (3, 2)
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".yml", ".json"])
+def test_file_round_trip(tmp_path: Path, suffix: str) -> None:
+    task = make(
+        parser={"name": "tool_decision", "options": {"tool_names": ["get_weather"]}},
+        unparsed="as:cannot_answer",
+        prompt="Decide.",
+    )
+    path = task.to_file(tmp_path / f"task{suffix}")
+    loaded = Task.from_file(path)
+    assert loaded == task
+    assert loaded.model_dump() == task.model_dump()
+    assert loaded.get_parser() == task.get_parser()
+    text = path.read_text()
+    data = json.loads(text) if suffix == ".json" else None
+    if data is not None:
+        assert data["format_version"] == 1
+    else:
+        assert text.startswith("format_version: 1\n")
+
+
+def test_from_file_yaml_by_hand(tmp_path: Path) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text(
+        "name: rate\nlabels: ['1', '2', '3']\n"
+        "cost: [[0, 1, 2], [1, 0, 1], [2, 1, 0]]\n"
+        "parser: {name: rating, options: {k: 3}}\n"
+    )
+    task = Task.from_file(path)
+    assert task.fallback_action == "2"
+    assert task.parse(AIMessage(content="I'd rate it 3/3")) == "3"
+
+
+def test_from_file_errors(tmp_path: Path) -> None:
+    bad_suffix = tmp_path / "t.txt"
+    with pytest.raises(
+        DataFileError,
+        match=re.escape(
+            f"{bad_suffix}: task file must end in .yaml, .yml or .json, got suffix '.txt'."
+        ),
+    ):
+        Task.from_file(bad_suffix)
+    missing = tmp_path / "missing.yaml"
+    with pytest.raises(DataFileError, match=re.escape(f"{missing}: cannot read task file: ")):
+        Task.from_file(missing)
+    listy = tmp_path / "list.json"
+    listy.write_text("[1, 2]")
+    with pytest.raises(
+        DataFileError, match=re.escape(f"{listy}: a task file must hold a mapping, got list.")
+    ):
+        Task.from_file(listy)
+    future = tmp_path / "future.json"
+    future.write_text(json.dumps({"format_version": 2, **make().model_dump()}))
+    with pytest.raises(
+        DataFileError,
+        match=re.escape(
+            f"{future}: task file has format_version 2, this version of taskcal-agents reads "
+            "format_version 1."
+        ),
+    ):
+        Task.from_file(future)
+
+
+def test_to_file_bad_suffix(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            f"Task.to_file parameter 'path' must end in .yaml, .yml or .json, got "
+            f"'{tmp_path / 't.toml'}'."
+        ),
+    ):
+        make().to_file(tmp_path / "t.toml")
