@@ -1,0 +1,177 @@
+"""The base class shared by every calibration map."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from calibrators._validation import (
+    Interval,
+    Real,
+    fit_context,
+    validate_fit_data,
+    validate_predict_data,
+)
+
+__all__ = ["BaseCalibrator"]
+
+EPS_CONSTRAINT = Interval(Real, 0.0, 1.0, closed="neither")
+"""Constraint of the ``eps`` parameter: the floor applied to probabilities before ``ln``."""
+
+
+class BaseCalibrator(ClassifierMixin, BaseEstimator):
+    """Base class of the calibration maps: ``fit``, ``predict_proba``, ``predict``.
+
+    Subclasses implement ``_fit(P, y, sample_weight, n_classes)`` and
+    ``_predict_proba(P)`` on validated arrays, and list their fitted attributes in
+    ``_state_attributes`` (name, kind) so that ``to_dict`` can serialise them.
+    The input of every method is a matrix ``P`` of shape (n_samples, n_classes)
+    holding probabilities (rows sum to 1); ``y`` holds class indices in
+    ``[0, n_classes)``.
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
+    _state_attributes: ClassVar[tuple[tuple[str, str], ...]] = ()
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(
+        self, P: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> BaseCalibrator:
+        """Fit the calibration map.
+
+        Parameters
+        ----------
+        P : array-like of shape (n_samples, n_classes)
+            Predicted probabilities of the uncalibrated source; each row sums to 1.
+            The number of classes is ``n_classes = P.shape[1]``, so a class that never
+            occurs in ``y`` is fine.
+        y : array-like of shape (n_samples,)
+            True class indices in ``[0, n_classes)``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative sample weights. ``None`` weighs every row equally. A weight of
+            2 is equivalent to duplicating the row.
+
+        Returns
+        -------
+        self : object
+            The fitted calibrator.
+        """
+        P_arr, labels, weights = validate_fit_data(self, P, y, sample_weight)
+        n_classes = P_arr.shape[1]
+        self._fit(P_arr, labels, weights, n_classes)
+        self.n_classes_ = n_classes
+        self.classes_ = np.arange(n_classes)
+        return self
+
+    def predict_proba(self, P: ArrayLike) -> NDArray[np.float64]:
+        """Return calibrated probabilities.
+
+        Parameters
+        ----------
+        P : array-like of shape (n_samples, n_classes)
+            Uncalibrated probabilities over the ``n_classes_`` classes seen in ``fit``.
+
+        Returns
+        -------
+        Q : ndarray of shape (n_samples, n_classes)
+            Calibrated probabilities; each row sums to 1.
+        """
+        P_arr = validate_predict_data(self, P)
+        return self._predict_proba(P_arr)
+
+    def predict(self, P: ArrayLike) -> NDArray[np.intp]:
+        """Return the most probable class after calibration.
+
+        Parameters
+        ----------
+        P : array-like of shape (n_samples, n_classes)
+            Uncalibrated probabilities.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Index of the largest calibrated probability (lowest index on ties).
+        """
+        Q = self.predict_proba(P)
+        return self.classes_[np.argmax(Q, axis=1)]
+
+    def score(self, P: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
+        """Return the negative mean log-loss of the calibrated probabilities.
+
+        Higher is better, so ``GridSearchCV`` and ``cross_val_score`` select the
+        calibrator with the lowest held-out negative log-likelihood. This replaces the
+        accuracy score of ``ClassifierMixin``.
+
+        Parameters
+        ----------
+        P : array-like of shape (n_samples, n_classes)
+            Uncalibrated probabilities.
+        y : array-like of shape (n_samples,)
+            True class indices.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights.
+
+        Returns
+        -------
+        score : float
+            ``-nll(y, predict_proba(P))``.
+        """
+        from calibrators.metrics import nll
+
+        return -nll(y, self.predict_proba(P), sample_weight=sample_weight)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-able description of the calibrator.
+
+        Returns
+        -------
+        d : dict
+            ``{"format_version": 1, "type": <class name>, "params": {...},
+            "state": {...} or None}``; ``calibrators.from_dict(d)`` rebuilds the
+            calibrator (fitted if it was fitted).
+        """
+        from calibrators._serialization import to_dict
+
+        return to_dict(self)
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True
+        tags.classifier_tags.poor_score = True
+        return tags
+
+    # Subclass hooks -----------------------------------------------------------
+
+    def _fit(
+        self,
+        P: NDArray[np.float64],
+        y: NDArray[np.intp],
+        sample_weight: NDArray[np.float64],
+        n_classes: int,
+    ) -> None:
+        raise NotImplementedError
+
+    def _predict_proba(self, P: NDArray[np.float64]) -> NDArray[np.float64]:
+        raise NotImplementedError
+
+
+def softmax(Z: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Row-wise softmax of a logit matrix (modified in place and returned)."""
+    Z -= Z.max(axis=1, keepdims=True)
+    np.exp(Z, out=Z)
+    Z /= Z.sum(axis=1, keepdims=True)
+    return Z
+
+
+def normalise_rows(Q: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Divide each row by its sum; rows summing to 0 become uniform (in place)."""
+    sums = Q.sum(axis=1, keepdims=True)
+    empty = sums[:, 0] <= 0
+    if empty.any():
+        Q[empty] = 1.0
+        sums[empty] = Q.shape[1]
+    Q /= sums
+    return Q

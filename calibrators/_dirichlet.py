@@ -1,0 +1,255 @@
+"""Dirichlet calibration (Kull et al., 2019)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.model_selection import KFold, check_cv
+
+from calibrators._base import EPS_CONSTRAINT
+from calibrators._linear import (
+    KINDS,
+    Regularizer,
+    _LinearCalibrator,
+    fit_linear,
+    predict_linear,
+)
+from calibrators._validation import Integral, Interval, Real, StrOptions, clipped_log
+
+__all__ = ["DEFAULT_REG_GRID", "DirichletCalibrator"]
+
+DEFAULT_REG_GRID: tuple[float, ...] = (0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
+"""Values of ``reg_lambda`` tried by ``reg_lambda="auto"`` when ``reg_grid`` is None."""
+
+_CV_RANDOM_STATE = 0
+"""Seed of the shuffled K-fold split used by ``reg_lambda="auto"`` (deterministic)."""
+
+
+class DirichletCalibrator(_LinearCalibrator):
+    """Dirichlet calibration: ``q = softmax(W ln p + b)``.
+
+    ``ln p`` is clipped at ``ln(eps)``. The map is fitted by minimising the weighted
+    mean negative log-likelihood plus a regulariser with scipy's L-BFGS-B, analytic
+    gradients and the identity map (``W = I``, ``b = 0``) as starting point; the fit
+    is deterministic.
+
+    Regularisation:
+
+    - ``reg_mu`` set (ODIR, off-diagonal and intercept regularisation):
+      ``reg_lambda * sum_{i != j} W_ij**2 / (k (k - 1)) + reg_mu * sum_j b_j**2 / k``.
+    - ``reg_mu=None``: L2 towards the identity map,
+      ``reg_lambda * (||W - I||_F**2 + ||b||**2) / (k (k + 1))``.
+
+    With ``reg_lambda=0`` and ``kind="full"`` the map is multinomial logistic
+    regression on ``ln p`` without penalty (matrix scaling). With
+    ``reg_lambda="auto"`` the strength is chosen from ``reg_grid`` by the
+    cross-validated negative log-likelihood (shuffled ``cv``-fold split, fixed seed).
+    The :meth:`score` method (negative mean log-loss) also lets ``GridSearchCV``
+    tune ``reg_lambda`` and ``reg_mu``.
+
+    Parameters
+    ----------
+    kind : {"full", "diagonal", "fixed_diagonal"}, default="full"
+        Shape of ``W``: any (k, k) matrix; a diagonal matrix; or ``a * I`` with
+        ``b = 0`` (the Dirichlet form of temperature scaling).
+    reg_lambda : float or "auto", default=0.0
+        Strength of the penalty on ``W`` (see above), or ``"auto"``.
+    reg_mu : float, default=None
+        Strength of the penalty on ``b``; setting it selects ODIR.
+    reg_grid : sequence of float, default=None
+        Candidate values for ``reg_lambda="auto"``; ``None`` means
+        ``(0, 1e-4, 1e-3, 1e-2, 0.1, 1, 10)``.
+    cv : int, cross-validation generator or iterable, default=5
+        Splits for ``reg_lambda="auto"``: an int is the number of shuffled K-fold
+        splits with a fixed seed (at most the number of samples); a splitter or an
+        iterable of ``(train, test)`` index arrays is used as given.
+    eps : float, default=1e-12
+        Probabilities are clipped to ``[eps, 1]`` before taking ``ln``.
+    max_iter : int, default=1000
+        Maximum number of L-BFGS-B iterations.
+    tol : float, default=1e-7
+        Gradient tolerance of the optimiser (on standardised features).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_classes, n_classes)
+        Weight matrix ``W``.
+    intercept_ : ndarray of shape (n_classes,)
+        Bias ``b``.
+    reg_lambda_ : float
+        The ``reg_lambda`` used for the final fit (chosen when ``"auto"``).
+    reg_mu_ : float or None
+        The ``reg_mu`` used for the final fit.
+    cv_results_ : dict or None
+        With ``reg_lambda="auto"``: ``{"reg_lambda": array, "nll": array}``, the
+        cross-validated NLL of each candidate; otherwise ``None``. Not serialised.
+    n_iter_ : int
+        Number of optimiser iterations of the final fit.
+    n_classes_ : int
+        Number of classes (columns of ``P``).
+    classes_ : ndarray of shape (n_classes,)
+        ``np.arange(n_classes_)``.
+    n_features_in_ : int
+        Equal to ``n_classes_``.
+
+    See Also
+    --------
+    MatrixScaling : The unregularised full map.
+    VectorScaling : The unregularised diagonal map.
+    TemperatureScaling : A single temperature.
+
+    References
+    ----------
+    .. [1] M. Kull, M. Perello-Nieto, M. Kängsepp, T. Silva Filho, H. Song,
+       P. Flach, "Beyond temperature scaling: Obtaining well-calibrated multi-class
+       probabilities with Dirichlet calibration", NeurIPS 2019.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibrators import DirichletCalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> P = rng.dirichlet(np.ones(3), size=200)
+    >>> y = np.array([rng.choice(3, p=p) for p in P])
+    >>> cal = DirichletCalibrator(reg_lambda=1e-3, reg_mu=1e-3).fit(P, y)
+    >>> cal.coef_.shape, cal.intercept_.shape
+    ((3, 3), (3,))
+    >>> bool(np.allclose(cal.predict_proba(P).sum(axis=1), 1.0))
+    True
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "kind": [StrOptions(set(KINDS))],
+        "reg_lambda": [Interval(Real, 0.0, None, closed="left"), StrOptions({"auto"})],
+        "reg_mu": [Interval(Real, 0.0, None, closed="left"), None],
+        "reg_grid": ["array-like", None],
+        "cv": ["cv_object"],
+        "eps": [EPS_CONSTRAINT],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0.0, None, closed="left")],
+    }
+    _state_attributes: ClassVar[tuple[tuple[str, str], ...]] = (
+        *_LinearCalibrator._state_attributes,
+        ("reg_lambda_", "float"),
+        ("reg_mu_", "float_or_none"),
+    )
+
+    def __init__(
+        self,
+        *,
+        kind: str = "full",
+        reg_lambda: float | str = 0.0,
+        reg_mu: float | None = None,
+        reg_grid: Sequence[float] | None = None,
+        cv: Any = 5,
+        eps: float = 1e-12,
+        max_iter: int = 1000,
+        tol: float = 1e-7,
+    ) -> None:
+        self.kind = kind
+        self.reg_lambda = reg_lambda
+        self.reg_mu = reg_mu
+        self.reg_grid = reg_grid
+        self.cv = cv
+        self.eps = eps
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _fit(
+        self,
+        P: NDArray[np.float64],
+        y: NDArray[np.intp],
+        sample_weight: NDArray[np.float64],
+        n_classes: int,
+    ) -> None:
+        L = clipped_log(P, self.eps)
+        mu = None if self.reg_mu is None else float(self.reg_mu)
+        cv_results = None
+        if isinstance(self.reg_lambda, str):
+            lam, cv_results = self._select_reg_lambda(L, y, sample_weight, mu)
+        else:
+            lam = float(self.reg_lambda)
+        fitted = fit_linear(
+            L,
+            y,
+            sample_weight,
+            kind=self.kind,
+            reg=Regularizer(lam=lam, mu=mu),
+            max_iter=self.max_iter,
+            tol=self.tol,
+            owner=type(self).__name__,
+        )
+        self.coef_ = fitted.coef
+        self.intercept_ = fitted.intercept
+        self.n_iter_ = fitted.n_iter
+        self.reg_lambda_ = lam
+        self.reg_mu_ = mu
+        self.cv_results_ = cv_results
+
+    def _init_state(self, n_classes: int) -> None:
+        super()._init_state(n_classes)
+        self.reg_lambda_ = 0.0 if isinstance(self.reg_lambda, str) else float(self.reg_lambda)
+        self.reg_mu_ = self.reg_mu
+        self.cv_results_ = None
+
+    def _grid(self) -> NDArray[np.float64]:
+        grid = DEFAULT_REG_GRID if self.reg_grid is None else self.reg_grid
+        values = np.asarray(grid, dtype=np.float64).ravel()
+        if values.size == 0 or not np.all(np.isfinite(values)) or np.any(values < 0):
+            msg = (
+                "The 'reg_grid' parameter of DirichletCalibrator must be a non-empty sequence "
+                f"of finite non-negative floats; got {self.reg_grid!r}."
+            )
+            raise ValueError(msg)
+        return np.unique(values)[::-1]  # strongest first: warm starts from simpler maps
+
+    def _select_reg_lambda(
+        self,
+        L: NDArray[np.float64],
+        y: NDArray[np.intp],
+        weights: NDArray[np.float64],
+        mu: float | None,
+    ) -> tuple[float, dict[str, NDArray[np.float64]]]:
+        """Choose ``reg_lambda`` from the grid by cross-validated weighted NLL."""
+        grid = self._grid()
+        n = L.shape[0]
+        if isinstance(self.cv, Integral):
+            n_splits = min(int(self.cv), n)
+            if n_splits < 2:
+                msg = (
+                    "DirichletCalibrator with reg_lambda='auto' needs at least 2 samples for "
+                    f"cross-validation; got {n}. Pass a number for reg_lambda."
+                )
+                raise ValueError(msg)
+            splitter: Any = KFold(n_splits=n_splits, shuffle=True, random_state=_CV_RANDOM_STATE)
+        else:
+            splitter = check_cv(self.cv)
+        total = np.zeros(grid.size)
+        for train, test in splitter.split(L, y):
+            w_train = weights[train]
+            if not w_train.any():
+                continue
+            init = None
+            for j, lam in enumerate(grid):
+                fitted = fit_linear(
+                    L[train],
+                    y[train],
+                    w_train,
+                    kind=self.kind,
+                    reg=Regularizer(lam=float(lam), mu=mu),
+                    max_iter=self.max_iter,
+                    tol=self.tol,
+                    owner=type(self).__name__,
+                    init=init,
+                )
+                init = (fitted.coef, fitted.intercept)
+                Q = predict_linear(L[test], fitted.coef, fitted.intercept)
+                q_true = np.maximum(Q[np.arange(test.size), y[test]], np.finfo(np.float64).tiny)
+                total[j] += float(weights[test] @ -np.log(q_true))
+        cv_nll = total / weights.sum()
+        best = int(np.argmin(cv_nll))  # grid is descending: ties go to the stronger penalty
+        results = {"reg_lambda": grid[::-1].copy(), "nll": cv_nll[::-1].copy()}
+        return float(grid[best]), results

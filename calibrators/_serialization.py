@@ -1,0 +1,233 @@
+"""JSON-able dictionaries for calibrators: ``to_dict``, ``from_dict``, ``make_calibrator``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from calibrators._base import BaseCalibrator
+from calibrators._dirichlet import DirichletCalibrator
+from calibrators._histogram import HistogramBinning
+from calibrators._identity import IdentityCalibrator
+from calibrators._isotonic import IsotonicCalibrator
+from calibrators._linear import MatrixScaling, VectorScaling
+from calibrators._temperature import TemperatureScaling
+
+__all__ = ["CALIBRATOR_NAMES", "FORMAT_VERSION", "from_dict", "make_calibrator", "to_dict"]
+
+FORMAT_VERSION = 1
+"""Version of the dictionary layout written by ``to_dict``."""
+
+_TYPES: dict[str, type[BaseCalibrator]] = {
+    cls.__name__: cls
+    for cls in (
+        IdentityCalibrator,
+        TemperatureScaling,
+        VectorScaling,
+        MatrixScaling,
+        DirichletCalibrator,
+        IsotonicCalibrator,
+        HistogramBinning,
+    )
+}
+
+CALIBRATOR_NAMES: dict[str, type[BaseCalibrator]] = {
+    "identity": IdentityCalibrator,
+    "temperature": TemperatureScaling,
+    "vector": VectorScaling,
+    "matrix": MatrixScaling,
+    "dirichlet": DirichletCalibrator,
+    "isotonic": IsotonicCalibrator,
+    "histogram": HistogramBinning,
+}
+"""Short names accepted by :func:`make_calibrator`."""
+
+
+def make_calibrator(name: str, **params: Any) -> BaseCalibrator:
+    """Create a calibrator from its short name.
+
+    Parameters
+    ----------
+    name : {"identity", "temperature", "vector", "matrix", "dirichlet", "isotonic", \
+"histogram"}
+        Short name of the calibration map.
+    **params
+        Keyword parameters of the calibrator's constructor.
+
+    Returns
+    -------
+    calibrator : BaseCalibrator
+        An unfitted calibrator.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is unknown.
+    TypeError
+        If a parameter is not accepted by the calibrator.
+
+    Examples
+    --------
+    >>> from calibrators import make_calibrator
+    >>> make_calibrator("dirichlet", reg_lambda=1e-3)
+    DirichletCalibrator(reg_lambda=0.001)
+    """
+    try:
+        cls = CALIBRATOR_NAMES[name]
+    except (KeyError, TypeError):
+        msg = (
+            f"make_calibrator got an unknown calibrator name {name!r}; expected one of "
+            f"{sorted(CALIBRATOR_NAMES)}."
+        )
+        raise ValueError(msg) from None
+    return cls(**params)
+
+
+def _jsonable(value: Any, owner: str, name: str) -> Any:
+    """Convert a parameter value to JSON types (numbers, strings, None, lists)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, owner, name) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    msg = (
+        f"{owner}.to_dict cannot serialise the parameter {name}={value!r}; only numbers, "
+        "strings, None and lists are JSON-able. Set it to such a value (e.g. an int for cv)."
+    )
+    raise ValueError(msg)
+
+
+def _encode(value: Any, kind: str) -> Any:
+    if kind == "int":
+        return int(value)
+    if kind == "float":
+        return float(value)
+    if kind == "float_or_none":
+        return None if value is None else float(value)
+    if kind == "array":
+        return np.asarray(value, dtype=np.float64).tolist()
+    if kind == "array_list":
+        return [np.asarray(v, dtype=np.float64).tolist() for v in value]
+    msg = f"unknown state kind {kind!r}"  # pragma: no cover - programming error
+    raise AssertionError(msg)
+
+
+def _decode(value: Any, kind: str) -> Any:
+    if kind == "int":
+        return int(value)
+    if kind == "float":
+        return float(value)
+    if kind == "float_or_none":
+        return None if value is None else float(value)
+    if kind == "array":
+        return np.asarray(value, dtype=np.float64)
+    if kind == "array_list":
+        return [np.asarray(v, dtype=np.float64) for v in value]
+    msg = f"unknown state kind {kind!r}"  # pragma: no cover - programming error
+    raise AssertionError(msg)
+
+
+def to_dict(calibrator: BaseCalibrator) -> dict[str, Any]:
+    """Return the JSON-able dictionary of a calibrator (see ``BaseCalibrator.to_dict``)."""
+    owner = type(calibrator).__name__
+    params = {
+        key: _jsonable(val, owner, key) for key, val in calibrator.get_params(deep=False).items()
+    }
+    state: dict[str, Any] | None = None
+    if hasattr(calibrator, "n_classes_"):
+        state = {"n_classes_": int(calibrator.n_classes_)}
+        for name, kind in calibrator._state_attributes:
+            state[name] = _encode(getattr(calibrator, name), kind)
+    return {
+        "format_version": FORMAT_VERSION,
+        "type": type(calibrator).__name__,
+        "params": params,
+        "state": state,
+    }
+
+
+def from_dict(d: Mapping[str, Any]) -> BaseCalibrator:
+    """Rebuild a calibrator from the dictionary written by its ``to_dict``.
+
+    Parameters
+    ----------
+    d : dict
+        ``{"format_version": 1, "type": ..., "params": {...}, "state": {...} or None}``,
+        e.g. parsed back from JSON text.
+
+    Returns
+    -------
+    calibrator : BaseCalibrator
+        The calibrator, fitted when ``d["state"]`` is not ``None``; its predictions
+        equal those of the calibrator that wrote ``d``.
+
+    Raises
+    ------
+    ValueError
+        If ``d`` is not such a dictionary, has another format version, names an
+        unknown type, or its parameters or state do not fit that type.
+
+    Examples
+    --------
+    >>> import json
+    >>> import numpy as np
+    >>> from calibrators import TemperatureScaling, from_dict
+    >>> P = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]])
+    >>> cal = TemperatureScaling().fit(P, [0, 1, 1])
+    >>> copy = from_dict(json.loads(json.dumps(cal.to_dict())))
+    >>> bool(np.array_equal(copy.predict_proba(P), cal.predict_proba(P)))
+    True
+    """
+    if not isinstance(d, Mapping):
+        msg = f"from_dict expects a dict written by to_dict; got {type(d).__name__}."
+        raise ValueError(msg)
+    version = d.get("format_version")
+    if version != FORMAT_VERSION:
+        msg = (
+            f"from_dict reads calibrators with format_version {FORMAT_VERSION}; got "
+            f"format_version {version!r}. Write the calibrator again with this version of "
+            "calibrators."
+        )
+        raise ValueError(msg)
+    type_name = d.get("type")
+    cls = _TYPES.get(type_name) if isinstance(type_name, str) else None
+    if cls is None:
+        msg = (
+            f"from_dict got an unknown calibrator type {type_name!r}; expected one of "
+            f"{sorted(_TYPES)}."
+        )
+        raise ValueError(msg)
+    params = d.get("params") or {}
+    if not isinstance(params, Mapping):
+        msg = f"from_dict expects 'params' to be a dict for {type_name}; got {params!r}."
+        raise ValueError(msg)
+    try:
+        calibrator = cls(**params)
+    except TypeError as exc:
+        msg = f"from_dict got parameters that {type_name} does not accept: {exc}"
+        raise ValueError(msg) from exc
+    state = d.get("state")
+    if state is None:
+        return calibrator
+    expected = {"n_classes_", *(name for name, _ in cls._state_attributes)}
+    if not isinstance(state, Mapping) or set(state) != expected:
+        got = sorted(state) if isinstance(state, Mapping) else state
+        msg = (
+            f"from_dict expects the 'state' of {type_name} to hold exactly {sorted(expected)}; "
+            f"got {got!r}."
+        )
+        raise ValueError(msg)
+    n_classes = int(state["n_classes_"])
+    calibrator.n_classes_ = n_classes
+    calibrator.classes_ = np.arange(n_classes)
+    calibrator.n_features_in_ = n_classes
+    for name, kind in cls._state_attributes:
+        setattr(calibrator, name, _decode(state[name], kind))
+    if isinstance(calibrator, DirichletCalibrator):
+        calibrator.cv_results_ = None
+    return calibrator

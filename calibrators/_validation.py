@@ -1,0 +1,371 @@
+"""Input validation shared by the calibrators and the metrics.
+
+This is the only module that imports private scikit-learn helpers (parameter
+constraints, ``_fit_context`` and ``_check_sample_weight``); they may change without
+deprecation, so ``pyproject.toml`` pins the scikit-learn minor version.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import _fit_context
+from sklearn.utils import check_consistent_length
+from sklearn.utils._param_validation import (
+    Interval,
+    InvalidParameterError,
+    StrOptions,
+    validate_params,
+)
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    _num_samples,
+    check_is_fitted,
+    validate_data,
+)
+
+__all__ = [
+    "ROW_SUM_TOLERANCE",
+    "Integral",
+    "Interval",
+    "InvalidParameterError",
+    "Real",
+    "StrOptions",
+    "check_consistent_length",
+    "check_cost_matrix",
+    "check_is_fitted",
+    "check_labels",
+    "check_probabilities",
+    "check_sample_weight",
+    "clipped_log",
+    "fit_context",
+    "validate_fit_data",
+    "validate_params",
+    "validate_predict_data",
+]
+
+ROW_SUM_TOLERANCE = 1e-6
+"""Largest accepted deviation of a probability row sum from 1."""
+
+fit_context = _fit_context
+
+
+def _first_bad_row(mask: NDArray[np.bool_]) -> int:
+    """Index of the first row of ``P`` flagged in a boolean (n,) or (n, k) mask."""
+    rows = mask.any(axis=1) if mask.ndim == 2 else mask
+    return int(np.flatnonzero(rows)[0])
+
+
+def check_probabilities(P: ArrayLike, name: str = "P") -> NDArray[np.float64]:
+    """Check that ``P`` is an (n_samples, n_classes) matrix of probability rows.
+
+    Parameters
+    ----------
+    P : array-like of shape (n_samples, n_classes)
+        One probability distribution over the classes per row.
+    name : str, default="P"
+        Name of the argument, used in error messages.
+
+    Returns
+    -------
+    P : ndarray of shape (n_samples, n_classes), dtype float64
+        The validated probabilities (a copy only when a conversion was needed).
+
+    Raises
+    ------
+    ValueError
+        If ``P`` is not two-dimensional, has fewer than two columns or no rows, or a
+        row holds a non-finite or negative entry or does not sum to 1 within
+        ``1e-6``. The message names the first offending row.
+    """
+    try:
+        arr = np.asarray(P, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        msg = (
+            f"{name} must be an array of shape (n_samples, n_classes) holding probabilities; "
+            f"could not convert it to floats: {exc}"
+        )
+        raise ValueError(msg) from exc
+    if arr.ndim != 2:
+        msg = (
+            f"{name} must be a 2-D array of shape (n_samples, n_classes) with one probability "
+            f"row per sample; got an array of shape {arr.shape}. Reshape a single "
+            f"distribution with {name}.reshape(1, -1)."
+        )
+        raise ValueError(msg)
+    n, k = arr.shape
+    if n == 0:
+        msg = f"{name} must hold at least one row; got shape {arr.shape}."
+        raise ValueError(msg)
+    if k < 2:
+        msg = (
+            f"{name} must have at least 2 columns (one per class); got shape {arr.shape}. "
+            "Pass probabilities over all classes, not only the positive class."
+        )
+        raise ValueError(msg)
+    finite = np.isfinite(arr)
+    if not finite.all():
+        i = _first_bad_row(~finite)
+        msg = (
+            f"{name} must hold finite probabilities; row {i} is {arr[i].tolist()!r}. "
+            "Remove or repair rows with NaN or infinity."
+        )
+        raise ValueError(msg)
+    negative = arr < 0
+    if negative.any():
+        i = _first_bad_row(negative)
+        msg = (
+            f"{name} must hold non-negative probabilities; row {i} is {arr[i].tolist()!r}. "
+            "Pass probabilities, not logits or log-probabilities (apply a softmax first)."
+        )
+        raise ValueError(msg)
+    sums = arr.sum(axis=1)
+    bad = np.abs(sums - 1.0) > ROW_SUM_TOLERANCE
+    if bad.any():
+        i = _first_bad_row(bad)
+        msg = (
+            f"Each row of {name} must sum to 1 (tolerance {ROW_SUM_TOLERANCE:g}); row {i} "
+            f"sums to {sums[i]!r}. Normalise the rows, e.g. {name} / {name}.sum(axis=1, "
+            "keepdims=True)."
+        )
+        raise ValueError(msg)
+    return arr
+
+
+def check_labels(y: ArrayLike, n_classes: int, name: str = "y") -> NDArray[np.intp]:
+    """Check that ``y`` holds integer class indices in ``[0, n_classes)``.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Class indices (the column of ``P`` that holds the true class).
+    n_classes : int
+        Number of classes (columns of ``P``).
+    name : str, default="y"
+        Name of the argument, used in error messages.
+
+    Returns
+    -------
+    y : ndarray of shape (n_samples,), dtype intp
+        The validated labels.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not one-dimensional, holds non-integer values, or a label lies
+        outside ``[0, n_classes)``.
+    """
+    arr = np.asarray(y)
+    if arr.ndim != 1:
+        msg = f"{name} must be a 1-D array of class indices; got an array of shape {arr.shape}."
+        raise ValueError(msg)
+    if arr.dtype.kind in "iu":
+        labels = arr.astype(np.intp, copy=False)
+    elif arr.dtype.kind == "f":
+        integral = np.isfinite(arr) & (np.floor(arr) == arr)
+        if not integral.all():
+            i = int(np.flatnonzero(~integral)[0])
+            msg = (
+                f"{name} must hold integer class indices in [0, {n_classes}); {name}[{i}] is "
+                f"{arr[i].item()!r}. Map each label to the column of P that holds its "
+                "probability."
+            )
+            raise ValueError(msg)
+        labels = arr.astype(np.intp)
+    else:
+        first = arr[0].item() if arr.size else None
+        msg = (
+            f"{name} must hold integer class indices in [0, {n_classes}); got dtype "
+            f"{arr.dtype} (first value {first!r}). Map each label to the column of P that "
+            "holds its probability."
+        )
+        raise ValueError(msg)
+    out = (labels < 0) | (labels >= n_classes)
+    if out.any():
+        i = int(np.flatnonzero(out)[0])
+        msg = (
+            f"{name} must hold class indices in [0, {n_classes}) because P has {n_classes} "
+            f"columns; {name}[{i}] is {int(labels[i])}. Pass P with one column per class."
+        )
+        raise ValueError(msg)
+    return labels
+
+
+def check_sample_weight(sample_weight: ArrayLike | None, n_samples: int) -> NDArray[np.float64]:
+    """Validate ``sample_weight``: finite, non-negative, not all zero.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,), float or None
+        Weights; ``None`` means all ones and a scalar means that value for every row.
+    n_samples : int
+        Expected length.
+
+    Returns
+    -------
+    sample_weight : ndarray of shape (n_samples,), dtype float64
+
+    Raises
+    ------
+    ValueError
+        If the weights have the wrong shape, hold NaN, infinite or negative values, or
+        are all zero.
+    """
+    if sample_weight is None:
+        return np.ones(n_samples, dtype=np.float64)
+    try:
+        arr = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        msg = f"sample_weight must be numbers; could not convert it to floats: {exc}"
+        raise ValueError(msg) from exc
+    if arr.ndim == 0:
+        arr = np.full(n_samples, float(arr))
+    if arr.shape != (n_samples,):
+        msg = (
+            f"sample_weight must have shape ({n_samples},), one weight per row of P; got "
+            f"shape {arr.shape}."
+        )
+        raise ValueError(msg)
+    bad = ~np.isfinite(arr) | (arr < 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        msg = (
+            f"sample_weight must hold finite non-negative numbers; sample_weight[{i}] is "
+            f"{arr[i].item()!r}."
+        )
+        raise ValueError(msg)
+    if not arr.any():
+        msg = "sample_weight must not be all zero; give at least one row a positive weight."
+        raise ValueError(msg)
+    placeholder = np.empty((n_samples, 1))
+    return _check_sample_weight(arr, placeholder, dtype=np.float64, ensure_non_negative=True)
+
+
+def check_cost_matrix(
+    cost: ArrayLike, n_labels: int | None = None, n_actions: int | None = None
+) -> NDArray[np.float64]:
+    """Check a cost matrix: row = true label, column = action.
+
+    Parameters
+    ----------
+    cost : array-like of shape (n_labels, n_actions)
+        ``cost[l, a]`` is the cost of taking action ``a`` when the true label is ``l``.
+    n_labels : int, default=None
+        Required number of rows, if known (e.g. the number of columns of ``P``).
+    n_actions : int, default=None
+        Required number of columns, if known.
+
+    Returns
+    -------
+    cost : ndarray of shape (n_labels, n_actions), dtype float64
+
+    Raises
+    ------
+    ValueError
+        If the matrix is not 2-D, is empty, has the wrong shape, or holds NaN,
+        infinite or negative entries.
+    """
+    try:
+        arr = np.asarray(cost, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        msg = (
+            "cost must be a matrix of shape (n_labels, n_actions) holding numbers; could not "
+            f"convert it to floats: {exc}"
+        )
+        raise ValueError(msg) from exc
+    if arr.ndim != 2 or arr.size == 0:
+        msg = (
+            "cost must be a non-empty 2-D matrix of shape (n_labels, n_actions) (row = true "
+            f"label, column = action); got an array of shape {arr.shape}."
+        )
+        raise ValueError(msg)
+    if n_labels is not None and arr.shape[0] != n_labels:
+        msg = (
+            f"cost must have one row per label ({n_labels} rows, row = true label); got shape "
+            f"{arr.shape}. Transpose it if rows are actions."
+        )
+        raise ValueError(msg)
+    if n_actions is not None and arr.shape[1] != n_actions:
+        msg = f"cost must have one column per action ({n_actions} columns); got shape {arr.shape}."
+        raise ValueError(msg)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        i, j = (int(v) for v in np.argwhere(bad)[0])
+        msg = f"cost must hold finite numbers; cost[{i}, {j}] is {arr[i, j]!r}."
+        raise ValueError(msg)
+    neg = arr < 0
+    if neg.any():
+        i, j = (int(v) for v in np.argwhere(neg)[0])
+        msg = (
+            f"cost must hold non-negative numbers; cost[{i}, {j}] is {arr[i, j]!r}. Shift the "
+            "matrix so that the best outcome costs 0."
+        )
+        raise ValueError(msg)
+    return arr
+
+
+def clipped_log(P: NDArray[np.float64], eps: float) -> NDArray[np.float64]:
+    """Return ``ln(max(P, eps))``, so that zero probabilities give finite features."""
+    return np.log(np.maximum(P, eps))
+
+
+def validate_fit_data(
+    estimator: Any, P: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None
+) -> tuple[NDArray[np.float64], NDArray[np.intp], NDArray[np.float64]]:
+    """Validate ``fit`` input and set ``n_features_in_`` on ``estimator``.
+
+    Returns
+    -------
+    P, y, sample_weight
+        Probabilities (n, k), labels (n,) in ``[0, k)`` and weights (n,).
+    """
+    if y is None:
+        msg = (
+            f"{type(estimator).__name__} requires y to be passed, but the target y is None. "
+            "Pass the true class index of every row of P."
+        )
+        raise ValueError(msg)
+    n_rows, n_labels = _num_samples(P), _num_samples(y)
+    if n_rows != n_labels:
+        msg = (
+            f"P and y must have the same number of rows; got {n_rows} rows in P and "
+            f"{n_labels} labels in y."
+        )
+        raise ValueError(msg)
+    P_arr, y_arr = validate_data(
+        estimator,
+        P,
+        y,
+        reset=True,
+        dtype=np.float64,
+        ensure_all_finite=False,
+        ensure_min_features=1,
+        y_numeric=False,
+    )
+    P_arr = check_probabilities(P_arr, name="P")
+    labels = check_labels(y_arr, P_arr.shape[1])
+    weights = check_sample_weight(sample_weight, P_arr.shape[0])
+    return P_arr, labels, weights
+
+
+def validate_predict_data(estimator: Any, P: ArrayLike) -> NDArray[np.float64]:
+    """Validate prediction input against a fitted estimator.
+
+    Checks that ``estimator`` is fitted and that ``P`` has ``n_classes_`` columns,
+    naming both numbers otherwise.
+    """
+    check_is_fitted(estimator)
+    shape = np.shape(P)
+    n_classes = estimator.n_classes_
+    if len(shape) == 2 and shape[1] != n_classes:
+        msg = (
+            f"P has {shape[1]} columns but {type(estimator).__name__} was fitted on "
+            f"{n_classes} classes (n_classes_={n_classes}). Pass probabilities over the same "
+            f"{n_classes} classes, in the same order, as in fit."
+        )
+        raise ValueError(msg)
+    P_arr = validate_data(estimator, P, reset=False, dtype=np.float64, ensure_all_finite=False)
+    return check_probabilities(P_arr, name="P")
