@@ -1,0 +1,550 @@
+"""Agent middleware: calibrated call / ask / abstain decisions inside ``create_agent``.
+
+:class:`TaskCalibrationMiddleware` wraps the agent's model call. When the model is about
+to act on a user turn it draws N completions through the request's model, maps each to a
+task label with the task's parser (g_T), calibrates the belief and takes the
+minimum-Bayes-risk action under the deployment's cost matrix. The agent then receives one
+message: the representative tool call (the loop continues into the tools), a clarifying
+question, or an abstention (both end the run, since they make no tool call). The
+:class:`~taskcal_agents.decision.Decision` is attached to that message's
+``response_metadata["taskcal_decision"]`` and appended to the agent state's
+``taskcal_decisions`` list, both as JSON-able dicts (safe for any checkpointer).
+
+Per-deployment configuration comes from files: a task file (YAML or JSON, see
+:meth:`Task.from_file <taskcal_agents.task.Task.from_file>`) and a calibrator artefact,
+JSON ``{"format_version": 1, "task": ..., "labels": [...], "calibrator": {...},
+"alpha": ...}`` where ``calibrator`` is :func:`calibrators.to_dict` output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import operator
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ContextT,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+    OmitFromSchema,
+    ResponseT,
+)
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables.config import ContextThreadPoolExecutor
+from langgraph.errors import GraphBubbleUp
+from langgraph.types import Command
+from typing_extensions import override
+
+from taskcal_agents.belief import DEFAULT_ALPHA
+from taskcal_agents.decision import Decider, Decision
+from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
+from taskcal_agents.sampling import asample_messages, sample_messages
+from taskcal_agents.task import Task
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import LanguageModelInput
+    from langchain_core.runnables import Runnable
+
+__all__ = [
+    "CALIBRATOR_FORMAT_VERSION",
+    "DECISION_METADATA_KEY",
+    "CalibratorArtefact",
+    "TaskCalibrationMiddleware",
+    "TaskCalibrationState",
+    "decision_from_message",
+    "load_calibrator",
+]
+
+DECISION_METADATA_KEY = "taskcal_decision"
+"""The ``response_metadata`` key under which the decision (a JSON-able dict) is stored."""
+
+CALIBRATOR_FORMAT_VERSION = 1
+"""The ``format_version`` of calibrator artefacts read by :func:`load_calibrator`."""
+
+_OMIT_FROM_INPUT = OmitFromSchema(input=True, output=False)
+
+SamplingMode = Literal["auto", "model", "handler"]
+DecideOn = Literal["user_turn", "every_call"]
+OnError = Literal["raise", "fallback"]
+
+
+class TaskCalibrationState(AgentState[ResponseT]):
+    """State schema of :class:`TaskCalibrationMiddleware`.
+
+    Extends ``AgentState`` with the decisions taken in this thread, oldest first, each
+    the JSON-able dict of :meth:`Decision.to_metadata
+    <taskcal_agents.decision.Decision.to_metadata>`.
+    """
+
+    # The reducer must come last in ``Annotated``: LangGraph reads the last item.
+    taskcal_decisions: NotRequired[Annotated[list[dict[str, Any]], _OMIT_FROM_INPUT, operator.add]]
+
+
+# ----------------------------------------------------------------------- artefacts
+
+
+class CalibratorArtefact:
+    """A calibrator artefact read from JSON: the calibrator plus its task metadata.
+
+    Attributes:
+        calibrator: The fitted calibrator rebuilt with :func:`calibrators.from_dict`.
+        labels: The task labels the calibrator was fitted on, in order.
+        task: The task recorded in the artefact (a :class:`Task` when the artefact holds
+            the full task, else ``None``).
+        task_name: The task's name as recorded, or ``None``.
+        alpha: The Dirichlet prior the calibrator was fitted with, or ``None``.
+        path: The file the artefact was read from.
+    """
+
+    __slots__ = ("alpha", "calibrator", "labels", "path", "task", "task_name")
+
+    def __init__(
+        self,
+        *,
+        calibrator: Any,
+        labels: list[str],
+        task: Task | None,
+        task_name: str | None,
+        alpha: float | None,
+        path: Path,
+    ) -> None:
+        self.calibrator = calibrator
+        self.labels = labels
+        self.task = task
+        self.task_name = task_name
+        self.alpha = alpha
+        self.path = path
+
+
+def load_calibrator(path: str | os.PathLike[str]) -> CalibratorArtefact:
+    """Read a calibrator artefact written by ``taskcal fit``.
+
+    The file is JSON ``{"format_version": 1, "task": <name or task dict>, "labels":
+    [...], "calibrator": <calibrators.to_dict() output>}``, optionally with ``"alpha"``.
+
+    Args:
+        path: The artefact file.
+
+    Returns:
+        The artefact.
+
+    Raises:
+        DataFileError: If the file cannot be read, is not such an object, has another
+            format version, or its calibrator cannot be rebuilt.
+    """
+    from calibrators import from_dict
+
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        msg = f"cannot read calibrator artefact: {exc}"
+        raise DataFileError(msg, path=str(path)) from exc
+    if not isinstance(data, Mapping):
+        msg = f"a calibrator artefact must hold a JSON object, got {type(data).__name__}."
+        raise DataFileError(msg, path=str(path))
+    version = data.get("format_version")
+    if version != CALIBRATOR_FORMAT_VERSION:
+        msg = (
+            f"calibrator artefact has format_version {version!r}, this version of "
+            f"taskcal-agents reads format_version {CALIBRATOR_FORMAT_VERSION}; write it "
+            "again with `taskcal fit`."
+        )
+        raise DataFileError(msg, path=str(path))
+    labels = data.get("labels")
+    if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+        msg = f"calibrator artefact field 'labels' must be a list of strings, got {labels!r}."
+        raise DataFileError(msg, path=str(path))
+    if not isinstance(data.get("calibrator"), Mapping):
+        msg = (
+            "calibrator artefact field 'calibrator' must be the object written by "
+            f"calibrators.to_dict(), got {data.get('calibrator')!r}."
+        )
+        raise DataFileError(msg, path=str(path))
+    try:
+        calibrator = from_dict(data["calibrator"])
+    except ValueError as exc:
+        msg = f"cannot rebuild the calibrator: {exc}"
+        raise DataFileError(msg, path=str(path)) from exc
+    raw_task = data.get("task")
+    task: Task | None = None
+    task_name: str | None = None
+    if isinstance(raw_task, Mapping):
+        fields = {k: v for k, v in raw_task.items() if k != "format_version"}
+        try:
+            task = Task.model_validate(fields)
+        except ValueError as exc:
+            msg = f"calibrator artefact field 'task' is not a valid task: {exc}"
+            raise DataFileError(msg, path=str(path)) from exc
+        task_name = task.name
+    elif isinstance(raw_task, str):
+        task_name = raw_task
+    alpha = data.get("alpha")
+    if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, int | float)):
+        msg = f"calibrator artefact field 'alpha' must be a number, got {alpha!r}."
+        raise DataFileError(msg, path=str(path))
+    return CalibratorArtefact(
+        calibrator=calibrator,
+        labels=list(labels),
+        task=task,
+        task_name=task_name,
+        alpha=None if alpha is None else float(alpha),
+        path=path,
+    )
+
+
+# ------------------------------------------------------------------------ helpers
+
+
+def decision_from_message(message: BaseMessage) -> Decision | None:
+    """Return the decision attached to a message by the middleware, or ``None``.
+
+    The rebuilt decision has no ``message`` and no ``samples``.
+    """
+    record = message.response_metadata.get(DECISION_METADATA_KEY)
+    return None if record is None else Decision.model_validate(record)
+
+
+def _is_user_turn(messages: Sequence[BaseMessage]) -> bool:
+    return bool(messages) and isinstance(messages[-1], HumanMessage)
+
+
+def _bound_model(request: ModelRequest[Any]) -> Runnable[LanguageModelInput, BaseMessage]:
+    """Bind the request's tools and settings to its model, as the agent does."""
+    if request.tools:
+        return request.model.bind_tools(
+            request.tools, tool_choice=request.tool_choice, **request.model_settings
+        )
+    return request.model.bind(**request.model_settings)
+
+
+def _model_input(request: ModelRequest[Any]) -> list[BaseMessage]:
+    if request.system_message is None:
+        return list(request.messages)
+    return [request.system_message, *request.messages]
+
+
+def _first_ai(response: ModelResponse[Any]) -> AIMessage | None:
+    return next((m for m in response.result if isinstance(m, AIMessage)), None)
+
+
+_SENTINEL: Any = object()
+
+
+class TaskCalibrationMiddleware(
+    AgentMiddleware[TaskCalibrationState[ResponseT], ContextT, ResponseT]
+):
+    """Calibrated, cost-aware call / ask / abstain decisions for ``create_agent``.
+
+    On each user turn (or every model call, see ``decide_on``) the middleware samples
+    ``n_samples`` completions through the request's model, decides by calibrated
+    minimum Bayes risk and returns the decision's message: the most frequent tool call
+    (the agent runs the tool), the most typical clarifying question, or the task's
+    abstention text (both end the run). The decision is in the message's
+    ``response_metadata["taskcal_decision"]`` and in the state's ``taskcal_decisions``.
+
+    Example:
+        ```python
+        from langchain.agents import create_agent
+        from taskcal_agents.middleware import TaskCalibrationMiddleware
+        from taskcal_agents.tasks import tool_decision
+
+        agent = create_agent(
+            model,
+            tools=[get_weather],
+            middleware=[TaskCalibrationMiddleware(task=tool_decision(), n_samples=8)],
+        )
+        result = agent.invoke({"messages": [("user", "Weather in Paris?")]})
+        print(result["taskcal_decisions"][-1]["action"])
+        ```
+
+    Put it last in ``middleware`` (innermost) when ``sampling="model"``: that path calls
+    the model directly, so middleware inside it would not see the samples.
+    """
+
+    state_schema = TaskCalibrationState  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        *,
+        task: Task | str | os.PathLike[str] | None = None,
+        calibrator: Any = None,
+        n_samples: int = 8,
+        temperature: float | None = 1.0,
+        alpha: float = _SENTINEL,
+        sampling: SamplingMode = "auto",
+        decide_on: DecideOn = "user_turn",
+        on_error: OnError = "raise",
+        max_concurrency: int | None = None,
+    ) -> None:
+        """Validate and store the configuration.
+
+        Args:
+            task: The task (tool call / ask / abstain, e.g.
+                :func:`taskcal_agents.tasks.tool_decision`) or the path of a task file.
+                May be omitted when ``calibrator`` is an artefact holding the full task.
+            calibrator: A fitted calibrator, the path of a calibrator artefact, or
+                ``None`` to decide on the raw belief.
+            n_samples: The number of completions N drawn per decision.
+            temperature: The sampling temperature passed per call; ``None`` keeps the
+                model's own setting.
+            alpha: The Dirichlet smoothing prior of the belief. Default: the artefact's
+                value, else ``DEFAULT_ALPHA``.
+            sampling: How to draw the samples. ``"model"``: through the request's model
+                (tools and settings bound as the agent binds them) with one call asking
+                for ``n`` where the model supports it, else N concurrent calls.
+                ``"handler"``: N calls of the agent's model handler (inner middleware
+                and structured output apply to each). ``"auto"``: ``"handler"`` when the
+                request has a ``response_format``, else ``"model"``.
+            decide_on: ``"user_turn"``: decide only when the last message is from the
+                user, and pass later calls (after tool results) through unchanged.
+                ``"every_call"``: decide on every model call.
+            on_error: ``"raise"``: sampling errors propagate. ``"fallback"``: they turn
+                into the task's fallback action, flagged with the error as its reason.
+            max_concurrency: The most concurrent model calls when sampling without
+                ``n``; ``None``: up to N.
+
+        Raises:
+            ConfigurationError: If a parameter is invalid.
+            LabelMismatchError: If the calibrator's labels differ from the task's.
+            DataFileError: If a task or artefact file cannot be read.
+        """
+        super().__init__()
+        owner = type(self).__name__
+        artefact: CalibratorArtefact | None = None
+        if isinstance(calibrator, str | os.PathLike):
+            artefact = load_calibrator(calibrator)
+            calibrator = artefact.calibrator
+
+        if task is None:
+            if artefact is None or artefact.task is None:
+                msg = (
+                    f"{owner} parameter 'task' is required unless 'calibrator' is an "
+                    "artefact file that holds the full task; got task=None; pass a Task "
+                    "or the path of a task file."
+                )
+                raise ConfigurationError(msg)
+            task = artefact.task
+        elif isinstance(task, str | os.PathLike):
+            task = Task.from_file(task)
+        elif not isinstance(task, Task):
+            msg = (
+                f"{owner} parameter 'task' must be a Task or the path of a task file, got {task!r}."
+            )
+            raise ConfigurationError(msg)
+
+        if artefact is not None and artefact.labels != list(task.labels):
+            msg = (
+                f"{owner}: calibrator artefact {str(artefact.path)!r} was fitted on labels "
+                f"{artefact.labels!r} but task {task.name!r} has labels {task.labels!r}; "
+                "fit a calibrator for this task with `taskcal fit`."
+            )
+            raise LabelMismatchError(msg, expected=list(task.labels), got=artefact.labels)
+
+        if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
+            msg = f"{owner} parameter 'n_samples' must be an int >= 1, got {n_samples!r}."
+            raise ConfigurationError(msg)
+        if temperature is not None and (
+            isinstance(temperature, bool)
+            or not isinstance(temperature, int | float)
+            or not 0 <= temperature < float("inf")
+        ):
+            msg = (
+                f"{owner} parameter 'temperature' must be a finite number >= 0 or None, got "
+                f"{temperature!r}."
+            )
+            raise ConfigurationError(msg)
+        for name, value, allowed in (
+            ("sampling", sampling, ("auto", "model", "handler")),
+            ("decide_on", decide_on, ("user_turn", "every_call")),
+            ("on_error", on_error, ("raise", "fallback")),
+        ):
+            if value not in allowed:
+                msg = f"{owner} parameter {name!r} must be one of {allowed!r}, got {value!r}."
+                raise ConfigurationError(msg)
+        if max_concurrency is not None and (
+            isinstance(max_concurrency, bool)
+            or not isinstance(max_concurrency, int)
+            or max_concurrency < 1
+        ):
+            msg = (
+                f"{owner} parameter 'max_concurrency' must be an int >= 1 or None, got "
+                f"{max_concurrency!r}."
+            )
+            raise ConfigurationError(msg)
+        if alpha is _SENTINEL:
+            alpha = DEFAULT_ALPHA if artefact is None or artefact.alpha is None else artefact.alpha
+
+        self.task: Task = task
+        """The task: labels, actions, cost matrix and parser."""
+        self.calibrator: Any = calibrator
+        """The fitted calibrator, or ``None``."""
+        self.n_samples = n_samples
+        """The number of completions drawn per decision."""
+        self.temperature = None if temperature is None else float(temperature)
+        """The sampling temperature, or ``None`` for the model's own."""
+        self.sampling: SamplingMode = sampling
+        """How samples are drawn (``"auto"``, ``"model"`` or ``"handler"``)."""
+        self.decide_on: DecideOn = decide_on
+        """When to decide (``"user_turn"`` or ``"every_call"``)."""
+        self.on_error: OnError = on_error
+        """What sampling errors do (``"raise"`` or ``"fallback"``)."""
+        self.max_concurrency = max_concurrency
+        """The most concurrent model calls when sampling without ``n``."""
+        self._decider = Decider(task, calibrator, alpha=alpha)
+        self.alpha: float = self._decider.alpha
+        """The Dirichlet smoothing prior of the belief."""
+
+    # ------------------------------------------------------------ pure steps
+
+    def _should_decide(self, request: ModelRequest[Any]) -> bool:
+        return self.decide_on == "every_call" or _is_user_turn(request.messages)
+
+    def _mode(self, request: ModelRequest[Any]) -> Literal["model", "handler"]:
+        if self.sampling == "auto":
+            return "handler" if request.response_format is not None else "model"
+        return self.sampling
+
+    def _sample_request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        if self.temperature is None:
+            return request
+        return request.override(
+            model_settings={**request.model_settings, "temperature": self.temperature}
+        )
+
+    def _workers(self) -> int:
+        return min(self.n_samples, self.max_concurrency or self.n_samples)
+
+    def _fallback(self, exc: Exception) -> Decision:
+        reason = f"sampling failed with {type(exc).__name__}: {exc}"
+        return self._decider.fallback(reason)
+
+    def _message(self, decision: Decision) -> AIMessage:
+        """Return the decision's message (never a tool call for a non-tool action)."""
+        message = decision.message
+        if message is None:
+            # An action no sample carries out (e.g. tool_call chosen by the calibrated
+            # belief without any sampled call): ask rather than act without arguments.
+            text = self.task.ask_text if self.task.ask_action else self.task.abstain_text
+            message = AIMessage(content=text)
+        metadata = {**message.response_metadata, DECISION_METADATA_KEY: decision.to_metadata()}
+        return message.model_copy(update={"response_metadata": metadata})
+
+    def _respond(
+        self, decision: Decision, responses: Sequence[ModelResponse[Any]] = ()
+    ) -> ExtendedModelResponse[Any]:
+        message = self._message(decision)
+        structured = None
+        if message.id is not None:
+            for response in responses:
+                first = _first_ai(response)
+                if first is not None and first.id == message.id:
+                    structured = response.structured_response
+                    break
+        return ExtendedModelResponse(
+            model_response=ModelResponse(result=[message], structured_response=structured),
+            command=Command(update={"taskcal_decisions": [decision.to_metadata()]}),
+        )
+
+    @staticmethod
+    def _samples(responses: Sequence[ModelResponse[Any]]) -> list[AIMessage]:
+        return [m for m in map(_first_ai, responses) if m is not None]
+
+    # ------------------------------------------------------------------ hooks
+
+    @override
+    def wrap_model_call(
+        self,
+        request: ModelRequest[ContextT],
+        handler: Callable[[ModelRequest[ContextT]], ModelResponse[ResponseT]],
+    ) -> ModelResponse[ResponseT] | AIMessage | ExtendedModelResponse[ResponseT]:
+        """Sample N completions, decide by calibrated MBR, return the decision's message.
+
+        Args:
+            request: The model request.
+            handler: The agent's model handler (called N times with
+                ``sampling="handler"``).
+
+        Returns:
+            The decision's message with the decision in its metadata, plus a state update
+            appending the decision to ``taskcal_decisions``; the handler's response,
+            unchanged, on calls the middleware does not decide on.
+        """
+        if not self._should_decide(request):
+            return handler(request)
+        responses: list[ModelResponse[Any]] = []
+        try:
+            if self._mode(request) == "handler":
+                sample_request = self._sample_request(request)
+                with ContextThreadPoolExecutor(max_workers=self._workers()) as pool:
+                    responses = list(
+                        pool.map(lambda _: handler(sample_request), range(self.n_samples))
+                    )
+                samples = self._samples(responses)
+            else:
+                samples = sample_messages(
+                    _bound_model(request),
+                    _model_input(request),
+                    n=self.n_samples,
+                    temperature=self.temperature,
+                    config={"max_concurrency": self._workers()},
+                )
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            if self.on_error == "raise":
+                raise
+            return self._respond(self._fallback(exc))
+        return self._respond(self._decider.decide(samples), responses)
+
+    @override
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[ContextT],
+        handler: Callable[[ModelRequest[ContextT]], Awaitable[ModelResponse[ResponseT]]],
+    ) -> ModelResponse[ResponseT] | AIMessage | ExtendedModelResponse[ResponseT]:
+        """Async :meth:`wrap_model_call`: the N samples are drawn concurrently.
+
+        Args:
+            request: The model request.
+            handler: The agent's async model handler.
+
+        Returns:
+            As :meth:`wrap_model_call`.
+        """
+        if not self._should_decide(request):
+            return await handler(request)
+        responses: list[ModelResponse[Any]] = []
+        try:
+            if self._mode(request) == "handler":
+                sample_request = self._sample_request(request)
+                semaphore = asyncio.Semaphore(self._workers())
+
+                async def one() -> ModelResponse[Any]:
+                    async with semaphore:
+                        return await handler(sample_request)
+
+                responses = list(await asyncio.gather(*(one() for _ in range(self.n_samples))))
+                samples = self._samples(responses)
+            else:
+                samples = await asample_messages(
+                    _bound_model(request),
+                    _model_input(request),
+                    n=self.n_samples,
+                    temperature=self.temperature,
+                    config={"max_concurrency": self._workers()},
+                )
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            if self.on_error == "raise":
+                raise
+            return self._respond(self._fallback(exc))
+        return self._respond(self._decider.decide(samples), responses)

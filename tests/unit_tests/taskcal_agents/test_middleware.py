@@ -1,0 +1,542 @@
+"""TaskCalibrationMiddleware with fake chat models: hooks called directly and via create_agent."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware.types import (
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+)
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import GraphInterrupt
+from langgraph.runtime import Runtime
+from pydantic import Field
+
+from taskcal_agents.decision import Decision
+from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
+from taskcal_agents.middleware import (
+    DECISION_METADATA_KEY,
+    TaskCalibrationMiddleware,
+    decision_from_message,
+    load_calibrator,
+)
+from taskcal_agents.tasks import tool_decision
+
+# --------------------------------------------------------------------------- fakes
+
+CALL = AIMessage(
+    content="",
+    tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "call_1"}],
+)
+QUESTION = "Which city do you want the weather for?"
+REFUSAL = "I'm sorry, I can't help with that."
+FINAL = "It is sunny in Paris."
+
+
+class ScriptedChatModel(GenericFakeChatModel):
+    """A fake chat model that returns scripted messages, records kwargs, binds tools."""
+
+    calls: list[dict[str, Any]] = Field(default_factory=list)
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> Any:
+        self.calls.append(kwargs)
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Any:
+        return self.bind(**kwargs)
+
+
+def scripted(*messages: AIMessage | str) -> ScriptedChatModel:
+    return ScriptedChatModel(messages=iter(list(messages)))
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Return the weather in a city."""
+    return f"Sunny in {city}."
+
+
+class CountingHandler:
+    """A wrap_model_call handler returning scripted messages (thread-safe)."""
+
+    def __init__(self, messages: Sequence[AIMessage | str]) -> None:
+        self._messages: Iterator[AIMessage | str] = iter(list(messages))
+        self._lock = threading.Lock()
+        self.requests: list[ModelRequest[Any]] = []
+
+    def _next(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        with self._lock:
+            self.requests.append(request)
+            item = next(self._messages)
+        message = AIMessage(content=item) if isinstance(item, str) else item
+        return ModelResponse(result=[message])
+
+    def __call__(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        return self._next(request)
+
+    async def acall(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        return self._next(request)
+
+
+def make_request(messages: list[BaseMessage] | None = None, **kw: Any) -> ModelRequest[Any]:
+    messages = messages if messages is not None else [HumanMessage("What's the weather?")]
+    return ModelRequest(
+        model=scripted(),
+        messages=messages,
+        tools=[get_weather],
+        state={"messages": messages},
+        runtime=Runtime(),
+        **kw,
+    )
+
+
+def middleware(**kw: Any) -> TaskCalibrationMiddleware[Any, Any]:
+    kw.setdefault("task", tool_decision())
+    kw.setdefault("n_samples", 4)
+    kw.setdefault("sampling", "handler")
+    return TaskCalibrationMiddleware(**kw)
+
+
+def unwrap(result: Any) -> tuple[AIMessage, dict[str, Any]]:
+    assert isinstance(result, ExtendedModelResponse)
+    [message] = result.model_response.result
+    assert isinstance(message, AIMessage)
+    assert result.command is not None
+    [record] = result.command.update["taskcal_decisions"]
+    assert message.response_metadata[DECISION_METADATA_KEY] == record
+    return message, record
+
+
+def run_hook(
+    mw: TaskCalibrationMiddleware[Any, Any],
+    handler: CountingHandler,
+    request: ModelRequest[Any],
+    mode: str,
+) -> Any:
+    if mode == "sync":
+        return mw.wrap_model_call(request, handler)
+    import asyncio
+
+    return asyncio.run(mw.awrap_model_call(request, handler.acall))
+
+
+MODES = ["sync", "async"]
+
+# ----------------------------------------------------------------- branches, hooks
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_call_branch_returns_the_tool_call(mode: str) -> None:
+    handler = CountingHandler([CALL] * 4)
+    message, record = unwrap(run_hook(middleware(), handler, make_request(), mode))
+    assert len(handler.requests) == 4
+    assert record["action"] == "tool_call"
+    assert record["n_samples"] == 4
+    assert record["fallback"] is False
+    assert message.tool_calls[0]["name"] == "get_weather"
+    assert message.tool_calls[0]["args"] == {"city": "Paris"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_ask_branch_returns_the_question(mode: str) -> None:
+    handler = CountingHandler([QUESTION, QUESTION, QUESTION, CALL])
+    message, record = unwrap(run_hook(middleware(), handler, make_request(), mode))
+    assert record["action"] == "request_for_info"
+    assert message.content == QUESTION
+    assert message.tool_calls == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_abstain_branch_returns_the_abstain_text(mode: str) -> None:
+    task = tool_decision(abstain_text="I cannot do that here.")
+    handler = CountingHandler([REFUSAL] * 4)
+    message, record = unwrap(run_hook(middleware(task=task), handler, make_request(), mode))
+    assert record["action"] == "cannot_answer"
+    assert message.content == "I cannot do that here."
+    assert message.tool_calls == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_all_unparsed_falls_back_with_reason(mode: str) -> None:
+    handler = CountingHandler(["Paris is nice."] * 4)
+    message, record = unwrap(run_hook(middleware(), handler, make_request(), mode))
+    assert record["fallback"] is True
+    assert record["action"] == "request_for_info"
+    assert record["n_unparsed"] == 4
+    assert record["fallback_reason"] == "all 4 samples were unparsed by parser 'tool_decision'"
+    assert message.content == tool_decision().ask_text
+
+
+class Boom:
+    def __call__(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        raise RuntimeError("server down")
+
+    async def acall(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        raise RuntimeError("server down")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_model_error_falls_back_when_asked(mode: str) -> None:
+    mw = middleware(on_error="fallback")
+    message, record = unwrap(run_hook(mw, Boom(), make_request(), mode))  # type: ignore[arg-type]
+    assert record["fallback"] is True
+    assert record["fallback_reason"] == "sampling failed with RuntimeError: server down"
+    assert record["n_samples"] == 0
+    assert message.content == mw.task.ask_text
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_model_error_raises_by_default(mode: str) -> None:
+    with pytest.raises(RuntimeError, match=r"^server down$"):
+        run_hook(middleware(), Boom(), make_request(), mode)  # type: ignore[arg-type]
+
+
+class Interrupting:
+    def __call__(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        raise GraphInterrupt(())
+
+    async def acall(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        raise GraphInterrupt(())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_graph_bubble_up_is_never_swallowed(mode: str) -> None:
+    with pytest.raises(GraphInterrupt):
+        run_hook(middleware(on_error="fallback"), Interrupting(), make_request(), mode)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_after_a_tool_result_the_call_passes_through(mode: str) -> None:
+    messages: list[BaseMessage] = [
+        HumanMessage("Weather in Paris?"),
+        CALL,
+        ToolMessage("Sunny.", tool_call_id="call_1"),
+    ]
+    handler = CountingHandler([FINAL])
+    result = run_hook(middleware(), handler, make_request(messages), mode)
+    assert isinstance(result, ModelResponse)
+    assert result.result[0].content == FINAL
+    assert len(handler.requests) == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_call_decides_after_tool_results_too(mode: str) -> None:
+    messages: list[BaseMessage] = [
+        HumanMessage("Weather in Paris?"),
+        CALL,
+        ToolMessage("Sunny.", tool_call_id="call_1"),
+    ]
+    handler = CountingHandler([REFUSAL] * 4)
+    _, record = unwrap(
+        run_hook(middleware(decide_on="every_call"), handler, make_request(messages), mode)
+    )
+    assert record["action"] == "cannot_answer"
+    assert len(handler.requests) == 4
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_temperature_goes_through_request_override(mode: str) -> None:
+    handler = CountingHandler([CALL] * 4)
+    request = make_request(model_settings={"max_tokens": 64})
+    run_hook(middleware(temperature=0.7), handler, request, mode)
+    assert all(r.model_settings == {"max_tokens": 64, "temperature": 0.7} for r in handler.requests)
+    assert request.model_settings == {"max_tokens": 64}  # the caller's request is untouched
+
+
+def test_the_cost_matrix_changes_the_action() -> None:
+    samples = [CALL, CALL, QUESTION, QUESTION]
+    cautious = tool_decision(cost=[[0, 1, 2], [10, 0, 1], [10, 2, 0]])
+    eager = tool_decision(cost=[[0, 10, 10], [1, 0, 1], [1, 2, 0]])
+    _, a = unwrap(
+        middleware(task=cautious).wrap_model_call(make_request(), CountingHandler(samples))
+    )
+    _, b = unwrap(middleware(task=eager).wrap_model_call(make_request(), CountingHandler(samples)))
+    assert (a["action"], b["action"]) == ("request_for_info", "tool_call")
+
+
+class FlipCalibrator:
+    """Calibrator stub: moves all mass from tool_call to request_for_info."""
+
+    n_classes_ = 3
+    classes_ = np.arange(3)
+
+    def predict_proba(self, P: np.ndarray) -> np.ndarray:
+        return np.array([[0.05, 0.9, 0.05]] * len(P))
+
+
+def test_the_calibrator_changes_the_action() -> None:
+    handler = CountingHandler([CALL] * 4)
+    message, record = unwrap(
+        middleware(calibrator=FlipCalibrator()).wrap_model_call(make_request(), handler)
+    )
+    assert record["action"] == "request_for_info"
+    assert record["calibrated"]["request_for_info"] == pytest.approx(0.9)
+    assert record["probs"]["tool_call"] > 0.9
+    assert message.tool_calls == []
+
+
+def test_decision_round_trips_through_message_metadata() -> None:
+    message, record = unwrap(
+        middleware().wrap_model_call(make_request(), CountingHandler([CALL] * 4))
+    )
+    decision = decision_from_message(message)
+    assert isinstance(decision, Decision)
+    assert decision.action == "tool_call"
+    assert decision.to_metadata() == record
+    assert decision_from_message(AIMessage("plain")) is None
+
+
+# ----------------------------------------------------------- sampling via the model
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_model_sampling_draws_n_samples_from_the_request_model(mode: str) -> None:
+    model = scripted(CALL, CALL, CALL, CALL)
+    request = make_request().override(model=model)
+
+    def handler(request: ModelRequest[Any]) -> ModelResponse[Any]:
+        raise AssertionError("the handler must not be called in model sampling mode")
+
+    async def ahandler(request: ModelRequest[Any]) -> ModelResponse[Any]:
+        raise AssertionError("the handler must not be called in model sampling mode")
+
+    mw = middleware(sampling="auto", temperature=0.5)
+    if mode == "sync":
+        result = mw.wrap_model_call(request, handler)
+    else:
+        import asyncio
+
+        result = asyncio.run(mw.awrap_model_call(request, ahandler))
+    _, record = unwrap(result)
+    assert record["action"] == "tool_call"
+    assert record["n_samples"] == 4
+    assert len(model.calls) == 4
+    assert all(call.get("temperature") == 0.5 for call in model.calls)
+
+
+# ----------------------------------------------------------------- via create_agent
+
+
+def agent_for(model: ScriptedChatModel, mw: TaskCalibrationMiddleware[Any, Any], **kw: Any) -> Any:
+    return create_agent(model, tools=[get_weather], middleware=[mw], **kw)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("sampling", ["handler", "model"])
+def test_agent_calls_the_tool_then_answers(mode: str, sampling: str) -> None:
+    model = scripted(CALL, CALL, CALL, CALL, FINAL)
+    agent = agent_for(model, middleware(sampling=sampling))
+    inputs = {"messages": [HumanMessage("Weather in Paris?")]}
+    if mode == "sync":
+        result = agent.invoke(inputs)
+    else:
+        import asyncio
+
+        result = asyncio.run(agent.ainvoke(inputs))
+    kinds = [type(m).__name__ for m in result["messages"]]
+    assert kinds == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]
+    assert result["messages"][2].content == "Sunny in Paris."
+    assert result["messages"][3].content == FINAL
+    [record] = result["taskcal_decisions"]
+    assert record["action"] == "tool_call"
+    assert result["messages"][1].response_metadata[DECISION_METADATA_KEY] == record
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_agent_asks_and_ends_the_run(mode: str) -> None:
+    model = scripted(QUESTION, QUESTION, QUESTION, CALL)
+    agent = agent_for(model, middleware())
+    inputs = {"messages": [HumanMessage("What's the weather?")]}
+    if mode == "sync":
+        result = agent.invoke(inputs)
+    else:
+        import asyncio
+
+        result = asyncio.run(agent.ainvoke(inputs))
+    assert [type(m).__name__ for m in result["messages"]] == ["HumanMessage", "AIMessage"]
+    assert result["messages"][-1].content == QUESTION
+    assert result["taskcal_decisions"][-1]["action"] == "request_for_info"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_agent_abstains_and_ends_the_run(mode: str) -> None:
+    model = scripted(REFUSAL, REFUSAL, REFUSAL, CALL)
+    mw = middleware()
+    agent = agent_for(model, mw)
+    inputs = {"messages": [HumanMessage("Book me a flight to Mars.")]}
+    if mode == "sync":
+        result = agent.invoke(inputs)
+    else:
+        import asyncio
+
+        result = asyncio.run(agent.ainvoke(inputs))
+    assert [type(m).__name__ for m in result["messages"]] == ["HumanMessage", "AIMessage"]
+    assert result["messages"][-1].content == mw.task.abstain_text
+    assert result["taskcal_decisions"][-1]["action"] == "cannot_answer"
+
+
+def test_agent_falls_back_on_model_error() -> None:
+    class Broken(ScriptedChatModel):
+        def _generate(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("server down")
+
+    agent = agent_for(Broken(messages=iter([])), middleware(on_error="fallback"))
+    result = agent.invoke({"messages": [HumanMessage("Weather?")]})
+    [record] = result["taskcal_decisions"]
+    assert record["fallback"] is True
+    assert record["fallback_reason"] == "sampling failed with RuntimeError: server down"
+    assert result["messages"][-1].content == tool_decision().ask_text
+
+
+def test_decisions_accumulate_across_turns_with_a_checkpointer() -> None:
+    model = scripted(QUESTION, QUESTION, QUESTION, QUESTION, CALL, CALL, CALL, CALL, FINAL)
+    agent = agent_for(model, middleware(), checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    first = agent.invoke({"messages": [HumanMessage("What's the weather?")]}, config)
+    assert first["taskcal_decisions"][-1]["action"] == "request_for_info"
+    second = agent.invoke({"messages": [HumanMessage("Paris.")]}, config)
+    assert [d["action"] for d in second["taskcal_decisions"]] == ["request_for_info", "tool_call"]
+    assert second["messages"][-1].content == FINAL
+
+
+# -------------------------------------------------------------- configuration
+
+
+def write_artefact(path: Path, labels: list[str], **extra: Any) -> Path:
+    from calibrators import TemperatureScaling
+
+    P = np.array([[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.1, 0.2, 0.7], [0.6, 0.3, 0.1]])
+    cal = TemperatureScaling().fit(P, [0, 1, 2, 1])
+    data = {
+        "format_version": 1,
+        "task": "tool_decision",
+        "labels": labels,
+        "calibrator": cal.to_dict(),
+        **extra,
+    }
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_task_and_calibrator_from_files(tmp_path: Path) -> None:
+    task = tool_decision(cost=[[0, 2, 3], [5, 0, 1], [6, 2, 0]])
+    task_path = task.to_file(tmp_path / "task.yaml")
+    artefact = write_artefact(tmp_path / "cal.json", list(task.labels), alpha=0.5)
+    mw = TaskCalibrationMiddleware(task=task_path, calibrator=str(artefact))
+    assert mw.task == task
+    assert type(mw.calibrator).__name__ == "TemperatureScaling"
+    assert mw.alpha == 0.5
+    assert TaskCalibrationMiddleware(task=task, calibrator=artefact, alpha=0.2).alpha == 0.2
+
+
+def test_task_may_come_from_the_artefact(tmp_path: Path) -> None:
+    task = tool_decision(name="weather")
+    artefact = write_artefact(
+        tmp_path / "cal.json", list(task.labels), task=task.model_dump(mode="json")
+    )
+    assert TaskCalibrationMiddleware(calibrator=artefact).task == task
+    assert load_calibrator(artefact).task_name == "weather"
+
+
+def test_artefact_label_mismatch_is_rejected(tmp_path: Path) -> None:
+    artefact = write_artefact(tmp_path / "cal.json", ["call", "ask", "abstain"])
+    match = (
+        rf"^TaskCalibrationMiddleware: calibrator artefact '{artefact}' was fitted on labels "
+        r"\['call', 'ask', 'abstain'\] but task 'tool_decision' has labels \['tool_call', "
+        r"'request_for_info', 'cannot_answer'\]; fit a calibrator for this task with "
+        r"`taskcal fit`\.$"
+    )
+    with pytest.raises(LabelMismatchError, match=match):
+        TaskCalibrationMiddleware(task=tool_decision(), calibrator=artefact)
+
+
+def test_artefact_with_another_format_version_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps({"format_version": 2}), encoding="utf-8")
+    match = (
+        r"cal\.json: calibrator artefact has format_version 2, this version of taskcal-agents "
+        r"reads format_version 1; write it again with `taskcal fit`\.$"
+    )
+    with pytest.raises(DataFileError, match=match):
+        TaskCalibrationMiddleware(task=tool_decision(), calibrator=path)
+
+
+def test_calibrator_with_wrong_class_count_is_rejected() -> None:
+    class TwoClasses(FlipCalibrator):
+        n_classes_ = 2
+
+    match = (
+        r"^calibrator TwoClasses was fitted on 2 classes but task 'tool_decision' has 3 labels "
+        r"\['tool_call', 'request_for_info', 'cannot_answer'\]; fit the calibrator on this "
+        r"task's beliefs\.$"
+    )
+    with pytest.raises(ConfigurationError, match=match):
+        middleware(calibrator=TwoClasses())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (
+            {"n_samples": 0},
+            r"^TaskCalibrationMiddleware parameter 'n_samples' must be an int >= 1, got 0\.$",
+        ),
+        (
+            {"n_samples": True},
+            r"^TaskCalibrationMiddleware parameter 'n_samples' must be an int >= 1, got True\.$",
+        ),
+        (
+            {"temperature": -1.0},
+            r"^TaskCalibrationMiddleware parameter 'temperature' must be a finite number >= 0 "
+            r"or None, got -1\.0\.$",
+        ),
+        (
+            {"sampling": "n"},
+            r"^TaskCalibrationMiddleware parameter 'sampling' must be one of \('auto', 'model', "
+            r"'handler'\), got 'n'\.$",
+        ),
+        (
+            {"decide_on": "always"},
+            r"^TaskCalibrationMiddleware parameter 'decide_on' must be one of \('user_turn', "
+            r"'every_call'\), got 'always'\.$",
+        ),
+        (
+            {"on_error": "ignore"},
+            r"^TaskCalibrationMiddleware parameter 'on_error' must be one of \('raise', "
+            r"'fallback'\), got 'ignore'\.$",
+        ),
+        (
+            {"max_concurrency": 0},
+            r"^TaskCalibrationMiddleware parameter 'max_concurrency' must be an int >= 1 or "
+            r"None, got 0\.$",
+        ),
+        (
+            {"task": {"name": "x"}},
+            r"^TaskCalibrationMiddleware parameter 'task' must be a Task or the path of a task "
+            r"file, got \{'name': 'x'\}\.$",
+        ),
+        (
+            {"task": None},
+            r"^TaskCalibrationMiddleware parameter 'task' is required unless 'calibrator' is an "
+            r"artefact file that holds the full task; got task=None; pass a Task or the path "
+            r"of a task file\.$",
+        ),
+    ],
+)
+def test_invalid_parameters_fail_at_construction(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        TaskCalibrationMiddleware(**{"task": tool_decision(), **kwargs})
