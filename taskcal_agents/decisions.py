@@ -1,0 +1,337 @@
+"""A LangChain decision model (``langchain_core.decisions``) backed by calibrated sampling.
+
+:class:`TaskCalibratedDecisionModel` answers ``Choice`` questions (and ``Noul`` and
+``Score`` ones) about a state by drawing N completions from a chat model, mapping each to
+a label, calibrating the belief and taking the minimum-Bayes-risk label. The answer keeps
+the calibrated distribution, so callers can apply their own thresholds::
+
+    from langchain_core.decisions import Choice
+
+    classifier = TaskCalibratedDecisionModel(chat_model=llm, n_samples=8)
+    response = classifier.invoke({
+        "state": "Stripe fails whenever I connect my account.",
+        "questions": {"team": Choice(
+            instructions="Which team should handle this request?",
+            criteria={"billing": "Payments.", "technical": "Bugs.", "sales": "Pricing."},
+        )},
+    })
+    response.choices["team"].choice, response.choices["team"].probabilities
+
+Per question (by its ID) a fitted calibrator and a cost matrix can be given; both are
+indexed by the question's labels in ``criteria`` order (``"yes"``, ``"no"`` for a
+``Noul``; the levels ``"0"``, ``"1"``, … for a ``Score``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.decisions import (
+    BaseDecisionModel,
+    Choice,
+    ChoiceAnswer,
+    ClassifierResponse,
+    Noul,
+    NoulAnswer,
+    Question,
+    Score,
+    ScoreAnswer,
+    State,
+)
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from pydantic import Field, model_validator
+from typing_extensions import override
+
+from taskcal_agents.belief import DEFAULT_ALPHA
+from taskcal_agents.decision import Decider, Decision
+from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.parsers import ChoiceParser, message_text, normalize_text
+from taskcal_agents.sampling import asample_messages, sample_messages
+from taskcal_agents.task import ParserSpec, Task
+
+__all__ = ["LabelParser", "TaskCalibratedDecisionModel"]
+
+_SYSTEM = (
+    "You are a careful classifier. Read the input, then answer the question with exactly "
+    "one of the allowed labels and nothing else."
+)
+_NOUL_LABELS = ("yes", "no")
+
+
+@dataclass(frozen=True)
+class LabelParser:
+    """g_T for free-form labels: the label a reply names, case-insensitively.
+
+    In order: the whole reply is a label ("Billing."); exactly one label occurs as a whole
+    word ("route it to the technical team"); the reply opens with a label and punctuation
+    ("Yes, there is no doubt"); otherwise the rules of
+    :class:`~taskcal_agents.parsers.ChoiceParser` (e.g. "answer: B").
+
+    Args:
+        labels: The allowed labels.
+    """
+
+    labels: tuple[str, ...]
+    _by_key: dict[str, str] = field(init=False, repr=False, compare=False)
+    _word: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _opening: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _choice: ChoiceParser = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        labels = tuple(str(label) for label in self.labels)
+        object.__setattr__(self, "labels", labels)
+        object.__setattr__(self, "_choice", ChoiceParser(labels=labels))
+        object.__setattr__(self, "_by_key", {normalize_text(lb): lb for lb in labels})
+        alt = "|".join(re.escape(lb) for lb in sorted(labels, key=len, reverse=True))
+        word = re.compile(rf"(?<![\w-])({alt})(?![\w-])", re.IGNORECASE)
+        opening = re.compile(rf"^[\W_]*({alt})[*_]*\s*[.,;:!)\-]", re.IGNORECASE)
+        object.__setattr__(self, "_word", word)
+        object.__setattr__(self, "_opening", opening)
+
+    def __call__(self, message: AIMessage) -> str | None:
+        """Return the label ``message`` names, or ``None``."""
+        text = message_text(message)
+        if not text:
+            return None
+        key = normalize_text(text)
+        if key in self._by_key:
+            return self._by_key[key]
+        found = {self._by_key.get(normalize_text(m.group(1))) for m in self._word.finditer(text)}
+        found.discard(None)
+        if len(found) == 1:
+            return found.pop()
+        opening = self._opening.match(text)
+        if opening:
+            return self._by_key.get(normalize_text(opening.group(1)))
+        return self._choice(message)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseMessage):
+        return {"role": value.type, "content": value.text}
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def render_state(state: State) -> str:
+    """Return the state as prompt text (messages as ``role: text`` lines)."""
+    if isinstance(state, str):
+        return state
+    if isinstance(state, BaseMessage):
+        return f"{state.type}: {state.text}"
+    if isinstance(state, Sequence) and all(isinstance(m, BaseMessage) for m in state):
+        return "\n".join(f"{m.type}: {m.text}" for m in state)  # type: ignore[union-attr]
+    return json.dumps(_jsonable(state), ensure_ascii=False, indent=1)
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+
+
+def _question_labels(question: Question) -> tuple[list[str], list[str]]:
+    """Return the question's labels and their descriptions."""
+    if isinstance(question, Choice):
+        return list(question.criteria), [_text(v) for v in question.criteria.values()]
+    if isinstance(question, Noul):
+        criteria = question.criteria
+        return list(_NOUL_LABELS), [
+            _text(criteria.true) if criteria else "",
+            _text(criteria.false) if criteria else "",
+        ]
+    if isinstance(question, Score):
+        return [str(i) for i in range(len(question.criteria))], [
+            _text(v) for v in question.criteria
+        ]
+    msg = (
+        "TaskCalibratedDecisionModel answers Choice, Noul and Score questions, got a "
+        f"{type(question).__name__} question; use a vision model for Box questions."
+    )
+    raise ConfigurationError(msg)
+
+
+class TaskCalibratedDecisionModel(BaseDecisionModel):
+    """Answer decision questions with calibrated, cost-aware sampling of a chat model.
+
+    Each question becomes a task whose labels are its options. N completions are drawn
+    (one call with ``n`` where the model supports it, else N concurrent calls), mapped to
+    labels with :class:`LabelParser`, smoothed, calibrated by the question's calibrator
+    (if any) and decided by minimum Bayes risk under the question's cost matrix (0-1 for
+    ``Choice``, L1 for ``Score`` by default).
+
+    Answers: ``Choice`` → the MBR label, the calibrated probabilities and the label's
+    calibrated probability as confidence; ``Noul`` → the calibrated probability of yes;
+    ``Score`` → the expected level under the calibrated distribution, the distribution,
+    and its largest probability as confidence. Unparseable replies only count in the
+    decision (see :meth:`decide`); with none parsed the distribution is uniform.
+    """
+
+    chat_model: BaseChatModel
+    """The chat model that is sampled."""
+    model: str = ""
+    """Model name reported in responses and traces (default: the chat model's)."""
+    n_samples: int = Field(default=8, ge=1)
+    """The number of completions drawn per question."""
+    temperature: float | None = Field(default=1.0, ge=0.0)
+    """Sampling temperature; ``None`` keeps the model's own."""
+    alpha: float = Field(default=DEFAULT_ALPHA, ge=0.0)
+    """The Dirichlet smoothing prior of the belief."""
+    calibrators: dict[str, Any] = Field(default_factory=dict)
+    """Fitted calibrators by question ID (classes in the question's label order)."""
+    costs: dict[str, list[list[float]]] = Field(default_factory=dict)
+    """Cost matrices by question ID (row = true label, column = chosen label)."""
+    system_prompt: str = _SYSTEM
+    """The system message sent before each question."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_model_name(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("model"):
+            chat_model = data.get("chat_model")
+            name = getattr(chat_model, "model_name", None) or getattr(chat_model, "model", None)
+            data = {**data, "model": str(name or type(chat_model).__name__)}
+        return data
+
+    @property
+    @override
+    def _provider(self) -> str:
+        return "taskcal"
+
+    # ------------------------------------------------------------------ pure steps
+
+    def task_for(self, question_id: str, question: Question) -> Task:
+        """Return the task that answers ``question`` (labels, costs, parser).
+
+        Raises:
+            ConfigurationError: For a ``Box`` question or fewer than two labels.
+            pydantic.ValidationError: If the question's cost matrix is invalid.
+        """
+        labels, _ = _question_labels(question)
+        if len(labels) < 2:
+            msg = (
+                f"TaskCalibratedDecisionModel question {question_id!r} must offer at least two "
+                f"labels, got {labels!r}."
+            )
+            raise ConfigurationError(msg)
+        k = len(labels)
+        if isinstance(question, Score):
+            default = [[float(abs(i - j)) for j in range(k)] for i in range(k)]
+        else:
+            default = [[0.0 if i == j else 1.0 for j in range(k)] for i in range(k)]
+        return Task(
+            name=question_id,
+            labels=labels,
+            cost=self.costs.get(question_id, default),
+            parser=ParserSpec(
+                name="taskcal_agents.decisions:LabelParser", options={"labels": labels}
+            ),
+        )
+
+    def prompt_for(self, state: State, question: Question) -> list[BaseMessage]:
+        """Return the chat messages that ask ``question`` about ``state``."""
+        labels, descriptions = _question_labels(question)
+        lines = [
+            f"- {label}: {text}" if text else f"- {label}"
+            for label, text in zip(labels, descriptions, strict=True)
+        ]
+        kind = "level" if isinstance(question, Score) else "label"
+        body = (
+            f"Input:\n{render_state(state)}\n\nQuestion: {_text(question.instructions)}\n\n"
+            f"Allowed {kind}s:\n" + "\n".join(lines) + f"\n\nAnswer with one {kind} only."
+        )
+        return [SystemMessage(self.system_prompt), HumanMessage(body)]
+
+    def _decider(self, question_id: str, question: Question) -> Decider:
+        task = self.task_for(question_id, question)
+        return Decider(task, self.calibrators.get(question_id), alpha=self.alpha)
+
+    @staticmethod
+    def _answer(question: Question, decision: Decision) -> Any:
+        q = decision.calibrated
+        if isinstance(question, Noul):
+            return NoulAnswer(type="noul", noul=min(max(q["yes"], 0.0), 1.0))
+        if isinstance(question, Score):
+            levels = {int(label): p for label, p in q.items()}
+            return ScoreAnswer(
+                type="score",
+                score=sum(level * p for level, p in levels.items()),
+                legend=dict(enumerate(question.criteria)),
+                probabilities=levels,
+                confidence=min(max(levels.values()), 1.0),
+            )
+        return ChoiceAnswer(
+            type="choice",
+            choice=decision.action,
+            probabilities=dict(q),
+            confidence=min(max(q[decision.action], 0.0), 1.0),
+        )
+
+    # -------------------------------------------------------------------- deciding
+
+    def decide(self, state: State, question_id: str, question: Question) -> Decision:
+        """Sample and return the full :class:`~taskcal_agents.decision.Decision`.
+
+        Args:
+            state: The state to evaluate.
+            question_id: The question's ID (selects its calibrator and costs).
+            question: The question.
+
+        Returns:
+            The decision (its ``action`` is the MBR label).
+        """
+        decider = self._decider(question_id, question)
+        samples = sample_messages(
+            self.chat_model,
+            self.prompt_for(state, question),
+            n=self.n_samples,
+            temperature=self.temperature,
+        )
+        return decider.decide(samples)
+
+    async def adecide(self, state: State, question_id: str, question: Question) -> Decision:
+        """Async :meth:`decide`."""
+        decider = self._decider(question_id, question)
+        samples = await asample_messages(
+            self.chat_model,
+            self.prompt_for(state, question),
+            n=self.n_samples,
+            temperature=self.temperature,
+        )
+        return decider.decide(samples)
+
+    def _check(self, questions: Mapping[str, Question]) -> None:
+        if not questions:
+            msg = "TaskCalibratedDecisionModel request 'questions' must not be empty, got {}."
+            raise ConfigurationError(msg)
+        for question_id, question in questions.items():
+            self._decider(question_id, question)  # validate every question before sampling
+
+    @override
+    def _classify(self, state: State, questions: dict[str, Question]) -> ClassifierResponse:
+        self._check(questions)
+        answers = {
+            qid: self._answer(question, self.decide(state, qid, question))
+            for qid, question in questions.items()
+        }
+        return ClassifierResponse(model=self.model, answers=answers)
+
+    @override
+    async def _aclassify(self, state: State, questions: dict[str, Question]) -> ClassifierResponse:
+        self._check(questions)
+        ids = list(questions)
+        decisions = await asyncio.gather(*(self.adecide(state, qid, questions[qid]) for qid in ids))
+        answers = {
+            qid: self._answer(questions[qid], decision)
+            for qid, decision in zip(ids, decisions, strict=True)
+        }
+        return ClassifierResponse(model=self.model, answers=answers)
