@@ -36,7 +36,7 @@ from langchain.agents.middleware.types import (
     OmitFromSchema,
     ResponseT,
 )
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
@@ -283,6 +283,7 @@ class TaskCalibrationMiddleware(
         decide_on: DecideOn = "user_turn",
         on_error: OnError = "raise",
         max_concurrency: int | None = None,
+        use_task_prompt: bool = True,
     ) -> None:
         """Validate and store the configuration.
 
@@ -310,6 +311,8 @@ class TaskCalibrationMiddleware(
                 into the task's fallback action, flagged with the error as its reason.
             max_concurrency: The most concurrent model calls when sampling without
                 ``n``; ``None``: up to N.
+            use_task_prompt: Append ``task.prompt`` (if set) to the system message of the
+                sampled requests (the agent's system message is kept first).
 
         Raises:
             ConfigurationError: If a parameter is invalid.
@@ -398,6 +401,8 @@ class TaskCalibrationMiddleware(
         """What sampling errors do (``"raise"`` or ``"fallback"``)."""
         self.max_concurrency = max_concurrency
         """The most concurrent model calls when sampling without ``n``."""
+        self.use_task_prompt = bool(use_task_prompt)
+        """Whether ``task.prompt`` is added to the sampled requests' system message."""
         self._decider = Decider(task, calibrator, alpha=alpha)
         self.alpha: float = self._decider.alpha
         """The Dirichlet smoothing prior of the belief."""
@@ -413,11 +418,26 @@ class TaskCalibrationMiddleware(
         return self.sampling
 
     def _sample_request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
-        if self.temperature is None:
-            return request
-        return request.override(
-            model_settings={**request.model_settings, "temperature": self.temperature}
-        )
+        """Return the request the samples are drawn with (task prompt, temperature)."""
+        overrides: dict[str, Any] = {}
+        prompt = self.task.prompt if self.use_task_prompt else None
+        if prompt:
+            current = request.system_message
+            if current is None:
+                overrides["system_message"] = SystemMessage(content=prompt)
+            elif isinstance(current.content, str):
+                overrides["system_message"] = SystemMessage(
+                    content=f"{current.content}\n\n{prompt}"
+                )
+            else:
+                blocks = [*current.content, {"type": "text", "text": prompt}]
+                overrides["system_message"] = SystemMessage(content=blocks)
+        if self.temperature is not None:
+            overrides["model_settings"] = {
+                **request.model_settings,
+                "temperature": self.temperature,
+            }
+        return request.override(**overrides) if overrides else request
 
     def _workers(self) -> int:
         return min(self.n_samples, self.max_concurrency or self.n_samples)
@@ -481,8 +501,8 @@ class TaskCalibrationMiddleware(
             return handler(request)
         responses: list[ModelResponse[Any]] = []
         try:
+            sample_request = self._sample_request(request)
             if self._mode(request) == "handler":
-                sample_request = self._sample_request(request)
                 with ContextThreadPoolExecutor(max_workers=self._workers()) as pool:
                     responses = list(
                         pool.map(lambda _: handler(sample_request), range(self.n_samples))
@@ -491,7 +511,7 @@ class TaskCalibrationMiddleware(
             else:
                 samples = sample_messages(
                     _bound_model(request),
-                    _model_input(request),
+                    _model_input(sample_request),
                     n=self.n_samples,
                     temperature=self.temperature,
                     config={"max_concurrency": self._workers()},
@@ -523,8 +543,8 @@ class TaskCalibrationMiddleware(
             return await handler(request)
         responses: list[ModelResponse[Any]] = []
         try:
+            sample_request = self._sample_request(request)
             if self._mode(request) == "handler":
-                sample_request = self._sample_request(request)
                 semaphore = asyncio.Semaphore(self._workers())
 
                 async def one() -> ModelResponse[Any]:
@@ -536,7 +556,7 @@ class TaskCalibrationMiddleware(
             else:
                 samples = await asample_messages(
                     _bound_model(request),
-                    _model_input(request),
+                    _model_input(sample_request),
                     n=self.n_samples,
                     temperature=self.temperature,
                     config={"max_concurrency": self._workers()},

@@ -257,6 +257,19 @@ def test_temperature_goes_through_request_override(mode: str) -> None:
     assert request.model_settings == {"max_tokens": 64}  # the caller's request is untouched
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_task_prompt_is_appended_to_the_system_message(mode: str) -> None:
+    task = tool_decision(prompt="Ask when the city is missing.")
+    handler = CountingHandler([CALL] * 4)
+    run_hook(middleware(task=task), handler, make_request(system_prompt="You are helpful."), mode)
+    assert {r.system_prompt for r in handler.requests} == {
+        "You are helpful.\n\nAsk when the city is missing."
+    }
+    handler = CountingHandler([CALL] * 4)
+    run_hook(middleware(task=task, use_task_prompt=False), handler, make_request(), mode)
+    assert {r.system_prompt for r in handler.requests} == {None}
+
+
 def test_the_cost_matrix_changes_the_action() -> None:
     samples = [CALL, CALL, QUESTION, QUESTION]
     cautious = tool_decision(cost=[[0, 1, 2], [10, 0, 1], [10, 2, 0]])
