@@ -17,27 +17,38 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from taskcal_agents.belief import Belief
     from taskcal_agents.chat_model import TaskCalibratedChatModel
-    from taskcal_agents.decision import Decision
+    from taskcal_agents.decision import Decider, Decision, decide_from_messages
     from taskcal_agents.runnable import TaskCalibratedRunnable
-    from taskcal_agents.task import Task
+    from taskcal_agents.sampling import asample_messages, sample_messages
+    from taskcal_agents.task import ParserSpec, Task
 
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     "Belief": "taskcal_agents.belief",
+    "Decider": "taskcal_agents.decision",
     "Decision": "taskcal_agents.decision",
+    "ParserSpec": "taskcal_agents.task",
     "Task": "taskcal_agents.task",
     "TaskCalibratedChatModel": "taskcal_agents.chat_model",
     "TaskCalibratedRunnable": "taskcal_agents.runnable",
+    "asample_messages": "taskcal_agents.sampling",
+    "decide_from_messages": "taskcal_agents.decision",
+    "sample_messages": "taskcal_agents.sampling",
 }
 
 __all__ = [
     "Belief",
+    "Decider",
     "Decision",
+    "ParserSpec",
     "Task",
     "TaskCalibratedChatModel",
     "TaskCalibratedRunnable",
     "__version__",
+    "asample_messages",
+    "decide_from_messages",
+    "sample_messages",
 ]
 
 

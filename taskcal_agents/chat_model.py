@@ -1,0 +1,210 @@
+"""TaskCalibratedChatModel: a drop-in chat model that answers with the decision's message.
+
+It replaces the wrapped model in any chain or agent: its reply is the tool call, the
+clarifying question or the abstention chosen by the calibrated MBR decision, with the
+:class:`~taskcal_agents.decision.Decision` (as a dict) in
+``response_metadata["taskcal_decision"]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManager,
+    AsyncCallbackManagerForLLMRun,
+    CallbackManager,
+    CallbackManagerForLLMRun,
+)
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import merge_configs
+from langchain_core.tools import BaseTool
+from typing_extensions import override
+
+from taskcal_agents.decision import Decision
+from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.runnable import TaskCalibratedRunnable
+from taskcal_agents.sampling.langchain import unwrap_binding
+from taskcal_agents.task import Task
+
+__all__ = ["DECISION_METADATA_KEY", "TaskCalibratedChatModel"]
+
+DECISION_METADATA_KEY = "taskcal_decision"
+"""The ``response_metadata`` key that holds the decision dict."""
+
+_TOOL_KWARGS = frozenset({"tools", "tool_choice", "parallel_tool_calls", "strict"})
+
+
+class TaskCalibratedChatModel(BaseChatModel):
+    """A chat model whose reply is a calibrated, cost-aware decision.
+
+    Construct it like :class:`~taskcal_agents.runnable.TaskCalibratedRunnable`
+    (``TaskCalibratedChatModel(model, task, calibrator, n_samples=16, ...)``) or from one
+    (``runnable=...``). Keyword arguments that are fields of the runnable go to it; the
+    rest (``callbacks``, ``tags``, ``cache``…) to the chat model. ``bind_tools`` binds the
+    tools to the wrapped model and returns a new ``TaskCalibratedChatModel``.
+
+    When the chosen action has no message to send (an action no sample expressed),
+    the reply is an empty ``AIMessage``; the decision is in its metadata either way.
+    """
+
+    runnable: TaskCalibratedRunnable
+    """The decision runnable (wrapped model, task, calibrator, sampling settings)."""
+
+    def __init__(
+        self,
+        model: Runnable[Any, Any] | None = None,
+        task: Task | None = None,
+        calibrator: Any = None,
+        *,
+        runnable: TaskCalibratedRunnable | None = None,
+        **kwargs: Any,
+    ) -> None:
+        own = set(type(self).model_fields)
+        runnable_kwargs = {
+            k: kwargs.pop(k)
+            for k in list(kwargs)
+            if k in TaskCalibratedRunnable.model_fields and k not in own
+        }
+        if runnable is None:
+            if model is None or task is None:
+                msg = (
+                    "TaskCalibratedChatModel needs either 'model' and 'task' or 'runnable', "
+                    f"got model={model!r}, task={task!r}."
+                )
+                raise ConfigurationError(msg)
+            runnable = TaskCalibratedRunnable(model, task, calibrator, **runnable_kwargs)
+        elif model is not None or task is not None or calibrator is not None or runnable_kwargs:
+            msg = (
+                "TaskCalibratedChatModel takes either 'runnable' or model/task/calibrator and "
+                f"sampling options, not both; got runnable and {sorted(runnable_kwargs)!r}."
+            )
+            raise ConfigurationError(msg)
+        super().__init__(runnable=runnable, **kwargs)
+
+    @property
+    def task(self) -> Task:
+        """The task."""
+        return self.runnable.task
+
+    @property
+    @override
+    def _llm_type(self) -> str:
+        return "taskcal"
+
+    @property
+    @override
+    def _identifying_params(self) -> dict[str, Any]:
+        r = self.runnable
+        return {
+            "task": r.task.name,
+            "model": type(r.model).__name__,
+            "calibrator": None if r.calibrator is None else type(r.calibrator).__name__,
+            "n_samples": r.n_samples,
+            "temperature": r.temperature,
+            "alpha": r.alpha,
+        }
+
+    @staticmethod
+    def _result(decision: Decision) -> ChatResult:
+        message = decision.message or AIMessage(content="")
+        metadata = {**message.response_metadata, DECISION_METADATA_KEY: decision.to_metadata()}
+        message = message.model_copy(update={"response_metadata": metadata})
+        return ChatResult(
+            generations=[ChatGeneration(message=message)],
+            llm_output={DECISION_METADATA_KEY: metadata[DECISION_METADATA_KEY]},
+        )
+
+    @staticmethod
+    def _call_args(
+        stop: list[str] | None,
+        run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun | None,
+        kwargs: dict[str, Any],
+    ) -> tuple[RunnableConfig, dict[str, Any]]:
+        config: RunnableConfig = {}
+        if run_manager is not None:
+            # LLM run managers have no get_child(); build the child manager the way
+            # ParentRunManager.get_child does, so the decision run nests under this run.
+            manager = (
+                AsyncCallbackManager(handlers=[], parent_run_id=run_manager.run_id)
+                if isinstance(run_manager, AsyncCallbackManagerForLLMRun)
+                else CallbackManager(handlers=[], parent_run_id=run_manager.run_id)
+            )
+            manager.set_handlers(run_manager.inheritable_handlers)
+            manager.add_tags(run_manager.inheritable_tags)
+            manager.add_metadata(run_manager.inheritable_metadata)
+            config["callbacks"] = manager
+        return config, ({**kwargs, "stop": stop} if stop else kwargs)
+
+    @override
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        config, call_kwargs = self._call_args(stop, run_manager, kwargs)
+        return self._result(self.runnable.invoke(messages, config, **call_kwargs))
+
+    @override
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        config, call_kwargs = self._call_args(stop, run_manager, kwargs)
+        return self._result(await self.runnable.ainvoke(messages, config, **call_kwargs))
+
+    def with_model(self, model: Runnable[Any, Any]) -> TaskCalibratedChatModel:
+        """Return a copy that wraps ``model`` instead (same task, calibrator, settings)."""
+        return self.model_copy(
+            update={"runnable": self.runnable.model_copy(update={"model": model})}
+        )
+
+    @override
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Bind ``tools`` to the wrapped model; return a new ``TaskCalibratedChatModel``.
+
+        Tools already bound to the wrapped model are replaced; its other bound keyword
+        arguments and config are kept.
+
+        Raises:
+            ConfigurationError: If the wrapped model does not support ``bind_tools``.
+        """
+        core, bound_kwargs, bound_configs, _ = unwrap_binding(self.runnable.model)
+        if not isinstance(core, BaseChatModel):
+            msg = (
+                f"TaskCalibratedChatModel.bind_tools needs a wrapped chat model, got "
+                f"{type(core).__name__}; wrap the chat model itself, not a chain."
+            )
+            raise ConfigurationError(msg)
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
+        try:
+            inner: Runnable[Any, Any] = core.bind_tools(tools, **kwargs)
+        except NotImplementedError as exc:
+            msg = (
+                f"TaskCalibratedChatModel.bind_tools: the wrapped {type(core).__name__} does "
+                "not support tool calling; wrap a model that implements bind_tools."
+            )
+            raise ConfigurationError(msg) from exc
+        rest = {k: v for k, v in bound_kwargs.items() if k not in _TOOL_KWARGS}
+        if rest:
+            inner = inner.bind(**rest)
+        config = merge_configs(*bound_configs)
+        if config:
+            inner = inner.with_config(config)
+        return self.with_model(inner)
