@@ -15,12 +15,17 @@ from taskcal_agents.serving.model import (
     prepare_default_model,
     verify_model_dir,
 )
+from taskcal_agents.serving.vllm import LaunchSpec, VLLMServer, find_free_port, wait_for_server
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
+    "LaunchSpec",
     "ModelPreparationError",
+    "VLLMServer",
     "default_cache_dir",
     "default_model_dir",
+    "find_free_port",
     "prepare_default_model",
     "verify_model_dir",
+    "wait_for_server",
 ]

