@@ -1,9 +1,474 @@
-"""``taskcal`` sub-commands: workflow."""
+r"""``taskcal`` sub-commands of the calibration workflow.
+
+::
+
+    taskcal data convert when2call --out data/when2call.jsonl
+    taskcal data check data/when2call.jsonl --task when2call.yaml
+    taskcal sample --task when2call.yaml --data data/when2call.jsonl \
+        --base-url http://127.0.0.1:8000/v1 --model smollm2-135m-instruct --n 16 \
+        --out runs/when2call.samples.jsonl
+    taskcal fit --samples runs/when2call.samples.jsonl --calibrator dirichlet \
+        -o runs/when2call.calibrator.json
+    taskcal evaluate --samples runs/when2call.samples.jsonl --folds 5 \
+        --out runs/when2call.eval.json
+    taskcal report --evaluation runs/when2call.eval.json --out-dir runs/when2call-report
+"""
 
 from __future__ import annotations
 
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
+
+from taskcal_agents.errors import ConfigurationError, TaskCalError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from taskcal_agents.task import Task
+
+DEFAULT_BASE_URL_ENV = "TASKCAL_BASE_URL"
+DEFAULT_MODEL_ENV = "TASKCAL_MODEL"
+
+
+def _consoles() -> tuple[Console, Console]:
+    from rich.console import Console
+
+    return Console(), Console(stderr=True)
+
+
+def _fail(err: Console, exc: BaseException, code: int = 2) -> typer.Exit:
+    err.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
+    return typer.Exit(code=code)
+
+
+def _load_task(path: Path) -> Task:
+    from pydantic import ValidationError
+
+    from taskcal_agents.task import Task
+
+    try:
+        return Task.from_file(path)
+    except ValidationError as exc:
+        msg = f"{path}: invalid task file: {exc}"
+        raise ConfigurationError(msg) from exc
+
+
+def _parse_params(values: list[str] | None) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for value in values or []:
+        key, sep, raw = value.partition("=")
+        if not sep or not key:
+            msg = f"--param must look like KEY=VALUE (VALUE in JSON or plain text), got {value!r}."
+            raise ConfigurationError(msg)
+        try:
+            params[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[key] = raw
+    return params
+
+
+def _make_sampler(base_url: str, model: str, api_key: str) -> Any:
+    """The model client of ``taskcal sample`` (tests replace this function)."""
+    from taskcal_agents.sampling.openai import OpenAISampler
+
+    return OpenAISampler(base_url=base_url, model=model, api_key=api_key)
+
+
+def _split_names(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+# --------------------------------------------------------------------------------------
+# data
+
+
+def data_convert(
+    name: Annotated[
+        str, typer.Argument(help="Converter: when2call, simpleqa, nq-open, mmlu or stsb.")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Dataset JSONL to write.")],
+    source: Annotated[
+        Path | None,
+        typer.Option(help="Source file/folder (default: its place in $TASKCAL_SHARED_DATA)."),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="Keep at most this many items.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Shuffle with this seed before --limit.")] = None,
+    balanced: Annotated[
+        bool, typer.Option(help="Select labels in turn (small slices cover every label).")
+    ] = False,
+    split: Annotated[
+        str | None, typer.Option(help="MMLU split: dev, val or dev+val (default dev).")
+    ] = None,
+    scale_min: Annotated[
+        int | None,
+        typer.Option(help="STS-B: lowest rating (0: scale 0-5; 1: 1-6, for tasks.rating(k=6))."),
+    ] = None,
+) -> None:
+    """Convert a public data set to the generic dataset JSONL format."""
+    from taskcal_agents.datasets import convert, write_dataset
+
+    console, err = _consoles()
+    options: dict[str, Any] = {"split": split} if split is not None else {}
+    if scale_min is not None:
+        options["scale_min"] = scale_min
+    try:
+        items = convert(name, source, limit=limit, seed=seed, balanced=balanced, **options)
+    except TaskCalError as exc:
+        raise _fail(err, exc) from exc
+    count = write_dataset(items, out)
+    labels = Counter(i.label if i.label is not None else "(graded after sampling)" for i in items)
+    console.print(
+        f"wrote {count} items to {out}: " + ", ".join(f"{k} {v}" for k, v in labels.items())
+    )
+
+
+def data_check(
+    path: Annotated[Path, typer.Argument(help="Dataset JSONL file.")],
+    task: Annotated[
+        Path | None, typer.Option(help="Task file whose labels the data must use.")
+    ] = None,
+) -> None:
+    """Validate a dataset file (and its labels against a task) and print label counts."""
+    from taskcal_agents.datasets import read_dataset
+
+    console, err = _consoles()
+    try:
+        labels = _load_task(task).labels if task is not None else None
+        items = read_dataset(path, labels=labels, allow_unlabelled=True)
+    except TaskCalError as exc:
+        raise _fail(err, exc) from exc
+    counts = Counter(i.label if i.label is not None else "(graded)" for i in items)
+    with_tools = sum(bool(i.tools) for i in items)
+    console.print(
+        f"{path}: {len(items)} items ({with_tools} with tools); labels: "
+        + ", ".join(f"{k} {v}" for k, v in counts.most_common())
+    )
+
+
+# --------------------------------------------------------------------------------------
+# sample
+
+
+def sample(
+    task: Annotated[Path, typer.Option(help="Task file (YAML/JSON): labels, costs, parser.")],
+    data: Annotated[Path, typer.Option(help="Dataset JSONL (see `taskcal data convert`).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Samples JSONL (created or resumed).")],
+    base_url: Annotated[
+        str | None,
+        typer.Option(help=f"OpenAI-compatible server URL (default ${DEFAULT_BASE_URL_ENV})."),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help=f"Served model name (default ${DEFAULT_MODEL_ENV}).")
+    ] = None,
+    n: Annotated[int, typer.Option(min=1, help="Completions per item.")] = 16,
+    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 1.0,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Completion length limit.")] = 256,
+    greedy: Annotated[
+        bool, typer.Option(help="Also draw one greedy (temperature 0) completion per item.")
+    ] = True,
+    concurrency: Annotated[int, typer.Option(min=1, help="Items sampled at once.")] = 4,
+    limit: Annotated[int | None, typer.Option(help="Only the first N items of --data.")] = None,
+    max_failures: Annotated[
+        int, typer.Option(min=1, help="Stop after this many failed items.")
+    ] = 10,
+    api_key: Annotated[
+        str, typer.Option(envvar="OPENAI_API_KEY", help="API key (vLLM ignores it).")
+    ] = "EMPTY",
+) -> None:
+    """Sample N completions (+ a greedy one) per item into a resumable samples file.
+
+    A rerun with the same --out skips finished items; killing it at any moment loses
+    and duplicates nothing.
+    """
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from taskcal_agents.datasets import read_dataset
+    from taskcal_agents.workflow import SampleSettings, SamplesStore, run_sampling, sample_header
+
+    console, err = _consoles()
+    base_url = base_url or os.environ.get(DEFAULT_BASE_URL_ENV)
+    model = model or os.environ.get(DEFAULT_MODEL_ENV)
+    try:
+        if not base_url or not model:
+            msg = (
+                f"--base-url and --model are required (or set ${DEFAULT_BASE_URL_ENV} and "
+                f"${DEFAULT_MODEL_ENV}); got base_url={base_url!r}, model={model!r}."
+            )
+            raise ConfigurationError(msg)
+        task_obj = _load_task(task)
+        items = read_dataset(data, labels=task_obj.labels, allow_unlabelled=True)
+        items = items[:limit] if limit is not None else items
+        settings = SampleSettings(
+            n=n,
+            temperature=temperature,
+            greedy=greedy,
+            max_tokens=max_tokens,
+            model=model,
+            base_url=base_url,
+        )
+        sampler = _make_sampler(base_url, model, api_key)
+        store = SamplesStore.open(out, sample_header(task_obj, settings, str(data)))
+    except TaskCalError as exc:
+        raise _fail(err, exc) from exc
+    counts: Counter[str] = Counter()
+    with (
+        store,
+        Progress(
+            TextColumn("[bold]sampling[/bold]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[status]}"),
+            console=err,
+        ) as progress,
+    ):
+        done = sum(i.id in store.done for i in items)
+        bar = progress.add_task("sample", total=len(items), completed=done, status="")
+
+        def on_record(record: dict[str, Any] | None) -> None:
+            if record is None:
+                counts["(failed)"] += 1
+            else:
+                counts.update(lab or "(unparsed)" for lab in record["labels"])
+            shown = ", ".join(f"{k} {v}" for k, v in counts.most_common(4))
+            progress.update(bar, advance=1, status=shown)
+
+        try:
+            report = run_sampling(
+                task_obj,
+                items,
+                sampler,
+                store,
+                settings,
+                concurrency=concurrency,
+                max_failures=max_failures,
+                on_record=on_record,
+            )
+        except TaskCalError as exc:
+            raise _fail(err, exc) from exc
+    console.print(
+        f"{out}: {report.written} items sampled now, {report.skipped} already there, "
+        f"{len(report.failures)} failed (of {report.total})."
+    )
+    for item_id, message in report.failures[:5]:
+        err.print(f"[red]failed[/red] {item_id}: {message}", highlight=False, soft_wrap=True)
+    if report.failures or report.interrupted:
+        err.print("Run the same command again to retry: finished items are kept.")
+        raise typer.Exit(code=1)
+
+
+# --------------------------------------------------------------------------------------
+# fit
+
+
+def fit(
+    samples: Annotated[Path, typer.Option(help="Samples JSONL from `taskcal sample`.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Calibrator artefact JSON to write.")],
+    calibrator: Annotated[
+        str,
+        typer.Option(
+            help="dirichlet, temperature, vector, matrix, isotonic, histogram or identity."
+        ),
+    ] = "dirichlet",
+    param: Annotated[
+        list[str] | None,
+        typer.Option(help="Calibrator parameter KEY=VALUE (repeatable), e.g. reg_lambda=0.01."),
+    ] = None,
+    task: Annotated[
+        Path | None, typer.Option(help="Task file (default: the task stored in the samples).")
+    ] = None,
+    alpha: Annotated[
+        float, typer.Option(min=0.0, help="Belief smoothing prior α (use the deployed value).")
+    ] = 0.1,
+    cv_folds: Annotated[
+        int, typer.Option(min=0, help="Folds of the cross-validated fit metrics (0: none).")
+    ] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of the folds.")] = 0,
+    reparse: Annotated[
+        bool, typer.Option(help="Re-parse the stored completions with the task's parser.")
+    ] = False,
+) -> None:
+    """Fit a calibration map on a samples file and write it as a JSON artefact."""
+    from rich.table import Table
+
+    from taskcal_agents.workflow import fit_calibrator, load_eval_arrays, make_artefact, write_json
+
+    console, err = _consoles()
+    try:
+        task_obj, samples_file, data = load_eval_arrays(samples, task, alpha=alpha, reparse=reparse)
+        fitted, metrics = fit_calibrator(
+            data, calibrator, params=_parse_params(param), cv_folds=cv_folds, seed=seed
+        )
+    except TaskCalError as exc:
+        raise _fail(err, exc) from exc
+    settings = samples_file.settings
+    artefact = make_artefact(
+        task_name=task_obj.name,
+        labels=list(task_obj.labels),
+        actions=list(task_obj.action_list),
+        alpha=alpha,
+        calibrator_name=calibrator,
+        calibrator=fitted,
+        fit_metrics=metrics,
+        samples={
+            "path": str(samples),
+            "n_items": data.n,
+            **{k: settings.get(k) for k in ("n", "temperature", "model")},
+        },
+    )
+    write_json(artefact, out)
+    table = Table(title=f"{calibrator} on {data.n} items of {task_obj.name!r}")
+    table.add_column("beliefs")
+    keys = ("nll", "brier", "ece", "classwise_ece", "expected_cost")
+    for key in keys:
+        table.add_column(key, justify="right")
+    rows = [("raw (in-sample)", metrics["before"]), ("calibrated (in-sample)", metrics["after"])]
+    if metrics.get("crossval"):
+        rows.append((f"calibrated ({cv_folds}-fold cross-fit)", metrics["crossval"]))
+    for label, scores in rows:
+        table.add_row(label, *(f"{scores[k]:.4f}" for k in keys))
+    console.print(table)
+    console.print(f"wrote {out}")
+
+
+# --------------------------------------------------------------------------------------
+# evaluate
+
+
+def evaluate(
+    samples: Annotated[Path, typer.Option(help="Samples JSONL from `taskcal sample`.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Evaluation JSON to write.")
+    ] = None,
+    folds: Annotated[int, typer.Option(min=2, help="Stratified cross-fitting folds.")] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of the folds and of the label shuffles.")] = 0,
+    calibrators: Annotated[
+        str, typer.Option(help="Comma-separated calibration maps to cross-fit.")
+    ] = "temperature,vector,matrix,dirichlet,isotonic,histogram",
+    test_calibrator: Annotated[
+        str, typer.Option(help="Calibrator of the MBR decoder in the label-shuffle test.")
+    ] = "dirichlet",
+    permutations: Annotated[
+        int, typer.Option(min=0, help="Label shuffles of the permutation test (0: skip).")
+    ] = 200,
+    task: Annotated[
+        Path | None,
+        typer.Option(help="Task file (default: the sampling task; costs may be changed)."),
+    ] = None,
+    alpha: Annotated[float, typer.Option(min=0.0, help="Belief smoothing prior α.")] = 0.1,
+    reparse: Annotated[
+        bool, typer.Option(help="Re-parse the stored completions with the task's parser.")
+    ] = False,
+    items: Annotated[
+        bool, typer.Option(help="Store per-item beliefs and actions (needed by `report`).")
+    ] = True,
+) -> None:
+    """Compare decoders (constant, greedy, majority, MBR raw/calibrated) with cross-fitting."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from taskcal_agents.workflow import (
+        evaluate_arrays,
+        evaluation_to_dict,
+        load_eval_arrays,
+        rich_table,
+        verdict,
+        write_json,
+    )
+
+    console, err = _consoles()
+    names = _split_names(calibrators)
+    try:
+        task_obj, samples_file, data = load_eval_arrays(samples, task, alpha=alpha, reparse=reparse)
+        with Progress(
+            TextColumn("[bold]evaluating[/bold]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=err,
+            transient=True,
+        ) as progress:
+            bar = progress.add_task("evaluate", total=1 + len(names) + permutations)
+            result = evaluate_arrays(
+                data,
+                calibrators=names,
+                n_folds=folds,
+                seed=seed,
+                n_permutations=permutations,
+                test_calibrator=test_calibrator or None,
+                progress=lambda k: progress.advance(bar, k),
+            )
+    except TaskCalError as exc:
+        raise _fail(err, exc) from exc
+    settings = samples_file.settings
+    evaluation = evaluation_to_dict(
+        result,
+        data,
+        task={
+            "name": task_obj.name,
+            "labels": list(task_obj.labels),
+            "actions": list(task_obj.action_list),
+            "cost": task_obj.cost_matrix().tolist(),
+            "fallback_action": task_obj.default_action,
+        },
+        meta={
+            "samples": str(samples),
+            "alpha": alpha,
+            "reparse": reparse,
+            **{k: settings.get(k) for k in ("model", "n", "temperature")},
+            "n_without_usable_sample": int(data.no_sample.sum()),
+        },
+        include_items=items,
+    )
+    title = (
+        f"{task_obj.name}: {data.n} items, {folds}-fold cross-fitted, "
+        f"N={settings.get('n')} samples at T={settings.get('temperature')}"
+    )
+    console.print(rich_table(evaluation, title=title))
+    console.print(verdict(evaluation), highlight=False, soft_wrap=True)
+    if out is not None:
+        write_json(evaluation, out)
+        console.print(f"wrote {out}")
+
+
+# --------------------------------------------------------------------------------------
+# report
+
+
+def report(
+    evaluation: Annotated[Path, typer.Option(help="Evaluation JSON from `taskcal evaluate`.")],
+    out_dir: Annotated[Path, typer.Option(help="Folder for the figures and summary.md.")],
+) -> None:
+    """Reliability diagrams, a cost-by-decoder figure and a markdown summary."""
+    from taskcal_agents.workflow import load_evaluation, write_report
+
+    console, err = _consoles()
+    try:
+        paths = write_report(load_evaluation(evaluation), out_dir)
+    except TaskCalError as exc:
+        raise _fail(err, exc) from exc
+    for path in paths:
+        console.print(f"wrote {path}")
 
 
 def register(app: typer.Typer) -> None:
-    """Register the workflow commands on *app*."""
+    """Register ``data convert|check``, ``sample``, ``fit``, ``evaluate``, ``report``."""
+    data_app = typer.Typer(help="Dataset files: convert public data sets, check files.")
+    data_app.command("convert")(data_convert)
+    data_app.command("check")(data_check)
+    app.add_typer(data_app, name="data")
+    app.command("sample")(sample)
+    app.command("fit")(fit)
+    app.command("evaluate")(evaluate)
+    app.command("report")(report)

@@ -49,8 +49,8 @@ MMLU_INSTRUCTION = (
     "A. {A}\nB. {B}\nC. {C}\nD. {D}\n\nAnswer with the letter of the correct option."
 )
 STSB_INSTRUCTION = (
-    "How similar in meaning are these two sentences, on a scale from 0 (completely "
-    "different) to 5 (equivalent)? Answer with a single digit.\n\n"
+    "How similar in meaning are these two sentences, on a scale from {low} (completely "
+    "different) to {high} (equivalent)? Answer with a single digit.\n\n"
     "Sentence 1: {sentence1}\nSentence 2: {sentence2}"
 )
 
@@ -304,14 +304,17 @@ def round_half_up(x: float) -> int:
     return math.floor(x + 0.5)
 
 
-def convert_stsb(source: Path) -> list[DatasetItem]:
+def convert_stsb(source: Path, *, scale_min: int = 0) -> list[DatasetItem]:
     """Convert STS-B (tab-separated, no header; split on tabs, not with a CSV reader).
 
     Fields: genre, file, year, id, score (0-5), sentence 1, sentence 2 [, licence fields].
-    The label is the score rounded half-up to an integer 0-5, as a string.
+    The label is the score rounded half-up to an integer 0-5, as a string; with
+    ``scale_min=1`` the scale is shifted to 1-6 (labels and prompt), which matches
+    ``tasks.rating(k=6)``, whose parser reads ratings 1…k.
 
     Args:
         source: ``sts-dev.csv``.
+        scale_min: The lowest rating of the scale (0: the original 0-5 scale).
 
     Returns:
         The items, in file order (ids ``stsb/<genre>/<file>/<year>/<id>``).
@@ -346,10 +349,12 @@ def convert_stsb(source: Path) -> list[DatasetItem]:
                     messages=[
                         {
                             "role": "user",
-                            "content": STSB_INSTRUCTION.format(sentence1=s1, sentence2=s2),
+                            "content": STSB_INSTRUCTION.format(
+                                low=scale_min, high=scale_min + 5, sentence1=s1, sentence2=s2
+                            ),
                         }
                     ],
-                    label=str(round_half_up(score)),
+                    label=str(round_half_up(score) + scale_min),
                     meta={"score": score, "genre": genre, "sentence1": s1, "sentence2": s2},
                 )
             )
@@ -388,7 +393,7 @@ CONVERTERS: dict[str, Converter] = {
         Converter("simpleqa", "simpleqa/simple_qa_test_set.csv", convert_simpleqa, None),
         Converter("nq-open", "nq_open/NQ-open.dev.jsonl", convert_nq_open, None),
         Converter("mmlu", "mmlu", convert_mmlu, MMLU_LABELS, ("split",)),
-        Converter("stsb", "stsb/sts-dev.csv", convert_stsb, STSB_LABELS),
+        Converter("stsb", "stsb/sts-dev.csv", convert_stsb, STSB_LABELS, ("scale_min",)),
     )
 }
 
@@ -455,7 +460,7 @@ def convert(
         limit: Keep at most this many items (see :func:`select_items`).
         seed: Shuffle seed for the selection.
         balanced: Select labels in turn.
-        **options: Converter options (``split`` for ``mmlu``).
+        **options: Converter options (``split`` for ``mmlu``, ``scale_min`` for ``stsb``).
 
     Returns:
         The converted items.

@@ -1,12 +1,59 @@
 """The calibration workflow: sample → fit → evaluate → report.
 
 ``_store``: the resumable samples file; ``_runner``: concurrent sampling into it;
-``_evaluate``: cross-fitted decoder comparison on arrays; ``_fit``: the calibrator artefact;
-``_report``: figures and a markdown summary.
+``_data``: samples → arrays; ``_evaluate``: cross-fitted decoder comparison on arrays;
+``_fit``: the calibrator artefact; ``_report``: tables, figures and a markdown summary.
 """
 
 from __future__ import annotations
 
+from taskcal_agents.workflow._data import eval_arrays, load_eval_arrays, resolve_task
+from taskcal_agents.workflow._evaluate import (
+    DEFAULT_CALIBRATORS,
+    EVALUATION_FORMAT,
+    EVALUATION_FORMAT_VERSION,
+    EvalArrays,
+    Evaluation,
+    PermutationTest,
+    crossfit_calibrated,
+    evaluate_arrays,
+    evaluation_to_dict,
+    in_fold_prior,
+    mbr,
+    permutation_test,
+    score_actions,
+    stratified_folds,
+)
+from taskcal_agents.workflow._fit import (
+    ARTEFACT_FORMAT,
+    ARTEFACT_FORMAT_VERSION,
+    fit_calibrator,
+    load_artefact,
+    make_artefact,
+    write_json,
+)
+from taskcal_agents.workflow._report import (
+    load_evaluation,
+    markdown_summary,
+    markdown_table,
+    plot_costs,
+    plot_reliability,
+    rich_table,
+    verdict,
+    write_report,
+)
+from taskcal_agents.workflow._runner import (
+    Sampler,
+    SampleSettings,
+    SamplingReport,
+    build_messages,
+    grade_item,
+    message_from_dict,
+    message_to_dict,
+    run_sampling,
+    sample_header,
+    sample_item,
+)
 from taskcal_agents.workflow._store import (
     SAMPLES_FORMAT,
     SAMPLES_FORMAT_VERSION,
@@ -16,9 +63,50 @@ from taskcal_agents.workflow._store import (
 )
 
 __all__ = [
+    "ARTEFACT_FORMAT",
+    "ARTEFACT_FORMAT_VERSION",
+    "DEFAULT_CALIBRATORS",
+    "EVALUATION_FORMAT",
+    "EVALUATION_FORMAT_VERSION",
     "SAMPLES_FORMAT",
     "SAMPLES_FORMAT_VERSION",
+    "EvalArrays",
+    "Evaluation",
+    "PermutationTest",
+    "SampleSettings",
+    "Sampler",
     "SamplesFile",
     "SamplesStore",
+    "SamplingReport",
+    "build_messages",
+    "crossfit_calibrated",
+    "eval_arrays",
+    "evaluate_arrays",
+    "evaluation_to_dict",
+    "fit_calibrator",
+    "grade_item",
+    "in_fold_prior",
+    "load_artefact",
+    "load_eval_arrays",
+    "load_evaluation",
+    "make_artefact",
+    "markdown_summary",
+    "markdown_table",
+    "mbr",
+    "message_from_dict",
+    "message_to_dict",
+    "permutation_test",
+    "plot_costs",
+    "plot_reliability",
     "read_samples",
+    "resolve_task",
+    "rich_table",
+    "run_sampling",
+    "sample_header",
+    "sample_item",
+    "score_actions",
+    "stratified_folds",
+    "verdict",
+    "write_json",
+    "write_report",
 ]

@@ -46,6 +46,7 @@ class SamplesFile:
         records: Finished records by id, in file order; a repeated id keeps its first record.
         torn_tail: Whether the file ended in a torn (incomplete) line, which was ignored.
         duplicates: Ids that appeared more than once (their later copies were ignored).
+        lines: The 1-based line of each record, for error messages.
     """
 
     path: Path
@@ -53,6 +54,7 @@ class SamplesFile:
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
     torn_tail: bool = False
     duplicates: list[str] = field(default_factory=list)
+    lines: dict[str, int] = field(default_factory=dict)
 
     @property
     def task(self) -> dict[str, Any]:
@@ -129,6 +131,7 @@ def read_samples(path: str | os.PathLike[str]) -> SamplesFile:
             out.duplicates.append(rid)
             continue
         out.records[rid] = record
+        out.lines[rid] = lineno
     return out
 
 

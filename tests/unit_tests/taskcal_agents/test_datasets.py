@@ -193,7 +193,7 @@ def test_convert_unknown_name_and_option(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigurationError, match=re.escape(msg)):
         convert("squad")
-    msg = "converter 'stsb' accepts options [], got ['split']; drop them."
+    msg = "converter 'stsb' accepts options ['scale_min'], got ['split']; drop them."
     with pytest.raises(ConfigurationError, match=re.escape(msg)):
         convert("stsb", tmp_path, split="dev")
     missing = tmp_path / "none.csv"
@@ -323,6 +323,12 @@ def test_stsb_tiny(tmp_path: Path) -> None:
     assert [i.label for i in items] == ["3", "0"]
     assert items[0].meta["sentence1"] == 'A "quoted'
     assert items[0].id == "stsb/main-news/headlines/2016/0001"
+    assert (
+        "scale from 0 (completely different) to 5 (equivalent)" in items[0].messages[0]["content"]
+    )
+    shifted = convert("stsb", src, scale_min=1)
+    assert [i.label for i in shifted] == ["4", "1"]
+    assert "from 1 (completely different) to 6 (equivalent)" in shifted[0].messages[0]["content"]
     src.write_text("g\tf\t2015\t1\t7\tC\tD\n")
     msg = f"{src}:1: score must be a number in [0, 5], got '7'."
     with pytest.raises(DataFileError, match=re.escape(msg)):

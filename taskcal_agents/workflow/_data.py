@@ -1,0 +1,138 @@
+"""From a samples file to the arrays the fit and the evaluation work on."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from taskcal_agents.belief import DEFAULT_ALPHA, Belief
+from taskcal_agents.errors import DataFileError, LabelMismatchError
+from taskcal_agents.task import Task
+from taskcal_agents.workflow._evaluate import EvalArrays
+from taskcal_agents.workflow._runner import message_from_dict, safe_parse
+from taskcal_agents.workflow._store import SamplesFile, read_samples
+
+
+def resolve_task(samples: SamplesFile, task: Task | str | os.PathLike[str] | None) -> Task:
+    """The task to evaluate *samples* with.
+
+    That is *task* if given (it must have the same name and labels as the task the samples
+    were drawn for; its costs may differ), else the sampling task stored in the header.
+
+    Raises:
+        DataFileError: The header holds no valid task.
+        LabelMismatchError: *task* differs from the sampling task in name or labels.
+    """
+    stored = samples.task
+    if task is None:
+        try:
+            return Task.model_validate(stored)
+        except ValueError as exc:
+            msg = f"header holds no valid task ({exc}); pass --task."
+            raise DataFileError(msg, path=str(samples.path), line=1) from exc
+    if not isinstance(task, Task):
+        task = Task.from_file(task)
+    if stored.get("name") != task.name or stored.get("labels") != task.labels:
+        msg = (
+            f"samples file {samples.path} was written for task {stored.get('name')!r} with "
+            f"labels {stored.get('labels')!r}, not for task {task.name!r} with labels "
+            f"{task.labels!r}; pass the task the samples were drawn for."
+        )
+        raise LabelMismatchError(msg, expected=task.labels, got=list(stored.get("labels") or []))
+    return task
+
+
+def eval_arrays(
+    task: Task,
+    samples: SamplesFile,
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    reparse: bool = False,
+    ids: Sequence[str] | None = None,
+) -> EvalArrays:
+    """Build :class:`EvalArrays` from a samples file.
+
+    Args:
+        task: The task (labels, costs, parser, unparsed policy, fallback action).
+        samples: The samples file.
+        alpha: The Dirichlet smoothing prior of the beliefs (use the deployed value).
+        reparse: Parse the stored completions again with *task*'s parser instead of using
+            the stored labels (after changing parser options).
+        ids: Restrict to these ids, in this order (default: all, sorted by id, so that the
+            folds do not depend on the order in which concurrent sampling finished).
+
+    Returns:
+        The arrays.
+
+    Raises:
+        DataFileError: No records, or a record with a missing or unknown label (naming the
+            file and line).
+    """
+    records = (
+        [samples.records[i] for i in sorted(samples.records)]
+        if ids is None
+        else [samples.records[i] for i in ids if i in samples.records]
+    )
+    if not records:
+        msg = "samples file holds no finished records; run `taskcal sample` first."
+        raise DataFileError(msg, path=str(samples.path))
+    k = len(task.labels)
+    P = np.empty((len(records), k))
+    y = np.empty(len(records), dtype=np.intp)
+    greedy = np.full(len(records), -1, dtype=np.intp)
+    no_sample = np.zeros(len(records), dtype=bool)
+    for i, record in enumerate(records):
+        line = samples.lines.get(record["id"])
+        if reparse:
+            labels = [safe_parse(task, message_from_dict(m)) for m in record.get("samples", [])]
+            g = record.get("greedy")
+            g_label = safe_parse(task, message_from_dict(g)) if g else None
+        else:
+            labels = list(record.get("labels") or [])
+            g_label = record.get("greedy_label")
+        true = record.get("label")
+        checks = [("sample label", x) for x in labels if x is not None]
+        checks += [("greedy_label", g_label)] if g_label is not None else []
+        checks += [("label", true)]
+        for what, value in checks:
+            if value not in task.labels:
+                msg = (
+                    f"record {record['id']!r} has {what} {value!r}, which is not one of task "
+                    f"{task.name!r}'s labels {task.labels!r}; evaluate with the sampling task."
+                )
+                raise DataFileError(msg, path=str(samples.path), line=line)
+        belief = Belief.from_labels(labels, task.labels, alpha=alpha, unparsed_as=task.unparsed_as)
+        P[i] = belief.probs
+        no_sample[i] = belief.n_parsed == 0
+        y[i] = task.label_index(true)
+        if g_label is not None:
+            greedy[i] = task.label_index(g_label)
+        elif task.unparsed_as is not None and record.get("greedy") is not None:
+            greedy[i] = task.label_index(task.unparsed_as)
+    return EvalArrays(
+        P=P,
+        y=y,
+        cost=np.asarray(task.cost_matrix(), dtype=np.float64),
+        labels=tuple(task.labels),
+        actions=tuple(task.action_list),
+        greedy=greedy,
+        no_sample=no_sample,
+        fallback=task.action_index(task.default_action),
+        ids=tuple(r["id"] for r in records),
+    )
+
+
+def load_eval_arrays(
+    path: str | os.PathLike[str],
+    task: Task | str | os.PathLike[str] | None = None,
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    reparse: bool = False,
+) -> tuple[Task, SamplesFile, EvalArrays]:
+    """Read a samples file, resolve its task and build the arrays (see :func:`eval_arrays`)."""
+    samples = read_samples(Path(path))
+    resolved = resolve_task(samples, task)
+    return resolved, samples, eval_arrays(resolved, samples, alpha=alpha, reparse=reparse)

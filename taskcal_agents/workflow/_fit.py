@@ -1,0 +1,215 @@
+"""Fitting a calibration map on a samples file, and its JSON artefact.
+
+Artefact layout (``format_version`` 1)::
+
+    {"format": "taskcal.calibrator", "format_version": 1,
+     "task": "when2call", "labels": [...], "actions": [...], "alpha": 0.1,
+     "calibrator_name": "dirichlet", "calibrator": {...calibrator.to_dict()...},
+     "fit_metrics": {"n": 300, "before": {...}, "after": {...}, "crossval": {...}},
+     "samples": {"path": "...", "n": 16, "temperature": 1.0, "model": "..."},
+     "created": "2026-01-01T00:00:00+00:00"}
+
+``before``/``after`` are in-sample scores of the raw and the calibrated beliefs (NLL,
+Brier, ECE, classwise-ECE, expected cost of their MBR actions); ``crossval`` holds the
+same scores of the calibrated beliefs cross-fitted over stratified folds, which is the
+honest estimate of what the map does on new data.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
+from taskcal_agents.workflow._evaluate import (
+    EvalArrays,
+    crossfit_calibrated,
+    default_factory,
+    mbr,
+    stratified_folds,
+)
+
+ARTEFACT_FORMAT = "taskcal.calibrator"
+ARTEFACT_FORMAT_VERSION = 1
+
+
+def _scores(Q: NDArray[np.float64], data: EvalArrays) -> dict[str, float]:
+    from calibrators import metrics
+
+    actions = mbr(Q, data.cost)
+    actions[data.no_sample] = data.fallback
+    return {
+        "nll": float(metrics.nll(data.y, Q)),
+        "brier": float(metrics.brier(data.y, Q)),
+        "ece": float(metrics.ece(data.y, Q)),
+        "classwise_ece": float(metrics.classwise_ece(data.y, Q)),
+        "expected_cost": float(data.cost[data.y, actions].mean()),
+    }
+
+
+def fit_calibrator(
+    data: EvalArrays,
+    name: str,
+    *,
+    params: dict[str, Any] | None = None,
+    cv_folds: int = 5,
+    seed: int = 0,
+) -> tuple[Any, dict[str, Any]]:
+    """Fit the calibrator *name* on all items and score it.
+
+    Args:
+        data: The evaluation arrays of the samples file.
+        name: A :func:`calibrators.make_calibrator` name.
+        params: Its keyword parameters.
+        cv_folds: Folds of the cross-validated scores (0 skips them).
+        seed: Seed of the folds.
+
+    Returns:
+        The fitted calibrator and its fit metrics (``n``, ``before``, ``after``,
+        ``crossval``).
+
+    Raises:
+        ConfigurationError: Unknown calibrator name or parameter, or bad *cv_folds*.
+    """
+    try:
+        make = default_factory(name, **(params or {}))
+        calibrator = make().fit(data.P, data.y)
+    except (ValueError, TypeError) as exc:
+        if isinstance(exc, ConfigurationError):
+            raise
+        msg = f"cannot fit calibrator {name!r} with parameters {params or {}!r}: {exc}"
+        raise ConfigurationError(msg) from exc
+    metrics: dict[str, Any] = {
+        "n": data.n,
+        "before": _scores(data.P, data),
+        "after": _scores(np.asarray(calibrator.predict_proba(data.P)), data),
+        "crossval": None,
+    }
+    if cv_folds:
+        folds = stratified_folds(data.y, cv_folds, seed)
+        Q = crossfit_calibrated(data.P, data.y, folds, make)
+        metrics["crossval"] = {"folds": cv_folds, "seed": seed, **_scores(Q, data)}
+    return calibrator, metrics
+
+
+def make_artefact(
+    *,
+    task_name: str,
+    labels: list[str],
+    actions: list[str],
+    alpha: float,
+    calibrator_name: str,
+    calibrator: Any,
+    fit_metrics: dict[str, Any],
+    samples: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON-able calibrator artefact (see the module docstring)."""
+    return {
+        "format": ARTEFACT_FORMAT,
+        "format_version": ARTEFACT_FORMAT_VERSION,
+        "task": task_name,
+        "labels": list(labels),
+        "actions": list(actions),
+        "alpha": float(alpha),
+        "calibrator_name": calibrator_name,
+        "calibrator": calibrator.to_dict(),
+        "fit_metrics": fit_metrics,
+        "samples": samples or {},
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def write_json(obj: Any, path: str | os.PathLike[str]) -> Path:
+    """Write *obj* as indented JSON, atomically (temporary file, then rename)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(obj, fh, indent=2, allow_nan=True)
+            fh.write("\n")
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return p
+
+
+def load_artefact(
+    path: str | os.PathLike[str],
+    *,
+    task_name: str | None = None,
+    labels: list[str] | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """Load a calibrator artefact and rebuild its calibrator.
+
+    Args:
+        path: The artefact JSON file.
+        task_name: When given, the artefact must be for this task.
+        labels: When given, the artefact's labels must be these, in this order.
+
+    Returns:
+        The fitted calibrator and the artefact dict.
+
+    Raises:
+        DataFileError: The file is missing, not JSON, not a calibrator artefact, of another
+            format version, or its calibrator cannot be rebuilt.
+        LabelMismatchError: The artefact is for another task or other labels.
+    """
+    from calibrators import from_dict
+
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        msg = "calibrator artefact not found; write one with `taskcal fit` or check the path."
+        raise DataFileError(msg, path=str(p)) from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        line = getattr(exc, "lineno", None)
+        msg = f"calibrator artefact is not valid JSON: {exc}."
+        raise DataFileError(msg, path=str(p), line=line) from exc
+    if not isinstance(data, dict) or data.get("format") != ARTEFACT_FORMAT:
+        got = data.get("format") if isinstance(data, dict) else type(data).__name__
+        msg = (
+            f"not a calibrator artefact: expected format {ARTEFACT_FORMAT!r}, got {got!r}; "
+            "write one with `taskcal fit`."
+        )
+        raise DataFileError(msg, path=str(p))
+    if data.get("format_version") != ARTEFACT_FORMAT_VERSION:
+        msg = (
+            f"format_version must be {ARTEFACT_FORMAT_VERSION}, got "
+            f"{data.get('format_version')!r}; refit with this version of taskcal."
+        )
+        raise DataFileError(msg, path=str(p))
+    if task_name is not None and data.get("task") != task_name:
+        msg = (
+            f"calibrator artefact {p} was fitted for task {data.get('task')!r}, not for task "
+            f"{task_name!r}; fit one on samples of this task with `taskcal fit`."
+        )
+        raise LabelMismatchError(msg, expected=list(labels or []), got=data.get("labels") or [])
+    if labels is not None and data.get("labels") != list(labels):
+        msg = (
+            f"calibrator artefact {p} has labels {data.get('labels')!r}, but the task has "
+            f"labels {list(labels)!r}; fit one on samples of this task with `taskcal fit`."
+        )
+        raise LabelMismatchError(msg, expected=list(labels), got=data.get("labels") or [])
+    try:
+        calibrator = from_dict(data["calibrator"])
+    except (KeyError, TypeError, ValueError) as exc:
+        msg = f"calibrator artefact holds no valid calibrator: {exc}."
+        raise DataFileError(msg, path=str(p)) from exc
+    n_classes = getattr(calibrator, "n_classes_", None)
+    if n_classes is not None and n_classes != len(data.get("labels") or []):
+        msg = (
+            f"calibrator has {n_classes} classes but the artefact lists labels "
+            f"{data.get('labels')!r}; the file is inconsistent: refit it."
+        )
+        raise DataFileError(msg, path=str(p))
+    return calibrator, data

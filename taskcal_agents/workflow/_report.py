@@ -1,0 +1,286 @@
+"""Tables, figures and the markdown summary of an evaluation (``taskcal report``).
+
+Everything here reads the evaluation dict written by ``taskcal evaluate`` (see
+:func:`~taskcal_agents.workflow._evaluate.evaluation_to_dict`), so a report can be
+rebuilt without the samples or a server.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from taskcal_agents.errors import DataFileError
+from taskcal_agents.workflow._evaluate import EVALUATION_FORMAT, EVALUATION_FORMAT_VERSION
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("expected_cost", "cost"),
+    ("cost_se", "± se"),
+    ("accuracy", "acc"),
+    ("macro_f1", "macro-F1"),
+    ("nll", "NLL"),
+    ("brier", "Brier"),
+    ("ece", "ECE"),
+    ("classwise_ece", "cw-ECE"),
+    ("tce", "TCE"),
+)
+"""(key, header) of the numeric columns of the decoder table."""
+
+SIGNIFICANCE = 0.05
+"""Level at which the label-shuffle test counts as evidence of signal."""
+
+
+def load_evaluation(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read an evaluation JSON written by ``taskcal evaluate``.
+
+    Raises:
+        DataFileError: Missing file, invalid JSON, or not an evaluation of this version.
+    """
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        msg = "evaluation file not found; write one with `taskcal evaluate --out`."
+        raise DataFileError(msg, path=str(p)) from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        msg = f"evaluation file is not valid JSON: {exc}."
+        raise DataFileError(msg, path=str(p), line=getattr(exc, "lineno", None)) from exc
+    if not isinstance(data, dict) or data.get("format") != EVALUATION_FORMAT:
+        msg = f"not an evaluation file: expected format {EVALUATION_FORMAT!r}."
+        raise DataFileError(msg, path=str(p))
+    if data.get("format_version") != EVALUATION_FORMAT_VERSION:
+        msg = (
+            f"format_version must be {EVALUATION_FORMAT_VERSION}, got "
+            f"{data.get('format_version')!r}; re-run `taskcal evaluate`."
+        )
+        raise DataFileError(msg, path=str(p))
+    return data
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.3f}"
+    return str(value)
+
+
+def verdict(evaluation: dict[str, Any]) -> str:
+    """One honest sentence on calibrated MBR vs the best constant action."""
+    test = evaluation.get("permutation_test")
+    if not test:
+        return "No label-shuffle test was run."
+    gap, se, p = test["statistic"], test.get("gap_se") or 0.0, test["p_value"]
+    name = test["calibrator"]
+    head = (
+        f"MBR + {name} vs the best constant action: cost gap {gap:+.3f} ± {se:.3f} "
+        f"(positive = calibrated MBR is cheaper), label-shuffle p = {p:.3f} "
+        f"({test['n_permutations']} shuffles)."
+    )
+    if p < SIGNIFICANCE and gap > 0:
+        return head + " The beliefs carry real signal: calibrated MBR beats the best constant."
+    if gap >= -2 * se:
+        return head + (
+            " No evidence of signal beyond the label prior; calibrated MBR stays within noise "
+            "of the best constant action, as it should for an uninformative model."
+        )
+    return head + (
+        " Calibrated MBR is worse than the best constant action beyond noise: the calibrator "
+        "overfits this little data; prefer the constant action or a simpler map."
+    )
+
+
+def markdown_table(evaluation: dict[str, Any]) -> str:
+    """The decoder table as GitHub markdown."""
+    header = "| decoder | " + " | ".join(h for _, h in COLUMNS) + " |"
+    sep = "|---|" + "|".join("---:" for _ in COLUMNS) + "|"
+    lines = [header, sep]
+    for row in evaluation["decoders"]:
+        if row.get("error"):
+            lines.append(
+                f"| {row['decoder']} | failed: {row['error']} |" + " |" * (len(COLUMNS) - 1)
+            )
+            continue
+        cells = " | ".join(_fmt(row.get(key)) for key, _ in COLUMNS)
+        lines.append(f"| {row['decoder']} | {cells} |")
+    return "\n".join(lines)
+
+
+def rich_table(evaluation: dict[str, Any], title: str | None = None) -> Table:
+    """The decoder table for the terminal (the cheapest decoder's cost in bold)."""
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False)
+    table.add_column("decoder", style="bold")
+    for _, header in COLUMNS:
+        table.add_column(header, justify="right")
+    table.add_column("actions")
+    costs = [r["expected_cost"] for r in evaluation["decoders"] if not r.get("error")]
+    best = min(costs) if costs else None
+    for row in evaluation["decoders"]:
+        if row.get("error"):
+            table.add_row(row["decoder"], f"[red]failed: {row['error']}[/red]")
+            continue
+        cells = [_fmt(row.get(key)) for key, _ in COLUMNS]
+        if best is not None and row["expected_cost"] == best:
+            cells[0] = f"[bold green]{cells[0]}[/bold green]"
+        counts = row.get("action_counts") or {}
+        table.add_row(row["decoder"], *cells, " ".join(f"{a}:{c}" for a, c in counts.items()))
+    return table
+
+
+# --------------------------------------------------------------------------------------
+# figures
+
+
+def _figure(**kwargs: Any) -> Any:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:  # pragma: no cover - matplotlib is a dev dependency
+        msg = (
+            "taskcal report draws figures with matplotlib, which is not installed; "
+            "install it with: pip install 'taskcal-agents[plot]'."
+        )
+        raise ImportError(msg) from exc
+    return Figure(**kwargs)
+
+
+def plot_reliability(
+    evaluation: dict[str, Any],
+    path: str | os.PathLike[str],
+    *,
+    sources: Sequence[str] | None = None,
+    n_bins: int = 10,
+) -> Path:
+    """Reliability diagrams before (raw belief) and after calibration (cross-fitted).
+
+    One column per belief source (default: raw, temperature, and the tested calibrator),
+    one row for the top-label diagram and one per label (one-vs-rest), up to six labels.
+
+    Returns:
+        The PNG path.
+    """
+    from calibrators.metrics import reliability_diagram
+
+    items = evaluation["items"]
+    probs = items["probs"]
+    y = np.asarray(items["y"])
+    labels = evaluation["task"]["labels"]
+    if sources is None:
+        test = (evaluation.get("permutation_test") or {}).get("calibrator")
+        sources = [s for s in dict.fromkeys(["raw", "temperature", test]) if s in probs]
+    rows = [None, *range(len(labels))] if len(labels) <= 6 else [None]
+    fig = _figure(figsize=(3.2 * len(sources), 3.0 * len(rows)), layout="constrained")
+    axes = fig.subplots(len(rows), len(sources), squeeze=False)
+    for j, source in enumerate(sources):
+        Q = np.asarray(probs[source])
+        for i, class_index in enumerate(rows):
+            name = "top label" if class_index is None else f"{labels[class_index]}"
+            reliability_diagram(
+                Q,
+                y,
+                n_bins=n_bins,
+                class_index=class_index,
+                ax=axes[i][j],
+                title=f"{source}: {name}",
+            )
+    fig.suptitle(f"Reliability before/after calibration — {evaluation['task'].get('name', '')}")
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    return out
+
+
+def plot_costs(evaluation: dict[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Horizontal bars of expected cost per decoder, with 95% intervals (±1.96 se).
+
+    The dashed line marks the best constant action.
+
+    Returns:
+        The PNG path.
+    """
+    rows = [r for r in evaluation["decoders"] if not r.get("error")]
+    names = [r["decoder"] for r in rows]
+    costs = np.array([r["expected_cost"] for r in rows])
+    errs = np.array([1.96 * (r.get("cost_se") or 0.0) for r in rows])
+    fig = _figure(figsize=(7.0, 0.45 * len(rows) + 1.4), layout="constrained")
+    ax = fig.subplots()
+    colors = ["tab:gray" if n == "constant" else "tab:blue" for n in names]
+    ax.barh(names, costs, xerr=errs, color=colors, capsize=3)
+    ax.invert_yaxis()
+    constant = next((r["expected_cost"] for r in rows if r["decoder"] == "constant"), None)
+    if constant is not None:
+        ax.axvline(constant, color="black", linestyle="--", linewidth=1, label="best constant")
+        ax.legend(loc="lower right")
+    ax.set_xlabel("expected cost per decision (lower is better)")
+    ax.set_title(
+        f"Cost by decoder — {evaluation['task'].get('name', '')} (n = {evaluation['n_items']})"
+    )
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    return out
+
+
+def markdown_summary(evaluation: dict[str, Any], figures: Sequence[Path] = ()) -> str:
+    """The markdown summary: setting, decoder table, label-shuffle test, figures."""
+    task = evaluation["task"]
+    meta = evaluation.get("meta") or {}
+    lines = [f"# Evaluation: {task.get('name', 'task')}", ""]
+    lines.append(
+        f"{evaluation['n_items']} items, {evaluation['folds']}-fold stratified cross-fitting "
+        f"(seed {evaluation['seed']})."
+    )
+    if meta:
+        lines.append("")
+        lines.extend(f"- {k}: `{json.dumps(v)}`" for k, v in meta.items())
+    lines += ["", f"Labels: {task.get('labels')}; actions: {task.get('actions')}.", ""]
+    cost = task.get("cost")
+    if cost:
+        lines.append("Cost matrix (row = true label, column = action):")
+        lines.append("")
+        lines.append("| | " + " | ".join(task["actions"]) + " |")
+        lines.append("|---|" + "|".join("---:" for _ in task["actions"]) + "|")
+        for label, row in zip(task["labels"], cost, strict=True):
+            lines.append(f"| {label} | " + " | ".join(f"{c:g}" for c in row) + " |")
+        lines.append("")
+    lines += ["## Decoders", "", markdown_table(evaluation), "", "## Label-shuffle test", ""]
+    lines.append(verdict(evaluation))
+    descriptions = [f"- `{r['decoder']}`: {r['description']}" for r in evaluation["decoders"]]
+    lines += ["", "Decoders:", "", *descriptions]
+    if figures:
+        lines += ["", "## Figures", ""]
+        lines.extend(f"![{f.stem}]({f.name})" for f in figures)
+    return "\n".join(lines) + "\n"
+
+
+def write_report(evaluation: dict[str, Any], out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Write ``reliability.png``, ``costs.png`` and ``summary.md`` into *out_dir*.
+
+    Returns:
+        The written paths (summary last).
+
+    Raises:
+        DataFileError: The evaluation has no per-item data (it was written without it).
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if "items" not in evaluation:
+        msg = "evaluation has no per-item data; re-run `taskcal evaluate` without --no-items."
+        raise DataFileError(msg, path=str(out))
+    figures = [
+        plot_reliability(evaluation, out / "reliability.png"),
+        plot_costs(evaluation, out / "costs.png"),
+    ]
+    summary = out / "summary.md"
+    summary.write_text(markdown_summary(evaluation, figures), encoding="utf-8")
+    return [*figures, summary]

@@ -1,0 +1,397 @@
+"""Concurrent sampling of a dataset into the resumable samples store.
+
+Per item: N completions at the sampling temperature and one greedy (temperature 0)
+completion, all parsed by the task's g_T. Each finished item becomes one record, appended
+atomically by the single writer (the calling thread); workers only talk to the model.
+A rerun skips the ids already in the file.
+
+Items whose label is ``null`` (answer-or-abstain data with reference answers) are graded
+here: the answer the system would give — the greedy completion if it answers, else the
+most frequent answering sample — is compared with the references by
+:func:`~taskcal_agents.datasets.grading.grade_answer`, and the record's true label is the
+action that is optimal given the truth: the task's *answer* label when that answer is
+correct, its *abstain* label otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from langchain_core.messages import AIMessage
+
+from taskcal_agents.datasets import DatasetItem, grade_answer, normalize_answer
+from taskcal_agents.errors import ConfigurationError, SamplingError, UnparseableOutputError
+from taskcal_agents.workflow._store import SamplesStore
+
+if TYPE_CHECKING:
+    from taskcal_agents.task import Task
+
+
+class Sampler(Protocol):
+    """What the runner needs from a sampler (e.g. ``OpenAISampler``)."""
+
+    def sample(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        n: int,
+        temperature: float,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+    ) -> list[AIMessage]:
+        """Return *n* completions of *messages*."""
+        ...
+
+
+@dataclass(frozen=True)
+class SampleSettings:
+    """How each item is sampled (stored in the samples file's header)."""
+
+    n: int = 16
+    """Completions per item at ``temperature``."""
+    temperature: float = 1.0
+    """Sampling temperature of the N completions."""
+    greedy: bool = True
+    """Also draw one temperature-0 completion per item."""
+    max_tokens: int | None = 256
+    """Completion length limit (``None``: the server's default)."""
+    model: str | None = None
+    """The served model name (recorded; resuming with another model is refused)."""
+    base_url: str | None = None
+    """The server URL (recorded only)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.n, int) or self.n < 1:
+            msg = f"SampleSettings parameter 'n' must be an integer >= 1, got {self.n!r}."
+            raise ConfigurationError(msg)
+        if not self.temperature >= 0:
+            msg = (
+                "SampleSettings parameter 'temperature' must be >= 0, got "
+                f"{self.temperature!r}; use 1.0 for plain sampling."
+            )
+            raise ConfigurationError(msg)
+        if self.max_tokens is not None and self.max_tokens < 1:
+            msg = (
+                "SampleSettings parameter 'max_tokens' must be >= 1 or None, got "
+                f"{self.max_tokens!r}."
+            )
+            raise ConfigurationError(msg)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as a JSON-able dict."""
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------------------
+# messages <-> JSON
+
+
+def message_to_dict(message: AIMessage) -> dict[str, Any]:
+    """The parts of a completion worth keeping: text content and tool calls."""
+    out: dict[str, Any] = {"content": message.content}
+    out["tool_calls"] = [
+        {"name": c["name"], "args": c["args"], "id": c.get("id")} for c in message.tool_calls
+    ]
+    if message.invalid_tool_calls:
+        out["invalid_tool_calls"] = [
+            {k: c.get(k) for k in ("name", "args", "id", "error")}
+            for c in message.invalid_tool_calls
+        ]
+    finish = (message.response_metadata or {}).get("finish_reason")
+    if finish is not None:
+        out["finish_reason"] = finish
+    return out
+
+
+def message_from_dict(data: Mapping[str, Any]) -> AIMessage:
+    """Rebuild an :class:`AIMessage` from :func:`message_to_dict` output."""
+    return AIMessage(
+        content=data.get("content") or "",
+        tool_calls=[
+            {"name": c["name"], "args": c.get("args") or {}, "id": c.get("id"), "type": "tool_call"}
+            for c in data.get("tool_calls") or []
+        ],
+        invalid_tool_calls=[
+            {
+                "name": c.get("name"),
+                "args": c.get("args"),
+                "id": c.get("id"),
+                "error": c.get("error"),
+                "type": "invalid_tool_call",
+            }
+            for c in data.get("invalid_tool_calls") or []
+        ],
+    )
+
+
+def build_messages(task: Task, item: DatasetItem) -> list[dict[str, Any]]:
+    """The request for *item*: the task's system prompt, then the item's messages.
+
+    The prompt is only prepended when the task has one and the item has no system message.
+    """
+    messages = [dict(m) for m in item.messages]
+    if task.prompt and messages[0].get("role") not in ("system", "developer"):
+        messages.insert(0, {"role": "system", "content": task.prompt})
+    return messages
+
+
+def safe_parse(task: Task, message: AIMessage) -> str | None:
+    """The task label of *message* before the unparsed policy (``None`` if unparsed)."""
+    try:
+        return task.parse_raw(message)
+    except UnparseableOutputError:
+        return None
+
+
+# --------------------------------------------------------------------------------------
+# grading
+
+
+def grading_labels(task: Task) -> tuple[str, str]:
+    """The (answer, abstain) labels graded items are given, from the task's parser.
+
+    Raises:
+        ConfigurationError: The task is not an answer-or-abstain task.
+    """
+    parser = task.get_parser()
+    answer = getattr(parser, "answer_label", None)
+    abstain = getattr(parser, "abstain_label", None)
+    if answer not in task.labels or abstain not in task.labels:
+        msg = (
+            f"items without a label are graded into answer/abstain, which needs an "
+            f"answer-or-abstain task (parser 'answer_or_abstain'); task {task.name!r} has "
+            f"parser {task.parser.name!r} and labels {task.labels!r}."
+        )
+        raise ConfigurationError(msg)
+    return answer, abstain  # type: ignore[return-value]
+
+
+def _text(message: AIMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content.strip()
+    return " ".join(
+        b if isinstance(b, str) else str(b.get("text", "")) for b in content if b
+    ).strip()
+
+
+def grade_item(
+    task: Task,
+    item: DatasetItem,
+    greedy: AIMessage | None,
+    samples: Sequence[AIMessage],
+    labels: Sequence[str | None],
+) -> dict[str, Any]:
+    """Grade the answer the system would give for an unlabelled item.
+
+    Returns:
+        ``{"label", "answer", "from", "correct", "references"}``.
+    """
+    answer_label, abstain_label = grading_labels(task)
+    answer: str | None = None
+    source: str | None = None
+    if greedy is not None and safe_parse(task, greedy) == answer_label:
+        answer, source = _text(greedy), "greedy"
+    else:
+        answers = [_text(m) for m, lab in zip(samples, labels, strict=True) if lab == answer_label]
+        if answers:
+            by_norm = Counter(normalize_answer(a) for a in answers)
+            best = by_norm.most_common(1)[0][0]
+            answer = next(a for a in answers if normalize_answer(a) == best)
+            source = "samples"
+    correct = answer is not None and grade_answer(answer, item.references)
+    return {
+        "label": answer_label if correct else abstain_label,
+        "answer": answer,
+        "from": source,
+        "correct": bool(correct),
+        "references": item.references,
+    }
+
+
+# --------------------------------------------------------------------------------------
+# one item
+
+
+def sample_item(
+    task: Task, item: DatasetItem, sampler: Sampler, settings: SampleSettings
+) -> dict[str, Any]:
+    """Sample, parse (and grade) one item; return its record.
+
+    Raises:
+        SamplingError: The sampler failed or returned the wrong number of completions.
+    """
+    messages = build_messages(task, item)
+    tools = item.tools or None
+    start = time.perf_counter()
+    try:
+        samples = sampler.sample(
+            messages,
+            n=settings.n,
+            temperature=settings.temperature,
+            tools=tools,
+            max_tokens=settings.max_tokens,
+        )
+        greedy = (
+            sampler.sample(
+                messages, n=1, temperature=0.0, tools=tools, max_tokens=settings.max_tokens
+            )[0]
+            if settings.greedy
+            else None
+        )
+    except SamplingError:
+        raise
+    except Exception as exc:
+        msg = f"sampling item {item.id!r} failed: {type(exc).__name__}: {exc}"
+        raise SamplingError(msg) from exc
+    if len(samples) != settings.n:
+        msg = f"sampling item {item.id!r}: asked for n={settings.n}, got {len(samples)} samples."
+        raise SamplingError(msg)
+    labels = [safe_parse(task, m) for m in samples]
+    record: dict[str, Any] = {
+        "id": item.id,
+        "label": item.label,
+        "labels": labels,
+        "greedy_label": safe_parse(task, greedy) if greedy is not None else None,
+        "samples": [message_to_dict(m) for m in samples],
+        "greedy": message_to_dict(greedy) if greedy is not None else None,
+        "elapsed_s": round(time.perf_counter() - start, 4),
+    }
+    if item.label is None:
+        grading = grade_item(task, item, greedy, samples, labels)
+        record["label"] = grading["label"]
+        record["grading"] = grading
+    return record
+
+
+# --------------------------------------------------------------------------------------
+# the run
+
+
+@dataclass
+class SamplingReport:
+    """What a run did.
+
+    Attributes:
+        total: Items in the dataset.
+        skipped: Items already in the file (resumed).
+        written: Records appended by this run.
+        failures: ``(id, message)`` of items that failed (rerun to retry them).
+        interrupted: The run stopped early (Ctrl-C or too many failures).
+    """
+
+    total: int
+    skipped: int = 0
+    written: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    interrupted: bool = False
+
+
+def sample_header(task: Task, settings: SampleSettings, dataset: str | None) -> dict[str, Any]:
+    """The samples file header for *task* and *settings*."""
+    return {
+        "task": task.model_dump(mode="json"),
+        "settings": settings.to_dict(),
+        "dataset": dataset,
+    }
+
+
+def check_items(task: Task, items: Iterable[DatasetItem]) -> None:
+    """Check that the items' labels are task labels and graded items can be graded.
+
+    Raises:
+        ConfigurationError: A label is not a task label, or unlabelled items meet a task
+            that is not answer-or-abstain.
+    """
+    unlabelled = False
+    for item in items:
+        if item.label is None:
+            unlabelled = True
+        elif item.label not in task.labels:
+            msg = (
+                f"item {item.id!r} has label {item.label!r}, which is not one of task "
+                f"{task.name!r}'s labels {task.labels!r}; use the task the data was written for."
+            )
+            raise ConfigurationError(msg)
+    if unlabelled:
+        grading_labels(task)
+
+
+def run_sampling(
+    task: Task,
+    items: Sequence[DatasetItem],
+    sampler: Sampler,
+    store: SamplesStore,
+    settings: SampleSettings,
+    *,
+    concurrency: int = 4,
+    max_failures: int = 10,
+    on_record: Callable[[dict[str, Any] | None], None] | None = None,
+) -> SamplingReport:
+    """Sample every item not yet in *store*, with at most *concurrency* requests in flight.
+
+    Args:
+        task: The task (parser, prompt, labels).
+        items: The dataset.
+        sampler: The model client.
+        store: The open samples store (its ``done`` ids are skipped).
+        settings: N, temperature, greedy, max_tokens.
+        concurrency: Items sampled at once (>= 1).
+        max_failures: Stop after this many failed items (the server is probably down).
+        on_record: Called after each finished item with its record (``None`` on failure).
+
+    Returns:
+        The report; failed items are not written, so a rerun retries them.
+
+    Raises:
+        ConfigurationError: *concurrency* < 1, or bad item labels (see :func:`check_items`).
+    """
+    if concurrency < 1:
+        msg = f"concurrency must be an integer >= 1, got {concurrency!r}."
+        raise ConfigurationError(msg)
+    check_items(task, items)
+    todo = [item for item in items if item.id not in store.done]
+    report = SamplingReport(total=len(items), skipped=len(items) - len(todo))
+    pending: dict[Future[dict[str, Any]], str] = {}
+    queue = iter(todo)
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="taskcal-sample") as pool:
+        try:
+
+            def refill() -> None:
+                while len(pending) < concurrency:
+                    item = next(queue, None)
+                    if item is None:
+                        return
+                    pending[pool.submit(sample_item, task, item, sampler, settings)] = item.id
+
+            refill()
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    item_id = pending.pop(future)
+                    try:
+                        record = future.result()
+                    except SamplingError as exc:
+                        report.failures.append((item_id, str(exc)))
+                        if on_record is not None:
+                            on_record(None)
+                        continue
+                    store.append(record)
+                    report.written += 1
+                    if on_record is not None:
+                        on_record(record)
+                if len(report.failures) >= max_failures:
+                    report.interrupted = True
+                    break
+                refill()
+        except KeyboardInterrupt:
+            report.interrupted = True
+        finally:
+            for future in pending:
+                future.cancel()
+    return report

@@ -1,0 +1,635 @@
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from langchain_core.messages import AIMessage
+
+import taskcal_agents.workflow as wf
+from taskcal_agents import tasks
+from taskcal_agents.datasets import DatasetItem
+from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
+from taskcal_agents.workflow import (
+    EvalArrays,
+    SampleSettings,
+    SamplesStore,
+    build_messages,
+    eval_arrays,
+    evaluate_arrays,
+    evaluation_to_dict,
+    fit_calibrator,
+    in_fold_prior,
+    load_artefact,
+    make_artefact,
+    message_from_dict,
+    message_to_dict,
+    permutation_test,
+    read_samples,
+    run_sampling,
+    sample_header,
+    score_actions,
+    stratified_folds,
+    write_json,
+    write_report,
+)
+from taskcal_agents.workflow._evaluate import default_factory
+
+from .workflow_fakes import WHEN2CALL_COST, FakeSampler, QASampler, tool_items, tool_task
+
+COST = np.array(WHEN2CALL_COST)
+
+
+def test_exports_match_public_names() -> None:
+    public = {n for n in vars(wf) if not n.startswith("_")} - {"annotations"}
+    assert set(wf.__all__) == public
+
+
+# --------------------------------------------------------------------------------------
+# synthetic arrays
+
+
+def _arrays(
+    n: int = 300, signal: float = 0.0, seed: int = 0, k: int = 3, **kw: object
+) -> EvalArrays:
+    """Beliefs from 16 samples; with probability *signal* a sample names the truth."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % k
+    counts = np.zeros((n, k))
+    for i in range(n):
+        for _ in range(16):
+            j = y[i] if rng.random() < signal else rng.integers(k)
+            counts[i, j] += 1
+    P = (counts + 0.1) / (counts + 0.1).sum(axis=1, keepdims=True)
+    fields: dict[str, object] = {
+        "P": P,
+        "y": y.astype(np.intp),
+        "cost": COST[:k, :k],
+        "labels": ("tool_call", "request_for_info", "cannot_answer")[:k],
+        "actions": ("tool_call", "request_for_info", "cannot_answer")[:k],
+        "greedy": np.argmax(P, axis=1).astype(np.intp),
+        "no_sample": np.zeros(n, dtype=bool),
+        "fallback": 1,
+        "ids": tuple(f"i{i}" for i in range(n)),
+    }
+    fields.update(kw)
+    return EvalArrays(**fields)  # type: ignore[arg-type]
+
+
+def test_stratified_folds_balanced_and_seeded() -> None:
+    y = np.array([0] * 50 + [1] * 30 + [2] * 7)
+    folds = stratified_folds(y, 5, seed=3)
+    assert np.array_equal(folds, stratified_folds(y, 5, seed=3))
+    assert not np.array_equal(folds, stratified_folds(y, 5, seed=4))
+    sizes = np.bincount(folds, minlength=5)
+    assert sizes.max() - sizes.min() <= 1
+    for label in range(3):
+        per_fold = np.bincount(folds[y == label], minlength=5)
+        assert per_fold.max() - per_fold.min() <= 1
+    msg = "folds must be between 2 and the number of items (3), got 5."
+    with pytest.raises(ConfigurationError, match=re.escape(msg)):
+        stratified_folds(np.array([0, 1, 2]), 5, seed=0)
+
+
+def test_in_fold_prior_uses_other_folds_only() -> None:
+    y = np.array([0, 0, 1, 1])
+    folds = np.array([0, 1, 0, 1])
+    prior = in_fold_prior(y, folds, 3)
+    np.testing.assert_allclose(prior[0], np.array([1.5, 1.5, 0.5]) / 3.5)
+    np.testing.assert_allclose(prior.sum(axis=1), 1.0)
+
+
+def test_best_constant_for_balanced_when2call_is_ask() -> None:
+    data = _arrays(n=300, signal=0.0)
+    evaluation = evaluate_arrays(data, calibrators=(), n_permutations=0)
+    row = evaluation.row("constant")
+    assert row["action_counts"] == {"tool_call": 0, "request_for_info": 300, "cannot_answer": 0}
+    assert row["expected_cost"] == pytest.approx(2 / 3)
+    assert row["accuracy"] == pytest.approx(1 / 3)
+
+
+def test_uninformative_beliefs_calibrated_mbr_falls_back_to_constant() -> None:
+    data = _arrays(n=300, signal=0.0, seed=1)
+    evaluation = evaluate_arrays(
+        data, calibrators=("temperature", "dirichlet"), n_permutations=99, seed=0
+    )
+    constant = evaluation.row("constant")["expected_cost"]
+    assert evaluation.row("majority")["expected_cost"] > constant + 0.3
+    for name in ("mbr_temperature", "mbr_dirichlet"):
+        row = evaluation.row(name)
+        assert abs(row["expected_cost"] - constant) <= 2 * row["cost_se"]
+    assert evaluation.permutation is not None
+    assert evaluation.permutation.p_value > 0.05
+
+
+def test_informative_beliefs_beat_constant_and_test_detects_it() -> None:
+    data = _arrays(n=300, signal=0.5, seed=2)
+    evaluation = evaluate_arrays(data, calibrators=("dirichlet",), n_permutations=49, seed=0)
+    assert evaluation.row("mbr_dirichlet")["expected_cost"] < (
+        evaluation.row("constant")["expected_cost"] - 0.3
+    )
+    test = evaluation.permutation
+    assert test is not None
+    assert test.statistic > 0.3
+    assert test.p_value == pytest.approx(1 / 50)
+    assert len(test.null) == 49
+    assert max(test.null) < test.statistic
+
+
+def test_permutation_test_is_seeded() -> None:
+    data = _arrays(n=120, signal=0.1, seed=5)
+    make = default_factory("temperature")
+    a = permutation_test(data, make, calibrator="temperature", n_permutations=20, seed=1)
+    b = permutation_test(data, make, calibrator="temperature", n_permutations=20, seed=1)
+    assert a.null == b.null
+    assert a.p_value == b.p_value
+
+
+def test_decoder_rows_and_columns() -> None:
+    data = _arrays(n=90, signal=0.4, seed=3)
+    evaluation = evaluate_arrays(data, n_permutations=0)
+    names = [r["decoder"] for r in evaluation.rows]
+    assert names == [
+        "constant",
+        "greedy",
+        "majority",
+        "mbr_raw",
+        "mbr_temperature",
+        "mbr_vector",
+        "mbr_matrix",
+        "mbr_dirichlet",
+        "mbr_isotonic",
+        "mbr_histogram",
+    ]
+    for row in evaluation.rows:
+        assert row["error"] is None
+        assert 0 <= row["accuracy"] <= 1
+        assert sum(row["action_counts"].values()) == 90
+    assert evaluation.row("greedy")["nll"] is None
+    assert evaluation.row("majority")["nll"] == evaluation.row("mbr_raw")["nll"]
+    assert np.array_equal(evaluation.actions["majority"], np.argmax(data.P, axis=1))
+    for name in ("raw", "constant", "dirichlet", "isotonic"):
+        np.testing.assert_allclose(evaluation.probs[name].sum(axis=1), 1.0)
+    assert evaluation.permutation is None
+
+
+def test_score_actions_brute_force() -> None:
+    data = _arrays(n=30, signal=0.3, seed=4)
+    rng = np.random.default_rng(0)
+    actions = rng.integers(0, 3, 30)
+    row = score_actions(actions, data)
+    assert row["expected_cost"] == pytest.approx(
+        np.mean([COST[y, a] for y, a in zip(data.y, actions, strict=True)])
+    )
+    assert row["accuracy"] == pytest.approx(np.mean(actions == data.y))
+    f1s = []
+    for c in range(3):
+        tp = np.sum((actions == c) & (data.y == c))
+        fp = np.sum((actions == c) & (data.y != c))
+        fn = np.sum((actions != c) & (data.y == c))
+        f1s.append(2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0)
+    assert row["macro_f1"] == pytest.approx(np.mean(f1s))
+
+
+def test_fallback_for_items_without_samples_and_unparsed_greedy() -> None:
+    no_sample = np.zeros(60, dtype=bool)
+    no_sample[:10] = True
+    greedy = np.full(60, 0, dtype=np.intp)
+    greedy[:5] = -1
+    data = _arrays(n=60, signal=0.9, seed=6, no_sample=no_sample, greedy=greedy)
+    evaluation = evaluate_arrays(data, calibrators=("temperature",), n_permutations=0)
+    for name in ("majority", "mbr_raw", "mbr_temperature"):
+        assert np.all(evaluation.actions[name][:10] == 1)
+    assert np.all(evaluation.actions["greedy"][:5] == 1)
+    assert np.all(evaluation.actions["greedy"][5:] == 0)
+
+
+def test_labels_that_are_not_actions_skip_greedy_and_majority() -> None:
+    base = _arrays(n=40, k=2, signal=0.5, seed=7)
+    data = EvalArrays(
+        P=base.P,
+        y=base.y,
+        cost=np.array([[0.0, 1.0, 0.5], [3.0, 0.0, 0.5]]),
+        labels=("good", "bad"),
+        actions=("go", "stop", "ask"),
+        greedy=base.greedy,
+        no_sample=base.no_sample,
+        fallback=2,
+    )
+    evaluation = evaluate_arrays(data, calibrators=("temperature",), n_permutations=0)
+    assert [r["decoder"] for r in evaluation.rows] == ["constant", "mbr_raw", "mbr_temperature"]
+    assert evaluation.row("mbr_raw")["accuracy"] is None
+
+
+def test_failing_calibrator_gets_an_error_row() -> None:
+    def factory(name: str):  # type: ignore[no-untyped-def]
+        if name == "broken":
+
+            def make():  # type: ignore[no-untyped-def]
+                raise RuntimeError("optimiser failed")
+
+            return make
+        return default_factory(name)
+
+    data = _arrays(n=60, signal=0.3)
+    evaluation = evaluate_arrays(
+        data, calibrators=("broken", "temperature"), n_permutations=0, factory=factory
+    )
+    assert evaluation.row("mbr_broken")["error"] == "RuntimeError: optimiser failed"
+    assert evaluation.row("mbr_temperature")["error"] is None
+
+
+def test_eval_arrays_are_validated() -> None:
+    with pytest.raises(ConfigurationError, match=r"^EvalArrays are inconsistent: cost has shape"):
+        _arrays(n=10, cost=np.zeros((2, 2)))
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "EvalArrays are inconsistent: fallback must be an action index in [0, 3), got 7."
+        ),
+    ):
+        _arrays(n=10, fallback=7)
+
+
+def test_negative_permutations_rejected() -> None:
+    with pytest.raises(ConfigurationError, match=re.escape("permutations must be >= 0, got -1.")):
+        evaluate_arrays(_arrays(n=30), n_permutations=-1)
+
+
+# --------------------------------------------------------------------------------------
+# messages and grading
+
+
+def test_message_round_trip() -> None:
+    message = AIMessage(
+        content="hi",
+        tool_calls=[{"name": "f", "args": {"a": [1, 2]}, "id": "c"}],
+        response_metadata={"finish_reason": "tool_calls"},
+    )
+    data = message_to_dict(message)
+    assert json.loads(json.dumps(data)) == data
+    assert data["finish_reason"] == "tool_calls"
+    back = message_from_dict(data)
+    assert back.content == "hi"
+    assert back.tool_calls == [{"name": "f", "args": {"a": [1, 2]}, "id": "c", "type": "tool_call"}]
+
+
+def test_build_messages_prepends_task_prompt_once() -> None:
+    item = tool_items(1)[0]
+    assert build_messages(tool_task(), item) == item.messages
+    task = tool_task(prompt="Decide.")
+    assert build_messages(task, item)[0] == {"role": "system", "content": "Decide."}
+    with_system = item.model_copy(
+        update={"messages": [{"role": "system", "content": "own"}, *item.messages]}
+    )
+    assert build_messages(task, with_system) == with_system.messages
+
+
+# --------------------------------------------------------------------------------------
+# runner
+
+
+def test_run_sampling_records_and_resume(tmp_path: Path) -> None:
+    task, items = tool_task(), tool_items(12)
+    settings = SampleSettings(n=8, temperature=1.0, max_tokens=32, model="fake")
+    path = tmp_path / "s.jsonl"
+    sampler = FakeSampler(fail_ids=["item-004"])
+    seen: list[object] = []
+    with SamplesStore.open(path, sample_header(task, settings, "d.jsonl")) as store:
+        report = run_sampling(
+            task, items, sampler, store, settings, concurrency=3, on_record=seen.append
+        )
+    assert (report.total, report.skipped, report.written) == (12, 0, 11)
+    assert [f[0] for f in report.failures] == ["item-004"]
+    assert report.failures[0][1] == (
+        "sampling item 'item-004' failed: ConnectionError: connection refused"
+    )
+    assert len(seen) == 12 and seen.count(None) == 1
+    samples = read_samples(path)
+    assert samples.settings["n"] == 8
+    assert samples.header["dataset"] == "d.jsonl"
+    record = samples.records["item-000"]
+    assert record["label"] == "tool_call"
+    assert len(record["labels"]) == len(record["samples"]) == 8
+    assert record["greedy_label"] == "tool_call"
+    assert record["greedy"]["tool_calls"][0]["name"] == "lookup"
+    assert {c["n"] for c in sampler.calls} == {8, 1}
+    assert {c["temperature"] for c in sampler.calls} == {1.0, 0.0}
+    assert all(c["tools"] == items[0].tools for c in sampler.calls)
+    # the rerun only samples the failed item
+    sampler2 = FakeSampler()
+    with SamplesStore.open(path, sample_header(task, settings, "d.jsonl")) as store:
+        report = run_sampling(task, items, sampler2, store, settings)
+    assert (report.skipped, report.written, report.failures) == (11, 1, [])
+    assert len(sampler2.calls) == 2
+    assert len(read_samples(path).records) == 12
+
+
+def test_run_sampling_stops_after_max_failures(tmp_path: Path) -> None:
+    task, items = tool_task(), tool_items(20)
+    settings = SampleSettings(n=2)
+    sampler = FakeSampler(fail_ids=[i.id for i in items])
+    with SamplesStore.open(tmp_path / "s.jsonl", sample_header(task, settings, None)) as store:
+        report = run_sampling(task, items, sampler, store, settings, concurrency=2, max_failures=3)
+    assert report.interrupted
+    assert 3 <= len(report.failures) < 20
+    assert report.written == 0
+
+
+def test_run_sampling_rejects_foreign_labels_and_bad_concurrency(tmp_path: Path) -> None:
+    task = tool_task()
+    settings = SampleSettings(n=2)
+    bad = [DatasetItem(id="x", messages=[{"role": "user", "content": "q"}], label="A")]
+    with SamplesStore.open(tmp_path / "s.jsonl", sample_header(task, settings, None)) as store:
+        msg = (
+            "item 'x' has label 'A', which is not one of task 'when2call''s labels "
+            "['tool_call', 'request_for_info', 'cannot_answer']; use the task the data was "
+            "written for."
+        )
+        with pytest.raises(ConfigurationError, match=re.escape(msg)):
+            run_sampling(task, bad, FakeSampler(), store, settings)
+        with pytest.raises(
+            ConfigurationError, match=re.escape("concurrency must be an integer >= 1, got 0.")
+        ):
+            run_sampling(task, bad, FakeSampler(), store, settings, concurrency=0)
+
+
+def test_sample_settings_validation() -> None:
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape("SampleSettings parameter 'n' must be an integer >= 1, got 0."),
+    ):
+        SampleSettings(n=0)
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "SampleSettings parameter 'temperature' must be >= 0, got -1.0; use 1.0 for "
+            "plain sampling."
+        ),
+    ):
+        SampleSettings(temperature=-1.0)
+
+
+def test_graded_items(tmp_path: Path) -> None:
+    task = tasks.answer_or_abstain()
+    questions = {"Who wrote Hamlet?": "William Shakespeare wrote it.", "Capital of Peru?": "Quito"}
+    items = [
+        DatasetItem(
+            id=f"q{i}",
+            messages=[{"role": "user", "content": f"Answer.\n\nQuestion: {q}"}],
+            meta={"references": [ref]},
+        )
+        for i, (q, ref) in enumerate(zip(questions, ["Shakespeare", "Lima"], strict=True))
+    ]
+    settings = SampleSettings(n=4)
+    path = tmp_path / "s.jsonl"
+    with SamplesStore.open(path, sample_header(task, settings, None)) as store:
+        run_sampling(task, items, QASampler(questions), store, settings)
+    records = read_samples(path).records
+    assert records["q0"]["label"] == "answer"
+    assert records["q0"]["grading"] == {
+        "label": "answer",
+        "answer": "William Shakespeare wrote it.",
+        "from": "greedy",
+        "correct": True,
+        "references": ["Shakespeare"],
+    }
+    assert records["q1"]["label"] == "abstain"
+    assert records["q1"]["grading"]["correct"] is False
+    assert records["q0"]["labels"] == ["abstain", "answer", "abstain", "answer"]
+    # graded items need an answer-or-abstain task
+    with SamplesStore.open(
+        tmp_path / "t.jsonl", sample_header(tool_task(), settings, None)
+    ) as store:
+        msg = (
+            "items without a label are graded into answer/abstain, which needs an "
+            "answer-or-abstain task (parser 'answer_or_abstain'); task 'when2call' has parser "
+            "'tool_decision' and labels ['tool_call', 'request_for_info', 'cannot_answer']."
+        )
+        with pytest.raises(ConfigurationError, match=re.escape(msg)):
+            run_sampling(tool_task(), items, QASampler(questions), store, settings)
+
+
+def test_grading_falls_back_to_samples_when_greedy_abstains() -> None:
+    task = tasks.answer_or_abstain()
+    item = DatasetItem(
+        id="q", messages=[{"role": "user", "content": "Q"}], meta={"references": ["Lima"]}
+    )
+    samples = [AIMessage(content=c) for c in ["Lima.", "I don't know.", "lima", "Quito"]]
+    labels = [task.parse_raw(m) for m in samples]
+    grading = wf.grade_item(task, item, AIMessage(content="I don't know."), samples, labels)
+    assert (grading["from"], grading["answer"], grading["label"]) == ("samples", "Lima.", "answer")
+    none = wf.grade_item(task, item, AIMessage(content="I don't know."), samples[1:2], labels[1:2])
+    assert (none["from"], none["answer"], none["label"]) == (None, None, "abstain")
+
+
+# --------------------------------------------------------------------------------------
+# samples -> arrays -> fit -> artefact
+
+
+def _sampled(tmp_path: Path, n: int = 45, signal: float = 0.6) -> Path:
+    task, items = tool_task(), tool_items(n)
+    settings = SampleSettings(n=8)
+    path = tmp_path / "s.jsonl"
+    with SamplesStore.open(path, sample_header(task, settings, None)) as store:
+        run_sampling(task, items, FakeSampler(signal=signal), store, settings)
+    return path
+
+
+def test_eval_arrays_from_samples(tmp_path: Path) -> None:
+    path = _sampled(tmp_path)
+    samples = read_samples(path)
+    task = wf.resolve_task(samples, None)
+    assert task.name == "when2call"
+    data = eval_arrays(task, samples, alpha=0.1)
+    assert data.P.shape == (45, 3)
+    np.testing.assert_allclose(data.P.sum(axis=1), 1.0)
+    assert data.ids == tuple(f"item-{i:03d}" for i in range(45))
+    assert list(data.y[:3]) == [0, 1, 2]
+    assert data.fallback == 1
+    again = eval_arrays(task, samples, alpha=0.1, reparse=True)
+    np.testing.assert_allclose(again.P, data.P)
+    np.testing.assert_array_equal(again.greedy, data.greedy)
+
+
+def test_eval_arrays_unknown_label_names_file_and_line(tmp_path: Path) -> None:
+    path = _sampled(tmp_path, n=6)
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[3])
+    record["label"] = "maybe"
+    lines[3] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    samples = read_samples(path)
+    msg = (
+        f"{path}:4: record {record['id']!r} has label 'maybe', which is not one of task "
+        "'when2call''s labels ['tool_call', 'request_for_info', 'cannot_answer']; evaluate "
+        "with the sampling task."
+    )
+    with pytest.raises(DataFileError, match=re.escape(msg)):
+        eval_arrays(wf.resolve_task(samples, None), samples)
+
+
+def test_resolve_task_refuses_another_task(tmp_path: Path) -> None:
+    samples = read_samples(_sampled(tmp_path, n=6))
+    other = tasks.answer_or_abstain()
+    msg = (
+        f"samples file {samples.path} was written for task 'when2call' with labels "
+        "['tool_call', 'request_for_info', 'cannot_answer'], not for task 'answer_or_abstain' "
+        "with labels ['answer', 'abstain']; pass the task the samples were drawn for."
+    )
+    with pytest.raises(LabelMismatchError, match=re.escape(msg)):
+        wf.resolve_task(samples, other)
+    cheaper = tool_task(fallback_action="cannot_answer")
+    assert wf.resolve_task(samples, cheaper) is cheaper
+
+
+def test_fit_artefact_round_trip(tmp_path: Path) -> None:
+    samples = read_samples(_sampled(tmp_path))
+    task = wf.resolve_task(samples, None)
+    data = eval_arrays(task, samples)
+    calibrator, metrics = fit_calibrator(data, "dirichlet", params={"reg_lambda": 0.01})
+    assert metrics["n"] == 45
+    assert metrics["after"]["nll"] <= metrics["before"]["nll"] + 1e-9
+    assert metrics["crossval"]["folds"] == 5
+    artefact = make_artefact(
+        task_name=task.name,
+        labels=task.labels,
+        actions=task.action_list,
+        alpha=0.1,
+        calibrator_name="dirichlet",
+        calibrator=calibrator,
+        fit_metrics=metrics,
+    )
+    path = write_json(artefact, tmp_path / "cal.json")
+    loaded, info = load_artefact(path, task_name="when2call", labels=task.labels)
+    assert info["format"] == "taskcal.calibrator"
+    assert info["format_version"] == 1
+    assert info["calibrator_name"] == "dirichlet"
+    np.testing.assert_allclose(loaded.predict_proba(data.P), calibrator.predict_proba(data.P))
+    msg = (
+        f"calibrator artefact {path} was fitted for task 'when2call', not for task 'rating'; "
+        "fit one on samples of this task with `taskcal fit`."
+    )
+    with pytest.raises(LabelMismatchError, match=re.escape(msg)):
+        load_artefact(path, task_name="rating")
+    msg = (
+        f"calibrator artefact {path} has labels ['tool_call', 'request_for_info', "
+        "'cannot_answer'], but the task has labels ['a', 'b']; fit one on samples of this "
+        "task with `taskcal fit`."
+    )
+    with pytest.raises(LabelMismatchError, match=re.escape(msg)):
+        load_artefact(path, labels=["a", "b"])
+
+
+def test_fit_rejects_unknown_calibrator(tmp_path: Path) -> None:
+    samples = read_samples(_sampled(tmp_path, n=12))
+    data = eval_arrays(wf.resolve_task(samples, None), samples)
+    with pytest.raises(
+        ConfigurationError, match=r"^cannot fit calibrator 'platt' with parameters \{\}: "
+    ):
+        fit_calibrator(data, "platt")
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("{", "calibrator artefact is not valid JSON: "),
+        (
+            '{"format": "other"}',
+            "not a calibrator artefact: expected format 'taskcal.calibrator', got 'other'; "
+            "write one with `taskcal fit`.",
+        ),
+        (
+            '{"format": "taskcal.calibrator", "format_version": 7}',
+            "format_version must be 1, got 7; refit with this version of taskcal.",
+        ),
+        (
+            '{"format": "taskcal.calibrator", "format_version": 1, "calibrator": {}}',
+            "calibrator artefact holds no valid calibrator: ",
+        ),
+    ],
+)
+def test_bad_artefacts(tmp_path: Path, content: str, expected: str) -> None:
+    path = tmp_path / "cal.json"
+    path.write_text(content)
+    with pytest.raises(
+        DataFileError, match=re.escape(f"{path}") + r"(:\d+)?: " + re.escape(expected)
+    ):
+        load_artefact(path)
+
+
+def test_missing_artefact(tmp_path: Path) -> None:
+    path = tmp_path / "none.json"
+    msg = f"{path}: calibrator artefact not found; write one with `taskcal fit` or check the path."
+    with pytest.raises(DataFileError, match=re.escape(msg)):
+        load_artefact(path)
+
+
+# --------------------------------------------------------------------------------------
+# evaluation JSON and report
+
+
+def test_evaluation_json_and_report(tmp_path: Path) -> None:
+    data = _arrays(n=60, signal=0.4, seed=8)
+    evaluation = evaluate_arrays(data, calibrators=("temperature", "dirichlet"), n_permutations=9)
+    out = evaluation_to_dict(
+        evaluation,
+        data,
+        task={
+            "name": "t",
+            "labels": list(data.labels),
+            "actions": list(data.actions),
+            "cost": data.cost.tolist(),
+        },
+    )
+    text = json.dumps(out)
+    back = json.loads(text)
+    assert back["format"] == "taskcal.evaluation"
+    assert [d["decoder"] for d in back["decoders"]][:4] == [
+        "constant",
+        "greedy",
+        "majority",
+        "mbr_raw",
+    ]
+    assert back["permutation_test"]["n_permutations"] == 9
+    assert len(back["items"]["probs"]["dirichlet"]) == 60
+    path = write_json(back, tmp_path / "eval.json")
+    loaded = wf.load_evaluation(path)
+    written = write_report(loaded, tmp_path / "report")
+    assert [p.name for p in written] == ["reliability.png", "costs.png", "summary.md"]
+    for png in written[:2]:
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = written[2].read_text()
+    assert "| decoder | cost | ± se |" in summary
+    assert "| mbr_dirichlet |" in summary
+    assert "label-shuffle p = " in summary
+    assert "![costs](costs.png)" in summary
+
+
+def test_report_needs_items(tmp_path: Path) -> None:
+    data = _arrays(n=30)
+    evaluation = evaluation_to_dict(
+        evaluate_arrays(data, calibrators=(), n_permutations=0), data, include_items=False
+    )
+    msg = "evaluation has no per-item data; re-run `taskcal evaluate` without --no-items."
+    with pytest.raises(DataFileError, match=re.escape(msg)):
+        write_report(evaluation, tmp_path)
+
+
+def test_verdicts() -> None:
+    base = {"calibrator": "dirichlet", "n_permutations": 200}
+    signal = wf.verdict(
+        {"permutation_test": {**base, "statistic": 0.3, "gap_se": 0.05, "p_value": 0.005}}
+    )
+    assert signal.endswith("The beliefs carry real signal: calibrated MBR beats the best constant.")
+    none = wf.verdict(
+        {"permutation_test": {**base, "statistic": -0.01, "gap_se": 0.02, "p_value": 0.6}}
+    )
+    assert "No evidence of signal beyond the label prior" in none
+    worse = wf.verdict(
+        {"permutation_test": {**base, "statistic": -0.3, "gap_se": 0.05, "p_value": 0.9}}
+    )
+    assert "worse than the best constant action beyond noise" in worse
+    assert wf.verdict({"permutation_test": None}) == "No label-shuffle test was run."
