@@ -15,10 +15,17 @@ from taskcal_agents.serving.model import (
     prepare_default_model,
     verify_model_dir,
 )
-from taskcal_agents.serving.vllm import LaunchSpec, VLLMServer, find_free_port, wait_for_server
+from taskcal_agents.serving.vllm import (
+    ExternalServer,
+    LaunchSpec,
+    VLLMServer,
+    find_free_port,
+    wait_for_server,
+)
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
+    "ExternalServer",
     "LaunchSpec",
     "ModelPreparationError",
     "VLLMServer",
