@@ -43,6 +43,7 @@ from langgraph.types import Command
 from typing_extensions import override
 
 from taskcal_agents.belief import DEFAULT_ALPHA
+from taskcal_agents.chat_model import DECISION_METADATA_KEY
 from taskcal_agents.decision import Decider, Decision
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
 from taskcal_agents.sampling import asample_messages, sample_messages
@@ -61,9 +62,6 @@ __all__ = [
     "decision_from_message",
     "load_calibrator",
 ]
-
-DECISION_METADATA_KEY = "taskcal_decision"
-"""The ``response_metadata`` key under which the decision (a JSON-able dict) is stored."""
 
 CALIBRATOR_FORMAT_VERSION = 1
 """The ``format_version`` of calibrator artefacts read by :func:`load_calibrator`."""

