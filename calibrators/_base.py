@@ -12,6 +12,7 @@ from calibrators._validation import (
     Interval,
     Real,
     fit_context,
+    single_blas_thread,
     validate_fit_data,
     validate_predict_data,
 )
@@ -61,7 +62,8 @@ class BaseCalibrator(ClassifierMixin, BaseEstimator):
         """
         P_arr, labels, weights = validate_fit_data(self, P, y, sample_weight)
         n_classes = P_arr.shape[1]
-        self._fit(P_arr, labels, weights, n_classes)
+        with single_blas_thread():
+            self._fit(P_arr, labels, weights, n_classes)
         self.n_classes_ = n_classes
         self.classes_ = np.arange(n_classes)
         return self
@@ -80,7 +82,8 @@ class BaseCalibrator(ClassifierMixin, BaseEstimator):
             Calibrated probabilities; each row sums to 1.
         """
         P_arr = validate_predict_data(self, P)
-        return self._predict_proba(P_arr)
+        with single_blas_thread():
+            return self._predict_proba(P_arr)
 
     def predict(self, P: ArrayLike) -> NDArray[np.intp]:
         """Return the most probable class after calibration.

@@ -206,6 +206,8 @@ def from_dict(d: Mapping[str, Any]) -> BaseCalibrator:
     if not isinstance(params, Mapping):
         msg = f"from_dict expects 'params' to be a dict for {type_name}; got {params!r}."
         raise ValueError(msg)
+    # JSON turns tuples into lists; sequence parameters (reg_grid) come back as tuples.
+    params = {key: tuple(val) if isinstance(val, list) else val for key, val in params.items()}
     try:
         calibrator = cls(**params)
     except TypeError as exc:

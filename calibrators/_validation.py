@@ -20,6 +20,7 @@ from sklearn.utils._param_validation import (
     StrOptions,
     validate_params,
 )
+from sklearn.utils.parallel import _get_threadpool_controller
 from sklearn.utils.validation import (
     _check_sample_weight,
     _num_samples,
@@ -42,6 +43,7 @@ __all__ = [
     "check_sample_weight",
     "clipped_log",
     "fit_context",
+    "single_blas_thread",
     "validate_fit_data",
     "validate_params",
     "validate_predict_data",
@@ -51,6 +53,17 @@ ROW_SUM_TOLERANCE = 1e-6
 """Largest accepted deviation of a probability row sum from 1."""
 
 fit_context = _fit_context
+
+
+def single_blas_thread() -> Any:
+    """Context manager limiting BLAS to one thread.
+
+    The optimisers here make many small BLAS/LAPACK calls (L-BFGS-B's own updates,
+    (k, k) by (k, n) products); on a busy machine, waking BLAS worker threads for
+    each costs far more than the work itself (measured: 30 ms instead of 0.2 ms per
+    L-BFGS-B step on 2 shared cores).
+    """
+    return _get_threadpool_controller().limit(limits=1, user_api="blas")
 
 
 def _first_bad_row(mask: NDArray[np.bool_]) -> int:

@@ -21,14 +21,11 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import KFold
 
-from calibrators._validation import (
-    check_consistent_length,
-    check_cost_matrix,
-    check_is_fitted,
-    check_labels,
-    check_probabilities,
-    check_sample_weight,
-)
+from calibrators._validation import check_consistent_length as _check_consistent_length
+from calibrators._validation import check_cost_matrix, check_probabilities
+from calibrators._validation import check_is_fitted as _check_is_fitted
+from calibrators._validation import check_labels as _check_labels
+from calibrators._validation import check_sample_weight as _check_sample_weight
 
 __all__ = [
     "ReliabilityDiagram",
@@ -66,9 +63,9 @@ def _prob_inputs(
 ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]:
     _check_order(y_true, y_prob, func, "y_true, y_prob")
     Q = check_probabilities(y_prob, name="y_prob")
-    check_consistent_length(y_true, Q, sample_weight)
-    y = check_labels(y_true, Q.shape[1], name="y_true")
-    w = check_sample_weight(sample_weight, Q.shape[0])
+    _check_consistent_length(y_true, Q, sample_weight)
+    y = _check_labels(y_true, Q.shape[1], name="y_true")
+    w = _check_sample_weight(sample_weight, Q.shape[0])
     return y, Q, w
 
 
@@ -318,10 +315,10 @@ def expected_cost(
     if np.ndim(P_or_actions) == 2:
         actions = mbr_actions(P_or_actions, C)
     else:
-        actions = check_labels(P_or_actions, n_actions, name="actions")
-    check_consistent_length(actions, y, sample_weight)
-    labels = check_labels(y, n_labels, name="y")
-    w = check_sample_weight(sample_weight, labels.size)
+        actions = _check_labels(P_or_actions, n_actions, name="actions")
+    _check_consistent_length(actions, y, sample_weight)
+    labels = _check_labels(y, n_labels, name="y")
+    w = _check_sample_weight(sample_weight, labels.size)
     return float(w @ C[labels, actions] / w.sum())
 
 
@@ -408,9 +405,9 @@ def tce(
     _check_order(P, y, "tce", "P, y, cost")
     Q0 = check_probabilities(P, name="P")
     C = check_cost_matrix(cost, n_labels=Q0.shape[1])
-    check_consistent_length(Q0, y, sample_weight)
-    labels = check_labels(y, Q0.shape[1], name="y")
-    w = check_sample_weight(sample_weight, labels.size)
+    _check_consistent_length(Q0, y, sample_weight)
+    labels = _check_labels(y, Q0.shape[1], name="y")
+    w = _check_sample_weight(sample_weight, labels.size)
     if calibrator is None:
         from calibrators._dirichlet import DirichletCalibrator
 
@@ -418,7 +415,7 @@ def tce(
     raw_actions = np.argmin(Q0 @ C, axis=1)
     if method == "plugin":
         try:
-            check_is_fitted(calibrator)
+            _check_is_fitted(calibrator)
             fitted = calibrator
         except NotFittedError:
             fitted = clone(calibrator).fit(Q0, labels, sample_weight=w)
@@ -525,9 +522,9 @@ def reliability_diagram(
     _check_n_bins(n_bins)
     _check_order(P, y, "reliability_diagram", "P, y")
     Q = check_probabilities(P, name="P")
-    check_consistent_length(Q, y, sample_weight)
-    labels = check_labels(y, Q.shape[1], name="y")
-    w = check_sample_weight(sample_weight, labels.size)
+    _check_consistent_length(Q, y, sample_weight)
+    labels = _check_labels(y, Q.shape[1], name="y")
+    w = _check_sample_weight(sample_weight, labels.size)
     if class_index is None:
         pred = np.argmax(Q, axis=1)
         conf = Q[np.arange(labels.size), pred]
