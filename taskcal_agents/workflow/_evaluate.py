@@ -412,12 +412,53 @@ def permutation_test(
     )
 
 
-def default_factory(name: str, **params: Any) -> CalibratorFactory:
-    """A factory for :func:`calibrators.make_calibrator` ``(name, **params)``."""
+def parse_calibrator_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """Split ``"name:key=value:key=value"`` into the name and its parameters.
+
+    Values are read as JSON when they parse (``0.01``, ``null``, ``true``), else kept as
+    strings (``auto``). ``"dirichlet:reg_lambda=auto"`` → ``("dirichlet",
+    {"reg_lambda": "auto"})``.
+
+    Raises:
+        ConfigurationError: A parameter is not ``key=value``.
+    """
+    import json
+
+    name, *pairs = spec.split(":")
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            msg = (
+                f"calibrator spec {spec!r}: parameters must be key=value, got {pair!r}; "
+                "write e.g. 'dirichlet:reg_lambda=0.01'."
+            )
+            raise ConfigurationError(msg)
+        try:
+            params[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[key] = raw
+    return name.strip(), params
+
+
+def default_factory(spec: str, **params: Any) -> CalibratorFactory:
+    """A factory of fresh calibrators from a spec (see :func:`parse_calibrator_spec`).
+
+    Raises:
+        ConfigurationError: The name or a parameter is unknown.
+    """
     from calibrators import make_calibrator
 
+    name, spec_params = parse_calibrator_spec(spec)
+    merged = {**spec_params, **params}
+    try:
+        make_calibrator(name, **merged)
+    except (ValueError, TypeError) as exc:
+        msg = f"cannot make calibrator {spec!r} with parameters {merged!r}: {exc}"
+        raise ConfigurationError(msg) from exc
+
     def make() -> Any:
-        return make_calibrator(name, **params)
+        return make_calibrator(name, **merged)
 
     return make
 
@@ -437,13 +478,15 @@ def evaluate_arrays(
 
     Args:
         data: The evaluation arrays.
-        calibrators: Names of the calibration maps to cross-fit (one ``mbr_<name>`` row each).
+        calibrators: Calibrator specs to cross-fit (one ``mbr_<spec>`` row each), names of
+            :func:`calibrators.make_calibrator` optionally with parameters
+            (``"dirichlet:reg_lambda=auto"``, see :func:`parse_calibrator_spec`).
         n_folds: The number of stratified folds.
         seed: Seed of the folds and of the label shuffles.
         n_permutations: Label shuffles of the permutation test (0 skips it).
         test_calibrator: The calibrator whose MBR the test compares with the best constant
             action; ``None`` skips the test. It need not be in *calibrators*.
-        factory: Maps a calibrator name to a factory of fresh calibrators.
+        factory: Maps a calibrator spec to a factory of fresh calibrators.
         progress: Called with a step count as work completes (for a progress bar).
 
     Returns:
@@ -451,8 +494,8 @@ def evaluate_arrays(
         calibrator that fails to fit gets a row with ``error`` set and no scores.
 
     Raises:
-        ConfigurationError: Bad *n_folds* (see :func:`stratified_folds`) or a negative
-            *n_permutations*.
+        ConfigurationError: Bad *n_folds* (see :func:`stratified_folds`), a negative
+            *n_permutations*, or an unknown calibrator name or parameter.
     """
     if n_permutations < 0:
         msg = f"permutations must be >= 0, got {n_permutations!r}."
@@ -480,10 +523,12 @@ def evaluate_arrays(
         add("majority", _with_fallback(l2a[np.argmax(data.P, axis=1)], data), data.P)
     add("mbr_raw", _with_fallback(mbr(data.P, data.cost), data), data.P)
     tick(1)
+    factories = {name: factory(name) for name in calibrators}
+    test_factory = factory(test_calibrator) if test_calibrator and n_permutations else None
     for name in calibrators:
         decoder = f"mbr_{name}"
         try:
-            Q = crossfit_calibrated(data.P, data.y, folds, factory(name))
+            Q = crossfit_calibrated(data.P, data.y, folds, factories[name])
         except (ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
             rows.append(
                 {
@@ -497,10 +542,10 @@ def evaluate_arrays(
             add(decoder, _with_fallback(mbr(Q, data.cost), data), Q)
         tick(1)
     test = None
-    if test_calibrator is not None and n_permutations > 0:
+    if test_factory is not None and test_calibrator is not None:
         test = permutation_test(
             data,
-            factory(test_calibrator),
+            test_factory,
             calibrator=test_calibrator,
             n_folds=n_folds,
             fold_seed=seed,

@@ -66,7 +66,8 @@ def fit_calibrator(
 
     Args:
         data: The evaluation arrays of the samples file.
-        name: A :func:`calibrators.make_calibrator` name.
+        name: A :func:`calibrators.make_calibrator` name, optionally with parameters
+            (``"dirichlet:reg_lambda=auto"``).
         params: Its keyword parameters.
         cv_folds: Folds of the cross-validated scores (0 skips them).
         seed: Seed of the folds.
@@ -78,12 +79,10 @@ def fit_calibrator(
     Raises:
         ConfigurationError: Unknown calibrator name or parameter, or bad *cv_folds*.
     """
+    make = default_factory(name, **(params or {}))
     try:
-        make = default_factory(name, **(params or {}))
         calibrator = make().fit(data.P, data.y)
-    except (ValueError, TypeError) as exc:
-        if isinstance(exc, ConfigurationError):
-            raise
+    except (ValueError, RuntimeError) as exc:
         msg = f"cannot fit calibrator {name!r} with parameters {params or {}!r}: {exc}"
         raise ConfigurationError(msg) from exc
     metrics: dict[str, Any] = {

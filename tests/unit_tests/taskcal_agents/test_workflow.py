@@ -37,7 +37,7 @@ from taskcal_agents.workflow import (
 )
 from taskcal_agents.workflow._evaluate import default_factory
 
-from .workflow_fakes import WHEN2CALL_COST, FakeSampler, QASampler, tool_items, tool_task
+from .test_workflow_fakes import WHEN2CALL_COST, FakeSampler, QASampler, tool_items, tool_task
 
 COST = np.array(WHEN2CALL_COST)
 
@@ -527,9 +527,30 @@ def test_fit_rejects_unknown_calibrator(tmp_path: Path) -> None:
     samples = read_samples(_sampled(tmp_path, n=12))
     data = eval_arrays(wf.resolve_task(samples, None), samples)
     with pytest.raises(
-        ConfigurationError, match=r"^cannot fit calibrator 'platt' with parameters \{\}: "
+        ConfigurationError, match=r"^cannot make calibrator 'platt' with parameters \{\}: "
     ):
         fit_calibrator(data, "platt")
+    calibrator, _ = fit_calibrator(data, "dirichlet:reg_lambda=auto", cv_folds=0)
+    assert calibrator.reg_lambda == "auto"
+
+
+def test_calibrator_specs() -> None:
+    assert wf.parse_calibrator_spec("dirichlet") == ("dirichlet", {})
+    assert wf.parse_calibrator_spec("dirichlet:reg_lambda=auto:reg_mu=0.01") == (
+        "dirichlet",
+        {"reg_lambda": "auto", "reg_mu": 0.01},
+    )
+    msg = (
+        "calibrator spec 'dirichlet:auto': parameters must be key=value, got 'auto'; write "
+        "e.g. 'dirichlet:reg_lambda=0.01'."
+    )
+    with pytest.raises(ConfigurationError, match=re.escape(msg)):
+        wf.parse_calibrator_spec("dirichlet:auto")
+    data = _arrays(n=60, signal=0.4)
+    evaluation = evaluate_arrays(data, calibrators=("dirichlet:reg_lambda=0.1",), n_permutations=0)
+    assert evaluation.row("mbr_dirichlet:reg_lambda=0.1")["error"] is None
+    with pytest.raises(ConfigurationError, match=r"^cannot make calibrator 'nope' with"):
+        evaluate_arrays(data, calibrators=("nope",), n_permutations=0)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Fakes shared by the workflow tests: a sampler with known signal, tiny datasets."""
+"""Fakes shared by the workflow tests (no tests here): a sampler with known signal, tiny data."""
 
 from __future__ import annotations
 

@@ -1,0 +1,112 @@
+"""sample → fit → evaluate → report on a small When2Call slice against the live server."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from taskcal_agents import tasks
+from taskcal_agents.cli import app
+from taskcal_agents.workflow import load_artefact, read_samples
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+WHEN2CALL_COST = [[0.0, 1.0, 2.0], [4.0, 0.0, 2.0], [4.0, 1.0, 0.0]]
+LABELS = ["tool_call", "request_for_info", "cannot_answer"]
+
+
+@pytest.fixture(scope="module")
+def shared_data() -> Path:
+    """The shared data folder; missing data fails under CI=true, else skips."""
+    env = os.environ.get("TASKCAL_SHARED_DATA")
+    path = Path(env) if env else REPO_ROOT.parent / "shared" / "data"
+    if not (path / "when2call").is_dir():
+        msg = f"shared data folder {path} has no when2call/ (set TASKCAL_SHARED_DATA)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return path
+
+
+def _invoke(runner: CliRunner, args: list[str]) -> Any:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, f"taskcal {' '.join(args)}\n{result.output}\n{result.stderr}"
+    return result
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(600)
+def test_sample_fit_evaluate_report_live(
+    vllm_server: Any, shared_data: Path, tmp_path: Path
+) -> None:
+    start = time.monotonic()
+    runner = CliRunner()
+    data = tmp_path / "w6.jsonl"
+    _invoke(
+        runner,
+        ["data", "convert", "when2call", "--source",
+         str(shared_data / "when2call" / "when2call_test_llm_judge.jsonl"),
+         "--limit", "6", "--balanced", "--seed", "0", "--out", str(data)],
+    )  # fmt: skip
+    task = tasks.tool_decision(cost=WHEN2CALL_COST, name="when2call").to_file(
+        tmp_path / "when2call.yaml"
+    )
+    samples = tmp_path / "samples.jsonl"
+    sample_args = [
+        "sample", "--task", str(task), "--data", str(data),
+        "--base-url", vllm_server.base_url, "--model", vllm_server.model_name,
+        "--n", "4", "--max-tokens", "48", "--concurrency", "3", "--out", str(samples),
+    ]  # fmt: skip
+    result = _invoke(runner, sample_args)
+    assert "6 items sampled now, 0 already there, 0 failed (of 6)." in result.output
+    samples_file = read_samples(samples)
+    assert samples_file.settings["model"] == vllm_server.model_name
+    assert len(samples_file.records) == 6
+    for record in samples_file.records.values():
+        assert record["label"] in LABELS
+        assert len(record["samples"]) == len(record["labels"]) == 4
+        assert all(label in (*LABELS, None) for label in record["labels"])
+        assert record["greedy"] is not None
+        assert record["greedy_label"] in (*LABELS, None)
+    result = _invoke(runner, sample_args)  # resumed: nothing left to do
+    assert "0 items sampled now, 6 already there, 0 failed (of 6)." in result.output
+
+    artefact = tmp_path / "cal.json"
+    _invoke(
+        runner,
+        ["fit", "--samples", str(samples), "--calibrator", "temperature",
+         "--cv-folds", "2", "-o", str(artefact)],
+    )  # fmt: skip
+    calibrator, info = load_artefact(artefact, task_name="when2call", labels=LABELS)
+    assert info["fit_metrics"]["n"] == 6
+    assert calibrator.n_classes_ == 3
+
+    evaluation = tmp_path / "eval.json"
+    _invoke(
+        runner,
+        ["evaluate", "--samples", str(samples), "--folds", "2", "--permutations", "20",
+         "--calibrators", "temperature,dirichlet", "--out", str(evaluation)],
+    )  # fmt: skip
+    ev = json.loads(evaluation.read_text())
+    assert ev["n_items"] == 6
+    rows = {row["decoder"]: row for row in ev["decoders"]}
+    assert set(rows) == {
+        "constant",
+        "greedy",
+        "majority",
+        "mbr_raw",
+        "mbr_temperature",
+        "mbr_dirichlet",
+    }
+    assert rows["constant"]["expected_cost"] == pytest.approx(2 / 3)  # balanced: always ask
+    assert 0 < ev["permutation_test"]["p_value"] <= 1
+
+    _invoke(runner, ["report", "--evaluation", str(evaluation), "--out-dir", str(tmp_path / "r")])
+    assert (tmp_path / "r" / "summary.md").read_text().startswith("# Evaluation: when2call")
+    # ~20 s on an idle 2-core machine; far more when the server is shared, so no hard limit.
+    print(f"workflow on 6 items took {time.monotonic() - start:.1f} s")

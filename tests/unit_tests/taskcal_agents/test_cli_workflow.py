@@ -1,0 +1,273 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from taskcal_agents.cli import app
+from taskcal_agents.commands import workflow as cmd
+from taskcal_agents.datasets import write_dataset
+from taskcal_agents.workflow import read_samples
+
+from .test_workflow_fakes import FakeSampler, tool_items, tool_task
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A task file, a 30-item dataset and a fake sampler behind ``taskcal sample``."""
+    task_path = tool_task().to_file(tmp_path / "task.yaml")
+    data_path = tmp_path / "data.jsonl"
+    write_dataset(tool_items(30), data_path)
+    sampler = FakeSampler(signal=0.6)
+    monkeypatch.setattr(cmd, "_make_sampler", lambda *args: sampler)
+    return {"task": task_path, "data": data_path, "dir": tmp_path}
+
+
+def _sample_args(setup: dict[str, Path], out: Path, *extra: str) -> list[str]:
+    return [
+        "sample",
+        "--task",
+        str(setup["task"]),
+        "--data",
+        str(setup["data"]),
+        "--base-url",
+        "http://fake/v1",
+        "--model",
+        "fake",
+        "--n",
+        "8",
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
+def test_commands_are_registered(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for name in ("data", "sample", "fit", "evaluate", "report"):
+        assert name in result.output
+    result = runner.invoke(app, ["data", "--help"])
+    assert "convert" in result.output
+    assert "check" in result.output
+
+
+def test_data_convert_and_check(runner: CliRunner, tmp_path: Path) -> None:
+    src = tmp_path / "w.jsonl"
+    rows = [
+        {"uuid": f"u{i}", "question": "q", "correct_answer": label, "tools": []}
+        for i, label in enumerate(["tool_call", "request_for_info", "cannot_answer"] * 3)
+    ]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(
+        app,
+        ["data", "convert", "when2call", "--source", str(src), "--out", str(out), "--limit", "3"],
+    )
+    assert result.exit_code == 0, result.output
+    assert f"wrote 3 items to {out}: tool_call 1, request_for_info 1, cannot_answer 1" in (
+        result.output
+    )
+    task = tool_task().to_file(tmp_path / "task.yaml")
+    result = runner.invoke(app, ["data", "check", str(out), "--task", str(task)])
+    assert result.exit_code == 0, result.output
+    assert f"{out}: 3 items (0 with tools); labels: " in result.output
+
+
+def test_data_errors_name_file_and_line(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["data", "convert", "squad", "--out", str(tmp_path / "o.jsonl")])
+    assert result.exit_code == 2
+    assert "error: converter name must be one of" in result.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"id": "a", "messages": [{"role": "user", "content": "x"}], "label": "z"}\n{"id"'
+    )
+    task = tool_task().to_file(tmp_path / "task.yaml")
+    result = runner.invoke(app, ["data", "check", str(bad), "--task", str(task)])
+    assert result.exit_code == 2
+    assert f"{bad}:1: item 'a' has label 'z', which is not one of the task's labels" in " ".join(
+        result.stderr.split()
+    )
+
+
+def test_sample_fit_evaluate_report(
+    runner: CliRunner, setup: dict[str, Path], tmp_path: Path
+) -> None:
+    samples = tmp_path / "s.jsonl"
+    result = runner.invoke(app, _sample_args(setup, samples, "--concurrency", "3"))
+    assert result.exit_code == 0, result.output + result.stderr
+    assert f"{samples}: 30 items sampled now, 0 already there, 0 failed (of 30)." in result.output
+    assert len(read_samples(samples).records) == 30
+    # a rerun has nothing to do
+    result = runner.invoke(app, _sample_args(setup, samples))
+    assert result.exit_code == 0
+    assert "0 items sampled now, 30 already there" in result.output
+
+    artefact = tmp_path / "cal.json"
+    result = runner.invoke(
+        app,
+        ["fit", "--samples", str(samples), "--calibrator", "dirichlet", "--param",
+         "reg_lambda=0.01", "-o", str(artefact), "--cv-folds", "3"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output + result.stderr
+    data = json.loads(artefact.read_text())
+    assert data["format"] == "taskcal.calibrator"
+    assert data["format_version"] == 1
+    assert data["task"] == "when2call"
+    assert data["labels"] == ["tool_call", "request_for_info", "cannot_answer"]
+    assert data["calibrator"]["type"] == "DirichletCalibrator"
+    assert data["calibrator"]["params"]["reg_lambda"] == 0.01
+    assert data["fit_metrics"]["crossval"]["folds"] == 3
+    assert data["samples"]["n"] == 8
+
+    evaluation = tmp_path / "eval.json"
+    result = runner.invoke(
+        app,
+        ["evaluate", "--samples", str(samples), "--folds", "3", "--permutations", "19",
+         "--calibrators", "temperature,dirichlet", "--out", str(evaluation)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output + result.stderr
+    assert "mbr_dirichlet" in result.output
+    assert "label-shuffle p = " in result.output
+    ev = json.loads(evaluation.read_text())
+    assert [d["decoder"] for d in ev["decoders"]] == [
+        "constant",
+        "greedy",
+        "majority",
+        "mbr_raw",
+        "mbr_temperature",
+        "mbr_dirichlet",
+    ]
+    assert ev["permutation_test"]["n_permutations"] == 19
+    assert ev["meta"]["n"] == 8
+
+    report_dir = tmp_path / "report"
+    result = runner.invoke(
+        app, ["report", "--evaluation", str(evaluation), "--out-dir", str(report_dir)]
+    )
+    assert result.exit_code == 0, result.output + result.stderr
+    assert sorted(p.name for p in report_dir.iterdir()) == [
+        "costs.png",
+        "reliability.png",
+        "summary.md",
+    ]
+
+
+def test_sample_needs_server(runner: CliRunner, setup: dict[str, Path], tmp_path: Path) -> None:
+    args = [a for a in _sample_args(setup, tmp_path / "s.jsonl") if a not in ("--base-url",)]
+    args.remove("http://fake/v1")
+    result = runner.invoke(app, args, env={"TASKCAL_BASE_URL": ""})
+    assert result.exit_code == 2
+    assert "error: --base-url and --model are required (or set $TASKCAL_BASE_URL and " in (
+        " ".join(result.stderr.split())
+    )
+
+
+def test_sample_failures_exit_1_and_rerun_retries(
+    runner: CliRunner, setup: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    samples = tmp_path / "s.jsonl"
+    monkeypatch.setattr(cmd, "_make_sampler", lambda *a: FakeSampler(fail_ids=["item-007"]))
+    result = runner.invoke(app, _sample_args(setup, samples))
+    assert result.exit_code == 1
+    assert "29 items sampled now, 0 already there, 1 failed (of 30)." in result.output
+    assert "Run the same command again to retry: finished items are kept." in result.stderr
+    monkeypatch.setattr(cmd, "_make_sampler", lambda *a: FakeSampler())
+    result = runner.invoke(app, _sample_args(setup, samples))
+    assert result.exit_code == 0
+    assert "1 items sampled now, 29 already there, 0 failed (of 30)." in result.output
+
+
+def test_fit_and_evaluate_refuse_another_task(
+    runner: CliRunner, setup: dict[str, Path], tmp_path: Path
+) -> None:
+    samples = tmp_path / "s.jsonl"
+    assert runner.invoke(app, _sample_args(setup, samples)).exit_code == 0
+    from taskcal_agents import tasks
+
+    other = tasks.answer_or_abstain().to_file(tmp_path / "other.yaml")
+    for command in (["fit", "-o", str(tmp_path / "c.json")], ["evaluate"]):
+        result = runner.invoke(app, [*command, "--samples", str(samples), "--task", str(other)])
+        assert result.exit_code == 2
+        assert (
+            f"error: samples file {samples} was written for task 'when2call' with labels"
+            in " ".join(result.stderr.split())
+        )
+    # a resumed sample run with another task is refused too
+    result = runner.invoke(
+        app, [*_sample_args(setup, samples)[:2], str(other), *_sample_args(setup, samples)[3:]]
+    )
+    assert result.exit_code == 2
+
+
+def test_report_on_bad_file(runner: CliRunner, tmp_path: Path) -> None:
+    bad = tmp_path / "eval.json"
+    bad.write_text('{"format": "x"}')
+    result = runner.invoke(app, ["report", "--evaluation", str(bad), "--out-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    assert f"error: {bad}: not an evaluation file: expected format 'taskcal.evaluation'." in (
+        " ".join(result.stderr.split())
+    )
+
+
+_RUN_CLI = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {tests!r})
+    from taskcal_agents.commands import workflow as cmd
+    from taskcal_agents.cli import app
+    from unit_tests.taskcal_agents.test_workflow_fakes import FakeSampler
+
+    class Slow(FakeSampler):
+        def sample(self, *args, **kwargs):
+            time.sleep(0.05)
+            return super().sample(*args, **kwargs)
+
+    cmd._make_sampler = lambda *a: Slow()
+    app(sys.argv[1:])
+    """
+)
+
+
+@pytest.mark.slow
+def test_sigkill_of_taskcal_sample(setup: dict[str, Path], tmp_path: Path) -> None:
+    """`taskcal sample` killed by SIGKILL at arbitrary moments, rerun: nothing lost or doubled."""
+    script = tmp_path / "run_cli.py"
+    script.write_text(_RUN_CLI.format(tests=str(REPO_ROOT / "tests")))
+    samples = tmp_path / "s.jsonl"
+    args = [sys.executable, str(script), *_sample_args(setup, samples, "--concurrency", "4")]
+    env = {**os.environ, "COLUMNS": "120"}
+    counts = []
+    for threshold in (3, 10, 18):  # kill once this many records are on disk
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if samples.exists() and len(read_samples(samples).records) >= threshold:
+                break
+            time.sleep(0.005)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        counts.append(len(read_samples(samples).records))
+    final = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert final.returncode == 0, final.stderr
+    samples_file = read_samples(samples)
+    assert samples_file.duplicates == []
+    assert not samples_file.torn_tail
+    assert sorted(samples_file.records) == [f"item-{i:03d}" for i in range(30)]
+    assert counts == sorted(counts)
+    assert counts[0] >= 3 and counts[-1] < 30, f"not killed mid-run: {counts}"
