@@ -117,9 +117,13 @@ def data_convert(
         int | None,
         typer.Option(help="STS-B: lowest rating (0: scale 0-5; 1: 1-6, for tasks.rating(k=6))."),
     ] = None,
+    task_out: Annotated[
+        Path | None,
+        typer.Option(help="Also write the data set's default task file (YAML/JSON) here."),
+    ] = None,
 ) -> None:
     """Convert a public data set to the generic dataset JSONL format."""
-    from taskcal_agents.datasets import convert, write_dataset
+    from taskcal_agents.datasets import convert, default_task, write_dataset
 
     console, err = _consoles()
     options: dict[str, Any] = {"split": split} if split is not None else {}
@@ -127,9 +131,13 @@ def data_convert(
         options["scale_min"] = scale_min
     try:
         items = convert(name, source, limit=limit, seed=seed, balanced=balanced, **options)
+        task = default_task(name, **options) if task_out is not None else None
     except TaskCalError as exc:
         raise _fail(err, exc) from exc
     count = write_dataset(items, out)
+    if task is not None and task_out is not None:
+        task.to_file(task_out)
+        console.print(f"wrote task {task.name!r} to {task_out}")
     labels = Counter(i.label if i.label is not None else "(graded after sampling)" for i in items)
     console.print(
         f"wrote {count} items to {out}: " + ", ".join(f"{k} {v}" for k, v in labels.items())

@@ -33,6 +33,7 @@ from taskcal_agents.datasets._format import (
     read_dataset,
     write_dataset,
 )
+from taskcal_agents.datasets._tasks import WHEN2CALL_COST, default_task
 from taskcal_agents.datasets.grading import grade_answer, normalize_answer, token_f1
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "MMLU_LABELS",
     "SHARED_DATA_ENV",
     "STSB_LABELS",
+    "WHEN2CALL_COST",
     "WHEN2CALL_LABELS",
     "Converter",
     "DatasetItem",
@@ -49,6 +51,7 @@ __all__ = [
     "convert_simpleqa",
     "convert_stsb",
     "convert_when2call",
+    "default_task",
     "grade_answer",
     "normalize_answer",
     "parse_dataset_line",

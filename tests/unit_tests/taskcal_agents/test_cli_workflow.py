@@ -75,11 +75,15 @@ def test_data_convert_and_check(runner: CliRunner, tmp_path: Path) -> None:
     ]
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out.jsonl"
+    task_out = tmp_path / "when2call.yaml"
     result = runner.invoke(
         app,
-        ["data", "convert", "when2call", "--source", str(src), "--out", str(out), "--limit", "3"],
-    )
+        ["data", "convert", "when2call", "--source", str(src), "--out", str(out), "--limit",
+         "3", "--task-out", str(task_out)],
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
+    assert f"wrote task 'when2call' to {task_out}" in result.output
+    assert tool_task() == type(tool_task()).from_file(task_out)
     assert f"wrote 3 items to {out}: tool_call 1, request_for_info 1, cannot_answer 1" in (
         result.output
     )

@@ -409,3 +409,35 @@ def test_normalize_and_f1() -> None:
 )
 def test_grade_answer(prediction: str, references: list[str], expected: bool) -> None:
     assert grade_answer(prediction, references) is expected
+
+
+# --------------------------------------------------------------------------------------
+# default tasks
+
+
+def test_default_tasks(tmp_path: Path) -> None:
+    when2call = ds.default_task("when2call")
+    assert when2call.labels == list(ds.WHEN2CALL_LABELS)
+    assert when2call.cost_matrix().tolist() == [list(r) for r in ds.WHEN2CALL_COST]
+    assert when2call.default_action == "request_for_info"
+    qa = ds.default_task("nq-open")
+    assert (qa.name, qa.labels) == ("nq-open", ["answer", "abstain"])
+    assert qa.cost_matrix()[1, 0] > qa.cost_matrix()[0, 1]  # wrong answer > abstaining
+    mmlu = ds.default_task("mmlu")
+    assert mmlu.labels == list(ds.MMLU_LABELS)
+    from langchain_core.messages import AIMessage
+
+    assert mmlu.parse_raw(AIMessage(content="The answer is C.")) == "C"
+    stsb = ds.default_task("stsb", scale_min=1)
+    assert stsb.labels == ["1", "2", "3", "4", "5", "6"]
+    assert stsb.cost_matrix()[0, 5] == 5.0
+    msg = (
+        "the default STS-B task uses tasks.rating(k=6), whose parser reads ratings 1-6; "
+        "convert with --scale-min 1 (labels 1-6), or write the task file yourself."
+    )
+    with pytest.raises(ConfigurationError, match=re.escape(msg)):
+        ds.default_task("stsb")
+    with pytest.raises(ConfigurationError, match=r"^default task name must be one of"):
+        ds.default_task("squad")
+    path = when2call.to_file(tmp_path / "t.yaml")
+    assert type(when2call).from_file(path) == when2call

@@ -1,0 +1,68 @@
+"""Default task files for the converted data sets (``taskcal data convert --task-out``).
+
+=========== ==================================================================================
+when2call   ``tasks.tool_decision`` with the cost matrix [[0, 1, 2], [4, 0, 2], [4, 1, 0]]
+            (row = truth, column = action; order tool_call, request_for_info, cannot_answer)
+simpleqa,   ``tasks.answer_or_abstain()``: a wrong answer costs 4, abstaining on a question the
+nq-open     model would have answered correctly costs 1
+mmlu        labels A-D, 0-1 cost, the ``choice`` parser on the letters
+stsb        ``tasks.rating(k=6)`` (L1 cost) on the 1-6 scale: convert with ``scale_min=1``,
+            because the built-in rating parser reads ratings 1…k
+=========== ==================================================================================
+
+These are starting points: a deployment edits the costs (and the prompt) in the file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.task import ParserSpec, Task
+
+WHEN2CALL_COST = ((0.0, 1.0, 2.0), (4.0, 0.0, 2.0), (4.0, 1.0, 0.0))
+"""Costs of the When2Call evaluation: calling a tool when the model should ask or cannot
+answer costs 4, asking when it should call or cannot answer costs 1, abstaining when it
+should call or ask costs 2."""
+
+
+def default_task(name: str, **options: Any) -> Task:
+    """The default task for the converter *name* (see the module docstring).
+
+    Args:
+        name: A converter name.
+        **options: The converter options used (``scale_min`` for ``stsb``).
+
+    Returns:
+        The task.
+
+    Raises:
+        ConfigurationError: Unknown name, or STS-B on the 0-5 scale.
+    """
+    from taskcal_agents import tasks
+
+    if name == "when2call":
+        return tasks.tool_decision(cost=[list(r) for r in WHEN2CALL_COST], name="when2call")
+    if name in ("simpleqa", "nq-open"):
+        return tasks.answer_or_abstain(name=name)
+    if name == "mmlu":
+        labels = ["A", "B", "C", "D"]
+        return Task(
+            name="mmlu",
+            labels=labels,
+            cost=[[0.0 if i == j else 1.0 for j in range(4)] for i in range(4)],
+            parser=ParserSpec(name="choice", options={"labels": labels}),
+        )
+    if name == "stsb":
+        if options.get("scale_min", 0) != 1:
+            msg = (
+                "the default STS-B task uses tasks.rating(k=6), whose parser reads ratings 1-6; "
+                "convert with --scale-min 1 (labels 1-6), or write the task file yourself."
+            )
+            raise ConfigurationError(msg)
+        return tasks.rating(k=6, name="stsb")
+    msg = (
+        f"default task name must be one of ['mmlu', 'nq-open', 'simpleqa', 'stsb', "
+        f"'when2call'], got {name!r}."
+    )
+    raise ConfigurationError(msg)
