@@ -342,6 +342,7 @@ def fit(
         calibrator_name=calibrator,
         calibrator=fitted,
         fit_metrics=metrics,
+        task_spec=task_obj.model_dump(mode="json"),
         samples={
             "path": str(samples),
             "n_items": data.n,

@@ -4,6 +4,7 @@ Artefact layout (``format_version`` 1)::
 
     {"format": "taskcal.calibrator", "format_version": 1,
      "task": "when2call", "labels": [...], "actions": [...], "alpha": 0.1,
+     "task_spec": {...Task.model_dump()...},
      "calibrator_name": "dirichlet", "calibrator": {...calibrator.to_dict()...},
      "fit_metrics": {"n": 300, "before": {...}, "after": {...}, "crossval": {...}},
      "samples": {"path": "...", "n": 16, "temperature": 1.0, "model": "..."},
@@ -108,8 +109,13 @@ def make_artefact(
     calibrator: Any,
     fit_metrics: dict[str, Any],
     samples: dict[str, Any] | None = None,
+    task_spec: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON-able calibrator artefact (see the module docstring)."""
+    """The JSON-able calibrator artefact (see the module docstring).
+
+    ``task`` holds the task's name (what loaders compare); ``task_spec`` the full task
+    (labels, costs, parser) the calibrator was fitted for, for reproducibility.
+    """
     return {
         "format": ARTEFACT_FORMAT,
         "format_version": ARTEFACT_FORMAT_VERSION,
@@ -117,6 +123,7 @@ def make_artefact(
         "labels": list(labels),
         "actions": list(actions),
         "alpha": float(alpha),
+        "task_spec": task_spec,
         "calibrator_name": calibrator_name,
         "calibrator": calibrator.to_dict(),
         "fit_metrics": fit_metrics,

@@ -359,39 +359,39 @@ def run_sampling(
     report = SamplingReport(total=len(items), skipped=len(items) - len(todo))
     pending: dict[Future[dict[str, Any]], str] = {}
     queue = iter(todo)
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="taskcal-sample") as pool:
-        try:
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="taskcal-sample")
 
-            def refill() -> None:
-                while len(pending) < concurrency:
-                    item = next(queue, None)
-                    if item is None:
-                        return
-                    pending[pool.submit(sample_item, task, item, sampler, settings)] = item.id
+    def refill() -> None:
+        while len(pending) < concurrency:
+            item = next(queue, None)
+            if item is None:
+                return
+            pending[pool.submit(sample_item, task, item, sampler, settings)] = item.id
 
-            refill()
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    item_id = pending.pop(future)
-                    try:
-                        record = future.result()
-                    except SamplingError as exc:
-                        report.failures.append((item_id, str(exc)))
-                        if on_record is not None:
-                            on_record(None)
-                        continue
-                    store.append(record)
-                    report.written += 1
+    try:
+        refill()
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                item_id = pending.pop(future)
+                try:
+                    record = future.result()
+                except SamplingError as exc:
+                    report.failures.append((item_id, str(exc)))
                     if on_record is not None:
-                        on_record(record)
-                if len(report.failures) >= max_failures:
-                    report.interrupted = True
-                    break
-                refill()
-        except KeyboardInterrupt:
-            report.interrupted = True
-        finally:
-            for future in pending:
-                future.cancel()
+                        on_record(None)
+                    continue
+                store.append(record)
+                report.written += 1
+                if on_record is not None:
+                    on_record(record)
+            if len(report.failures) >= max_failures:
+                report.interrupted = True
+                break
+            refill()
+    except KeyboardInterrupt:
+        report.interrupted = True
+    finally:
+        # Do not wait for requests in flight: their items are simply not written.
+        pool.shutdown(wait=not report.interrupted, cancel_futures=True)
     return report

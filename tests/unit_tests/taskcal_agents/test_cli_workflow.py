@@ -133,11 +133,17 @@ def test_sample_fit_evaluate_report(
     assert data["format"] == "taskcal.calibrator"
     assert data["format_version"] == 1
     assert data["task"] == "when2call"
+    assert data["task_spec"]["cost"] == [[0.0, 1.0, 2.0], [4.0, 0.0, 2.0], [4.0, 1.0, 0.0]]
     assert data["labels"] == ["tool_call", "request_for_info", "cannot_answer"]
     assert data["calibrator"]["type"] == "DirichletCalibrator"
     assert data["calibrator"]["params"]["reg_lambda"] == 0.01
     assert data["fit_metrics"]["crossval"]["folds"] == 3
     assert data["samples"]["n"] == 8
+    # the middleware's loader reads the same artefact
+    from taskcal_agents.middleware import load_calibrator
+
+    loaded = load_calibrator(artefact)
+    assert (loaded.task_name, loaded.labels, loaded.alpha) == ("when2call", data["labels"], 0.1)
 
     evaluation = tmp_path / "eval.json"
     result = runner.invoke(

@@ -327,6 +327,23 @@ def test_run_sampling_records_and_resume(tmp_path: Path) -> None:
     assert len(read_samples(path).records) == 12
 
 
+def test_run_sampling_keyboard_interrupt_keeps_finished_records(tmp_path: Path) -> None:
+    class Interrupting(FakeSampler):
+        def sample(self, messages, **kwargs):  # type: ignore[no-untyped-def, override]
+            if "request 5 " in str(messages[-1]["content"]):
+                raise KeyboardInterrupt
+            return super().sample(messages, **kwargs)
+
+    task, items = tool_task(), tool_items(12)
+    settings = SampleSettings(n=2)
+    path = tmp_path / "s.jsonl"
+    with SamplesStore.open(path, sample_header(task, settings, None)) as store:
+        report = run_sampling(task, items, Interrupting(), store, settings, concurrency=1)
+    assert report.interrupted
+    assert report.written == 5
+    assert list(read_samples(path).records) == [f"item-{i:03d}" for i in range(5)]
+
+
 def test_run_sampling_stops_after_max_failures(tmp_path: Path) -> None:
     task, items = tool_task(), tool_items(20)
     settings = SampleSettings(n=2)
