@@ -61,7 +61,7 @@ def connect(base_url: str | None, model: str | None) -> Iterator[tuple[str, str]
     if base_url:
         yield base_url, model or "smollm2-135m-instruct"
         return
-    from taskcal_agents.serving.vllm import VLLMServer
+    from taskcal_agents.serving import VLLMServer
 
     print("No --base-url: starting the CPU default model with VLLMServer ...", flush=True)
     with VLLMServer() as server:
