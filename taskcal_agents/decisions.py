@@ -55,7 +55,7 @@ from taskcal_agents.parsers import ChoiceParser, message_text, normalize_text
 from taskcal_agents.sampling import asample_messages, sample_messages
 from taskcal_agents.task import ParserSpec, Task
 
-__all__ = ["LabelParser", "TaskCalibratedDecisionModel"]
+__all__ = ["LabelParser", "TaskCalibratedDecisionModel", "render_state"]
 
 _SYSTEM = (
     "You are a careful classifier. Read the input, then answer the question with exactly "
