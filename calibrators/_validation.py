@@ -11,6 +11,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import _fit_context
 from sklearn.utils import check_consistent_length
@@ -94,6 +95,12 @@ def check_probabilities(P: ArrayLike, name: str = "P") -> NDArray[np.float64]:
         row holds a non-finite or negative entry or does not sum to 1 within
         ``1e-6``. The message names the first offending row.
     """
+    if np.iscomplexobj(P):
+        msg = (
+            f"Complex data not supported: {name} must hold real probabilities; got dtype "
+            f"{np.asarray(P).dtype}."
+        )
+        raise ValueError(msg)
     try:
         arr = np.asarray(P, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -141,7 +148,7 @@ def check_probabilities(P: ArrayLike, name: str = "P") -> NDArray[np.float64]:
         i = _first_bad_row(bad)
         msg = (
             f"Each row of {name} must sum to 1 (tolerance {ROW_SUM_TOLERANCE:g}); row {i} "
-            f"sums to {sums[i]!r}. Normalise the rows, e.g. {name} / {name}.sum(axis=1, "
+            f"sums to {float(sums[i])!r}. Normalise the rows, e.g. {name} / {name}.sum(axis=1, "
             "keepdims=True)."
         )
         raise ValueError(msg)
@@ -307,14 +314,14 @@ def check_cost_matrix(
     bad = ~np.isfinite(arr)
     if bad.any():
         i, j = (int(v) for v in np.argwhere(bad)[0])
-        msg = f"cost must hold finite numbers; cost[{i}, {j}] is {arr[i, j]!r}."
+        msg = f"cost must hold finite numbers; cost[{i}, {j}] is {float(arr[i, j])!r}."
         raise ValueError(msg)
     neg = arr < 0
     if neg.any():
         i, j = (int(v) for v in np.argwhere(neg)[0])
         msg = (
-            f"cost must hold non-negative numbers; cost[{i}, {j}] is {arr[i, j]!r}. Shift the "
-            "matrix so that the best outcome costs 0."
+            f"cost must hold non-negative numbers; cost[{i}, {j}] is {float(arr[i, j])!r}. "
+            "Shift the matrix so that the best outcome costs 0."
         )
         raise ValueError(msg)
     return arr
@@ -323,6 +330,15 @@ def check_cost_matrix(
 def clipped_log(P: NDArray[np.float64], eps: float) -> NDArray[np.float64]:
     """Return ``ln(max(P, eps))``, so that zero probabilities give finite features."""
     return np.log(np.maximum(P, eps))
+
+
+def _reject_sparse(P: Any) -> None:
+    if sp.issparse(P):
+        msg = (
+            "P must be a dense array of probabilities; sparse input is not supported. "
+            "Convert it with P.toarray()."
+        )
+        raise TypeError(msg)
 
 
 def validate_fit_data(
@@ -341,26 +357,18 @@ def validate_fit_data(
             "Pass the true class index of every row of P."
         )
         raise ValueError(msg)
-    n_rows, n_labels = _num_samples(P), _num_samples(y)
-    if n_rows != n_labels:
+    _reject_sparse(P)
+    P_arr = check_probabilities(P, name="P")
+    n_labels = _num_samples(y)
+    if P_arr.shape[0] != n_labels:
         msg = (
-            f"P and y must have the same number of rows; got {n_rows} rows in P and "
+            f"P and y must have the same number of rows; got {P_arr.shape[0]} rows in P and "
             f"{n_labels} labels in y."
         )
         raise ValueError(msg)
-    P_arr, y_arr = validate_data(
-        estimator,
-        P,
-        y,
-        reset=True,
-        dtype=np.float64,
-        ensure_all_finite=False,
-        ensure_min_features=1,
-        y_numeric=False,
-    )
-    P_arr = check_probabilities(P_arr, name="P")
-    labels = check_labels(y_arr, P_arr.shape[1])
+    labels = check_labels(y, P_arr.shape[1])
     weights = check_sample_weight(sample_weight, P_arr.shape[0])
+    validate_data(estimator, P_arr, reset=True, skip_check_array=True)
     return P_arr, labels, weights
 
 
@@ -371,6 +379,7 @@ def validate_predict_data(estimator: Any, P: ArrayLike) -> NDArray[np.float64]:
     naming both numbers otherwise.
     """
     check_is_fitted(estimator)
+    _reject_sparse(P)
     shape = np.shape(P)
     n_classes = estimator.n_classes_
     if len(shape) == 2 and shape[1] != n_classes:
@@ -380,5 +389,6 @@ def validate_predict_data(estimator: Any, P: ArrayLike) -> NDArray[np.float64]:
             f"{n_classes} classes, in the same order, as in fit."
         )
         raise ValueError(msg)
-    P_arr = validate_data(estimator, P, reset=False, dtype=np.float64, ensure_all_finite=False)
-    return check_probabilities(P_arr, name="P")
+    P_arr = check_probabilities(P, name="P")
+    validate_data(estimator, P_arr, reset=False, skip_check_array=True)
+    return P_arr
