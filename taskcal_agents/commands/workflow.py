@@ -197,6 +197,20 @@ def sample(
         str, typer.Option(envvar="OPENAI_API_KEY", help="API key (vLLM ignores it).")
     ] = "EMPTY",
     timeout: Annotated[float, typer.Option(min=1.0, help="Seconds per request.")] = 600.0,
+    belief: Annotated[
+        str,
+        typer.Option(
+            help="samples: N parsed completions; logprob: one-pass belief from top_logprobs "
+            "under a choice constraint (stored as probabilities, smoothed as --n pseudo-samples)."
+        ),
+    ] = "samples",
+    choices: Annotated[
+        str | None,
+        typer.Option(
+            help="With --belief logprob: comma-separated strings the model emits, one per task "
+            "label in order (default: the labels)."
+        ),
+    ] = None,
 ) -> None:
     """Sample N completions (+ a greedy one) per item into a resumable samples file.
 
@@ -235,6 +249,8 @@ def sample(
             max_tokens=max_tokens,
             model=model,
             base_url=base_url,
+            belief=belief,
+            choices=tuple(_split_names(choices)) if choices else None,
         )
         sampler = _make_sampler(base_url, model, api_key, timeout)
         store = SamplesStore.open(out, sample_header(task_obj, settings, str(data)))
@@ -261,6 +277,9 @@ def sample(
                 counts["(failed)"] += 1
             else:
                 counts.update(lab or "(unparsed)" for lab in record["labels"])
+                if "probs" in record:  # logprob belief: count the most probable label
+                    probs = record["probs"]
+                    counts[task_obj.labels[probs.index(max(probs))]] += 1
             shown = ", ".join(f"{k} {v}" for k, v in counts.most_common(4))
             progress.update(bar, advance=1, status=shown)
 

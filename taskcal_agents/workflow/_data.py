@@ -104,7 +104,22 @@ def eval_arrays(
                     f"{task.name!r}'s labels {task.labels!r}; evaluate with the sampling task."
                 )
                 raise DataFileError(msg, path=str(samples.path), line=line)
-        belief = Belief.from_labels(labels, task.labels, alpha=alpha, unparsed_as=task.unparsed_as)
+        if "probs" in record:  # one-pass logprob belief: n pseudo-samples of these probs
+            probs = np.asarray(record["probs"], dtype=np.float64)
+            if probs.shape != (len(task.labels),) or not (np.all(probs >= 0) and probs.sum() > 0):
+                msg = (
+                    f"record {record['id']!r} has probs {record['probs']!r}; expected "
+                    f"{len(task.labels)} non-negative numbers with a positive sum, one per "
+                    f"label of task "
+                    f"{task.name!r}."
+                )
+                raise DataFileError(msg, path=str(samples.path), line=line)
+            n_pseudo = int(samples.settings.get("n") or 16)
+            belief = Belief(probs / probs.sum() * n_pseudo, task.labels, n=n_pseudo, alpha=alpha)
+        else:
+            belief = Belief.from_labels(
+                labels, task.labels, alpha=alpha, unparsed_as=task.unparsed_as
+            )
         P[i] = belief.probs
         no_sample[i] = belief.n_parsed == 0
         y[i] = task.label_index(true)

@@ -64,6 +64,14 @@ class SampleSettings:
     """The served model name (recorded; resuming with another model is refused)."""
     base_url: str | None = None
     """The server URL (recorded only)."""
+    belief: str = "samples"
+    """``"samples"``: N sampled completions parsed by g_T; ``"logprob"``: the one-pass belief
+    read from ``top_logprobs`` under a choice constraint (see
+    :mod:`taskcal_agents.sampling.logprob`), stored as probabilities and smoothed like
+    ``n`` pseudo-samples."""
+    choices: tuple[str, ...] | None = None
+    """With ``belief="logprob"``: the string the model must emit for each task label, in
+    label order (default: the labels themselves). The task's prompt should ask for them."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.n, int) or self.n < 1:
@@ -75,6 +83,14 @@ class SampleSettings:
                 f"{self.temperature!r}; use 1.0 for plain sampling."
             )
             raise ConfigurationError(msg)
+        if self.belief not in ("samples", "logprob"):
+            msg = (
+                "SampleSettings parameter 'belief' must be 'samples' or 'logprob', got "
+                f"{self.belief!r}."
+            )
+            raise ConfigurationError(msg)
+        if self.choices is not None:
+            object.__setattr__(self, "choices", tuple(self.choices))
         if self.max_tokens is not None and self.max_tokens < 1:
             msg = (
                 "SampleSettings parameter 'max_tokens' must be >= 1 or None, got "
@@ -218,10 +234,20 @@ def grade_item(
 # one item
 
 
+def _logprob_belief(sampler: Any, messages: Any, choices: list[str], **options: Any) -> Any:
+    """The one-pass belief (tests replace this function)."""
+    from taskcal_agents.sampling.logprob import logprob_belief
+
+    return logprob_belief(sampler, messages, choices, **options)
+
+
 def sample_item(
     task: Task, item: DatasetItem, sampler: Sampler, settings: SampleSettings
 ) -> dict[str, Any]:
     """Sample, parse (and grade) one item; return its record.
+
+    With ``settings.belief == "logprob"`` the record holds ``probs`` (one per task label)
+    instead of sampled completions; the greedy completion is drawn either way.
 
     Raises:
         SamplingError: The sampler failed or returned the wrong number of completions.
@@ -229,14 +255,25 @@ def sample_item(
     messages = build_messages(task, item)
     tools = item.tools or None
     start = time.perf_counter()
+    lp: Any = None
     try:
-        samples = sampler.sample(
-            messages,
-            n=settings.n,
-            temperature=settings.temperature,
-            tools=tools,
-            max_tokens=settings.max_tokens,
-        )
+        if settings.belief == "logprob":
+            samples = []
+            lp = _logprob_belief(
+                sampler,
+                messages,
+                list(settings.choices or task.labels),
+                temperature=settings.temperature,
+                tools=tools,
+            )
+        else:
+            samples = sampler.sample(
+                messages,
+                n=settings.n,
+                temperature=settings.temperature,
+                tools=tools,
+                max_tokens=settings.max_tokens,
+            )
         greedy = (
             sampler.sample(
                 messages, n=1, temperature=0.0, tools=tools, max_tokens=settings.max_tokens
@@ -249,7 +286,7 @@ def sample_item(
     except Exception as exc:
         msg = f"sampling item {item.id!r} failed: {type(exc).__name__}: {exc}"
         raise SamplingError(msg) from exc
-    if len(samples) != settings.n:
+    if lp is None and len(samples) != settings.n:
         msg = f"sampling item {item.id!r}: asked for n={settings.n}, got {len(samples)} samples."
         raise SamplingError(msg)
     labels = [safe_parse(task, m) for m in samples]
@@ -262,6 +299,13 @@ def sample_item(
         "greedy": message_to_dict(greedy) if greedy is not None else None,
         "elapsed_s": round(time.perf_counter() - start, 4),
     }
+    if lp is not None:
+        record["probs"] = [float(p) for p in lp.probs]
+        record["logprob"] = {
+            "coverage": lp.coverage,
+            "requests": lp.requests,
+            "unresolved_mass": lp.unresolved_mass,
+        }
     if item.label is None:
         grading = grade_item(task, item, greedy, samples, labels)
         record["label"] = grading["label"]
@@ -322,6 +366,20 @@ def check_items(task: Task, items: Iterable[DatasetItem]) -> None:
         grading_labels(task)
 
 
+def check_settings(task: Task, settings: SampleSettings) -> None:
+    """Check that *settings* fit *task* (one logprob choice per label).
+
+    Raises:
+        ConfigurationError: Otherwise.
+    """
+    if settings.choices is not None and len(settings.choices) != len(task.labels):
+        msg = (
+            f"SampleSettings parameter 'choices' must give one string per task label "
+            f"{task.labels!r}, got {list(settings.choices)!r}."
+        )
+        raise ConfigurationError(msg)
+
+
 def run_sampling(
     task: Task,
     items: Sequence[DatasetItem],
@@ -355,6 +413,7 @@ def run_sampling(
         msg = f"concurrency must be an integer >= 1, got {concurrency!r}."
         raise ConfigurationError(msg)
     check_items(task, items)
+    check_settings(task, settings)
     todo = [item for item in items if item.id not in store.done]
     report = SamplingReport(total=len(items), skipped=len(items) - len(todo))
     pending: dict[Future[dict[str, Any]], str] = {}

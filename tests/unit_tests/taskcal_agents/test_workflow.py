@@ -327,6 +327,58 @@ def test_run_sampling_records_and_resume(tmp_path: Path) -> None:
     assert len(read_samples(path).records) == 12
 
 
+def test_logprob_belief_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    import taskcal_agents.workflow._runner as runner_mod
+
+    calls: list[dict[str, object]] = []
+
+    def fake_belief(sampler, messages, choices, **options):  # type: ignore[no-untyped-def]
+        calls.append({"choices": choices, **options})
+        truth = str(messages[-1]["content"]).rsplit("truth=", 1)[-1]
+        probs = np.full(3, 0.2)
+        probs[["tool_call", "request_for_info", "cannot_answer"].index(truth)] = 0.6
+        return SimpleNamespace(probs=probs, coverage=0.99, requests=1, unresolved_mass=0.0)
+
+    monkeypatch.setattr(runner_mod, "_logprob_belief", fake_belief)
+    task, items = tool_task(), tool_items(30)
+    settings = SampleSettings(n=16, belief="logprob", choices=("call", "ask", "refuse"))
+    path = tmp_path / "s.jsonl"
+    with SamplesStore.open(path, sample_header(task, settings, None)) as store:
+        report = run_sampling(task, items, FakeSampler(), store, settings)
+    assert report.written == 30
+    assert calls[0]["choices"] == ["call", "ask", "refuse"]
+    assert calls[0]["temperature"] == 1.0
+    samples = read_samples(path)
+    record = samples.records["item-001"]
+    assert record["samples"] == [] and record["labels"] == []
+    assert record["probs"] == pytest.approx([0.2, 0.6, 0.2])
+    assert record["logprob"] == {"coverage": 0.99, "requests": 1, "unresolved_mass": 0.0}
+    assert record["greedy_label"] == "request_for_info"
+    data = eval_arrays(wf.resolve_task(samples, None), samples, alpha=0.1)
+    expected = (np.array([0.2, 0.6, 0.2]) * 16 + 0.1) / (16 + 0.3)
+    np.testing.assert_allclose(data.P[1], expected)
+    assert not data.no_sample.any()
+    evaluation = evaluate_arrays(data, calibrators=("temperature",), n_permutations=0)
+    assert evaluation.row("mbr_temperature")["accuracy"] == 1.0
+    msg = (
+        "SampleSettings parameter 'choices' must give one string per task label "
+        "['tool_call', 'request_for_info', 'cannot_answer'], got ['a', 'b']."
+    )
+    bad = SampleSettings(belief="logprob", choices=("a", "b"))
+    store = SamplesStore.open(tmp_path / "t.jsonl", sample_header(task, bad, None))
+    with store, pytest.raises(ConfigurationError, match=re.escape(msg)):
+        run_sampling(task, items, FakeSampler(), store, bad)
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "SampleSettings parameter 'belief' must be 'samples' or 'logprob', got 'x'."
+        ),
+    ):
+        SampleSettings(belief="x")
+
+
 def test_run_sampling_keyboard_interrupt_keeps_finished_records(tmp_path: Path) -> None:
     class Interrupting(FakeSampler):
         def sample(self, messages, **kwargs):  # type: ignore[no-untyped-def, override]
