@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import httpx
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
@@ -56,10 +57,16 @@ def test_runnable_live_one_request_with_n(vllm_server: Any) -> None:
 
 
 def test_chat_model_live_async(vllm_server: Any) -> None:
-    model = vllm_server.chat_model(max_tokens=32, timeout=120)
     task = tasks.answer_or_abstain()
-    chat = TaskCalibratedChatModel(model, task, n_samples=N, return_samples=True)
-    reply = asyncio.run(chat.ainvoke("What is the capital of France? Answer in one word."))
+
+    async def ask() -> AIMessage:
+        # Own async client, closed inside the loop (the default one outlives asyncio.run).
+        async with httpx.AsyncClient(timeout=120) as client:
+            model = vllm_server.chat_model(max_tokens=32, http_async_client=client)
+            chat = TaskCalibratedChatModel(model, task, n_samples=N, return_samples=True)
+            return await chat.ainvoke("What is the capital of France? Answer in one word.")
+
+    reply = asyncio.run(ask())
     assert isinstance(reply, AIMessage)
     decision = Decision.model_validate(reply.response_metadata[DECISION_METADATA_KEY])
     assert decision.n_samples == N
