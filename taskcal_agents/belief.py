@@ -98,8 +98,8 @@ class Belief:
         cls,
         labels: Sequence[str | None],
         label_set: Sequence[str],
-        *,
         alpha: float = DEFAULT_ALPHA,
+        *,
         unparsed_as: str | None = None,
     ) -> Belief:
         """Count parsed labels; ``None`` entries are unparsed samples.
