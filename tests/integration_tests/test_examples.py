@@ -1,9 +1,8 @@
-"""Each script in examples/ runs against the live server and exits 0."""
+"""Each script in examples/ runs against the live server and exits 0 (argv in-process)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,49 +14,45 @@ pytestmark = pytest.mark.integration
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def run_example(name: str, server: Any, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TASKCAL_VLLM_")}
-    command = [
-        sys.executable,
-        str(EXAMPLES / name),
-        "--base-url",
-        server.base_url,
-        "--model",
-        server.model_name,
-        "--limit",
-        "1",
-        *args,
-    ]
-    proc = subprocess.run(
-        command, capture_output=True, text=True, timeout=300, env=env, cwd=EXAMPLES.parent
-    )
-    assert proc.returncode == 0, f"{name} failed:\n{proc.stdout}\n{proc.stderr}"
-    print(proc.stdout)
-    return proc.stdout
+def run_example(name: str, server: Any, capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """Run the script's command line in-process (``cli(argv)``), return what it printed."""
+    module_name = f"taskcal_example_{Path(name).stem}"
+    spec = importlib.util.spec_from_file_location(module_name, EXAMPLES / name)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # typing.get_type_hints looks the module up here
+    spec.loader.exec_module(module)
+    argv = ["--base-url", server.base_url, "--model", server.model_name, "--limit", "1", *args]
+    assert module.cli(argv) == 0
+    out = capsys.readouterr().out
+    print(out)
+    return out
 
 
-def test_agent_with_middleware(vllm_server: Any) -> None:
+def test_agent_with_middleware(vllm_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
     out = run_example(
-        "agent_with_middleware.py", vllm_server, "--n-samples", "3", "--max-tokens", "32"
+        "agent_with_middleware.py", vllm_server, capsys, "--n-samples", "3", "--max-tokens", "32"
     )
     assert "user: What's the weather in Paris right now?" in out
     assert "  decision: " in out
 
 
-def test_langgraph_routing(vllm_server: Any) -> None:
-    out = run_example("langgraph_routing.py", vllm_server, "--n-samples", "3", "--max-tokens", "32")
+def test_langgraph_routing(vllm_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example(
+        "langgraph_routing.py", vllm_server, capsys, "--n-samples", "3", "--max-tokens", "32"
+    )
     assert "  decide -> " in out
     assert "ended: " in out or "paused: " in out
 
 
-def test_answer_or_abstain_chain(vllm_server: Any) -> None:
+def test_answer_or_abstain_chain(vllm_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
     out = run_example(
-        "answer_or_abstain_chain.py", vllm_server, "--n-samples", "3", "--max-tokens", "16"
+        "answer_or_abstain_chain.py", vllm_server, capsys, "--n-samples", "3", "--max-tokens", "16"
     )
     assert "What is the capital of France?" in out
     assert "p(answer)=" in out
 
 
-def test_rating_l1(vllm_server: Any) -> None:
-    out = run_example("rating_l1.py", vllm_server, "--n-samples", "3")
+def test_rating_l1(vllm_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("rating_l1.py", vllm_server, capsys, "--n-samples", "3")
     assert "MBR rating=" in out
