@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Iterator, Sequence
@@ -22,7 +23,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphInterrupt
 from langgraph.runtime import Runtime
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from taskcal_agents.decision import Decision
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
@@ -129,8 +130,6 @@ def run_hook(
 ) -> Any:
     if mode == "sync":
         return mw.wrap_model_call(request, handler)
-    import asyncio
-
     return asyncio.run(mw.awrap_model_call(request, handler.acall))
 
 
@@ -331,14 +330,60 @@ def test_model_sampling_draws_n_samples_from_the_request_model(mode: str) -> Non
     if mode == "sync":
         result = mw.wrap_model_call(request, handler)
     else:
-        import asyncio
-
         result = asyncio.run(mw.awrap_model_call(request, ahandler))
     _, record = unwrap(result)
     assert record["action"] == "tool_call"
     assert record["n_samples"] == 4
     assert len(model.calls) == 4
     assert all(call.get("temperature") == 0.5 for call in model.calls)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_auto_sampling_uses_the_handler_with_a_response_format(mode: str) -> None:
+    class Weather(BaseModel):
+        city: str
+
+    handler = CountingHandler([CALL] * 4)
+    request = make_request(response_format=Weather)
+    _, record = unwrap(run_hook(middleware(sampling="auto"), handler, request, mode))
+    assert len(handler.requests) == 4
+    assert record["action"] == "tool_call"
+
+
+class ConcurrencyProbe(CountingHandler):
+    """Records the peak number of handler calls in flight; waits for all N to overlap."""
+
+    def __init__(self, messages: Sequence[AIMessage | str], overlap: int) -> None:
+        super().__init__(messages)
+        self.active = 0
+        self.peak = 0
+        self.barrier = threading.Barrier(overlap, timeout=10)
+
+    def __call__(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        with self._lock:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+        self.barrier.wait()  # raises BrokenBarrierError unless `overlap` calls overlap
+        with self._lock:
+            self.active -= 1
+        return self._next(request)
+
+    async def acall(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        await asyncio.sleep(0.01)
+        self.active -= 1
+        return self._next(request)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("max_concurrency", "peak"), [(1, 1), (None, 4)])
+def test_handler_sampling_is_concurrent_up_to_max_concurrency(
+    mode: str, max_concurrency: int | None, peak: int
+) -> None:
+    handler = ConcurrencyProbe([CALL] * 4, overlap=peak)
+    run_hook(middleware(max_concurrency=max_concurrency), handler, make_request(), mode)
+    assert handler.peak == peak
 
 
 # ----------------------------------------------------------------- via create_agent
@@ -354,12 +399,7 @@ def test_agent_calls_the_tool_then_answers(mode: str, sampling: str) -> None:
     model = scripted(CALL, CALL, CALL, CALL, FINAL)
     agent = agent_for(model, middleware(sampling=sampling))
     inputs = {"messages": [HumanMessage("Weather in Paris?")]}
-    if mode == "sync":
-        result = agent.invoke(inputs)
-    else:
-        import asyncio
-
-        result = asyncio.run(agent.ainvoke(inputs))
+    result = agent.invoke(inputs) if mode == "sync" else asyncio.run(agent.ainvoke(inputs))
     kinds = [type(m).__name__ for m in result["messages"]]
     assert kinds == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]
     assert result["messages"][2].content == "Sunny in Paris."
@@ -374,12 +414,7 @@ def test_agent_asks_and_ends_the_run(mode: str) -> None:
     model = scripted(QUESTION, QUESTION, QUESTION, CALL)
     agent = agent_for(model, middleware())
     inputs = {"messages": [HumanMessage("What's the weather?")]}
-    if mode == "sync":
-        result = agent.invoke(inputs)
-    else:
-        import asyncio
-
-        result = asyncio.run(agent.ainvoke(inputs))
+    result = agent.invoke(inputs) if mode == "sync" else asyncio.run(agent.ainvoke(inputs))
     assert [type(m).__name__ for m in result["messages"]] == ["HumanMessage", "AIMessage"]
     assert result["messages"][-1].content == QUESTION
     assert result["taskcal_decisions"][-1]["action"] == "request_for_info"
@@ -391,12 +426,7 @@ def test_agent_abstains_and_ends_the_run(mode: str) -> None:
     mw = middleware()
     agent = agent_for(model, mw)
     inputs = {"messages": [HumanMessage("Book me a flight to Mars.")]}
-    if mode == "sync":
-        result = agent.invoke(inputs)
-    else:
-        import asyncio
-
-        result = asyncio.run(agent.ainvoke(inputs))
+    result = agent.invoke(inputs) if mode == "sync" else asyncio.run(agent.ainvoke(inputs))
     assert [type(m).__name__ for m in result["messages"]] == ["HumanMessage", "AIMessage"]
     assert result["messages"][-1].content == mw.task.abstain_text
     assert result["taskcal_decisions"][-1]["action"] == "cannot_answer"
