@@ -21,6 +21,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
+import httpx
 import openai
 from langchain_core.exceptions import OutputParserException
 from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_messages
@@ -208,8 +209,13 @@ def choice_to_message(choice: Any, response: Any, usage: dict[str, Any] | None) 
         except OutputParserException as exc:
             invalid_tool_calls.append(make_invalid_tool_call(raw_dict, str(exc)))
             continue
-        if parsed is not None:
-            tool_calls.append(parsed)
+        if parsed is None:
+            continue
+        if not isinstance(parsed.get("args"), dict):
+            error = f"Function arguments must be a JSON object, got {parsed.get('args')!r}."
+            invalid_tool_calls.append(make_invalid_tool_call(raw_dict, error))
+            continue
+        tool_calls.append(parsed)
     metadata: dict[str, Any] = {
         "finish_reason": choice.finish_reason,
         "model_name": response.model,
@@ -297,6 +303,8 @@ class OpenAISampler:
             error (``VLLMServer.ensure_alive`` raises one with the server's log tail).
         default_params: Defaults for :meth:`sample`'s keyword arguments
             (see :class:`SampleParams`).
+        http_client: httpx client for the sync path (proxies, custom transports, tests).
+        async_http_client: httpx client for the async path.
     """
 
     def __init__(
@@ -310,6 +318,8 @@ class OpenAISampler:
         allow_seed: bool = True,
         health_check: Callable[[], None] | None = None,
         default_params: SampleParams | None = None,
+        http_client: httpx.Client | None = None,
+        async_http_client: httpx.AsyncClient | None = None,
     ) -> None:
         self.base_url = base_url
         self.model = model
@@ -319,6 +329,8 @@ class OpenAISampler:
         self.allow_seed = allow_seed
         self.health_check = health_check
         self.default_params: SampleParams = SampleParams(**(default_params or {}))
+        self.http_client = http_client
+        self.async_http_client = async_http_client
         self._client: openai.OpenAI | None = None
         self._async_client: openai.AsyncOpenAI | None = None
 
@@ -331,6 +343,7 @@ class OpenAISampler:
                 api_key=self.api_key,
                 timeout=self.timeout,
                 max_retries=self.max_retries,
+                http_client=self.http_client,
             )
         return self._client
 
@@ -343,6 +356,7 @@ class OpenAISampler:
                 api_key=self.api_key,
                 timeout=self.timeout,
                 max_retries=self.max_retries,
+                http_client=self.async_http_client,
             )
         return self._async_client
 
@@ -405,6 +419,18 @@ class OpenAISampler:
         if self._async_client is not None:
             await self._async_client.close()
             self._async_client = None
+
+    def __enter__(self) -> OpenAISampler:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> OpenAISampler:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def __repr__(self) -> str:
         return f"OpenAISampler(base_url={self.base_url!r}, model={self.model!r})"

