@@ -19,7 +19,6 @@ from sklearn.utils._param_validation import (
     Interval,
     InvalidParameterError,
     StrOptions,
-    validate_params,
 )
 from sklearn.utils.parallel import _get_threadpool_controller
 from sklearn.utils.validation import (
@@ -46,7 +45,6 @@ __all__ = [
     "fit_context",
     "single_blas_thread",
     "validate_fit_data",
-    "validate_params",
     "validate_predict_data",
 ]
 
