@@ -11,15 +11,13 @@ question, or an abstention (both end the run, since they make no tool call). The
 ``taskcal_decisions`` list, both as JSON-able dicts (safe for any checkpointer).
 
 Per-deployment configuration comes from files: a task file (YAML or JSON, see
-:meth:`Task.from_file <taskcal_agents.task.Task.from_file>`) and a calibrator artefact,
-JSON ``{"format_version": 1, "task": ..., "labels": [...], "calibrator": {...},
-"alpha": ...}`` where ``calibrator`` is :func:`calibrators.to_dict` output.
+:meth:`Task.from_file <taskcal_agents.task.Task.from_file>`) and the calibrator artefact
+written by ``taskcal fit`` (see :func:`load_calibrator`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import operator
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -54,7 +52,6 @@ if TYPE_CHECKING:
     from langchain_core.runnables import Runnable
 
 __all__ = [
-    "CALIBRATOR_FORMAT_VERSION",
     "DECISION_METADATA_KEY",
     "CalibratorArtefact",
     "TaskCalibrationMiddleware",
@@ -62,9 +59,6 @@ __all__ = [
     "decision_from_message",
     "load_calibrator",
 ]
-
-CALIBRATOR_FORMAT_VERSION = 1
-"""The ``format_version`` of calibrator artefacts read by :func:`load_calibrator`."""
 
 _OMIT_FROM_INPUT = OmitFromSchema(input=True, output=False)
 
@@ -124,75 +118,43 @@ class CalibratorArtefact:
 def load_calibrator(path: str | os.PathLike[str]) -> CalibratorArtefact:
     """Read a calibrator artefact written by ``taskcal fit``.
 
-    The file is JSON ``{"format_version": 1, "task": <name or task dict>, "labels":
-    [...], "calibrator": <calibrators.to_dict() output>}``, optionally with ``"alpha"``.
+    The file is the JSON written by :func:`taskcal_agents.workflow.make_artefact`:
+    ``{"format": "taskcal.calibrator", "format_version": 1, "task": <name>, "labels":
+    [...], "alpha": ..., "task_spec": <the full task or null>, "calibrator": {...}, ...}``.
 
     Args:
         path: The artefact file.
 
     Returns:
-        The artefact.
+        The artefact, with the full task when the file records it.
 
     Raises:
-        DataFileError: If the file cannot be read, is not such an object, has another
-            format version, or its calibrator cannot be rebuilt.
+        DataFileError: If the file cannot be read, is not a calibrator artefact, has
+            another format version, or its calibrator or task cannot be rebuilt.
     """
-    from calibrators import from_dict
+    from taskcal_agents.workflow import load_artefact
 
+    calibrator, data = load_artefact(path)
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        msg = f"cannot read calibrator artefact: {exc}"
-        raise DataFileError(msg, path=str(path)) from exc
-    if not isinstance(data, Mapping):
-        msg = f"a calibrator artefact must hold a JSON object, got {type(data).__name__}."
-        raise DataFileError(msg, path=str(path))
-    version = data.get("format_version")
-    if version != CALIBRATOR_FORMAT_VERSION:
-        msg = (
-            f"calibrator artefact has format_version {version!r}, this version of "
-            f"taskcal-agents reads format_version {CALIBRATOR_FORMAT_VERSION}; write it "
-            "again with `taskcal fit`."
-        )
-        raise DataFileError(msg, path=str(path))
-    labels = data.get("labels")
-    if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
-        msg = f"calibrator artefact field 'labels' must be a list of strings, got {labels!r}."
-        raise DataFileError(msg, path=str(path))
-    if not isinstance(data.get("calibrator"), Mapping):
-        msg = (
-            "calibrator artefact field 'calibrator' must be the object written by "
-            f"calibrators.to_dict(), got {data.get('calibrator')!r}."
-        )
-        raise DataFileError(msg, path=str(path))
-    try:
-        calibrator = from_dict(data["calibrator"])
-    except ValueError as exc:
-        msg = f"cannot rebuild the calibrator: {exc}"
-        raise DataFileError(msg, path=str(path)) from exc
-    raw_task = data.get("task")
     task: Task | None = None
-    task_name: str | None = None
-    if isinstance(raw_task, Mapping):
-        fields = {k: v for k, v in raw_task.items() if k != "format_version"}
+    spec = data.get("task_spec")
+    if isinstance(spec, Mapping):
+        fields = {k: v for k, v in spec.items() if k != "format_version"}
         try:
             task = Task.model_validate(fields)
         except ValueError as exc:
-            msg = f"calibrator artefact field 'task' is not a valid task: {exc}"
+            msg = f"calibrator artefact field 'task_spec' is not a valid task: {exc}"
             raise DataFileError(msg, path=str(path)) from exc
-        task_name = task.name
-    elif isinstance(raw_task, str):
-        task_name = raw_task
     alpha = data.get("alpha")
     if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, int | float)):
         msg = f"calibrator artefact field 'alpha' must be a number, got {alpha!r}."
         raise DataFileError(msg, path=str(path))
+    task_name = data.get("task")
     return CalibratorArtefact(
         calibrator=calibrator,
-        labels=list(labels),
+        labels=[str(label) for label in data.get("labels") or []],
         task=task,
-        task_name=task_name,
+        task_name=task_name if isinstance(task_name, str) else None,
         alpha=None if alpha is None else float(alpha),
         path=path,
     )

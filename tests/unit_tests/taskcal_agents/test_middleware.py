@@ -25,6 +25,7 @@ from langgraph.errors import GraphInterrupt
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from calibrators import TemperatureScaling
 from taskcal_agents.decision import Decision
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
 from taskcal_agents.middleware import (
@@ -34,6 +35,7 @@ from taskcal_agents.middleware import (
     load_calibrator,
 )
 from taskcal_agents.tasks import tool_decision
+from taskcal_agents.workflow import make_artefact, write_json
 
 # --------------------------------------------------------------------------- fakes
 
@@ -460,19 +462,20 @@ def test_decisions_accumulate_across_turns_with_a_checkpointer() -> None:
 
 
 def write_artefact(path: Path, labels: list[str], **extra: Any) -> Path:
-    from calibrators import TemperatureScaling
-
+    """Write a calibrator artefact the way `taskcal fit` does."""
     P = np.array([[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.1, 0.2, 0.7], [0.6, 0.3, 0.1]])
     cal = TemperatureScaling().fit(P, [0, 1, 2, 1])
-    data = {
-        "format_version": 1,
-        "task": "tool_decision",
+    kwargs: dict[str, Any] = {
+        "task_name": "tool_decision",
         "labels": labels,
-        "calibrator": cal.to_dict(),
+        "actions": labels,
+        "alpha": 0.1,
+        "calibrator_name": "temperature",
+        "calibrator": cal,
+        "fit_metrics": {},
         **extra,
     }
-    path.write_text(json.dumps(data), encoding="utf-8")
-    return path
+    return write_json(make_artefact(**kwargs), path)
 
 
 def test_task_and_calibrator_from_files(tmp_path: Path) -> None:
@@ -489,10 +492,14 @@ def test_task_and_calibrator_from_files(tmp_path: Path) -> None:
 def test_task_may_come_from_the_artefact(tmp_path: Path) -> None:
     task = tool_decision(name="weather")
     artefact = write_artefact(
-        tmp_path / "cal.json", list(task.labels), task=task.model_dump(mode="json")
+        tmp_path / "cal.json",
+        list(task.labels),
+        task_name="weather",
+        task_spec=task.model_dump(mode="json"),
     )
     assert TaskCalibrationMiddleware(calibrator=artefact).task == task
     assert load_calibrator(artefact).task_name == "weather"
+    assert load_calibrator(artefact).alpha == 0.1
 
 
 def test_artefact_label_mismatch_is_rejected(tmp_path: Path) -> None:
@@ -509,11 +516,10 @@ def test_artefact_label_mismatch_is_rejected(tmp_path: Path) -> None:
 
 def test_artefact_with_another_format_version_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "cal.json"
-    path.write_text(json.dumps({"format_version": 2}), encoding="utf-8")
-    match = (
-        r"cal\.json: calibrator artefact has format_version 2, this version of taskcal-agents "
-        r"reads format_version 1; write it again with `taskcal fit`\.$"
+    path.write_text(
+        json.dumps({"format": "taskcal.calibrator", "format_version": 2}), encoding="utf-8"
     )
+    match = r"cal\.json: format_version must be 1, got 2; refit with this version of taskcal\.$"
     with pytest.raises(DataFileError, match=match):
         TaskCalibrationMiddleware(task=tool_decision(), calibrator=path)
 
