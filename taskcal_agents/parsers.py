@@ -466,20 +466,22 @@ def _to_int(token: str) -> int:
 
 @dataclass(frozen=True)
 class RatingParser:
-    """g_T for ratings on a 1…k scale: ``"1"`` … ``"k"`` (or custom ``labels``).
+    """g_T for ratings on a low…low+k−1 scale (default 1…k, labels ``"1"`` … ``"k"``).
 
     In order: an explicit rating ("Rating: 4", "I'd give it a 4", "score of four"); a
-    fraction ("4/5", "4 out of 5"); otherwise the first standalone number in 1…k after
-    scale descriptions ("on a scale of 1 to 5", "out of 5") are removed. Decimals such as
-    "4.5" and numbers outside 1…k are ignored; no rating found → ``None``.
+    fraction ("4/5", "4 out of 5"); otherwise the first standalone number on the scale
+    after scale descriptions ("on a scale of 1 to 5", "out of 5") are removed. Decimals
+    such as "4.5" and numbers off the scale are ignored; no rating found → ``None``.
 
     Args:
         k: The number of rating levels.
-        labels: The label of each level (default ``"1"`` … ``"k"``).
+        labels: The label of each level (default the level's number as text).
+        low: The lowest level (0 for a 0…k−1 scale such as STS-B's 0–5 with k=6).
     """
 
     k: int = 5
     labels: tuple[str, ...] = ()
+    low: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.k, int) or isinstance(self.k, bool) or self.k < 2:
@@ -488,7 +490,13 @@ class RatingParser:
                 "pass k=5 for a 1-5 scale."
             )
             raise ConfigurationError(msg)
-        labels = tuple(self.labels) or tuple(str(i) for i in range(1, self.k + 1))
+        if not isinstance(self.low, int) or isinstance(self.low, bool):
+            msg = (
+                f"RatingParser option 'low' must be an integer (the lowest level), got "
+                f"{self.low!r}; pass low=0 for a 0…k−1 scale."
+            )
+            raise ConfigurationError(msg)
+        labels = tuple(self.labels) or tuple(str(i) for i in range(self.low, self.low + self.k))
         if len(labels) != self.k:
             msg = (
                 f"RatingParser option 'labels' must have k={self.k} entries, got "
@@ -498,8 +506,8 @@ class RatingParser:
         object.__setattr__(self, "labels", labels)
 
     def _label(self, token: str) -> str | None:
-        value = _to_int(token)
-        return self.labels[value - 1] if 1 <= value <= self.k else None
+        value = _to_int(token) - self.low
+        return self.labels[value] if 0 <= value < self.k else None
 
     def __call__(self, message: AIMessage) -> str | None:
         """Return the rating label of ``message`` or ``None``."""

@@ -124,12 +124,15 @@ def rating(
     *,
     name: str = "rating",
     unparsed: str = "drop",
+    low: int = 1,
     **fields: Any,
 ) -> Task:
-    """A rating on a 1…k scale with L1 cost C[i, j] = |i − j|.
+    """A rating on a low…low+k−1 scale (default 1…k) with L1 cost C[i, j] = |i − j|.
 
     Args:
-        k: The number of rating levels (labels ``"1"`` … ``"k"``).
+        k: The number of rating levels (labels ``"1"`` … ``"k"`` by default).
+        low: The lowest level: 0 gives labels ``"0"`` … ``"k-1"`` (STS-B's 0–5 is k=6,
+            low=0).
         cost: Cost matrix replacing the L1 default.
         name: The task name.
         unparsed: The unparsed policy.
@@ -141,9 +144,9 @@ def rating(
     default = [[float(abs(i - j)) for j in range(k)] for i in range(k)]
     return Task(
         name=name,
-        labels=[str(i) for i in range(1, k + 1)],
+        labels=[str(i) for i in range(low, low + k)],
         cost=_matrix(default if cost is None else cost),
-        parser=ParserSpec(name="rating", options={"k": k}),
+        parser=ParserSpec(name="rating", options={"k": k, "low": low} if low != 1 else {"k": k}),
         unparsed=unparsed,
         **fields,
     )

@@ -355,7 +355,7 @@ def test_get_parser_unknown_option() -> None:
     with pytest.raises(
         ConfigurationError,
         match=re.escape(
-            "parser 'rating' got unknown option(s) ['n']; accepted options are ['k', 'labels']."
+            "parser 'rating' got unknown option(s) ['n']; accepted options are ['k', 'labels', 'low']."
         ),
     ):
         get_parser("rating", n=3)
@@ -393,3 +393,19 @@ def test_get_parser_import_path() -> None:
         match=re.escape(f"parser factory '{__name__}:TOOL_CASES' is not callable, got"),
     ):
         get_parser(f"{__name__}:TOOL_CASES")
+
+
+def test_rating_zero_based_scale() -> None:
+    parser = RatingParser(k=6, low=0)
+    assert parser.labels == ("0", "1", "2", "3", "4", "5")
+    assert parser(ai("Similarity: 0")) == "0"
+    assert parser(ai("I'd say 5 out of 5")) == "5"
+    assert parser(ai("6")) is None
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "RatingParser option 'low' must be an integer (the lowest level), got '0'; pass "
+            "low=0 for a 0…k−1 scale."
+        ),
+    ):
+        RatingParser(k=6, low="0")  # type: ignore[arg-type]

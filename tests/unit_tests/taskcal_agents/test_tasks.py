@@ -74,3 +74,12 @@ def test_factories_round_trip(tmp_path, factory) -> None:  # type: ignore[no-unt
 
     task = factory()
     assert Task.from_file(task.to_file(tmp_path / "t.yaml")) == task
+
+
+def test_rating_zero_based() -> None:
+    task = tasks.rating(k=6, low=0)
+    assert task.labels == ["0", "1", "2", "3", "4", "5"]
+    assert task.get_parser() == RatingParser(k=6, low=0)
+    assert task.parse(AIMessage(content="Score: 0")) == "0"
+    assert task.cost_matrix()[0, 5] == 5
+    assert type(task).model_validate_json(task.model_dump_json()) == task
