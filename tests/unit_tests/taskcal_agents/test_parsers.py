@@ -355,7 +355,8 @@ def test_get_parser_unknown_option() -> None:
     with pytest.raises(
         ConfigurationError,
         match=re.escape(
-            "parser 'rating' got unknown option(s) ['n']; accepted options are ['k', 'labels', 'low']."
+            "parser 'rating' got unknown option(s) ['n']; accepted options are "
+            "['k', 'labels', 'low']."
         ),
     ):
         get_parser("rating", n=3)
