@@ -82,8 +82,7 @@ class BaseCalibrator(ClassifierMixin, BaseEstimator):
             Calibrated probabilities; each row sums to 1.
         """
         P_arr = validate_predict_data(self, P)
-        with single_blas_thread():
-            return self._predict_proba(P_arr)
+        return self._predict_proba(P_arr)
 
     def predict(self, P: ArrayLike) -> NDArray[np.intp]:
         """Return the most probable class after calibration.

@@ -60,7 +60,9 @@ def single_blas_thread() -> Any:
     The optimisers here make many small BLAS/LAPACK calls (L-BFGS-B's own updates,
     (k, k) by (k, n) products); on a busy machine, waking BLAS worker threads for
     each costs far more than the work itself (measured: 30 ms instead of 0.2 ms per
-    L-BFGS-B step on 2 shared cores).
+    L-BFGS-B step on 2 shared cores). The limit is process-wide while the context is
+    open, so it is used around ``fit`` only, not around ``predict_proba``, which
+    serving code may call from many threads at once.
     """
     return _get_threadpool_controller().limit(limits=1, user_api="blas")
 
