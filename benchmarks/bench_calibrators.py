@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils.parallel import _get_threadpool_controller
 
 from calibrators import (
     DirichletCalibrator,
@@ -38,6 +37,7 @@ from calibrators import (
     TemperatureScaling,
     VectorScaling,
 )
+from calibrators._validation import single_blas_thread
 from calibrators.metrics import classwise_ece, ece, nll
 
 
@@ -69,7 +69,7 @@ class SklearnLogistic:
         X = np.log(np.maximum(P, self.eps))
         self.model_ = LogisticRegression(C=np.inf, **self.kwargs)
         if self.single_thread:
-            with _get_threadpool_controller().limit(limits=1, user_api="blas"):
+            with single_blas_thread():
                 self.model_.fit(X, y)
         else:
             self.model_.fit(X, y)
