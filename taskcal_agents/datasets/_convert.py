@@ -309,8 +309,8 @@ def convert_stsb(source: Path, *, scale_min: int = 0) -> list[DatasetItem]:
 
     Fields: genre, file, year, id, score (0-5), sentence 1, sentence 2 [, licence fields].
     The label is the score rounded half-up to an integer 0-5, as a string; with
-    ``scale_min=1`` the scale is shifted to 1-6 (labels and prompt), which matches
-    ``tasks.rating(k=6)``, whose parser reads ratings 1…k.
+    ``scale_min=1`` the scale is shifted to 1-6 (labels and prompt). The matching task is
+    ``tasks.rating(k=6, low=scale_min)``.
 
     Args:
         source: ``sts-dev.csv``.

@@ -6,8 +6,8 @@ when2call   ``tasks.tool_decision`` with the cost matrix [[0, 1, 2], [4, 0, 2], 
 simpleqa,   ``tasks.answer_or_abstain()``: a wrong answer costs 4, abstaining on a question the
 nq-open     model would have answered correctly costs 1
 mmlu        labels A-D, 0-1 cost, the ``choice`` parser on the letters
-stsb        ``tasks.rating(k=6)`` (L1 cost) on the 1-6 scale: convert with ``scale_min=1``,
-            because the built-in rating parser reads ratings 1…k
+stsb        ``tasks.rating(k=6, low=scale_min)`` (L1 cost): labels 0-5 (or 1-6 with
+            ``scale_min=1``)
 =========== ==================================================================================
 
 These are starting points: a deployment edits the costs (and the prompt) in the file.
@@ -37,7 +37,7 @@ def default_task(name: str, **options: Any) -> Task:
         The task.
 
     Raises:
-        ConfigurationError: Unknown name, or STS-B on the 0-5 scale.
+        ConfigurationError: Unknown name.
     """
     from taskcal_agents import tasks
 
@@ -54,13 +54,8 @@ def default_task(name: str, **options: Any) -> Task:
             parser=ParserSpec(name="choice", options={"labels": labels}),
         )
     if name == "stsb":
-        if options.get("scale_min", 0) != 1:
-            msg = (
-                "the default STS-B task uses tasks.rating(k=6), whose parser reads ratings 1-6; "
-                "convert with --scale-min 1 (labels 1-6), or write the task file yourself."
-            )
-            raise ConfigurationError(msg)
-        return tasks.rating(k=6, name="stsb")
+        low = int(options.get("scale_min", 0))
+        return tasks.rating(k=6, low=low, name="stsb")
     msg = (
         f"default task name must be one of ['mmlu', 'nq-open', 'simpleqa', 'stsb', "
         f"'when2call'], got {name!r}."

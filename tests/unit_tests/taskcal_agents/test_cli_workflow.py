@@ -245,7 +245,7 @@ _RUN_CLI = textwrap.dedent(
 
     class Slow(FakeSampler):
         def sample(self, *args, **kwargs):
-            time.sleep(0.05)
+            time.sleep(0.2)
             return super().sample(*args, **kwargs)
 
     cmd._make_sampler = lambda *a: Slow()

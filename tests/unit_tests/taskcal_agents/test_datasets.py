@@ -431,12 +431,9 @@ def test_default_tasks(tmp_path: Path) -> None:
     stsb = ds.default_task("stsb", scale_min=1)
     assert stsb.labels == ["1", "2", "3", "4", "5", "6"]
     assert stsb.cost_matrix()[0, 5] == 5.0
-    msg = (
-        "the default STS-B task uses tasks.rating(k=6), whose parser reads ratings 1-6; "
-        "convert with --scale-min 1 (labels 1-6), or write the task file yourself."
-    )
-    with pytest.raises(ConfigurationError, match=re.escape(msg)):
-        ds.default_task("stsb")
+    stsb0 = ds.default_task("stsb")
+    assert stsb0.labels == ["0", "1", "2", "3", "4", "5"]
+    assert stsb0.parse_raw(AIMessage(content="Similarity: 0")) == "0"
     with pytest.raises(ConfigurationError, match=r"^default task name must be one of"):
         ds.default_task("squad")
     path = when2call.to_file(tmp_path / "t.yaml")
