@@ -172,7 +172,7 @@ class Decider:
         LabelMismatchError: If the calibrator's labels differ from the task's.
     """
 
-    __slots__ = ("_actions", "_cost", "_labels", "alpha", "calibrator", "task")
+    __slots__ = ("_actions", "_cost", "_labels", "_sampled", "alpha", "calibrator", "task")
 
     def __init__(self, task: Task, calibrator: Any = None, *, alpha: float = DEFAULT_ALPHA) -> None:
         if not isinstance(task, Task):
@@ -185,6 +185,7 @@ class Decider:
         self._cost = task.cost_matrix()
         self._labels = tuple(task.labels)
         self._actions = tuple(task.action_list)
+        self._sampled = frozenset(task.sampled_actions)
 
     def calibrate(self, p: NDArray[np.float64]) -> NDArray[np.float64]:
         """Return q = f(p̂) (p̂ itself without calibrator), renormalised to sum to 1.
@@ -256,19 +257,37 @@ class Decider:
         p = belief.probs
         q = self.calibrate(p)
         ec = q @ self._cost
-        action = self._actions[int(np.argmin(ec))]
         if labels is None:
             labels = [self.task.parse_raw(m) for m in messages]
+        # The MBR action; if only a sample can carry it out (a tool call with its arguments)
+        # and none does, take the cheapest action that can be carried out, and say so.
+        order = np.argsort(ec, kind="stable")
+        action = self._actions[int(order[0])]
+        message = self.representative(action, messages, labels)
+        reason = None
+        if message is None and action in self._sampled:
+            for j in order[1:]:
+                candidate = self._actions[int(j)]
+                message = self.representative(candidate, messages, labels)
+                if message is not None or candidate not in self._sampled:
+                    reason = (
+                        f"MBR chose {action!r}, but no sample carried it out; took the "
+                        f"cheapest action that can be carried out, {candidate!r}"
+                    )
+                    action = candidate
+                    break
         return Decision(
             task=self.task.name,
             action=action,
+            fallback=reason is not None,
+            fallback_reason=reason,
             probs=dict(zip(self._labels, p.tolist(), strict=True)),
             calibrated=dict(zip(self._labels, q.tolist(), strict=True)),
             expected_cost=dict(zip(self._actions, ec.tolist(), strict=True)),
             counts=dict(zip(self._labels, belief.counts.tolist(), strict=True)),
             n_samples=belief.n,
             n_unparsed=belief.n_unparsed,
-            message=self.representative(action, messages, labels),
+            message=message,
             samples=list(messages) if return_samples else None,
             sample_labels=list(labels) if return_samples else None,
         )

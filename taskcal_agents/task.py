@@ -97,6 +97,10 @@ class Task(BaseModel):
     sampled question, else ``ask_text``)."""
     abstain_action: str | None = None
     """The action that abstains (its message is ``abstain_text``)."""
+    sampled_actions: list[str] = Field(default_factory=list)
+    """Actions that only a sampled completion can carry out (a tool call with its
+    arguments, a direct answer). When MBR picks one that no sample carries out, the
+    decision takes the cheapest action that can be carried out, flagged as a fallback."""
     ask_text: str = "Could you give me more details so that I can help?"
     """Message for the ask action when no sampled question is available."""
     abstain_text: str = "I'm sorry, but I can't help with that."
@@ -140,6 +144,13 @@ class Task(BaseModel):
             value = getattr(self, what)
             if value is not None and value not in actions:
                 msg = f"Task field {what!r} must be one of the actions {actions!r}, got {value!r}."
+                raise ValueError(msg)
+        for value in self.sampled_actions:
+            if value not in actions or value in (self.ask_action, self.abstain_action):
+                msg = (
+                    "Task field 'sampled_actions' must list actions other than the ask and "
+                    f"abstain actions, from {actions!r}; got {self.sampled_actions!r}."
+                )
                 raise ValueError(msg)
         unparsed_as: str | None = None
         if self.unparsed != "drop":

@@ -68,6 +68,9 @@ def tool_decision(
     options: dict[str, Any] = {"direct_answer": direct_answer}
     if tool_names is not None:
         options["tool_names"] = list(tool_names)
+    fields.setdefault(
+        "sampled_actions", [label for label in labels if label in ("tool_call", "direct_answer")]
+    )
     return Task(
         name=name,
         labels=labels,

@@ -72,14 +72,19 @@ def test_returns_question_and_abstention(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_action_without_message_gives_empty_reply(mode: str) -> None:
+def test_tool_call_without_sampled_call_is_not_sent(mode: str) -> None:
     model = GenericFakeChatModel(messages=iter([QUESTION] * 2))
     cal = FakeCalibrator(3, fixed=[0.98, 0.01, 0.01])
     chat = TaskCalibratedChatModel(model, tasks.tool_decision(), cal, n_samples=2)
     reply = call(chat, "x", mode)
-    assert reply.content == ""
+    decision = decision_of(reply)
+    # MBR picks tool_call, but no sample made a call: the cheapest executable action is sent
     assert reply.tool_calls == []
-    assert decision_of(reply).action == "tool_call"
+    assert decision.action != "tool_call"
+    assert decision.fallback
+    assert decision.fallback_reason is not None
+    assert decision.fallback_reason.startswith("MBR chose 'tool_call', but no sample carried")
+    assert reply.content in (QUESTION, tasks.tool_decision().abstain_text)
 
 
 def test_kwargs_split_between_runnable_and_chat_model() -> None:

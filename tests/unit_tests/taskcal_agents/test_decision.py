@@ -254,7 +254,9 @@ def test_calibrator_is_applied_to_belief() -> None:
     assert decision.calibrated == pytest.approx(
         {"tool_call": 0.9, "request_for_info": 0.05, "cannot_answer": 0.05}
     )
-    assert decision.action == "tool_call"
+    # MBR picks tool_call; no sample made a call, so the next-cheapest action is taken
+    assert min(decision.expected_cost, key=decision.expected_cost.get) == "tool_call"
+    assert (decision.action, decision.fallback) == ("request_for_info", True)
     assert decision.probs["request_for_info"] == pytest.approx(4.1 / 4.3)
 
 
@@ -364,3 +366,35 @@ def test_real_calibrator_if_available() -> None:
     cal = make("temperature").fit(P, y)
     decision = decide_from_messages(tasks.tool_decision(), [call("f")] * 3, calibrator=cal)
     assert sum(decision.calibrated.values()) == pytest.approx(1.0)
+
+
+def test_sampled_action_without_sample_takes_next_cheapest() -> None:
+    task = tasks.tool_decision(cost=[[0, 3, 3], [3, 0, 3], [3, 3, 0]])
+    assert task.sampled_actions == ["tool_call"]
+
+    class AlwaysCall:
+        n_classes_ = 3
+
+        def predict_proba(self, P: np.ndarray) -> np.ndarray:
+            return np.array([[0.8, 0.15, 0.05]])
+
+    decision = decide_from_messages(task, [AIMessage(content="Which city?")], AlwaysCall())
+    assert decision.expected_cost["tool_call"] < decision.expected_cost["request_for_info"]
+    assert decision.action == "request_for_info"
+    assert decision.fallback
+    assert decision.fallback_reason == (
+        "MBR chose 'tool_call', but no sample carried it out; took the cheapest action that "
+        "can be carried out, 'request_for_info'"
+    )
+    assert decision.message is not None and decision.message.content == "Which city?"
+
+
+def test_sampled_actions_validated() -> None:
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "Task field 'sampled_actions' must list actions other than the ask and abstain "
+            "actions, from ['tool_call', 'request_for_info', 'cannot_answer']; got ['nope']."
+        ),
+    ):
+        tasks.tool_decision(sampled_actions=["nope"])

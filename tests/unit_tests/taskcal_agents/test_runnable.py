@@ -102,10 +102,11 @@ def test_calibrator_changes_the_decision(mode: str) -> None:
     cal = FakeCalibrator(3, fixed=[0.98, 0.01, 0.01])
     runnable = TaskCalibratedRunnable(model, tasks.tool_decision(), cal, n_samples=4, alpha=0.5)
     decision = invoke(runnable, "x", mode)
-    assert decision.action == "tool_call"
     np.testing.assert_allclose(cal.calls[0], [[0.5 / 5.5, 4.5 / 5.5, 0.5 / 5.5]])
-    # no tool call was sampled, so there is no message to send
-    assert decision.message is None
+    # MBR on q picks tool_call, but no tool call was sampled: the next-cheapest action is taken
+    assert min(decision.expected_cost, key=decision.expected_cost.get) == "tool_call"
+    assert decision.action != "tool_call" and decision.fallback
+    assert decision.message is not None and not decision.message.tool_calls
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -137,7 +137,8 @@ def test_index_errors() -> None:
         ),
         (
             {"parser": {"name": "rating", "options": {"n": 3}}},
-            "parser 'rating' got unknown option(s) ['n']; accepted options are ['k', 'labels'].",
+            "parser 'rating' got unknown option(s) ['n']; accepted options are "
+            "['k', 'labels', 'low'].",
         ),
         ({"extra": 1}, "Extra inputs are not permitted"),
     ],
