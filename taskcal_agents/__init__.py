@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from taskcal_agents.belief import Belief
     from taskcal_agents.chat_model import TaskCalibratedChatModel
     from taskcal_agents.decision import Decider, Decision, decide_from_messages
+    from taskcal_agents.decisions import TaskCalibratedDecisionModel
+    from taskcal_agents.middleware import TaskCalibrationMiddleware
     from taskcal_agents.runnable import TaskCalibratedRunnable
     from taskcal_agents.sampling import asample_messages, sample_messages
     from taskcal_agents.task import ParserSpec, Task
@@ -31,7 +33,9 @@ _EXPORTS: dict[str, str] = {
     "ParserSpec": "taskcal_agents.task",
     "Task": "taskcal_agents.task",
     "TaskCalibratedChatModel": "taskcal_agents.chat_model",
+    "TaskCalibratedDecisionModel": "taskcal_agents.decisions",
     "TaskCalibratedRunnable": "taskcal_agents.runnable",
+    "TaskCalibrationMiddleware": "taskcal_agents.middleware",
     "asample_messages": "taskcal_agents.sampling",
     "decide_from_messages": "taskcal_agents.decision",
     "sample_messages": "taskcal_agents.sampling",
@@ -44,7 +48,9 @@ __all__ = [
     "ParserSpec",
     "Task",
     "TaskCalibratedChatModel",
+    "TaskCalibratedDecisionModel",
     "TaskCalibratedRunnable",
+    "TaskCalibrationMiddleware",
     "__version__",
     "asample_messages",
     "decide_from_messages",

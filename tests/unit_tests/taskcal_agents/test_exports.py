@@ -13,6 +13,8 @@ MODULES = [
     "taskcal_agents.belief",
     "taskcal_agents.chat_model",
     "taskcal_agents.decision",
+    "taskcal_agents.decisions",
+    "taskcal_agents.middleware",
     "taskcal_agents.parsers",
     "taskcal_agents.runnable",
     "taskcal_agents.sampling",
