@@ -251,7 +251,11 @@ _REQUEST_PATTERNS: tuple[str, ...] = (
     r"\bcan you (?:please )?(?:provide|specify|clarify|tell|share|confirm|let me know|give)\b",
 )
 
-_QUESTION = re.compile(r"[^.!?\n]*\?")
+_QUESTION = re.compile(r"[^.!?\n]*\?(?=[\s\"')\]*_]|$)")
+"""A sentence ending in "?" (not a "?" inside a URL query or code, which is followed by
+more characters)."""
+_NOT_PROSE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`|\bhttps?://\S+", re.DOTALL)
+"""Code blocks, inline code and URLs: a "?" in them is no question to the user."""
 
 
 def _alternation(patterns: Sequence[str]) -> str:
@@ -348,7 +352,7 @@ class ToolDecisionParser:
         """Return whether ``text`` asks the user for information (rule 2)."""
         lower = text.lower() if lower is None else lower
         if "?" in lower:
-            for match in _QUESTION.finditer(lower):
+            for match in _QUESTION.finditer(_NOT_PROSE.sub(" ", lower)):
                 if not _PLEASANTRY.search(match.group(0)):
                     return True
         return self._request.search(text, lower)

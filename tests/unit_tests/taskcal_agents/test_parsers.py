@@ -410,3 +410,20 @@ def test_rating_zero_based_scale() -> None:
         ),
     ):
         RatingParser(k=6, low="0")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "See https://api.example.com/v2.json?status=open for the list",
+        "Run `curl host/x?y=1` and read the output",
+        "```python\nx = a if b else c  # why?x\nprint('ok?')\n```",
+    ],
+)
+def test_question_marks_in_urls_and_code_are_no_question(content: str) -> None:
+    assert ToolDecisionParser().asks(content) is False
+
+
+def test_question_at_end_of_sentence_still_asks() -> None:
+    assert ToolDecisionParser().asks("Which city do you mean?") is True
+    assert ToolDecisionParser().asks('He said "which city?" to me') is True
