@@ -54,7 +54,7 @@ def serve(
     kv_cache_gib: Annotated[int, typer.Option(help="CPU KV cache, whole GiB.")] = 1,
     cpu_threads: Annotated[int | None, typer.Option(help="CPU threads (default: all).")] = None,
     max_model_len: Annotated[int, typer.Option(help="Context length.")] = 4096,
-    startup_timeout: Annotated[float, typer.Option(help="Seconds to wait for health.")] = 300.0,
+    startup_timeout: Annotated[float, typer.Option(help="Seconds to wait for health.")] = 600.0,
     log_file: Annotated[Path | None, typer.Option(help="Server log file.")] = None,
     url_file: Annotated[
         Path | None, typer.Option(help="Write the base URL here once the server is ready.")

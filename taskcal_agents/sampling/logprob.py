@@ -33,6 +33,7 @@ import numpy as np
 from langchain_core.messages import AIMessage
 from numpy.typing import NDArray
 
+from taskcal_agents.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.sampling.openai import OpenAISampler, choice_constraint, to_openai_messages
 
@@ -69,18 +70,12 @@ class LogprobBelief:
         """``{label: probability}``."""
         return {label: float(p) for label, p in zip(self.labels, self.probs, strict=True)}
 
-    def to_belief(self, n: int = 16, *, alpha: float | None = None) -> Any:
+    def to_belief(self, n: int = 16, *, alpha: float = DEFAULT_ALPHA) -> Belief:
         """A :class:`~taskcal_agents.belief.Belief` with ``n`` pseudo-samples of these probs.
 
-        Useful to feed a calibrator fitted on N-sample beliefs; ``alpha`` defaults to the
-        Belief default.
+        Useful to feed a calibrator fitted on N-sample beliefs (with the same ``alpha``).
         """
-        from taskcal_agents.belief import DEFAULT_ALPHA, Belief
-
-        counts = self.probs * n
-        return Belief(
-            counts, list(self.labels), n=n, alpha=DEFAULT_ALPHA if alpha is None else alpha
-        )
+        return Belief(self.probs * n, list(self.labels), n=n, alpha=alpha)
 
 
 def check_labels(labels: Sequence[str]) -> tuple[str, ...]:

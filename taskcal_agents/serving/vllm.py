@@ -48,7 +48,7 @@ Device = Literal["cpu", "gpu"]
 CPU_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
 """Module run with ``python -m`` on the CPU path."""
 
-DEFAULT_STARTUP_TIMEOUT = 300.0
+DEFAULT_STARTUP_TIMEOUT = 600.0
 DEFAULT_STOP_TIMEOUT = 20.0
 DEFAULT_MAX_MODEL_LEN = 4096
 DEFAULT_TOOL_CALL_PARSER = "hermes"
