@@ -27,13 +27,17 @@ def model_prepare(
         typer.Option(help="Models cache (default: $TASKCAL_MODEL_DIR, else the user cache)."),
     ] = None,
     force: Annotated[bool, typer.Option(help="Rebuild even if a verified copy exists.")] = False,
+    python: Annotated[
+        str | None,
+        typer.Option(help="Interpreter with torch and transformers for the conversion."),
+    ] = None,
 ) -> None:
     """Fetch, convert and verify the default model; print its folder."""
     from taskcal_agents.serving.model import ModelPreparationError, prepare_default_model
 
     try:
         with console.status("Preparing SmolLM2-135M-Instruct (first time: about a minute)..."):
-            path = prepare_default_model(cache_dir, force=force)
+            path = prepare_default_model(cache_dir, force=force, python=python)
     except ModelPreparationError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(1) from exc
@@ -60,6 +64,9 @@ def serve(
         Path | None, typer.Option(help="Write the base URL here once the server is ready.")
     ] = None,
     restart: Annotated[bool, typer.Option(help="Restart the server if it dies.")] = False,
+    python: Annotated[
+        str | None, typer.Option(help="Interpreter with vLLM (a separate server venv is fine).")
+    ] = None,
     extra: Annotated[
         list[str] | None, typer.Argument(help="Extra vLLM arguments (after --).")
     ] = None,
@@ -82,6 +89,7 @@ def serve(
         max_model_len=max_model_len,
         startup_timeout=startup_timeout,
         log_path=log_file,
+        python=python,
         extra_args=tuple(extra or ()),
     )
     # SIGTERM (from `kill`, a supervisor) must stop the server like Ctrl-C does.

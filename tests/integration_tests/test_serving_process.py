@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -156,3 +157,47 @@ def test_sampler_reports_a_dead_server_with_its_log(fake_python: str, tmp_path: 
         with pytest.raises(ServerError, match=r"died with exit code -9") as info:
             sampler.sample("hi")
         assert "fake vllm starting" in info.value.log_tail
+
+
+def test_taskcal_serve_writes_its_url_and_stops_on_sigterm(
+    fake_python: str, tmp_path: Path
+) -> None:
+    url_file = tmp_path / "url"
+    command = [
+        sys.executable,
+        "-m",
+        "taskcal_agents.cli",
+        "serve",
+        "--python",
+        fake_python,
+        "--model",
+        str(tmp_path),
+        "--served-model-name",
+        "fake",
+        "--url-file",
+        str(url_file),
+        "--log-file",
+        str(tmp_path / "server.log"),
+    ]
+    cli = subprocess.Popen(
+        command,
+        env={**os.environ, "FAKE_MODE": "serve"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not url_file.exists() and time.monotonic() < deadline:
+            assert cli.poll() is None, cli.stdout.read() if cli.stdout else ""
+            time.sleep(0.2)
+        url = url_file.read_text(encoding="utf-8").strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+        cli.send_signal(signal.SIGTERM)
+        output, _ = cli.communicate(timeout=30)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    assert cli.returncode == 0, output
+    assert f"base_url: {url}" in output
+    assert "stopping the server" in output
