@@ -254,6 +254,7 @@ class VLLMServer:
         self.api_key = api_key
         self.log_path: Path | None = None if log_path is None else Path(log_path)
         self.stop_timeout = float(stop_timeout)
+        self._auto_port = port is None
         self._process: subprocess.Popen[bytes] | None = None
         self._log_handle: Any = None
         self._resolved_model: str | None = None
@@ -368,6 +369,14 @@ class VLLMServer:
         atexit.register(self.stop)
         try:
             self._wait_until_ready()
+        except ServerStartupError:
+            self.stop()
+            if self._auto_port and "Address already in use" in self.log_tail(200):
+                # Someone took the free port we picked before vLLM bound it: pick again, once.
+                self._auto_port = False
+                self.port = find_free_port(self.host)
+                return self.start()
+            raise
         except BaseException:
             self.stop()
             raise

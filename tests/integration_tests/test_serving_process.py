@@ -30,6 +30,10 @@ print("fake vllm starting in mode", mode, flush=True)
 if mode == "exit":
     print("Traceback: boom", flush=True)
     sys.exit(3)
+if mode == "busy-once" and not os.path.exists(os.environ["FAKE_STATE"]):
+    open(os.environ["FAKE_STATE"], "w").close()
+    print("OSError: [Errno 98] Address already in use", flush=True)
+    sys.exit(1)
 if mode == "hang":
     time.sleep(600)
 if mode == "stubborn":
@@ -115,6 +119,16 @@ def test_start_stop_and_dead_server_detection(fake_python: str, tmp_path: Path) 
     log = (tmp_path / "server.log").read_text(encoding="utf-8")
     assert log.startswith("$ ")  # the command line heads the log
     assert "-m vllm.entrypoints.openai.api_server" in log
+
+
+def test_a_taken_port_is_replaced_once(fake_python: str, tmp_path: Path) -> None:
+    server = _server(fake_python, tmp_path, "busy-once")
+    server.env["FAKE_STATE"] = str(tmp_path / "state")
+    with server:
+        assert server.is_alive()
+    log = (tmp_path / "server.log").read_text(encoding="utf-8")
+    assert log.count("$ ") == 2
+    assert "Address already in use" in log
 
 
 def test_a_server_that_exits_fails_startup_with_its_log(fake_python: str, tmp_path: Path) -> None:
