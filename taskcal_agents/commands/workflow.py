@@ -474,9 +474,10 @@ def evaluate(
         },
         include_items=items,
     )
-    title = (
-        f"{task_obj.name}: {data.n} items, {folds}-fold cross-fitted, "
-        f"N={settings.get('n')} samples at T={settings.get('temperature')}"
+    title = f"{task_obj.name}: {data.n} items, {folds}-fold cross-fitted, " + (
+        "one-pass logprob belief"
+        if settings.get("belief") == "logprob"
+        else f"N={settings.get('n')} samples at T={settings.get('temperature')}"
     )
     console.print(rich_table(evaluation, title=title))
     console.print(verdict(evaluation), highlight=False, soft_wrap=True)

@@ -86,8 +86,13 @@ def verdict(evaluation: dict[str, Any]) -> str:
         f"(positive = calibrated MBR is cheaper), label-shuffle p = {p:.3f} "
         f"({test['n_permutations']} shuffles)."
     )
-    if p < SIGNIFICANCE and gap > 0:
+    if p < SIGNIFICANCE and gap > 2 * se:
         return head + " The beliefs carry real signal: calibrated MBR beats the best constant."
+    if p < SIGNIFICANCE and gap > 0:
+        return head + (
+            " The beliefs carry some signal beyond the label prior, but the cost gain over "
+            "the best constant action is within two standard errors."
+        )
     if gap >= -2 * se:
         return head + (
             " No evidence of signal beyond the label prior; calibrated MBR stays within noise "

@@ -714,6 +714,13 @@ def test_verdicts() -> None:
         {"permutation_test": {**base, "statistic": 0.3, "gap_se": 0.05, "p_value": 0.005}}
     )
     assert signal.endswith("The beliefs carry real signal: calibrated MBR beats the best constant.")
+    weak = wf.verdict(
+        {"permutation_test": {**base, "statistic": 0.013, "gap_se": 0.016, "p_value": 0.01}}
+    )
+    assert weak.endswith(
+        "The beliefs carry some signal beyond the label prior, but the cost gain over the best "
+        "constant action is within two standard errors."
+    )
     none = wf.verdict(
         {"permutation_test": {**base, "statistic": -0.01, "gap_se": 0.02, "p_value": 0.6}}
     )
