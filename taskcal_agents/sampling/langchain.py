@@ -33,6 +33,7 @@ from langchain_core.runnables.config import (
     patch_config,
 )
 from langchain_core.runnables.utils import gather_with_concurrency
+from pydantic import ValidationError
 
 from taskcal_agents.errors import ConfigurationError, SamplingError
 
@@ -248,13 +249,33 @@ def _choices(result: Any) -> list[AIMessage]:
 _MAX_TOP_UPS = 3
 
 
+def malformed_sample(exc: ValidationError) -> AIMessage:
+    """The stand-in for a completion the chat model could not even turn into a message.
+
+    langchain-openai fails the whole ``n``-choice response when one choice is malformed
+    (say, tool-call arguments that are a JSON list, not an object). Such a choice is
+    redrawn alone; if it fails again it becomes this empty message, which every parser
+    leaves unparsed, so it is counted in ``n_unparsed``, never dropped.
+    """
+    error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return AIMessage(content="", response_metadata={"taskcal_malformed": error})
+
+
 def _run_one_call(plan: _Plan, i: int) -> list[AIMessage] | BaseException:
     chat = cast("BaseChatModel", plan.chat)
     samples: list[AIMessage] = []
     try:
         for _ in range(_MAX_TOP_UPS + 1):  # a server may return fewer than n choices
             messages, kwargs = plan.generate_args(i, plan.n - len(samples))
-            samples += _choices(chat.generate(messages, **kwargs))
+            try:
+                samples += _choices(chat.generate(messages, **kwargs))
+            except ValidationError:  # one malformed choice: draw the rest one by one
+                for _ in range(plan.n - len(samples)):
+                    messages, kwargs = plan.generate_args(i, 1)
+                    try:
+                        samples += _choices(chat.generate(messages, **kwargs))
+                    except ValidationError as exc:
+                        samples.append(malformed_sample(exc))
             if len(samples) >= plan.n:
                 return samples[: plan.n]
     except Exception as exc:
@@ -268,7 +289,15 @@ async def _arun_one_call(plan: _Plan, i: int) -> list[AIMessage] | BaseException
     try:
         for _ in range(_MAX_TOP_UPS + 1):
             messages, kwargs = plan.generate_args(i, plan.n - len(samples))
-            samples += _choices(await chat.agenerate(messages, **kwargs))
+            try:
+                samples += _choices(await chat.agenerate(messages, **kwargs))
+            except ValidationError:  # see _run_one_call
+                for _ in range(plan.n - len(samples)):
+                    messages, kwargs = plan.generate_args(i, 1)
+                    try:
+                        samples += _choices(await chat.agenerate(messages, **kwargs))
+                    except ValidationError as exc:
+                        samples.append(malformed_sample(exc))
             if len(samples) >= plan.n:
                 return samples[: plan.n]
     except Exception as exc:

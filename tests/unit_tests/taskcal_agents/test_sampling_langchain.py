@@ -23,6 +23,7 @@ from langchain_core.tracers.context import collect_runs
 from langchain_openai import ChatOpenAI
 from pydantic import Field
 
+from taskcal_agents import tasks
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.sampling import (
     asample_batch,
@@ -434,3 +435,34 @@ def test_bad_arguments() -> None:
         ),
     ):
         sample_batch(model, ["a", "b"], n=1, config=[{}])
+
+
+class MalformedOnceServer(FakeOpenAIServer):
+    """Choice 0 of the first response, and the first single redraw, carry list arguments."""
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        self.requests.append(body)
+        choices = [openai_choice(i) for i in range(body.get("n", 1))]
+        if len(self.requests) <= 2:
+            bad = openai_choice(0)
+            bad["tool_calls"][0]["function"]["arguments"] = json.dumps([{"x": 1}])
+            choices[0] = bad
+        return httpx.Response(200, json=completion(choices))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_chat_openai_malformed_choice_is_redrawn_then_counted_unparsed(mode: str) -> None:
+    # langchain-openai fails the whole n-response on tool-call arguments that are not an
+    # object; the other choices are redrawn one by one and the bad one becomes unparsed.
+    server = MalformedOnceServer()
+    model = server.chat_openai().bind_tools([get_weather])
+    if mode == "sync":
+        samples = sample_messages(model, "weather?", n=4)
+    else:
+        samples = asyncio.run(asample_messages(model, "weather?", n=4))
+    assert [r["n"] for r in server.requests] == [4, 1, 1, 1, 1]
+    assert len(samples) == 4
+    bad = [m for m in samples if "taskcal_malformed" in m.response_metadata]
+    assert len(bad) == 1 and bad[0].content == "" and not bad[0].tool_calls
+    assert tasks.tool_decision().parse(bad[0]) is None
