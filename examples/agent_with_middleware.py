@@ -15,16 +15,15 @@ Run against a running OpenAI-compatible server, or let the script start the CPU 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
-from collections.abc import Iterator
 
 from langchain.agents import create_agent
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
 from taskcal_agents.middleware import TaskCalibrationMiddleware
+from taskcal_agents.serving import connect
 from taskcal_agents.tasks import tool_decision
 
 WEATHER = {"paris": "sunny, 21 °C", "london": "light rain, 14 °C", "tokyo": "cloudy, 18 °C"}
@@ -51,19 +50,6 @@ REQUESTS = (
     "What's the weather like?",
     "Please book me a table for two at a restaurant on the Moon.",
 )
-
-
-@contextlib.contextmanager
-def connect(base_url: str | None, model: str | None) -> Iterator[tuple[str, str]]:
-    """Yield (base URL, model name): the given server, or a CPU default VLLMServer."""
-    if base_url:
-        yield base_url, model or "smollm2-135m-instruct"
-        return
-    from taskcal_agents.serving import VLLMServer
-
-    print("No --base-url: starting the CPU default model with VLLMServer ...", flush=True)
-    with VLLMServer() as server:
-        yield server.base_url, server.model_name
 
 
 def main(

@@ -14,10 +14,8 @@ Run against a running OpenAI-compatible server, or let the script start the CPU 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
-from collections.abc import Iterator
 
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda
@@ -25,6 +23,7 @@ from langchain_openai import ChatOpenAI
 
 from taskcal_agents import Decision, TaskCalibratedRunnable
 from taskcal_agents.middleware import load_calibrator
+from taskcal_agents.serving import connect
 from taskcal_agents.tasks import answer_or_abstain
 
 QUESTIONS = (
@@ -53,19 +52,6 @@ def render(decision: Decision) -> str:
         f"{decision.action:>7} | p(answer)={decision.calibrated['answer']:.2f} "
         f"E[cost]: {costs} | {str(text).strip()[:120]!r}"
     )
-
-
-@contextlib.contextmanager
-def connect(base_url: str | None, model: str | None) -> Iterator[tuple[str, str]]:
-    """Yield (base URL, model name): the given server, or a CPU default VLLMServer."""
-    if base_url:
-        yield base_url, model or "smollm2-135m-instruct"
-        return
-    from taskcal_agents.serving import VLLMServer
-
-    print("No --base-url: starting the CPU default model with VLLMServer ...", flush=True)
-    with VLLMServer() as server:
-        yield server.base_url, server.model_name
 
 
 def main(

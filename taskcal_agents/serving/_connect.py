@@ -1,0 +1,37 @@
+"""``connect``: a running server's address, or the CPU default started for a block."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from taskcal_agents.serving.model import DEFAULT_MODEL_NAME
+
+logger = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def connect(
+    base_url: str | None = None, model: str | None = None, **server_kwargs: Any
+) -> Iterator[tuple[str, str]]:
+    """Yield ``(base URL, model name)`` of a server to talk to.
+
+    With ``base_url`` that server is used as it is (``model`` defaults to the embedded
+    default's served name); without it a :class:`~taskcal_agents.serving.VLLMServer` on the
+    CPU default model is started for the block and stopped after it.
+
+    Args:
+        base_url: An OpenAI-compatible base URL such as ``http://127.0.0.1:8000/v1``.
+        model: The served model name.
+        **server_kwargs: Passed to ``VLLMServer`` when one is started.
+    """
+    if base_url:
+        yield base_url, model or DEFAULT_MODEL_NAME
+        return
+    from taskcal_agents.serving.vllm import VLLMServer
+
+    logger.warning("no base URL given: starting the CPU default model with VLLMServer")
+    with VLLMServer(**server_kwargs) as server:
+        yield server.base_url, server.model_name
