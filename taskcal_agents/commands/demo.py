@@ -51,7 +51,8 @@ def _print_result(result: DemoResult, console: Console, elapsed: float) -> None:
     console.print(rich_table(result.evaluation, title="Decoders on the 36 built-in requests"))
     console.print(verdict(result.evaluation))
     for text, truth, decision in result.decisions:
-        table = Table(title=f"{text!r}  (truth: {truth})", title_justify="left")
+        flag = f"; fallback: {decision.fallback_reason}" if decision.fallback else ""
+        table = Table(title=f"{text!r}  (truth: {truth}{flag})", title_justify="left")
         table.add_column("label / action")
         table.add_column("p̂ (raw)", justify="right")
         table.add_column("q (calibrated)", justify="right")
@@ -93,6 +94,8 @@ def demo(
     from taskcal_agents.sampling.openai import OpenAISampler
 
     console, err = Console(), Console(stderr=True)
+    if not console.is_terminal:  # a pipe or file gets 80 columns: too narrow for the table
+        console = Console(width=160)
     started = time.monotonic()
     try:
         with _server(base_url, model, err) as (url, name):
