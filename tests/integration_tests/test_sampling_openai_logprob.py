@@ -26,8 +26,14 @@ def test_logprob_belief_matches_the_sampled_belief(
 ) -> None:
     with vllm_server.sampler() as sampler:
         one_pass = logprob_belief(sampler, PROMPT, LABELS)
+        # Room for one token per character: under the choice constraint the sampler can
+        # spell a label out in short pieces ("answe" was seen cut off at max_tokens=4).
         samples = sampler.sample(
-            PROMPT, n=N, max_tokens=4, temperature=1.0, structured_outputs=choice_constraint(LABELS)
+            PROMPT,
+            n=N,
+            max_tokens=16,
+            temperature=1.0,
+            structured_outputs=choice_constraint(LABELS),
         )
     assert one_pass.coverage > 0.95
     assert one_pass.probs.sum() == pytest.approx(1.0)
