@@ -410,8 +410,9 @@ class TaskCalibrationMiddleware(
         """Return the decision's message (never a tool call for a non-tool action)."""
         message = decision.message
         if message is None:
-            # An action no sample carries out (e.g. tool_call chosen by the calibrated
-            # belief without any sampled call): ask rather than act without arguments.
+            # The Decider already replaces a sampled action (tool_call) that no sample carries
+            # out; what is left is an action with no message of its own (a rating, a choice):
+            # reply with the ask text (or the abstain text) rather than an empty message.
             text = self.task.ask_text if self.task.ask_action else self.task.abstain_text
             message = AIMessage(content=text)
         metadata = {**message.response_metadata, DECISION_METADATA_KEY: decision.to_metadata()}
