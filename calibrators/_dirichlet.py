@@ -72,8 +72,8 @@ class DirichletCalibrator(_LinearCalibrator):
         as ``reg_grid``.
     cv : int, cross-validation generator or iterable, default=5
         Splits for ``reg_lambda="auto"`` or ``reg_mu="auto"``: an int is the number
-        of shuffled K-fold splits with a fixed seed (at most the number of samples); a splitter or an
-        iterable of ``(train, test)`` index arrays is used as given.
+        of shuffled K-fold splits with a fixed seed (at most the number of samples);
+        a splitter or an iterable of ``(train, test)`` index arrays is used as given.
     eps : float, default=1e-12
         Probabilities are clipped to ``[eps, 1]`` before taking ``ln``.
     max_iter : int, default=1000
