@@ -198,7 +198,8 @@ def test_auto_reg_mu_chooses_the_pair_jointly():
     np.testing.assert_allclose(cal.predict_proba(P), manual.predict_proba(P), atol=1e-6)
     # each candidate's score is its held-out NLL on the same folds
     folds = KFold(n_splits=3, shuffle=True, random_state=0)
-    for lam, mu, cv_nll in zip(results["reg_lambda"], results["reg_mu"], results["nll"]):
+    triples = zip(results["reg_lambda"], results["reg_mu"], results["nll"], strict=True)
+    for lam, mu, cv_nll in triples:
         total = 0.0
         for train, test in folds.split(P):
             fitted = DirichletCalibrator(reg_lambda=lam, reg_mu=mu).fit(P[train], y[train])
