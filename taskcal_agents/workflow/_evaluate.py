@@ -84,7 +84,7 @@ jointly by 3-fold inner cross-validation over a 4 x 2 grid, optimiser tolerance 
 (a small grid keeps the 200-shuffle label test affordable; ``dirichlet:reg_lambda=0``
 and similar specs override these; ``matrix`` is the unregularised map)."""
 
-TCE_CALIBRATOR = "dirichlet:reg_lambda=0.1:reg_mu=0.1"
+TCE_CALIBRATOR = "dirichlet:reg_lambda=1:reg_mu=1"
 """The recalibration map of the cross-fitted ``tce`` column: ODIR at a fixed moderate
 strength (one fit per fold; inner cross-validation for every decoder would cost more than
 the column is worth)."""
