@@ -475,6 +475,7 @@ def evaluate(
                 n_permutations=permutations,
                 test_calibrator=test_calibrator or None,
                 progress=lambda k: progress.advance(bar, k),
+                target_risk=target_risk,
             )
     except TaskCalError as exc:
         raise _fail(err, exc) from exc

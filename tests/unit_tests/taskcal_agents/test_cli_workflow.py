@@ -174,6 +174,7 @@ def test_sample_fit_evaluate_report(
     assert sorted(p.name for p in report_dir.iterdir()) == [
         "costs.png",
         "reliability.png",
+        "risk_coverage.png",
         "summary.md",
     ]
 

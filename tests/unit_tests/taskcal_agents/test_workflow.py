@@ -707,10 +707,16 @@ def test_evaluation_json_and_report(tmp_path: Path) -> None:
     path = write_json(back, tmp_path / "eval.json")
     loaded = wf.load_evaluation(path)
     written = write_report(loaded, tmp_path / "report")
-    assert [p.name for p in written] == ["reliability.png", "costs.png", "summary.md"]
-    for png in written[:2]:
+    assert [p.name for p in written] == [
+        "reliability.png",
+        "costs.png",
+        "risk_coverage.png",
+        "summary.md",
+    ]
+    for png in written[:3]:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    summary = written[2].read_text()
+    summary = written[3].read_text()
+    assert "AURC" in summary
     assert "| decoder | cost | ± se |" in summary
     assert "| mbr_dirichlet |" in summary
     assert "label-shuffle p = " in summary
