@@ -716,7 +716,7 @@ def test_evaluation_json_and_report(tmp_path: Path) -> None:
     for png in written[:3]:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     summary = written[3].read_text()
-    assert "AURC" in summary
+    assert "| TCE (cross-fit) | AURC |" in summary
     assert "| decoder | cost | ± se |" in summary
     assert "| mbr_dirichlet |" in summary
     assert "label-shuffle p = " in summary
