@@ -26,6 +26,7 @@ from langchain_core.messages import AIMessage
 
 from taskcal_agents.datasets import DatasetItem, grade_answer, normalize_answer
 from taskcal_agents.errors import ConfigurationError, SamplingError, UnparseableOutputError
+from taskcal_agents.parsers import UNPARSED_REASONS, unparsed_reason
 from taskcal_agents.workflow._store import SamplesStore
 
 if TYPE_CHECKING:
@@ -125,8 +126,13 @@ def message_to_dict(message: AIMessage) -> dict[str, Any]:
 
 
 def message_from_dict(data: Mapping[str, Any]) -> AIMessage:
-    """Rebuild an :class:`AIMessage` from :func:`message_to_dict` output."""
+    """Rebuild an :class:`AIMessage` from :func:`message_to_dict` output.
+
+    A stored ``finish_reason`` goes back into ``response_metadata``.
+    """
+    finish = data.get("finish_reason")
     return AIMessage(
+        response_metadata={} if finish is None else {"finish_reason": finish},
         content=data.get("content") or "",
         tool_calls=[
             {"name": c["name"], "args": c.get("args") or {}, "id": c.get("id"), "type": "tool_call"}
@@ -156,12 +162,27 @@ def build_messages(task: Task, item: DatasetItem) -> list[dict[str, Any]]:
     return messages
 
 
-def safe_parse(task: Task, message: AIMessage) -> str | None:
-    """The task label of *message* before the unparsed policy (``None`` if unparsed)."""
+def offered_tool_names(item: DatasetItem) -> tuple[str, ...] | None:
+    """The names of the tools *item* offers, or ``None`` when it offers none."""
+    return tuple(t["function"]["name"] for t in item.tools) if item.tools else None
+
+
+def safe_parse(
+    task: Task, message: AIMessage, *, tool_names: Sequence[str] | None = None
+) -> str | None:
+    """The task label of *message* before the unparsed policy (``None`` if unparsed).
+
+    *tool_names* are the tools offered to the call (see :meth:`Task.parse_raw`).
+    """
     try:
-        return task.parse_raw(message)
+        return task.parse_raw(message, tool_names=tool_names)
     except UnparseableOutputError:
         return None
+
+
+def is_length_cut(data: Mapping[str, Any]) -> bool:
+    """Whether a stored completion (:func:`message_to_dict`) ended on the length limit."""
+    return data.get("finish_reason") == "length"
 
 
 # --------------------------------------------------------------------------------------
@@ -289,12 +310,19 @@ def sample_item(
     if lp is None and len(samples) != settings.n:
         msg = f"sampling item {item.id!r}: asked for n={settings.n}, got {len(samples)} samples."
         raise SamplingError(msg)
-    labels = [safe_parse(task, m) for m in samples]
+    names = offered_tool_names(item)
+    labels = [safe_parse(task, m, tool_names=names) for m in samples]
+    reasons = Counter(
+        unparsed_reason(m, tool_names=names)
+        for m, label in zip(samples, labels, strict=True)
+        if label is None
+    )
     record: dict[str, Any] = {
         "id": item.id,
         "label": item.label,
         "labels": labels,
-        "greedy_label": safe_parse(task, greedy) if greedy is not None else None,
+        "greedy_label": safe_parse(task, greedy, tool_names=names) if greedy is not None else None,
+        "unparsed_reasons": {r: reasons[r] for r in UNPARSED_REASONS if reasons[r]},
         "samples": [message_to_dict(m) for m in samples],
         "greedy": message_to_dict(greedy) if greedy is not None else None,
         "elapsed_s": round(time.perf_counter() - start, 4),
@@ -327,6 +355,11 @@ class SamplingReport:
         written: Records appended by this run.
         failures: ``(id, message)`` of items that failed (rerun to retry them).
         interrupted: The run stopped early (Ctrl-C or too many failures).
+        n_samples: Sampled completions in the records written now (greedy ones not
+            counted).
+        n_length: Those that ended on the length limit (``finish_reason == "length"``).
+        unparsed_reasons: Why the unparsed ones among them were unparsed (see
+            :func:`~taskcal_agents.parsers.unparsed_reason`).
     """
 
     total: int
@@ -334,6 +367,22 @@ class SamplingReport:
     written: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)
     interrupted: bool = False
+    n_samples: int = 0
+    n_length: int = 0
+    unparsed_reasons: Counter[str] = field(default_factory=Counter)
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        """Count a written record's samples, length cuts and unparsed reasons."""
+        self.written += 1
+        samples = record.get("samples") or []
+        self.n_samples += len(samples)
+        self.n_length += sum(is_length_cut(m) for m in samples)
+        self.unparsed_reasons.update(record.get("unparsed_reasons") or {})
+
+    @property
+    def length_share(self) -> float:
+        """The share of sampled completions cut by the length limit (0 with none)."""
+        return self.n_length / self.n_samples if self.n_samples else 0.0
 
 
 def sample_header(task: Task, settings: SampleSettings, dataset: str | None) -> dict[str, Any]:
@@ -441,7 +490,7 @@ def run_sampling(
                         on_record(None)
                     continue
                 store.append(record)
-                report.written += 1
+                report.add(record)
                 if on_record is not None:
                     on_record(record)
             if len(report.failures) >= max_failures:
