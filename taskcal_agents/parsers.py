@@ -611,7 +611,16 @@ _EXPLICIT = re.compile(
     re.IGNORECASE,
 )
 _FRACTION = re.compile(r"(?<![\d.])(\d+)\s*(?:/|out of)\s*\d+", re.IGNORECASE)
-_STANDALONE = re.compile(r"(?<![\d.,])(\d+)(?![\d]|\.\d)|\b(" + "|".join(_NUMBER_WORDS) + r")\b")
+_STANDALONE = re.compile(r"(?<![\d.,])(\d+)(?![\d]|\.\d)")
+_WORD_ALONE = re.compile(
+    r"^\W*(" + "|".join(_NUMBER_WORDS) + r")\b\s*(?:[.!,:;(\n]|$)", re.IGNORECASE
+)
+_NOT_RATING = re.compile(
+    r"\b(?:sentences?|statements?|texts?|options?|steps?|points?|items?|examples?)\s+\d+\b"
+    r"|^[ \t]*\d+[.)](?=[ \t]+\S)",
+    re.IGNORECASE | re.MULTILINE,
+)
+"""Numbers that are no rating: references ("Sentence 1") and list numbers ("1. Both…")."""
 
 
 def _to_int(token: str) -> int:
@@ -624,9 +633,13 @@ class RatingParser:
     """g_T for ratings on a low…low+k−1 scale (default 1…k, labels ``"1"`` … ``"k"``).
 
     In order: an explicit rating ("Rating: 4", "I'd give it a 4", "score of four"); a
-    fraction ("4/5", "4 out of 5"); otherwise the first standalone number on the scale
-    after scale descriptions ("on a scale of 1 to 5", "out of 5") are removed. Decimals
-    such as "4.5" and numbers off the scale are ignored; no rating found → ``None``.
+    fraction ("4/5", "4 out of 5"); the first standalone number on the scale after scale
+    descriptions ("on a scale of 1 to 5", "out of 5"), references ("Sentence 1",
+    "option 2") and list numbers at the start of a line ("1. Both sentences…") are
+    removed; a number word that is the whole first phrase ("Zero (completely
+    different)", "Four."). A number word elsewhere ("four people") is no rating.
+    Decimals such as "4.5" and numbers off the scale are ignored; no rating found →
+    ``None``.
 
     Args:
         k: The number of rating levels.
@@ -677,11 +690,12 @@ class RatingParser:
             label = self._label(match.group(1))
             if label is not None:
                 return label
-        for match in _STANDALONE.finditer(_SCALE.sub(" ", text)):
-            label = self._label(match.group(1) or match.group(2))
+        for match in _STANDALONE.finditer(_NOT_RATING.sub(" ", _SCALE.sub(" ", text))):
+            label = self._label(match.group(1))
             if label is not None:
                 return label
-        return None
+        match = _WORD_ALONE.match(text)
+        return self._label(match.group(1)) if match is not None else None
 
 
 # ------------------------------------------------------------------------------- choice

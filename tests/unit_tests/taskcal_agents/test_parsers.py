@@ -200,6 +200,13 @@ def test_answer_or_abstain_custom_labels_and_patterns() -> None:
         ("4.5", None),
         ("I rate it 7", None),
         ("Rating: 9. Actually 2.", "2"),
+        ("1. Both are cat-related words.\n2. The difference lies", None),  # a list
+        ("Sentence 1 describes a cat, while Sentence 2 describes", None),
+        ("The two sentences differ. Sentence 1 is longer. I'd say 3.", "3"),
+        ("A group of four people eat cake", None),
+        ("Two (somewhat similar)", "2"),
+        ("Four.", "4"),
+        ("3\n\nBoth sentences convey a sense of eating", "3"),
         ("no number here", None),
         ("", None),
     ],
@@ -404,6 +411,8 @@ def test_rating_zero_based_scale() -> None:
     assert parser(ai("Similarity: 0")) == "0"
     assert parser(ai("I'd say 5 out of 5")) == "5"
     assert parser(ai("6")) is None
+    assert parser(ai("Zero (completely different)")) == "0"
+    assert parser(ai("0\n\nBoth sentences convey a sense of eating")) == "0"
     with pytest.raises(
         ConfigurationError,
         match=re.escape(
