@@ -528,7 +528,9 @@ def unparsed_reason(message: AIMessage, *, tool_names: Sequence[str] | None = No
 
 _ABSTAIN_PATTERNS: tuple[str, ...] = (
     r"\bi\s+(?:do\s*n'?t|do not|really don'?t)\s+know\b",
-    r"\bi\s*(?:'m|am)\s+(?:not sure|not certain|unsure|uncertain|unable|not able)\b",
+    r"\bi\s*(?:'m|am)\s+(?:not (?:entirely |completely |quite |really |100% )?(?:sure|certain)|"
+    r"unsure|uncertain|unable|not able)\b",
+    r"\b(?:the answer|it) is (?:currently |still )?(?:unknown|not (?:known|provided|available))\b",
     r"\bi\s*(?:can\s*not|can'?t|cannot|could\s*n'?t)\s+(?:answer|say|tell|determine|know|"
     r"provide|be sure|help)\b",
     r"\bunable to (?:answer|determine|say|tell|provide)\b",
@@ -548,7 +550,8 @@ class AnswerOrAbstainParser:
     """g_T for answer-or-abstain: ``answer`` | ``abstain``.
 
     Empty text → ``None``. Text matching an abstention phrase ("I don't know", "I'm not
-    sure", "I cannot answer", "not enough information", "unknown", …) → ``abstain``,
+    (entirely) sure", "I cannot answer", "not enough information", "unknown", "the answer
+    is unknown / not provided", …) → ``abstain``,
     unless it goes on to hedge an answer ("I'm not sure, but I think it is Paris") →
     ``answer``. Any other text → ``answer``.
 

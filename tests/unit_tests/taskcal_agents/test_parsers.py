@@ -167,6 +167,10 @@ def test_tool_decision_extra_patterns() -> None:
         ("There is not enough information to tell.", "abstain"),
         ("Unknown", "abstain"),
         ("I'm not sure, but I think it is Paris.", "answer"),
+        ("I'm not entirely sure. Can you please provide more details?", "abstain"),
+        ("The answer is currently unknown.", "abstain"),
+        ("The answer is not provided.", "abstain"),
+        ("The answer is unknowable to most, but it is 1955.", "answer"),
         ("", None),
     ],
 )
