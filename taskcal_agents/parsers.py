@@ -235,7 +235,10 @@ def canonical_tool_calls(calls: Sequence[ToolCall]) -> str:
 # ------------------------------------------------------------------------ tool_decision
 
 _REFUSAL_PATTERNS: tuple[str, ...] = (
-    r"\bi\s*(?:'m|am)\s+(?:sorry|afraid)\b",
+    r"\bi\s*(?:'m|am)\s+sorry\b(?!\s+for\s+(?:the|any|my)\s+(?:misunderstanding|confusion|"
+    r"error|mix-?up|inconvenience))",
+    r"\bi\s*(?:'m|am)\s+afraid\s+(?:i\b|not\b|that(?:'s| is) not\b)",
+    r"\bi\s*(?:'m|am)\s+not\s+(?:equipped|designed|programmed)\s+to\b",
     r"\bi\s+apologi[sz]e\b",
     r"\bi\s*(?:can\s*not|can'?t|cannot|could\s*n'?t|could not|won'?t|will not)\b",
     r"\bi\s*(?:'m|am)\s+(?:unable|not able|not capable)\b",
@@ -244,7 +247,7 @@ _REFUSAL_PATTERNS: tuple[str, ...] = (
     r"complete|comply|retrieve|check|get|find|book|browse)\b",
     r"\bas an ai\b",
     r"\b(?:beyond|outside) (?:my|the scope of my) (?:capabilit|abilit|scope)",
-    r"\bnot (?:possible|something i can)\b",
+    r"\b(?:that|it)(?:'s| is) not possible\b|\bnot something i can\b",
     r"\bno (?:access|way) to\b",
     r"\bi\s+(?:do\s*n'?t|do not)\s+know\b",
     r"\b(?:you|we)\s*(?:can\s*not|can'?t|cannot)\s+(?:help|assist)\b",
@@ -258,13 +261,14 @@ _PLEASANTRY_PATTERNS: tuple[str, ...] = (
     r"\bwhat else\b",
     r"\bhow (?:can|may|could) i (?:help|assist)\b",
     r"\b(?:can|may|could) i (?:help|assist)\b",
-    r"\bwould you like (?:me to|to know|more|some|any|help)\b",
+    r"\bwould you like (?:me to|to know|to explore|more|some|any|help|other)\b",
+    r"\bother options\b",
     r"\bdo you (?:want|need) (?:me|help|more|any)\b",
     r"\bis there (?:any|some)thing\b",
 )
 
 _REQUEST_PATTERNS: tuple[str, ...] = (
-    r"\b(?:please|kindly)\s+(?:provide|specify|clarify|tell|let me know|share|confirm|give|"
+    r"\b(?:please|kindly),?\s+(?:provide|specify|clarify|tell|let me know|share|confirm|give|"
     r"send|enter|indicate)\b",
     r"\bi (?:need|require|would need|will need) "
     r"(?:more|additional|some|further|the|your|to know)\b",
@@ -323,36 +327,35 @@ def _call_names(message: AIMessage) -> list[str]:
 
 _CALL_START = re.compile(
     r'(<tool_call>\s*\[?\s*)?\{\s*(?:"function"\s*:\s*\{\s*)?"name"\s*:\s*"([^"\\\n]{1,200})"'
-    r'(\s*,\s*"(?:arguments|parameters|args|params)"|\s*,?\s*"?\s*$)?',
+    r'(\s*,\s*"(?:arguments|parameters|args|params)"\s*:'
+    r'(?!\s*\{\s*"(?:type|properties|required)"\s*:)|\s*,?\s*"?\s*$)?',
     re.IGNORECASE,
 )
 """The start of a tool call written in the content: ``{"name": "x"`` (optionally inside
 ``{"function": …}``), with group 1 a hermes ``<tool_call>`` tag before it, group 2 the
-name and group 3 an argument key after it or the end of the text right after the name."""
+name and group 3 an argument key after it (not followed by a JSON-schema object: that is
+a tool's definition echoed) or the end of the text right after the name."""
 
 
-def _partial_call_names(message: AIMessage, tool_names: tuple[str, ...] | None) -> list[str]:
+def _partial_call_names(message: AIMessage) -> list[str]:
     """Names of the tool calls ``message`` starts but does not complete.
 
     These are ``invalid_tool_calls`` that carry a name, and call objects in the content
     whose JSON does not decode (typically cut off by ``max_tokens``). An object in the
     content counts when it is recognisably a call: behind a ``<tool_call>`` tag, followed
-    by an argument key, cut off right after the name, or naming one of ``tool_names``.
+    by an argument key, or cut off right after the name.
     """
     names = [c["name"] for c in message.invalid_tool_calls if c.get("name")]
     text = message_text(message)
     if "{" in text:
         for match in _CALL_START.finditer(text):
+            if match.group(1) is None and match.group(3) is None:
+                continue
             try:
                 _DECODER.raw_decode(text, text.index("{", match.start()))
             except ValueError:
-                pass
-            else:
-                continue  # the object decodes: a complete call, or no call at all
-            name = match.group(2).strip()
-            call_like = match.group(1) is not None or match.group(3) is not None
-            if call_like or (tool_names is not None and name in tool_names):
-                names.append(name)
+                names.append(match.group(2).strip())
+            # else the object decodes: a complete call (rule 1), or no call at all
     return names
 
 
@@ -375,8 +378,9 @@ class ToolDecisionParser:
        :func:`extract_tool_calls` returns nothing for it, and a decision sends a tool call
        only when ``extract_tool_calls`` finds one. A JSON object in the content counts as
        a call start when it is ``{"name": "<tool>", …`` behind a ``<tool_call>`` tag,
-       followed by an argument key, cut off right after the name, or naming an offered
-       tool.
+       followed by an argument key (``"arguments"``, ``"parameters"``, … whose value is
+       not a JSON schema: an echoed tool definition is no call), or cut off right after
+       the name.
     3. The message calls (or starts calling) only tools that were not offered → ``None``
        (unparsed; :func:`unparsed_reason` says ``"unoffered_tool"``). The text rules
        below are not tried: a ``?`` inside JSON arguments is no question.
@@ -386,8 +390,10 @@ class ToolDecisionParser:
        ``request_for_info``. Asking wins over a refusal in the same message ("I can't
        check without a city. Which city?"), because the model offers a way forward.
     5. The text refuses or states an inability ("I'm sorry", "I can't", "I am unable
-       to", "You cannot help with that", "as an AI", "I don't have access", "I don't
-       know", "抱歉", "我无法", "我不能") → ``cannot_answer``.
+       to", "I'm not equipped to", "You cannot help with that", "as an AI", "I don't
+       have access", "I don't know", "抱歉", "我无法", "我不能") → ``cannot_answer``.
+       "I'm sorry for the confusion / any misunderstanding" alone is a filler, not a
+       refusal; "I'm afraid" counts only as "I'm afraid I…" / "I'm afraid not".
     6. Any other non-empty text → ``direct_answer`` when ``direct_answer=True``, else
        ``None`` (unparsed).
 
@@ -450,7 +456,7 @@ class ToolDecisionParser:
         names = _call_names(message)
         if names and self._offered(names):
             return "tool_call"
-        partial = _partial_call_names(message, self.tool_names)
+        partial = _partial_call_names(message)
         if partial and self.partial_calls and self._offered(partial):
             return "tool_call"
         if names or partial:
@@ -514,7 +520,7 @@ def unparsed_reason(message: AIMessage, *, tool_names: Sequence[str] | None = No
     """
     if tool_names is not None:
         offered = tuple(tool_names)
-        names = _call_names(message) + _partial_call_names(message, offered)
+        names = _call_names(message) + _partial_call_names(message)
         if names and not any(n in offered for n in names):
             return "unoffered_tool"
     if (message.response_metadata or {}).get("finish_reason") == "length":

@@ -162,9 +162,9 @@ def build_messages(task: Task, item: DatasetItem) -> list[dict[str, Any]]:
     return messages
 
 
-def offered_tool_names(item: DatasetItem) -> tuple[str, ...] | None:
-    """The names of the tools *item* offers, or ``None`` when it offers none."""
-    return tuple(t["function"]["name"] for t in item.tools) if item.tools else None
+def offered_tool_names(item: DatasetItem) -> tuple[str, ...]:
+    """The names of the tools offered with *item* (empty: none, so any call is unoffered)."""
+    return tuple(t["function"]["name"] for t in item.tools)
 
 
 def safe_parse(

@@ -483,10 +483,19 @@ def test_broken_object_that_is_no_call_is_no_intent() -> None:
     assert unparsed_reason(message, tool_names=("get_weather",)) == "other"
 
 
-def test_broken_object_naming_an_offered_tool_is_intent() -> None:
-    message = ai('{"name": "get_weather", "city": "Par')
-    assert ToolDecisionParser(tool_names=("get_weather",))(message) == "tool_call"
-    assert ToolDecisionParser()(message) is None  # unknown tools: not recognisably a call
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"name": "get_weather", "city": "Par',  # flat arguments: not recognisably a call
+        '{"name": "get_weather", "description": "Get the weather", "parameters": {"ty',
+        '```json\n{"name": "get_weather", "parameters": {"type": "object", "required": ["ci',
+        'var calls = [\n  {\n    "name": "get_weather",\n    "description": "Get the',
+    ],
+)
+def test_echoed_tool_definitions_and_other_objects_are_no_intent(content: str) -> None:
+    message = ai(content, response_metadata={"finish_reason": "length"})
+    assert ToolDecisionParser(tool_names=("get_weather",))(message) is None
+    assert unparsed_reason(message, tool_names=("get_weather",)) == "length"
 
 
 def test_invalid_tool_call_with_an_offered_name_is_intent() -> None:
@@ -548,6 +557,15 @@ def test_unparsed_reason(message: AIMessage, reason: str) -> None:
         ("请提供您的账号。", "request_for_info"),
         ("You can help me by telling me the city?", "request_for_info"),
         ("Help is on the way.", None),
+        ("I'm sorry for the misunderstanding. There is no counselor in Los Gatos.", None),
+        ("I'm sorry for any confusion, but I can't book that.", "cannot_answer"),
+        ("I'm afraid there are no free venues in London.", None),
+        ("I'm afraid I can't do that.", "cannot_answer"),
+        ("I'm not equipped to order food.", "cannot_answer"),
+        ("That is not possible.", "cannot_answer"),
+        ("They have options, which is not possible for a web API.", None),
+        ("I'm sorry, I can't order. Would you like to explore other options?", "cannot_answer"),
+        ("Please, provide the details of your order.", "request_for_info"),
     ],
 )
 def test_tool_decision_refusals_and_chinese(content: str, label: str | None) -> None:
