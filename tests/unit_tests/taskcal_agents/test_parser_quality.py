@@ -26,10 +26,10 @@ PROVENANCE += ("max_tokens", "date")
 
 # accuracy when the set was made, minus a margin of about 0.03
 FLOORS = {
-    "tool_decision": 0.0,
-    "answer_or_abstain": 0.0,
-    "rating": 0.0,
-    "choice": 0.0,
+    "tool_decision": 0.85,
+    "answer_or_abstain": 0.75,
+    "rating": 0.72,
+    "choice": 0.89,
 }
 
 
@@ -67,8 +67,10 @@ def test_set_is_well_formed(rows: list[dict[str, Any]]) -> None:
 
 def test_tool_decision_rows_cover_each_label(rows: list[dict[str, Any]]) -> None:
     labels = Counter(row["label"] for row in rows if row["parser"]["name"] == "tool_decision")
-    assert all(labels[label] >= 5 for label in ("tool_call", "request_for_info", "cannot_answer"))
-    assert labels[None] >= 5
+    assert labels["tool_call"] >= 2  # the model rarely calls on the items of the set (README)
+    assert labels["request_for_info"] >= 20
+    assert labels["cannot_answer"] >= 20
+    assert labels[None] >= 20
 
 
 @pytest.mark.parametrize("parser", sorted(FLOORS))
@@ -82,7 +84,7 @@ def test_truncated_calls_are_read_as_intent_and_never_extracted(
 ) -> None:
     """Rows whose hand note says the JSON of a call to an offered tool was cut off."""
     truncated = [row for row in rows if row.get("note", "").startswith("truncated call")]
-    assert len(truncated) >= 5
+    assert len(truncated) >= 2
     for row in truncated:
         message = message_from_dict(row["message"])
         assert extract_tool_calls(message) == [], row["id"]
