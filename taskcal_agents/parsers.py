@@ -423,13 +423,11 @@ class ToolDecisionParser:
         labels = _TOOL_DECISION_LABELS + (("direct_answer",) if self.direct_answer else ())
         tool_names = None if self.tool_names is None else tuple(self.tool_names)
         object.__setattr__(self, "tool_names", tool_names)
+        object.__setattr__(self, "refusal_patterns", tuple(self.refusal_patterns))
+        object.__setattr__(self, "question_patterns", tuple(self.question_patterns))
         object.__setattr__(self, "labels", labels)
-        object.__setattr__(
-            self, "_refusal", _matcher(_REFUSAL_PATTERNS, tuple(self.refusal_patterns))
-        )
-        object.__setattr__(
-            self, "_request", _matcher(_REQUEST_PATTERNS, tuple(self.question_patterns))
-        )
+        object.__setattr__(self, "_refusal", _matcher(_REFUSAL_PATTERNS, self.refusal_patterns))
+        object.__setattr__(self, "_request", _matcher(_REQUEST_PATTERNS, self.question_patterns))
 
     def with_tool_names(self, offered: Sequence[str]) -> ToolDecisionParser:
         """Return this parser restricted to the tools ``offered`` to one call.

@@ -527,6 +527,8 @@ def test_with_tool_names_narrows_the_offered_tools() -> None:
     assert with_offered_tools(parser, ["search"]).tool_names == ("search",)
     rating = RatingParser()
     assert with_offered_tools(rating, ["search"]) is rating  # not tool-aware: unchanged
+    listed = ToolDecisionParser(refusal_patterns=[r"\bnope\b"])  # type: ignore[arg-type]
+    assert listed.with_tool_names(["search"])(ai("Nope.")) == "cannot_answer"
 
 
 @pytest.mark.parametrize(
