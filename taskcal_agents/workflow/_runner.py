@@ -270,6 +270,12 @@ def sample_item(
     With ``settings.belief == "logprob"`` the record holds ``probs`` (one per task label)
     instead of sampled completions; the greedy completion is drawn either way.
 
+    The samples are parsed with the item's offered tools (a call to any other tool is
+    unparsed); the record keeps their names in ``tool_names`` (pass them to
+    :func:`safe_parse` when re-parsing) and counts why samples were unparsed in
+    ``unparsed_reasons`` (``{"length": 5, "unoffered_tool": 2}``, see
+    :func:`~taskcal_agents.parsers.unparsed_reason`).
+
     Raises:
         SamplingError: The sampler failed or returned the wrong number of completions.
     """
@@ -323,6 +329,7 @@ def sample_item(
         "labels": labels,
         "greedy_label": safe_parse(task, greedy, tool_names=names) if greedy is not None else None,
         "unparsed_reasons": {r: reasons[r] for r in UNPARSED_REASONS if reasons[r]},
+        "tool_names": list(names),
         "samples": [message_to_dict(m) for m in samples],
         "greedy": message_to_dict(greedy) if greedy is not None else None,
         "elapsed_s": round(time.perf_counter() - start, 4),

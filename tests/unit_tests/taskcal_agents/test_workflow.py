@@ -345,6 +345,7 @@ def test_run_sampling_counts_unparsed_reasons_and_length_cuts(tmp_path: Path) ->
     ]  # fmt: skip
     assert record["unparsed_reasons"] == {"unoffered_tool": 2, "length": 1, "empty": 1, "other": 1}
     assert record["greedy_label"] == "tool_call"
+    assert record["tool_names"] == ["lookup"]
     assert record["samples"][1]["finish_reason"] == "length"
     assert (report.n_samples, report.n_length) == (24, 12)
     assert report.length_share == 0.5
