@@ -67,7 +67,7 @@ def test_set_is_well_formed(rows: list[dict[str, Any]]) -> None:
 
 def test_tool_decision_rows_cover_each_label(rows: list[dict[str, Any]]) -> None:
     labels = Counter(row["label"] for row in rows if row["parser"]["name"] == "tool_decision")
-    assert labels["tool_call"] >= 2  # the model rarely calls on the items of the set (README)
+    assert labels["tool_call"] >= 8
     assert labels["request_for_info"] >= 20
     assert labels["cannot_answer"] >= 20
     assert labels[None] >= 20
@@ -84,7 +84,7 @@ def test_truncated_calls_are_read_as_intent_and_never_extracted(
 ) -> None:
     """Rows whose hand note says the JSON of a call to an offered tool was cut off."""
     truncated = [row for row in rows if row.get("note", "").startswith("truncated call")]
-    assert len(truncated) >= 2
+    assert len(truncated) >= 6
     for row in truncated:
         message = message_from_dict(row["message"])
         assert extract_tool_calls(message) == [], row["id"]
