@@ -16,6 +16,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections import Counter, defaultdict
@@ -23,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from taskcal_agents.parsers import get_parser, unparsed_reason, with_offered_tools
+from taskcal_agents.parsers import Parser, get_parser, unparsed_reason, with_offered_tools
 from taskcal_agents.workflow import message_from_dict
 
 DEFAULT_SET = (
@@ -38,9 +39,15 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
+@functools.cache
+def _parser(name: str, options: str) -> Parser:
+    return get_parser(name, **json.loads(options))
+
+
 def predict(row: Mapping[str, Any]) -> str:
     """The label the row's parser gives its message (``"unparsed"`` for none)."""
-    parser = get_parser(row["parser"]["name"], **row["parser"].get("options", {}))
+    spec = row["parser"]
+    parser = _parser(spec["name"], json.dumps(spec.get("options", {}), sort_keys=True))
     parser = with_offered_tools(parser, row.get("tool_names"))
     label = parser(message_from_dict(row["message"]))
     return label if label in row["labels"] else UNPARSED
