@@ -37,7 +37,14 @@ from taskcal_agents.workflow import (
 )
 from taskcal_agents.workflow._evaluate import default_factory
 
-from .test_workflow_fakes import WHEN2CALL_COST, FakeSampler, QASampler, tool_items, tool_task
+from .test_workflow_fakes import (
+    WHEN2CALL_COST,
+    FakeSampler,
+    QASampler,
+    ScriptedSampler,
+    tool_items,
+    tool_task,
+)
 
 COST = np.array(WHEN2CALL_COST)
 
@@ -337,6 +344,32 @@ def test_run_sampling_records_and_resume(tmp_path: Path) -> None:
     assert (report.skipped, report.written, report.failures) == (11, 1, [])
     assert len(sampler2.calls) == 2
     assert len(read_samples(path).records) == 12
+
+
+def test_run_sampling_counts_unparsed_reasons_and_length_cuts(tmp_path: Path) -> None:
+    task, items = tool_task(), tool_items(3)
+    settings = SampleSettings(n=8, temperature=1.0, max_tokens=16, model="fake")
+    with SamplesStore.open(tmp_path / "s.jsonl", sample_header(task, settings, None)) as store:
+        report = run_sampling(task, items, ScriptedSampler(), store, settings)
+    record = read_samples(tmp_path / "s.jsonl").records["item-000"]
+    assert record["labels"] == [
+        "tool_call", "tool_call", None, None, None, None, None, "request_for_info",
+    ]  # fmt: skip
+    assert record["unparsed_reasons"] == {"unoffered_tool": 2, "length": 1, "empty": 1, "other": 1}
+    assert record["greedy_label"] == "tool_call"
+    assert record["tool_names"] == ["lookup"]
+    assert record["samples"][1]["finish_reason"] == "length"
+    assert (report.n_samples, report.n_length) == (24, 12)
+    assert report.length_share == 0.5
+    assert report.unparsed_reasons == {"unoffered_tool": 6, "length": 3, "empty": 3, "other": 3}
+
+
+def test_message_from_dict_restores_finish_reason() -> None:
+    message = AIMessage(content="cut", response_metadata={"finish_reason": "length"})
+    assert message_from_dict(message_to_dict(message)).response_metadata == {
+        "finish_reason": "length"
+    }
+    assert message_from_dict({"content": "x"}).response_metadata == {}
 
 
 def test_logprob_belief_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
