@@ -806,3 +806,26 @@ def test_verdicts() -> None:
         "action exceeds two paired standard errors, but the shuffle test does not confirm it."
     )
     assert wf.verdict({"permutation_test": None}) == "No label-shuffle test was run."
+
+
+def test_reparse_uses_the_items_offered_tools(tmp_path: Path) -> None:
+    # A call to a tool the item did not offer is unparsed on reparse, as when sampled;
+    # a record without "tool_names" (older files) treats every tool as offered.
+    path = _sampled(tmp_path, n=6)
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[1])
+    call = {"content": "", "tool_calls": [{"name": "book_flight", "args": {}, "id": "c1"}]}
+    record["samples"] = [call] * len(record["samples"])
+    record["labels"] = ["tool_call"] * len(record["samples"])
+    lines[1] = json.dumps({**record, "tool_names": ["get_weather"]})
+    path.write_text("\n".join(lines) + "\n")
+    samples = read_samples(path)
+    task = wf.resolve_task(samples, None)
+    stored = eval_arrays(task, samples, alpha=0.1)
+    i = stored.ids.index(record["id"])
+    again = eval_arrays(task, samples, alpha=0.1, reparse=True)
+    assert (stored.no_sample[i], again.no_sample[i]) == (False, True)
+    lines[1] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    legacy = eval_arrays(task, read_samples(path), alpha=0.1, reparse=True)
+    assert not legacy.no_sample[i]
