@@ -9,18 +9,24 @@ containment; no model) against those labels: accuracy, and precision and recall 
 overall, per tag, and with and without the question (which blocks containment on words that
 only repeat the question). It prints the disagreements with --show-errors.
 
+With --base-url and --model it also scores the clustering rule with the served model as the
+judge: a pair is the same when it is lexically equivalent or each answer entails the other
+(:func:`taskcal_agents.answer_clusters.entailment_judge`, yes/no under a choice constraint;
+at most two greedy requests per pair).
+
 Run: PYTHONPATH=. .venv/bin/python benchmarks/answer_clusters.py [--show-errors]
+     [--base-url http://127.0.0.1:8000/v1 --model NAME]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from taskcal_agents.answer_clusters import answers_equivalent
+from taskcal_agents.answer_clusters import answers_equivalent, entailment_judge
 
 PAIRS = Path(__file__).resolve().parents[1] / "tests" / "data" / "answer_pairs" / "pairs.jsonl"
 PAIRS_FORMAT = "taskcal.answer_pairs"
@@ -55,12 +61,21 @@ def agreement(predicted: Sequence[bool], labels: Sequence[bool]) -> dict[str, fl
     }
 
 
-def predict(pairs: Sequence[dict[str, Any]], *, with_question: bool) -> list[bool]:
-    """``answers_equivalent`` on every pair."""
-    return [
-        answers_equivalent(p["a"], p["b"], question=p["question"] if with_question else None)
-        for p in pairs
-    ]
+def predict(
+    pairs: Sequence[dict[str, Any]],
+    *,
+    with_question: bool,
+    judge: Callable[[str], Callable[[str, str], bool]] | None = None,
+) -> list[bool]:
+    """``answers_equivalent`` on every pair, or'ed with ``judge(question)`` both ways."""
+    predicted = []
+    for p in pairs:
+        same = answers_equivalent(p["a"], p["b"], question=p["question"] if with_question else None)
+        if not same and judge is not None:
+            entails = judge(p["question"])
+            same = entails(p["a"], p["b"]) and entails(p["b"], p["a"])
+        predicted.append(same)
+    return predicted
 
 
 def _row(name: str, scores: dict[str, float | int]) -> str:
@@ -74,7 +89,11 @@ def main() -> None:
     """Print the agreement table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--show-errors", action="store_true", help="list the disagreements")
+    parser.add_argument("--base-url", help="OpenAI-compatible server for the judge (.../v1)")
+    parser.add_argument("--model", help="the served model name (with --base-url)")
     args = parser.parse_args()
+    if args.base_url and not args.model:
+        parser.error("--base-url needs --model, the served model name")
     pairs = load_pairs()
     labels = [bool(p["same"]) for p in pairs]
     with_q = predict(pairs, with_question=True)
@@ -89,6 +108,22 @@ def main() -> None:
             agreement([with_q[i] for i in real], [labels[i] for i in real]),
         )
     )
+    if args.base_url:
+        from taskcal_agents.sampling.openai import OpenAISampler
+
+        with OpenAISampler(args.base_url, args.model) as sampler:
+            judged = predict(
+                pairs,
+                with_question=True,
+                judge=lambda question: entailment_judge(sampler, question=question),
+            )
+        print(_row("all, with served judge", agreement(judged, labels)))
+        print(
+            _row(
+                "real, with served judge",
+                agreement([judged[i] for i in real], [labels[i] for i in real]),
+            )
+        )
     tags = sorted({tag for p in pairs for tag in p["tags"]})
     for tag in tags:
         idx = [i for i, p in enumerate(pairs) if tag in p["tags"]]

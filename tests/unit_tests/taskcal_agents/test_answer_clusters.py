@@ -382,6 +382,31 @@ def test_agreement_with_hand_labelled_pairs() -> None:
     assert scores["recall"] >= 0.72
 
 
+def test_benchmark_predict_with_a_judge() -> None:
+    bench = _benchmark()
+    pairs = [
+        {"question": "q", "a": "Lou Gossett Jr.", "b": "Louis Gossett Jr."},
+        {"question": "q", "a": "8", "b": "eight"},
+        {"question": "q", "a": "Paris", "b": "London"},
+    ]
+    asked: list[tuple[str, str, str]] = []
+
+    def judge(question: str) -> Any:
+        def entails(a: str, b: str) -> bool:
+            asked.append((question, a, b))
+            return "Gossett" in a and "Gossett" in b
+
+        return entails
+
+    assert bench.predict(pairs, with_question=True) == [False, True, False]
+    assert bench.predict(pairs, with_question=True, judge=judge) == [True, True, False]
+    assert asked == [
+        ("q", "Lou Gossett Jr.", "Louis Gossett Jr."),
+        ("q", "Louis Gossett Jr.", "Lou Gossett Jr."),
+        ("q", "Paris", "London"),
+    ]
+
+
 def test_agreement_counts() -> None:
     bench = _benchmark()
     scores = bench.agreement([True, True, False, False], [True, False, True, False])
