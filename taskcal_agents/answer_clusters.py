@@ -20,8 +20,8 @@ canonical numbers and dates),
 Canonical numbers and dates: "1,000" → "1000", "3.0" → "3", "3.50" → "3 point 5"; number
 words → digits ("eight" → "8", "twenty-one" → "21", "five thousand seven hundred
 seventy-eight" → "5778", "three point five" → "3 point 5"); ordinal suffixes dropped
-("28th" → "28"); dates in day-month order ("December 14, 1972", "14th of Dec 1972" →
-"14 december 1972"). Not handled: ordinal words ("first"), years read in pairs ("nineteen
+("28th" → "28"); dates in day-month order ("December 14, 1983", "14th of Dec 1983" →
+"14 december 1983"). Not handled: ordinal words ("first"), years read in pairs ("nineteen
 twenty-six"), paraphrases ("Lou" for "Louis"), reordered lists, and negation ("did not host
 it in 2014" contains "2014").
 
