@@ -75,7 +75,17 @@ def token_f1(prediction: str, reference: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def _contains(haystack: list[str], needle: list[str]) -> bool:
+def contains_tokens(haystack: Sequence[str], needle: Sequence[str]) -> bool:
+    """Whether *needle* occurs in *haystack* as a contiguous run of whole tokens.
+
+    Args:
+        haystack: The tokens searched (e.g. a normalised prediction, split).
+        needle: The tokens looked for (e.g. a normalised reference, split).
+
+    Returns:
+        ``True`` when ``haystack[i : i + len(needle)] == needle`` for some ``i``.
+    """
+    haystack, needle = list(haystack), list(needle)
     n = len(needle)
     return any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
 
@@ -108,7 +118,7 @@ def grade_answer(
             continue
         if pred_tokens == ref_tokens:
             return True
-        if len(pred_tokens) <= max_containment_tokens and _contains(pred_tokens, ref_tokens):
+        if len(pred_tokens) <= max_containment_tokens and contains_tokens(pred_tokens, ref_tokens):
             return True
         ref_numbers = {t for t in ref_tokens if any(ch.isdigit() for ch in t)}
         if ref_numbers <= set(pred_tokens) and token_f1(prediction, reference) >= f1_threshold:
@@ -119,6 +129,7 @@ def grade_answer(
 __all__ = [
     "DEFAULT_F1_THRESHOLD",
     "DEFAULT_MAX_CONTAINMENT_TOKENS",
+    "contains_tokens",
     "grade_answer",
     "normalize_answer",
     "token_f1",

@@ -392,6 +392,15 @@ def test_normalize_and_f1() -> None:
     assert token_f1("cat", "dog") == 0.0
 
 
+def test_contains_tokens() -> None:
+    from taskcal_agents.datasets.grading import contains_tokens
+
+    assert contains_tokens(["it", "is", "anna", "berg"], ["anna", "berg"])
+    assert not contains_tokens(["it", "is", "anna", "berg"], ["berg", "anna"])
+    assert not contains_tokens(["lind"], ["tom", "lind"])
+    assert not contains_tokens(["bergman"], ["berg"])
+
+
 @pytest.mark.parametrize(
     ("prediction", "references", "expected"),
     [

@@ -1,0 +1,518 @@
+"""Open-answer latents: cluster N free-form answers by meaning (g_T for open-set tasks).
+
+For answer-or-abstain on free-form questions (NQ-open, SimpleQA) the N sampled answers do
+not fall into a fixed label set. As in semantic entropy (Kuhn et al., 2023; Farquhar et al.,
+2024), :func:`cluster_answers` groups them into meaning classes; the belief is the share of
+the modal class (with the number of classes and the entropy over them), and the modal class's
+representative is the answer the system would give.
+
+Two answers are equivalent (:func:`answers_equivalent`) when, after :func:`answer_tokens`
+(the SQuAD normalisation of :func:`~taskcal_agents.datasets.grading.normalize_answer` plus
+canonical numbers and dates),
+
+1. their tokens are equal, or
+2. the shorter is a contiguous run of whole tokens of the longer, the longer has at most
+   ``max_containment_tokens`` tokens (the grader's rule and limit, so a short sentence that
+   contains the answer matches it), and, when the question is given, the run holds a token
+   that is not in the question (an answer that only repeats the question's words does not
+   match every sentence that repeats them too).
+
+Canonical numbers and dates: "1,000" → "1000", "3.0" → "3", "3.50" → "3 point 5"; number
+words → digits ("eight" → "8", "twenty-one" → "21", "five thousand seven hundred
+seventy-eight" → "5778", "three point five" → "3 point 5"); ordinal suffixes dropped
+("28th" → "28"); dates in day-month order ("December 14, 1983", "14th of Dec 1983" →
+"14 december 1983"). Not handled: ordinal words ("first"), years read in pairs ("nineteen
+twenty-six"), paraphrases ("Lou" for "Louis"), reordered lists, and negation ("did not host
+it in 2014" contains "2014").
+
+With an ``entails`` judge (:func:`entailment_judge`: the served model answers yes or no under
+a choice constraint), answers that are not lexically equivalent are still clustered when
+each entails the other.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from langchain_core.messages import AIMessage
+
+from taskcal_agents.datasets.grading import (
+    DEFAULT_MAX_CONTAINMENT_TOKENS,
+    contains_tokens,
+    normalize_answer,
+)
+from taskcal_agents.errors import ConfigurationError, SamplingError
+from taskcal_agents.parsers import message_text
+from taskcal_agents.sampling.openai import choice_constraint
+
+ENTAILMENT_PROMPT = (
+    "Question: {question}\n"
+    "Answer A: {a}\n"
+    "Answer B: {b}\n\n"
+    "Does answer A mean the same as answer B for this question? Reply yes or no."
+)
+"""The judge's prompt (placeholders ``{question}``, ``{a}``, ``{b}``)."""
+
+ENTAILMENT_CHOICES = ("yes", "no")
+"""The judge's constrained replies."""
+
+# fmt: off
+_SMALL_WORDS = (
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+    "nineteen",
+)
+_TENS_WORDS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_MONTHS = frozenset((
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+))
+# fmt: on
+_SMALL = {word: value for value, word in enumerate(_SMALL_WORDS)}
+_TENS = {word: 10 * value for value, word in enumerate(_TENS_WORDS, start=2)}
+_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9}
+_MONTH_ABBREVIATIONS = {
+    "jan": "january",
+    "feb": "february",
+    "mar": "march",
+    "apr": "april",
+    "jun": "june",
+    "jul": "july",
+    "aug": "august",
+    "sep": "september",
+    "sept": "september",
+    "oct": "october",
+    "nov": "november",
+    "dec": "december",
+}
+_DIGITS = re.compile(r"\d+(?:,\d{3})*(?!\d)(?:\.\d+)?")
+_ORDINAL = re.compile(r"(\d+)(?:st|nd|rd|th)")
+
+
+# ------------------------------------------------------------------------ canonical tokens
+
+
+def _canonical_digits(match: re.Match[str]) -> str:
+    text = match.group().replace(",", "")
+    if "." not in text:
+        return text
+    whole, fraction = text.split(".")
+    fraction = fraction.rstrip("0")
+    return f"{whole} point {fraction}" if fraction else whole
+
+
+def _below_hundred(tokens: Sequence[str], i: int) -> tuple[int, int] | None:
+    token = tokens[i] if i < len(tokens) else None
+    if token in _SMALL:
+        return _SMALL[token], i + 1
+    if token in _TENS:
+        unit = _SMALL.get(tokens[i + 1], 0) if i + 1 < len(tokens) else 0
+        if 1 <= unit <= 9:
+            return _TENS[token] + unit, i + 2
+        return _TENS[token], i + 1
+    return None
+
+
+def _below_thousand(tokens: Sequence[str], i: int) -> tuple[int, int] | None:
+    first = _below_hundred(tokens, i)
+    value, j = first if first is not None else (1, i)  # "a hundred" normalises to "hundred"
+    if j < len(tokens) and tokens[j] == "hundred" and value >= 1:
+        value, j = value * 100, j + 1
+        k = j + 1 if j < len(tokens) and tokens[j] == "and" else j
+        rest = _below_hundred(tokens, k)
+        if rest is not None and rest[0] > 0:
+            value, j = value + rest[0], rest[1]
+        return value, j
+    return first
+
+
+def _read_number(tokens: Sequence[str], i: int) -> tuple[int, int] | None:
+    """The value and end of the number-word run starting at ``tokens[i]``, or ``None``."""
+    scaled = i + 1 < len(tokens) and tokens[i + 1] in _SCALES
+    if i < len(tokens) and tokens[i].isdigit() and scaled and int(tokens[i]) < 1000:
+        group: tuple[int, int] | None = (int(tokens[i]), i + 1)  # "5 million", "1.5 million"
+    else:
+        group = _below_thousand(tokens, i)
+    if group is None and not (i < len(tokens) and tokens[i] in _SCALES):
+        return None
+    value, j = group if group is not None else (1, i)  # "a thousand"
+    total, last_scale = 0, math.inf
+    while j < len(tokens) and tokens[j] in _SCALES and _SCALES[tokens[j]] < last_scale:
+        last_scale = _SCALES[tokens[j]]
+        total, value, j = total + value * last_scale, 0, j + 1
+        k = j + 1 if j < len(tokens) and tokens[j] == "and" else j
+        following = _below_thousand(tokens, k)
+        if following is None:
+            break
+        value, j = following
+    return total + value, j
+
+
+def _is_day(token: str) -> bool:
+    return token.isdigit() and len(token) <= 2 and 1 <= int(token) <= 31
+
+
+def _month_at(tokens: Sequence[str], i: int) -> bool:
+    return i < len(tokens) and tokens[i] in _MONTHS
+
+
+def _dates(tokens: list[str]) -> list[str]:
+    """Expand month abbreviations next to a number; put day before month."""
+    tokens = [
+        _MONTH_ABBREVIATIONS[token]
+        if token in _MONTH_ABBREVIATIONS
+        and any(0 <= k < len(tokens) and tokens[k].isdigit() for k in (i - 1, i + 1))
+        else token
+        for i, token in enumerate(tokens)
+    ]
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if _is_day(token) and tokens[i + 1 : i + 2] == ["of"] and _month_at(tokens, i + 2):
+            out += [token, tokens[i + 2]]  # "14 of december"
+            i += 3
+            continue
+        if _month_at(tokens, i) and i + 1 < len(tokens) and _is_day(tokens[i + 1]):
+            out += [tokens[i + 1], token]  # "december 14"
+            i += 2
+            continue
+        out.append(token)
+        i += 1
+    return out
+
+
+def answer_tokens(text: str) -> list[str]:
+    """The tokens answers are compared on: normalised, numbers and dates canonical.
+
+    Args:
+        text: A raw answer (or question).
+
+    Returns:
+        The tokens of :func:`~taskcal_agents.datasets.grading.normalize_answer` with digit
+        groups and decimals written canonically, ordinal suffixes dropped, number words as
+        digits and dates in day-month order (see the module docstring); ``[]`` for text
+        without words.
+    """
+    tokens = normalize_answer(_DIGITS.sub(_canonical_digits, text)).split()
+    tokens = [match.group(1) if (match := _ORDINAL.fullmatch(token)) else token for token in tokens]
+    words: list[str] = []
+    i = 0
+    while i < len(tokens):
+        number = _read_number(tokens, i)
+        if number is None:
+            words.append(tokens[i])
+            i += 1
+        else:
+            words.append(str(number[0]))
+            i = number[1]
+    return _dates(words)
+
+
+# ----------------------------------------------------------------------------- equivalence
+
+
+def _check_max_containment(owner: str, max_containment_tokens: object) -> None:
+    if (
+        isinstance(max_containment_tokens, bool)
+        or not isinstance(max_containment_tokens, int)
+        or max_containment_tokens < 0
+    ):
+        msg = (
+            f"{owner}: max_containment_tokens must be an int >= 0 (0 turns containment off), "
+            f"got {max_containment_tokens!r}."
+        )
+        raise ConfigurationError(msg)
+
+
+def _tokens_equivalent(
+    a: Sequence[str],
+    b: Sequence[str],
+    question: frozenset[str] | None,
+    max_containment_tokens: int,
+) -> bool:
+    if not a or not b:
+        return False
+    if list(a) == list(b):
+        return True
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    if len(long) > max_containment_tokens or not contains_tokens(long, short):
+        return False
+    return question is None or not set(short) <= question
+
+
+def answers_equivalent(
+    a: str,
+    b: str,
+    *,
+    question: str | None = None,
+    max_containment_tokens: int = DEFAULT_MAX_CONTAINMENT_TOKENS,
+) -> bool:
+    """Whether two answers are lexically the same answer (see the module docstring).
+
+    Args:
+        a: One answer.
+        b: The other answer.
+        question: The question; when given, containment needs a token outside it.
+        max_containment_tokens: Longest answer (in tokens) that may contain the other;
+            0 turns containment off.
+
+    Returns:
+        ``True`` when the canonical tokens are equal or one answer contains the other
+        within a short answer. Answers without words are never equivalent.
+
+    Raises:
+        ConfigurationError: An answer or the question is not a string, or
+            ``max_containment_tokens`` is not an int >= 0.
+    """
+    for name, value in (("a", a), ("b", b)):
+        if not isinstance(value, str):
+            msg = f"answers_equivalent: {name} must be a string, got {value!r}."
+            raise ConfigurationError(msg)
+    _check_max_containment("answers_equivalent", max_containment_tokens)
+    return _tokens_equivalent(
+        answer_tokens(a), answer_tokens(b), _question_tokens(question), max_containment_tokens
+    )
+
+
+def _question_tokens(question: str | None) -> frozenset[str] | None:
+    if question is None:
+        return None
+    if not isinstance(question, str):
+        msg = f"answer clustering: question must be a string or None, got {question!r}."
+        raise ConfigurationError(msg)
+    return frozenset(answer_tokens(question))
+
+
+# ------------------------------------------------------------------------------ clustering
+
+
+@dataclass(frozen=True)
+class AnswerClusters:
+    """N answers grouped by meaning (built by :func:`cluster_answers`).
+
+    Shares are over all N answers, abstentions included, so an abstention counts against
+    the modal answer as a different answer does; the semantic entropy is over the clusters
+    of the answers that were given.
+
+    Attributes:
+        answers: The N answers as given (``None`` or blank for an abstention).
+        clusters: Indices into ``answers`` per cluster, in order of first appearance; the
+            first index is the cluster's representative.
+        abstentions: Indices of the answers that were not clustered (``None``, blank, or no
+            word left after normalisation).
+    """
+
+    answers: tuple[str | None, ...]
+    clusters: tuple[tuple[int, ...], ...]
+    abstentions: tuple[int, ...]
+
+    @property
+    def n_answers(self) -> int:
+        """N, abstentions included."""
+        return len(self.answers)
+
+    @property
+    def n_clusters(self) -> int:
+        """The number of meaning classes among the given answers."""
+        return len(self.clusters)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Answers per cluster."""
+        return tuple(len(members) for members in self.clusters)
+
+    @property
+    def modal(self) -> int | None:
+        """Index of the largest cluster (the earliest on ties); ``None`` if all abstained."""
+        sizes = self.sizes
+        return max(range(len(sizes)), key=sizes.__getitem__) if sizes else None
+
+    @property
+    def modal_share(self) -> float:
+        """Size of the modal cluster over N (0.0 if all abstained)."""
+        modal = self.modal
+        return 0.0 if modal is None else self.sizes[modal] / self.n_answers
+
+    @property
+    def abstain_share(self) -> float:
+        """Abstentions over N."""
+        return len(self.abstentions) / self.n_answers
+
+    @property
+    def modal_answer(self) -> str | None:
+        """The modal cluster's representative (its first answer); ``None`` if all abstained."""
+        modal = self.modal
+        return None if modal is None else self.answers[self.clusters[modal][0]]
+
+    @property
+    def semantic_entropy(self) -> float:
+        """Entropy (nats) of the cluster frequencies among the given answers (0.0: one or none)."""
+        total = sum(self.sizes)
+        return -sum(size / total * math.log(size / total) for size in self.sizes) + 0.0
+
+    @property
+    def assignments(self) -> tuple[int | None, ...]:
+        """Cluster index per answer (``None`` for an abstention)."""
+        index: list[int | None] = [None] * self.n_answers
+        for k, members in enumerate(self.clusters):
+            for i in members:
+                index[i] = k
+        return tuple(index)
+
+
+def cluster_answers(
+    answers: Sequence[str | None],
+    *,
+    entails: Callable[[str, str], bool] | None = None,
+    question: str | None = None,
+    max_containment_tokens: int = DEFAULT_MAX_CONTAINMENT_TOKENS,
+) -> AnswerClusters:
+    """Group answers greedily by meaning.
+
+    Each answer joins the first cluster whose representative (first answer) it is
+    equivalent to (:func:`answers_equivalent`), or, with *entails*, that it entails both
+    ways (``entails(rep, answer) and entails(answer, rep)``, asked only when the lexical
+    test fails); else it starts a new cluster. Abstentions are not clustered.
+
+    Args:
+        answers: The N answers; ``None`` or blank text for an abstention (map the answers
+            that the task's parser reads as abstentions, "I don't know", to ``None``).
+        entails: Optional judge, e.g. :func:`entailment_judge`.
+        question: The question (see :func:`answers_equivalent`).
+        max_containment_tokens: See :func:`answers_equivalent`.
+
+    Returns:
+        The clusters.
+
+    Raises:
+        ConfigurationError: *answers* is a string, empty, or holds something other than a
+            string or ``None``; or another argument is invalid.
+    """
+    if isinstance(answers, str) or not isinstance(answers, Sequence) or not answers:
+        msg = (
+            "cluster_answers: answers must be a non-empty sequence of strings (None for an "
+            f"abstention), got {answers!r}."
+        )
+        raise ConfigurationError(msg)
+    for i, answer in enumerate(answers):
+        if answer is not None and not isinstance(answer, str):
+            msg = f"cluster_answers: answers[{i}] must be a string or None, got {answer!r}."
+            raise ConfigurationError(msg)
+    _check_max_containment("cluster_answers", max_containment_tokens)
+    question_tokens = _question_tokens(question)
+    tokens = [answer_tokens(answer) if answer else [] for answer in answers]
+    clusters: list[list[int]] = []
+    abstentions: list[int] = []
+    for i, answer in enumerate(answers):
+        if answer is None or not tokens[i]:
+            abstentions.append(i)
+            continue
+        for members in clusters:
+            rep = members[0]
+            if _tokens_equivalent(tokens[rep], tokens[i], question_tokens, max_containment_tokens):
+                members.append(i)
+                break
+            rep_answer = str(answers[rep])
+            if entails is not None and entails(rep_answer, answer) and entails(answer, rep_answer):
+                members.append(i)
+                break
+        else:
+            clusters.append([i])
+    return AnswerClusters(
+        answers=tuple(answers),
+        clusters=tuple(tuple(members) for members in clusters),
+        abstentions=tuple(abstentions),
+    )
+
+
+# --------------------------------------------------------------------------------- judge
+
+
+class ChoiceSampler(Protocol):
+    """What the judge needs: ``sample`` with a ``structured_outputs`` choice constraint."""
+
+    def sample(self, messages: Any, **params: Any) -> list[AIMessage]:
+        """Return ``params["n"]`` completions of *messages*."""
+        ...
+
+
+def entailment_judge(
+    sampler: ChoiceSampler,
+    *,
+    question: str,
+    prompt: str = ENTAILMENT_PROMPT,
+    max_tokens: int = 4,
+) -> Callable[[str, str], bool]:
+    """A yes/no judge of "does answer A mean the same as answer B", asked of the model.
+
+    Each ordered pair costs one greedy request constrained to ``yes``/``no`` (vLLM's
+    ``structured_outputs`` choice) and is cached, so clustering N answers asks at most
+    ``N * (N - 1)`` questions.
+
+    Args:
+        sampler: An :class:`~taskcal_agents.sampling.openai.OpenAISampler` (or
+            ``OfflineSampler``, or anything with that ``sample``).
+        question: The question both answers answer.
+        prompt: The prompt, with ``{question}``, ``{a}`` and ``{b}``.
+        max_tokens: Completion length limit (the choice grammar ends the reply sooner).
+
+    Returns:
+        ``entails(a, b) -> bool``: ``True`` when the model answers ``yes``.
+
+    Raises:
+        ConfigurationError: *question* is not a non-empty string or *prompt* does not
+            format with exactly those placeholders.
+    """
+    if not isinstance(question, str) or not question.strip():
+        msg = f"entailment_judge: question must be a non-empty string, got {question!r}."
+        raise ConfigurationError(msg)
+    try:
+        prompt.format(question="", a="", b="")
+    except (KeyError, IndexError, ValueError, AttributeError) as exc:
+        msg = (
+            "entailment_judge: prompt must be a format string with the placeholders "
+            f"{{question}}, {{a}} and {{b}}, got {prompt!r} ({type(exc).__name__}: {exc})."
+        )
+        raise ConfigurationError(msg) from exc
+    constraint = choice_constraint(ENTAILMENT_CHOICES)
+    cache: dict[tuple[str, str], bool] = {}
+
+    def entails(a: str, b: str) -> bool:
+        if (a, b) not in cache:
+            content = prompt.format(question=question, a=a, b=b)
+            replies = sampler.sample(
+                [{"role": "user", "content": content}],
+                n=1,
+                temperature=0.0,
+                max_tokens=max_tokens,
+                structured_outputs=constraint,
+            )
+            verdict = message_text(replies[0]).lower() if len(replies) == 1 else None
+            if verdict not in ENTAILMENT_CHOICES:
+                msg = (
+                    f"entailment_judge: expected one reply in {list(ENTAILMENT_CHOICES)!r} "
+                    f"under the choice constraint, got {[message_text(r) for r in replies]!r}; "
+                    "does the server apply structured_outputs?"
+                )
+                raise SamplingError(msg)
+            cache[(a, b)] = verdict == "yes"
+        return cache[(a, b)]
+
+    return entails
+
+
+__all__ = [
+    "ENTAILMENT_CHOICES",
+    "ENTAILMENT_PROMPT",
+    "AnswerClusters",
+    "ChoiceSampler",
+    "answer_tokens",
+    "answers_equivalent",
+    "cluster_answers",
+    "entailment_judge",
+]
