@@ -400,11 +400,14 @@ def fit(
     for key in keys:
         table.add_column(key, justify="right")
     rows = [("raw (in-sample)", metrics["before"]), ("calibrated (in-sample)", metrics["after"])]
-    if metrics.get("crossval"):
-        rows.append((f"calibrated ({cv_folds}-fold cross-fit)", metrics["crossval"]))
+    crossval = metrics.get("crossval") or {}
+    if crossval and "error" not in crossval:
+        rows.append((f"calibrated ({cv_folds}-fold cross-fit)", crossval))
     for label, scores in rows:
         table.add_row(label, *(f"{scores[k]:.4f}" for k in keys))
     console.print(table)
+    if "error" in crossval:
+        console.print(f"no cross-fitted scores: {crossval['error']}", highlight=False)
     console.print(f"wrote {out}")
 
 

@@ -269,6 +269,13 @@ def crossfit_calibrators(
     fitted = {}
     for f in np.unique(folds):
         train = (folds != f) & use
+        if not train.any():
+            msg = (
+                f"cannot cross-fit: the folds other than fold {int(f)} hold no item with a "
+                f"usable sample ({int(use.sum())} of {use.size} items have one); use fewer "
+                "folds or more items."
+            )
+            raise ConfigurationError(msg)
         fitted[int(f)] = make().fit(P[train], y[train])
     return fitted
 
@@ -487,6 +494,8 @@ class Evaluation:
             would use on that fold's items (not written to JSON).
         n_excluded_no_sample: Items left out of every calibrator fit because they have
             no usable sample (they get the fallback action).
+        permutation_error: Why the label-shuffle test could not run (its calibrator
+            could not be cross-fitted), or ``None``.
     """
 
     rows: list[dict[str, Any]]
@@ -498,6 +507,7 @@ class Evaluation:
     folds: NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
     calibrators: dict[str, dict[int, Any]] = field(default_factory=dict)
     n_excluded_no_sample: int = 0
+    permutation_error: str | None = None
 
     def row(self, decoder: str) -> dict[str, Any]:
         """The row of *decoder*."""
@@ -749,17 +759,21 @@ def evaluate_arrays(
         tick(1)
     _add_paired_savings(rows, actions, data)
     test = None
+    test_error = None
     if test_factory is not None and test_calibrator is not None:
-        test = permutation_test(
-            data,
-            test_factory,
-            calibrator=test_calibrator,
-            n_folds=n_folds,
-            fold_seed=seed,
-            n_permutations=n_permutations,
-            seed=seed,
-            progress=progress,
-        )
+        try:
+            test = permutation_test(
+                data,
+                test_factory,
+                calibrator=test_calibrator,
+                n_folds=n_folds,
+                fold_seed=seed,
+                n_permutations=n_permutations,
+                seed=seed,
+                progress=progress,
+            )
+        except (ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
+            test_error = f"{type(exc).__name__}: {exc}"
     return Evaluation(
         rows=rows,
         probs=probs,
@@ -770,6 +784,7 @@ def evaluate_arrays(
         folds=folds,
         calibrators=fitted,
         n_excluded_no_sample=int(data.no_sample.sum()),
+        permutation_error=test_error,
     )
 
 
@@ -834,6 +849,7 @@ def evaluation_to_dict(
         "seed": evaluation.seed,
         "decoders": evaluation.rows,
         "permutation_test": evaluation.permutation.to_dict() if evaluation.permutation else None,
+        "permutation_error": evaluation.permutation_error,
         "meta": meta or {},
     }
     if include_items:

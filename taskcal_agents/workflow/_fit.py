@@ -123,8 +123,12 @@ def fit_calibrator(
     }
     if cv_folds:
         folds = stratified_folds(data.y, cv_folds, seed)
-        Q = crossfit_calibrated(data.P, data.y, folds, make, fit_mask=served)
-        metrics["crossval"] = {"folds": cv_folds, "seed": seed, **_scores(Q, data)}
+        try:
+            Q = crossfit_calibrated(data.P, data.y, folds, make, fit_mask=served)
+        except (ValueError, RuntimeError) as exc:  # too few served items in some folds
+            metrics["crossval"] = {"folds": cv_folds, "seed": seed, "error": str(exc)}
+        else:
+            metrics["crossval"] = {"folds": cv_folds, "seed": seed, **_scores(Q, data)}
     return calibrator, metrics
 
 

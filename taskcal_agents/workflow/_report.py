@@ -99,7 +99,8 @@ def verdict(evaluation: dict[str, Any]) -> str:
     """
     test = evaluation.get("permutation_test")
     if not test:
-        return "No label-shuffle test was run."
+        error = evaluation.get("permutation_error")
+        return "No label-shuffle test was run" + (f" ({error})." if error else ".")
     gap, se, p = test["statistic"], test.get("gap_se") or 0.0, test["p_value"]
     name = test["calibrator"]
     head = (

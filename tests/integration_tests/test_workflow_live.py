@@ -104,7 +104,13 @@ def test_sample_fit_evaluate_report_live(
         "mbr_dirichlet",
     }
     assert rows["constant"]["expected_cost"] == pytest.approx(2 / 3)  # balanced: always ask
-    assert 0 < ev["permutation_test"]["p_value"] <= 1
+    # With 6 items of a weak model the training folds may hold too few items with a usable
+    # sample to fit the test's calibrator: the test is then reported as not run, with the
+    # reason, instead of crashing.
+    if ev["permutation_test"] is not None:
+        assert 0 < ev["permutation_test"]["p_value"] <= 1
+    else:
+        assert ev["permutation_error"].startswith(("ConfigurationError: ", "ValueError: "))
 
     _invoke(runner, ["report", "--evaluation", str(evaluation), "--out-dir", str(tmp_path / "r")])
     assert (tmp_path / "r" / "summary.md").read_text().startswith("# Evaluation: when2call")

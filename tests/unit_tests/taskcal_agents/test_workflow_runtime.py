@@ -275,3 +275,32 @@ def test_old_evaluation_files_are_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(DataFileError, match=re.escape(msg)):
         load_evaluation(path)
+
+
+def test_folds_without_a_served_training_item_are_reported_not_crashed() -> None:
+    # 10 items, 2 served, both in fold 0 of 2: fold 0's training rows (fold 1) hold none.
+    data = _arrays_with_unserved(n=10, seed=3)
+    folds = stratified_folds(data.y, 2, 0)
+    no_sample = np.ones(data.n, dtype=bool)
+    no_sample[np.flatnonzero(folds == 0)[:2]] = False
+    data = EvalArrays(**{**data.__dict__, "no_sample": no_sample})
+    expected = (
+        "cannot cross-fit: the folds other than fold 0 hold no item with a usable sample "
+        "(2 of 10 items have one); use fewer folds or more items."
+    )
+    _, fit_metrics = fit_calibrator(data, FIXED_DIRICHLET, cv_folds=2)
+    assert fit_metrics["n_fit"] == 2
+    assert fit_metrics["crossval"] == {"folds": 2, "seed": 0, "error": expected}
+
+    evaluation = evaluate_arrays(
+        data, calibrators=("temperature",), n_folds=2, n_permutations=5,
+        test_calibrator=FIXED_DIRICHLET,
+    )  # fmt: skip
+    assert evaluation.row("mbr_temperature")["error"] == f"ConfigurationError: {expected}"
+    assert evaluation.permutation is None
+    assert evaluation.permutation_error == f"ConfigurationError: {expected}"
+    out = json.loads(json.dumps(evaluation_to_dict(evaluation, data)))
+    assert out["permutation_error"] == f"ConfigurationError: {expected}"
+    from taskcal_agents.workflow import verdict
+
+    assert verdict(out) == f"No label-shuffle test was run (ConfigurationError: {expected})."
