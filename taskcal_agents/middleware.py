@@ -34,7 +34,7 @@ from langchain.agents.middleware.types import (
     OmitFromSchema,
     ResponseT,
 )
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
@@ -44,6 +44,7 @@ from taskcal_agents.belief import DEFAULT_ALPHA
 from taskcal_agents.chat_model import DECISION_METADATA_KEY
 from taskcal_agents.decision import Decider, Decision
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
+from taskcal_agents.prompting import request_with_task_prompt
 from taskcal_agents.sampling import asample_messages, sample_messages
 from taskcal_agents.task import Task
 
@@ -271,8 +272,10 @@ class TaskCalibrationMiddleware(
                 into the task's fallback action, flagged with the error as its reason.
             max_concurrency: The most concurrent model calls when sampling without
                 ``n``; ``None``: up to N.
-            use_task_prompt: Append ``task.prompt`` (if set) to the system message of the
-                sampled requests (the agent's system message is kept first).
+            use_task_prompt: Put ``task.prompt`` (if set) into the sampled requests by the
+                one policy of :mod:`taskcal_agents.prompting` (appended to the agent's
+                system message, else added as one), as ``taskcal sample`` and
+                :class:`~taskcal_agents.runnable.TaskCalibratedRunnable` do.
 
         Raises:
             ConfigurationError: If a parameter is invalid.
@@ -382,16 +385,9 @@ class TaskCalibrationMiddleware(
         overrides: dict[str, Any] = {}
         prompt = self.task.prompt if self.use_task_prompt else None
         if prompt:
-            current = request.system_message
-            if current is None:
-                overrides["system_message"] = SystemMessage(content=prompt)
-            elif isinstance(current.content, str):
-                overrides["system_message"] = SystemMessage(
-                    content=f"{current.content}\n\n{prompt}"
-                )
-            else:
-                blocks = [*current.content, {"type": "text", "text": prompt}]
-                overrides["system_message"] = SystemMessage(content=blocks)
+            overrides["system_message"], overrides["messages"] = request_with_task_prompt(
+                request.system_message, request.messages, prompt
+            )
         if self.temperature is not None:
             overrides["model_settings"] = {
                 **request.model_settings,

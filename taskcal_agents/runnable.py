@@ -21,7 +21,7 @@ from langchain_core.callbacks import (
     CallbackManagerForChainRun,
 )
 from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import patch_config
 from pydantic import ConfigDict, Field, PrivateAttr
@@ -30,6 +30,7 @@ from typing_extensions import override
 from taskcal_agents.belief import DEFAULT_ALPHA
 from taskcal_agents.decision import Decider, Decision, decide_from_messages
 from taskcal_agents.errors import ConfigurationError, SamplingError
+from taskcal_agents.prompting import with_task_prompt
 from taskcal_agents.sampling.langchain import (
     asample_batch,
     chat_model_of,
@@ -106,8 +107,9 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision])
     use_n: bool | None = None
     """Force (``True``) or forbid (``False``) one request with ``n``; ``None``: auto."""
     use_task_prompt: bool = True
-    """Prepend ``task.prompt`` (if set) as a system message (merged into an existing
-    leading system message)."""
+    """Put ``task.prompt`` (if set) into the request by the one policy of
+    :mod:`taskcal_agents.prompting`: appended to the first system message, else prepended
+    as one."""
 
     _decider: Decider = PrivateAttr()
 
@@ -143,16 +145,9 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision])
     # ------------------------------------------------------------------ helpers
 
     def _prepare(self, input_: LanguageModelInput) -> LanguageModelInput:
-        prompt = self.task.prompt
-        if not prompt or not self.use_task_prompt:
+        if not self.task.prompt or not self.use_task_prompt:
             return input_
-        messages: list[BaseMessage] = list(to_messages(input_))
-        if messages and isinstance(messages[0], SystemMessage):
-            first = messages[0]
-            if isinstance(first.content, str):
-                messages[0] = SystemMessage(content=f"{first.content}\n\n{prompt}")
-                return messages
-        return [SystemMessage(content=prompt), *messages]
+        return with_task_prompt(to_messages(input_), self.task.prompt)
 
     def _sample_args(self) -> dict[str, Any]:
         return {

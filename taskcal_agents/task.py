@@ -117,7 +117,8 @@ class Task(BaseModel):
     abstain_text: str = "I'm sorry, but I can't help with that."
     """Message for the abstain action."""
     prompt: str | None = None
-    """Optional system prompt that elicits the decision; prepended to the model input."""
+    """Optional system prompt that elicits the decision; merged into every request by
+    :func:`taskcal_agents.prompting.with_task_prompt` (calibration and deployment alike)."""
     description: str | None = None
     """Free-text description of the task."""
 

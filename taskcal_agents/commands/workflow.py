@@ -17,6 +17,7 @@ r"""``taskcal`` sub-commands of the calibration workflow.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import Counter
 from pathlib import Path
@@ -418,6 +419,13 @@ def evaluate(
     items: Annotated[
         bool, typer.Option(help="Store per-item beliefs and actions (needed by `report`).")
     ] = True,
+    target_risk: Annotated[
+        float | None,
+        typer.Option(
+            help="Acceptable risk (mean cost of the decided items, > 0): report the coverage "
+            "each decoder reaches at it."
+        ),
+    ] = None,
 ) -> None:
     """Compare decoders (constant, greedy, majority, MBR raw/calibrated) with cross-fitting."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -433,6 +441,9 @@ def evaluate(
 
     console, err = _consoles()
     names = _split_names(calibrators)
+    if target_risk is not None and not (math.isfinite(target_risk) and target_risk > 0):
+        msg = f"--target-risk must be a finite number > 0, got {target_risk!r}."
+        raise _fail(err, ConfigurationError(msg))
     try:
         task_obj, samples_file, data = load_eval_arrays(samples, task, alpha=alpha, reparse=reparse)
         with Progress(
@@ -471,6 +482,7 @@ def evaluate(
             "reparse": reparse,
             **{k: settings.get(k) for k in ("model", "n", "temperature")},
             "n_without_usable_sample": int(data.no_sample.sum()),
+            "target_risk": target_risk,
         },
         include_items=items,
     )

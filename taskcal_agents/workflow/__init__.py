@@ -2,7 +2,8 @@
 
 ``_store``: the resumable samples file; ``_runner``: concurrent sampling into it;
 ``_data``: samples → arrays; ``_evaluate``: cross-fitted decoder comparison on arrays;
-``_fit``: the calibrator artefact; ``_report``: tables, figures and a markdown summary.
+``_fit``: the calibrator artefact; ``_selective``: risk–coverage curves and AURC;
+``_report``: tables, figures and a markdown summary.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ from taskcal_agents.workflow._report import (
     markdown_table,
     plot_costs,
     plot_reliability,
+    plot_risk_coverage,
     rich_table,
+    selective_section,
     verdict,
     write_report,
 )
@@ -54,6 +57,12 @@ from taskcal_agents.workflow._runner import (
     run_sampling,
     sample_header,
     sample_item,
+)
+from taskcal_agents.workflow._selective import (
+    RiskCoverage,
+    action_confidence,
+    risk_coverage,
+    selective_summary,
 )
 from taskcal_agents.workflow._store import (
     SAMPLES_FORMAT,
@@ -74,11 +83,13 @@ __all__ = [
     "EvalArrays",
     "Evaluation",
     "PermutationTest",
+    "RiskCoverage",
     "SampleSettings",
     "Sampler",
     "SamplesFile",
     "SamplesStore",
     "SamplingReport",
+    "action_confidence",
     "build_messages",
     "crossfit_calibrated",
     "eval_arrays",
@@ -100,13 +111,17 @@ __all__ = [
     "permutation_test",
     "plot_costs",
     "plot_reliability",
+    "plot_risk_coverage",
     "read_samples",
     "resolve_task",
     "rich_table",
+    "risk_coverage",
     "run_sampling",
     "sample_header",
     "sample_item",
     "score_actions",
+    "selective_section",
+    "selective_summary",
     "stratified_folds",
     "verdict",
     "write_json",

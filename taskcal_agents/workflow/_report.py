@@ -190,7 +190,7 @@ def plot_reliability(
         Q = np.asarray(probs[source])
         for i, class_index in enumerate(rows):
             name = "top label" if class_index is None else f"{labels[class_index]}"
-            reliability_diagram(
+            diagram = reliability_diagram(
                 Q,
                 y,
                 n_bins=n_bins,
@@ -198,11 +198,34 @@ def plot_reliability(
                 ax=axes[i][j],
                 title=f"{source}: {name}",
             )
-    fig.suptitle(f"Reliability before/after calibration — {evaluation['task'].get('name', '')}")
+            _annotate_bin_counts(axes[i][j], diagram)
+    fig.suptitle(
+        f"Reliability before/after calibration — {evaluation['task'].get('name', '')} "
+        f"(n = {y.size})"
+    )
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
     return out
+
+
+def _annotate_bin_counts(ax: Any, diagram: Any) -> Any:
+    """Label the top edge of a reliability diagram with the item count of each bin.
+
+    The counts sit on a secondary x axis above the plot (one tick per non-empty bin), so
+    they never hide a bar, a marker or the legend.
+
+    Returns:
+        The secondary axis.
+    """
+    edges = diagram.bin_edges
+    centres = (edges[:-1] + edges[1:]) / 2
+    filled = diagram.weight > 0
+    top = ax.secondary_xaxis("top")
+    top.set_xticks(centres[filled], labels=[f"{w:.0f}" for w in diagram.weight[filled]])
+    top.tick_params(labelsize=7, length=2, pad=1)
+    top.set_xlabel("items per bin", fontsize=7, labelpad=2)
+    return top
 
 
 def plot_costs(evaluation: dict[str, Any], path: str | os.PathLike[str]) -> Path:
@@ -236,8 +259,113 @@ def plot_costs(evaluation: dict[str, Any], path: str | os.PathLike[str]) -> Path
     return out
 
 
+def _selective_rows(evaluation: dict[str, Any]) -> list[dict[str, Any]]:
+    """The decoder rows that carry a risk–coverage block."""
+    return [r for r in evaluation["decoders"] if not r.get("error") and r.get("selective")]
+
+
+def _target_risk(rows: Sequence[dict[str, Any]]) -> float | None:
+    targets = [r["selective"].get("target_risk") for r in rows]
+    return next((t for t in targets if t is not None), None)
+
+
+def plot_risk_coverage(evaluation: dict[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Risk–coverage curves, one per decoder, with AURC in the legend.
+
+    Reads ``row["selective"]["curve"]`` of each decoder row (rows without it are
+    skipped); the user's target risk, when set, is drawn as a horizontal line.
+
+    Returns:
+        The PNG path.
+
+    Raises:
+        DataFileError: No decoder row carries a risk–coverage block.
+    """
+    out = Path(path)
+    rows = _selective_rows(evaluation)
+    if not rows:
+        msg = (
+            "evaluation has no risk–coverage curves (no decoder row has a 'selective' "
+            "block); re-run `taskcal evaluate` with a version that writes them."
+        )
+        raise DataFileError(msg, path=str(out))
+    fig = _figure(figsize=(7.0, 4.6), layout="constrained")
+    ax = fig.subplots()
+    for row in rows:
+        block = row["selective"]
+        constant = row["decoder"] == "constant"
+        ax.plot(
+            block["curve"]["coverage"],
+            block["curve"]["risk"],
+            label=f"{row['decoder']} (AURC {block['aurc']:.3f})",
+            color="tab:gray" if constant else None,
+            linestyle="--" if constant else "-",
+            marker="." if len(block["curve"]["coverage"]) <= 20 else None,
+            linewidth=1.4,
+        )
+    target = _target_risk(rows)
+    if target is not None:
+        ax.axhline(
+            target, color="black", linestyle=":", linewidth=1, label=f"target risk {target:g}"
+        )
+    ax.set_xlim(0, 1.02)
+    ax.set_xlabel("coverage (fraction of items decided, most confident first)")
+    ax.set_ylabel("risk (mean cost of the decided items)")
+    ax.set_title(
+        f"Risk–coverage — {evaluation['task'].get('name', '')} (n = {evaluation['n_items']})"
+    )
+    ax.legend(fontsize=8, loc="best")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    return out
+
+
+def selective_section(evaluation: dict[str, Any]) -> str:
+    """The markdown section on selective prediction ("" when no row carries one).
+
+    A table of AURC, oracle AURC, risk at full coverage and, when a target risk was set,
+    the coverage reached at that risk, with one paragraph on how to read it.
+    """
+    rows = _selective_rows(evaluation)
+    if not rows:
+        return ""
+    target = _target_risk(rows)
+    headers = ["AURC", "oracle AURC", "risk at full coverage"]
+    if target is not None:
+        headers.append(f"coverage at risk ≤ {target:g}")
+    lines = [
+        "## Selective prediction",
+        "",
+        "Each decoder ranks the items by its confidence in its own action (the expected-cost "
+        "margin of the best other executable action over the chosen one, under the belief it "
+        "decided on) and decides only the most confident ones; risk is the mean cost of the "
+        "decided items. AURC averages the risk over all coverages (lower is better); the "
+        "oracle AURC is what a perfect ranking would reach with the same costs, so the gap "
+        "between the two measures the ranking alone"
+        + (
+            f", and the last column is the largest fraction of items decided at a mean cost of "
+            f"at most {target:g}."
+            if target is not None
+            else "."
+        ),
+        "",
+        "| decoder | " + " | ".join(headers) + " |",
+        "|---|" + "|".join("---:" for _ in headers) + "|",
+    ]
+    for row in rows:
+        block = row["selective"]
+        cells = [block.get("aurc"), block.get("oracle_aurc"), block.get("full_risk")]
+        if target is not None:
+            cells.append(block.get("coverage_at_target"))
+        lines.append(f"| {row['decoder']} | " + " | ".join(_fmt(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
 def markdown_summary(evaluation: dict[str, Any], figures: Sequence[Path] = ()) -> str:
-    """The markdown summary: setting, decoder table, label-shuffle test, figures."""
+    """The markdown summary: setting, decoders, label-shuffle test, selective prediction, figures.
+
+    The selective-prediction section appears only when the decoder rows carry it.
+    """
     task = evaluation["task"]
     meta = evaluation.get("meta") or {}
     lines = [f"# Evaluation: {task.get('name', 'task')}", ""]
@@ -262,6 +390,9 @@ def markdown_summary(evaluation: dict[str, Any], figures: Sequence[Path] = ()) -
     lines.append(verdict(evaluation))
     descriptions = [f"- `{r['decoder']}`: {r['description']}" for r in evaluation["decoders"]]
     lines += ["", "Decoders:", "", *descriptions]
+    section = selective_section(evaluation)
+    if section:
+        lines += ["", section]
     if figures:
         lines += ["", "## Figures", ""]
         lines.extend(f"![{f.stem}]({f.name})" for f in figures)
@@ -269,7 +400,9 @@ def markdown_summary(evaluation: dict[str, Any], figures: Sequence[Path] = ()) -
 
 
 def write_report(evaluation: dict[str, Any], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Write ``reliability.png``, ``costs.png`` and ``summary.md`` into *out_dir*.
+    """Write ``reliability.png``, ``costs.png``, ``risk_coverage.png`` and ``summary.md``.
+
+    ``risk_coverage.png`` only when the decoder rows carry risk–coverage blocks.
 
     Returns:
         The written paths (summary last).
@@ -286,6 +419,8 @@ def write_report(evaluation: dict[str, Any], out_dir: str | os.PathLike[str]) ->
         plot_reliability(evaluation, out / "reliability.png"),
         plot_costs(evaluation, out / "costs.png"),
     ]
+    if _selective_rows(evaluation):
+        figures.append(plot_risk_coverage(evaluation, out / "risk_coverage.png"))
     summary = out / "summary.md"
     summary.write_text(markdown_summary(evaluation, figures), encoding="utf-8")
     return [*figures, summary]

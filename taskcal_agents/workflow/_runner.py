@@ -26,6 +26,7 @@ from langchain_core.messages import AIMessage
 
 from taskcal_agents.datasets import DatasetItem, grade_answer, normalize_answer
 from taskcal_agents.errors import ConfigurationError, SamplingError, UnparseableOutputError
+from taskcal_agents.prompting import with_task_prompt
 from taskcal_agents.workflow._store import SamplesStore
 
 if TYPE_CHECKING:
@@ -146,14 +147,13 @@ def message_from_dict(data: Mapping[str, Any]) -> AIMessage:
 
 
 def build_messages(task: Task, item: DatasetItem) -> list[dict[str, Any]]:
-    """The request for *item*: the task's system prompt, then the item's messages.
+    """The request for *item*: its messages with the task's prompt merged in.
 
-    The prompt is only prepended when the task has one and the item has no system message.
+    The prompt goes in by the one policy of :mod:`taskcal_agents.prompting`, as in
+    deployment: appended to the item's first system (or developer) message, else
+    prepended as a system message.
     """
-    messages = [dict(m) for m in item.messages]
-    if task.prompt and messages[0].get("role") not in ("system", "developer"):
-        messages.insert(0, {"role": "system", "content": task.prompt})
-    return messages
+    return [dict(m) for m in with_task_prompt(item.messages, task.prompt)]
 
 
 def safe_parse(task: Task, message: AIMessage) -> str | None:

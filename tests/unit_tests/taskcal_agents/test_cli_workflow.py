@@ -225,6 +225,25 @@ def test_fit_and_evaluate_refuse_another_task(
     assert result.exit_code == 2
 
 
+def test_evaluate_target_risk(runner: CliRunner, setup: dict[str, Path], tmp_path: Path) -> None:
+    samples = tmp_path / "s.jsonl"
+    for bad in ("0", "-0.5", "nan", "inf"):
+        result = runner.invoke(app, ["evaluate", "--samples", str(samples), "--target-risk", bad])
+        assert result.exit_code == 2
+        assert f"error: --target-risk must be a finite number > 0, got {float(bad)!r}." in (
+            " ".join(result.stderr.split())
+        )
+    assert runner.invoke(app, _sample_args(setup, samples)).exit_code == 0
+    evaluation = tmp_path / "eval.json"
+    result = runner.invoke(
+        app,
+        ["evaluate", "--samples", str(samples), "--folds", "3", "--permutations", "0",
+         "--calibrators", "temperature", "--target-risk", "0.5", "--out", str(evaluation)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output + result.stderr
+    assert json.loads(evaluation.read_text())["meta"]["target_risk"] == 0.5
+
+
 def test_report_on_bad_file(runner: CliRunner, tmp_path: Path) -> None:
     bad = tmp_path / "eval.json"
     bad.write_text('{"format": "x"}')

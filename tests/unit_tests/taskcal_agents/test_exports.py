@@ -16,6 +16,7 @@ MODULES = [
     "taskcal_agents.decisions",
     "taskcal_agents.middleware",
     "taskcal_agents.parsers",
+    "taskcal_agents.prompting",
     "taskcal_agents.runnable",
     "taskcal_agents.sampling",
     "taskcal_agents.sampling.langchain",

@@ -276,15 +276,20 @@ def test_message_round_trip() -> None:
     assert back.tool_calls == [{"name": "f", "args": {"a": [1, 2]}, "id": "c", "type": "tool_call"}]
 
 
-def test_build_messages_prepends_task_prompt_once() -> None:
+def test_build_messages_merges_the_task_prompt_once() -> None:
     item = tool_items(1)[0]
     assert build_messages(tool_task(), item) == item.messages
     task = tool_task(prompt="Decide.")
-    assert build_messages(task, item)[0] == {"role": "system", "content": "Decide."}
+    assert build_messages(task, item) == [{"role": "system", "content": "Decide."}, *item.messages]
     with_system = item.model_copy(
         update={"messages": [{"role": "system", "content": "own"}, *item.messages]}
     )
-    assert build_messages(task, with_system) == with_system.messages
+    # an item's own system message keeps the task prompt too (it used to be dropped)
+    assert build_messages(task, with_system) == [
+        {"role": "system", "content": "own\n\nDecide."},
+        *item.messages,
+    ]
+    assert with_system.messages[0] == {"role": "system", "content": "own"}
 
 
 # --------------------------------------------------------------------------------------
