@@ -22,7 +22,8 @@ from calibrators._validation import Integral, Interval, Real, StrOptions, clippe
 __all__ = ["DEFAULT_REG_GRID", "DirichletCalibrator"]
 
 DEFAULT_REG_GRID: tuple[float, ...] = (0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
-"""Values of ``reg_lambda`` tried by ``reg_lambda="auto"`` when ``reg_grid`` is None."""
+"""Values of ``reg_lambda`` tried by ``reg_lambda="auto"`` when ``reg_grid`` is None, and
+of ``reg_mu`` tried by ``reg_mu="auto"`` when ``reg_mu_grid`` is None."""
 
 _CV_RANDOM_STATE = 0
 """Seed of the shuffled K-fold split used by ``reg_lambda="auto"`` (deterministic)."""
@@ -33,7 +34,7 @@ class DirichletCalibrator(_LinearCalibrator):
 
     ``ln p`` is clipped at ``ln(eps)``. The map is fitted by minimising the weighted
     mean negative log-likelihood plus a regulariser with scipy's L-BFGS-B, analytic
-    gradients and the identity map (``W = I``, ``b = 0``) as starting point; the fit
+    gradients and the identity map (``W = [I | 0]``, ``b = 0``) as starting point; the fit
     is deterministic.
 
     With ``kind="full"``, ``W`` has shape (k, d): ``P`` may carry ``d - k`` extra input
@@ -57,6 +58,9 @@ class DirichletCalibrator(_LinearCalibrator):
     regression on ``ln p`` without penalty (matrix scaling). With
     ``reg_lambda="auto"`` the strength is chosen from ``reg_grid`` by the
     cross-validated negative log-likelihood (shuffled ``cv``-fold split, fixed seed).
+    With ``reg_mu="auto"`` (ODIR) ``reg_mu`` is chosen the same way from
+    ``reg_mu_grid``; with both ``"auto"`` the pair is chosen jointly over the product
+    of the two grids (``len(reg_grid) * len(reg_mu_grid)`` fits per split).
     The :meth:`score` method (negative mean log-loss) also lets ``GridSearchCV``
     tune ``reg_lambda`` and ``reg_mu``.
 
@@ -67,15 +71,19 @@ class DirichletCalibrator(_LinearCalibrator):
         ``b = 0`` (the Dirichlet form of temperature scaling).
     reg_lambda : float or "auto", default=0.0
         Strength of the penalty on ``W`` (see above), or ``"auto"``.
-    reg_mu : float, default=None
-        Strength of the penalty on ``b``; setting it selects ODIR.
+    reg_mu : float, "auto" or None, default=None
+        Strength of the penalty on ``b``; setting it selects ODIR. ``"auto"`` chooses
+        it by cross-validation from ``reg_mu_grid``.
     reg_grid : sequence of float, default=None
         Candidate values for ``reg_lambda="auto"``; ``None`` means
         ``(0, 1e-4, 1e-3, 1e-2, 0.1, 1, 10)``.
+    reg_mu_grid : sequence of float, default=None
+        Candidate values for ``reg_mu="auto"``; ``None`` means the same default grid
+        as ``reg_grid``.
     cv : int, cross-validation generator or iterable, default=5
-        Splits for ``reg_lambda="auto"``: an int is the number of shuffled K-fold
-        splits with a fixed seed (at most the number of samples); a splitter or an
-        iterable of ``(train, test)`` index arrays is used as given.
+        Splits for ``reg_lambda="auto"`` or ``reg_mu="auto"``: an int is the number
+        of shuffled K-fold splits with a fixed seed (at most the number of samples);
+        a splitter or an iterable of ``(train, test)`` index arrays is used as given.
     eps : float, default=1e-12
         Probabilities are clipped to ``[eps, 1]`` before taking ``ln``.
     max_iter : int, default=1000
@@ -96,10 +104,13 @@ class DirichletCalibrator(_LinearCalibrator):
     reg_lambda_ : float
         The ``reg_lambda`` used for the final fit (chosen when ``"auto"``).
     reg_mu_ : float or None
-        The ``reg_mu`` used for the final fit.
+        The ``reg_mu`` used for the final fit (chosen when ``"auto"``).
     cv_results_ : dict or None
         With ``reg_lambda="auto"``: ``{"reg_lambda": array, "nll": array}``, the
-        cross-validated NLL of each candidate; otherwise ``None``. Not serialised.
+        cross-validated NLL of each candidate (ascending ``reg_lambda``); with
+        ``reg_mu="auto"`` also ``"reg_mu"``, one entry per ``(reg_lambda, reg_mu)``
+        candidate (ascending ``reg_lambda``, then ascending ``reg_mu``); otherwise
+        ``None``. Not serialised.
     n_iter_ : int
         Number of optimiser iterations of the final fit.
     n_classes_ : int
@@ -138,8 +149,9 @@ class DirichletCalibrator(_LinearCalibrator):
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "kind": [StrOptions(set(KINDS))],
         "reg_lambda": [Interval(Real, 0.0, None, closed="left"), StrOptions({"auto"})],
-        "reg_mu": [Interval(Real, 0.0, None, closed="left"), None],
+        "reg_mu": [Interval(Real, 0.0, None, closed="left"), StrOptions({"auto"}), None],
         "reg_grid": ["array-like", None],
+        "reg_mu_grid": ["array-like", None],
         "cv": ["cv_object"],
         "eps": [EPS_CONSTRAINT],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -157,8 +169,9 @@ class DirichletCalibrator(_LinearCalibrator):
         *,
         kind: str = "full",
         reg_lambda: float | str = 0.0,
-        reg_mu: float | None = None,
+        reg_mu: float | str | None = None,
         reg_grid: Sequence[float] | None = None,
+        reg_mu_grid: Sequence[float] | None = None,
         cv: Any = 5,
         eps: float = 1e-12,
         max_iter: int = 1000,
@@ -169,6 +182,7 @@ class DirichletCalibrator(_LinearCalibrator):
         self.reg_lambda = reg_lambda
         self.reg_mu = reg_mu
         self.reg_grid = reg_grid
+        self.reg_mu_grid = reg_mu_grid
         self.cv = cv
         self.eps = eps
         self.max_iter = max_iter
@@ -194,12 +208,12 @@ class DirichletCalibrator(_LinearCalibrator):
         n_classes: int,
     ) -> None:
         L = clipped_log(P, self.eps)
-        mu = None if self.reg_mu is None else float(self.reg_mu)
         cv_results = None
-        if isinstance(self.reg_lambda, str):
-            lam, cv_results = self._select_reg_lambda(L, y, sample_weight, mu, n_classes)
+        if isinstance(self.reg_lambda, str) or isinstance(self.reg_mu, str):
+            lam, mu, cv_results = self._select_reg(L, y, sample_weight, n_classes)
         else:
             lam = float(self.reg_lambda)
+            mu = None if self.reg_mu is None else float(self.reg_mu)
         fitted = fit_linear(
             L,
             y,
@@ -221,55 +235,67 @@ class DirichletCalibrator(_LinearCalibrator):
     def _init_state(self, n_classes: int, n_features: int | None = None) -> None:
         super()._init_state(n_classes, n_features)
         self.reg_lambda_ = 0.0 if isinstance(self.reg_lambda, str) else float(self.reg_lambda)
-        self.reg_mu_ = self.reg_mu
+        self.reg_mu_ = 0.0 if isinstance(self.reg_mu, str) else self.reg_mu
         self.cv_results_ = None
 
-    def _grid(self) -> NDArray[np.float64]:
-        grid = DEFAULT_REG_GRID if self.reg_grid is None else self.reg_grid
+    def _grid(self, name: str = "reg_grid") -> NDArray[np.float64]:
+        raw = getattr(self, name)
+        grid = DEFAULT_REG_GRID if raw is None else raw
         values = np.asarray(grid, dtype=np.float64).ravel()
         if values.size == 0 or not np.all(np.isfinite(values)) or np.any(values < 0):
             msg = (
-                "The 'reg_grid' parameter of DirichletCalibrator must be a non-empty sequence "
-                f"of finite non-negative floats; got {self.reg_grid!r}."
+                f"The {name!r} parameter of DirichletCalibrator must be a non-empty sequence "
+                f"of finite non-negative floats; got {raw!r}."
             )
             raise ValueError(msg)
         return np.unique(values)[::-1]  # strongest first: warm starts from simpler maps
 
-    def _select_reg_lambda(
+    def _select_reg(
         self,
         L: NDArray[np.float64],
         y: NDArray[np.intp],
         weights: NDArray[np.float64],
-        mu: float | None,
         n_classes: int,
-    ) -> tuple[float, dict[str, NDArray[np.float64]]]:
-        """Choose ``reg_lambda`` from the grid by cross-validated weighted NLL."""
-        grid = self._grid()
+    ) -> tuple[float, float | None, dict[str, NDArray[np.float64]]]:
+        """Choose the ``"auto"`` strength(s) by cross-validated weighted NLL.
+
+        Candidates are tried strongest penalty first (``reg_lambda`` outer, ``reg_mu``
+        inner), each fit warm-started from the previous one; ties go to the strongest.
+        """
+        auto_lam = isinstance(self.reg_lambda, str)
+        auto_mu = isinstance(self.reg_mu, str)
+        lams = self._grid("reg_grid") if auto_lam else np.array([float(self.reg_lambda)])
+        if auto_mu:
+            mus: list[float | None] = [float(v) for v in self._grid("reg_mu_grid")]
+        else:
+            mus = [None if self.reg_mu is None else float(self.reg_mu)]
+        candidates = [(float(lam), mu) for lam in lams for mu in mus]
         n = L.shape[0]
         if isinstance(self.cv, Integral):
             n_splits = min(int(self.cv), n)
             if n_splits < 2:
+                which = "reg_lambda" if auto_lam else "reg_mu"
                 msg = (
-                    "DirichletCalibrator with reg_lambda='auto' needs at least 2 samples for "
-                    f"cross-validation; got {n}. Pass a number for reg_lambda."
+                    f"DirichletCalibrator with {which}='auto' needs at least 2 samples for "
+                    f"cross-validation; got {n}. Pass a number for {which}."
                 )
                 raise ValueError(msg)
             splitter: Any = KFold(n_splits=n_splits, shuffle=True, random_state=_CV_RANDOM_STATE)
         else:
             splitter = check_cv(self.cv)
-        total = np.zeros(grid.size)
+        total = np.zeros(len(candidates))
         for train, test in splitter.split(L, y):
             w_train = weights[train]
             if not w_train.any():
                 continue
             init = None
-            for j, lam in enumerate(grid):
+            for j, (lam, mu) in enumerate(candidates):
                 fitted = fit_linear(
                     L[train],
                     y[train],
                     w_train,
                     kind=self.kind,
-                    reg=Regularizer(lam=float(lam), mu=mu),
+                    reg=Regularizer(lam=lam, mu=mu),
                     max_iter=self.max_iter,
                     tol=self.tol,
                     owner=type(self).__name__,
@@ -281,6 +307,9 @@ class DirichletCalibrator(_LinearCalibrator):
                 q_true = np.maximum(Q[np.arange(test.size), y[test]], np.finfo(np.float64).tiny)
                 total[j] += float(weights[test] @ -np.log(q_true))
         cv_nll = total / weights.sum()
-        best = int(np.argmin(cv_nll))  # grid is descending: ties go to the stronger penalty
-        results = {"reg_lambda": grid[::-1].copy(), "nll": cv_nll[::-1].copy()}
-        return float(grid[best]), results
+        best = int(np.argmin(cv_nll))  # candidates descend: ties go to the stronger penalty
+        lam, mu = candidates[best]
+        results = {"reg_lambda": np.array([c[0] for c in candidates[::-1]]), "nll": cv_nll[::-1]}
+        if auto_mu:
+            results["reg_mu"] = np.array([c[1] for c in candidates[::-1]], dtype=np.float64)
+        return lam, mu, results

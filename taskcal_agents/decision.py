@@ -1,7 +1,9 @@
 """Decision: calibrate the belief and take the minimum-Bayes-risk (MBR) action.
 
 Given the belief p̂ over the task's labels, a calibrator f gives q = f(p̂), and the action
-is argmin_a Σ_ℓ q(ℓ)·C[ℓ, a]. :class:`Decider` validates the task/calibrator pair once
+is argmin_a Σ_ℓ q(ℓ)·C[ℓ, a] among the actions the samples can carry out
+(:func:`executable_mbr`, :func:`carried_actions`: a tool call needs a sample that makes
+one). :class:`Decider` validates the task/calibrator pair once
 and then decides in microseconds; :func:`decide_from_messages` is the one-shot form used
 by the workflow and the agent middleware (pure: no model call).
 """
@@ -29,13 +31,21 @@ from taskcal_agents.parsers import (
 from taskcal_agents.task import Task
 
 __all__ = [
+    "TOOL_CALL_ACTION",
     "Decider",
     "Decision",
+    "carried_actions",
+    "carries_out",
     "check_calibrator",
     "decide_from_messages",
+    "executable_mbr",
     "expected_costs",
     "mbr_action",
 ]
+
+TOOL_CALL_ACTION = "tool_call"
+"""The sampled action that only a tool call carries out (a sample labelled with it whose
+tool call cannot be extracted, e.g. JSON cut off by ``max_tokens``, carries out nothing)."""
 
 
 def expected_costs(q: NDArray[np.float64], cost: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -46,6 +56,79 @@ def expected_costs(q: NDArray[np.float64], cost: NDArray[np.float64]) -> NDArray
 def mbr_action(q: NDArray[np.float64], cost: NDArray[np.float64]) -> int:
     """Return the minimum-Bayes-risk action index (ties go to the first action)."""
     return int(np.argmin(expected_costs(q, cost)))
+
+
+def executable_mbr(
+    expected_costs: NDArray[np.float64], executable: NDArray[np.bool_]
+) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
+    """MBR restricted to the actions that can be carried out, row by row.
+
+    The one rule shared by :class:`Decider` and the evaluation: per row, the action of
+    least expected cost among the executable ones (ties go to the first action). A row
+    with no executable action keeps its unrestricted MBR action.
+
+    Args:
+        expected_costs: Expected cost of each action, shape ``(n, m)``.
+        executable: Whether each action can be carried out, shape ``(n, m)``.
+
+    Returns:
+        The chosen action indices ``(n,)`` and ``replaced`` ``(n,)``: whether the
+        unrestricted MBR action could not be carried out and another one was taken.
+
+    Raises:
+        ConfigurationError: If the shapes differ or are not two-dimensional.
+    """
+    ec = np.asarray(expected_costs, dtype=np.float64)
+    ok = np.asarray(executable, dtype=bool)
+    if ec.ndim != 2 or ok.shape != ec.shape:
+        msg = (
+            "executable_mbr needs expected_costs and executable of the same shape (n, m), "
+            f"got {ec.shape} and {ok.shape}."
+        )
+        raise ConfigurationError(msg)
+    best = np.argmin(ec, axis=1)
+    restricted = np.argmin(np.where(ok, ec, np.inf), axis=1)
+    rows = np.arange(ec.shape[0])
+    replaced = ~ok[rows, best] & ok.any(axis=1)
+    return np.where(replaced, restricted, best).astype(np.intp), replaced
+
+
+def carries_out(action: str, message: AIMessage) -> bool:
+    """Whether a sample labelled ``action`` carries it out.
+
+    For :data:`TOOL_CALL_ACTION`: the message makes a tool call that can be extracted
+    (:func:`~taskcal_agents.parsers.extract_tool_calls`); for any other action: the
+    message has non-empty text.
+    """
+    if action == TOOL_CALL_ACTION:
+        return bool(extract_tool_calls(message))
+    return bool(message_text(message).strip())
+
+
+def carried_actions(
+    task: Task, messages: Sequence[AIMessage], labels: Sequence[str | None]
+) -> NDArray[np.bool_]:
+    """Which of the task's actions these samples let the agent carry out.
+
+    An action not in ``task.sampled_actions`` can always be carried out (the ask and
+    abstain actions have their texts). A sampled action can be carried out iff some
+    sample labelled with it carries it out (:func:`carries_out`).
+
+    Args:
+        task: The task.
+        messages: The sampled completions.
+        labels: Their parsed labels (``None``: unparsed), aligned with ``messages``.
+
+    Returns:
+        A boolean mask over ``task.action_list``.
+    """
+    sampled = set(task.sampled_actions)
+    carried = {
+        label
+        for message, label in zip(messages, labels, strict=True)
+        if label in sampled and carries_out(label, message)
+    }
+    return np.array([a not in sampled or a in carried for a in task.action_list], dtype=bool)
 
 
 class Decision(BaseModel):
@@ -261,21 +344,16 @@ class Decider:
             labels = [self.task.parse_raw(m) for m in messages]
         # The MBR action; if only a sample can carry it out (a tool call with its arguments)
         # and none does, take the cheapest action that can be carried out, and say so.
-        order = np.argsort(ec, kind="stable")
-        action = self._actions[int(order[0])]
-        message = self.representative(action, messages, labels)
+        executable = carried_actions(self.task, messages, labels)
+        chosen, replaced = executable_mbr(ec[None, :], executable[None, :])
+        action = self._actions[int(chosen[0])]
         reason = None
-        if message is None and action in self._sampled:
-            for j in order[1:]:
-                candidate = self._actions[int(j)]
-                message = self.representative(candidate, messages, labels)
-                if message is not None or candidate not in self._sampled:
-                    reason = (
-                        f"MBR chose {action!r}, but no sample carried it out; took the "
-                        f"cheapest action that can be carried out, {candidate!r}"
-                    )
-                    action = candidate
-                    break
+        if replaced[0]:
+            reason = (
+                f"MBR chose {self._actions[int(np.argmin(ec))]!r}, but no sample carried it "
+                f"out; took the cheapest action that can be carried out, {action!r}"
+            )
+        message = self.representative(action, messages, labels)
         return Decision(
             task=self.task.name,
             action=action,
@@ -337,15 +415,19 @@ class Decider:
         """Return the message that carries out ``action``.
 
         Abstain action → ``task.abstain_text``. Otherwise, among the samples labelled
-        ``action``: the first sample making the most frequent canonical tool call (name
-        plus sorted-key JSON arguments) if any sample makes a tool call, else the first
-        sample with the most frequent normalised text. Ask action without such samples →
-        ``task.ask_text``; any other action without samples → ``None``.
+        ``action`` (for a sampled action, only those that carry it out, see
+        :func:`carries_out`, so that it agrees with :func:`carried_actions`): the first
+        sample making the most frequent canonical tool call (name plus sorted-key JSON
+        arguments) if any sample makes a tool call, else the first sample with the most
+        frequent normalised text. Ask action without such samples → ``task.ask_text``;
+        any other action without samples → ``None``.
         """
         task = self.task
         if action == task.abstain_action:
             return AIMessage(content=task.abstain_text)
         group = [m for m, label in zip(messages, labels, strict=True) if label == action]
+        if action in self._sampled:
+            group = [m for m in group if carries_out(action, m)]
         if group:
             calls = [extract_tool_calls(m) for m in group]
             with_calls = [(m, c) for m, c in zip(group, calls, strict=True) if c]

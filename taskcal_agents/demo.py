@@ -106,7 +106,6 @@ def run_demo(
     Raises:
         SamplingError: Sampling failed for some request (a rerun resumes).
     """
-    from calibrators import make_calibrator
     from taskcal_agents.errors import SamplingError
     from taskcal_agents.workflow import (
         SampleSettings,
@@ -120,7 +119,9 @@ def run_demo(
         sample_header,
         write_json,
     )
+    from taskcal_agents.workflow._evaluate import default_factory
 
+    make_dirichlet = default_factory("dirichlet")
     task = demo_task()
     items = demo_items()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -157,7 +158,8 @@ def run_demo(
         include_items=False,
     )
 
-    # Decide a few requests, one per label first, each with a Dirichlet map fitted on the rest.
+    # Decide a few requests, one per label first, each with the workflow's Dirichlet map
+    # fitted on the other served requests (those with a usable sample).
     records = read_samples(samples_path).records
     shown: list[DatasetItem] = []
     for label in task.labels:
@@ -166,9 +168,8 @@ def run_demo(
     decisions: list[tuple[str, str, Decision]] = []
     index = {item_id: row for row, item_id in enumerate(data.ids)}
     for item in shown:
-        keep = [row for item_id, row in index.items() if item_id != item.id]
-        calibrator = make_calibrator("dirichlet", reg_lambda="auto", reg_mu=0.0)
-        calibrator.fit(data.P[keep], data.y[keep])
+        keep = [row for item_id, row in index.items() if item_id != item.id and data.served[row]]
+        calibrator = make_dirichlet().fit(data.P[keep], data.y[keep])
         messages = [message_from_dict(m) for m in records[item.id]["samples"]]
         decision = decide_from_messages(task, messages, calibrator=calibrator)
         decisions.append((str(item.messages[-1]["content"]), str(item.label), decision))

@@ -101,6 +101,8 @@ def answer_or_abstain(
     Labels and actions: ``answer`` (the question should be answered: the model's answer
     is right) and ``abstain`` (it should not). Answering wrongly costs
     ``wrong_answer_cost``; abstaining on an answerable question costs ``abstain_cost``.
+    ``answer`` is a sampled action (only a sampled answer carries it out), so with no
+    answering sample the decision abstains, flagged as a fallback.
 
     Args:
         wrong_answer_cost: C[abstain, answer].
@@ -114,6 +116,7 @@ def answer_or_abstain(
         The task.
     """
     default = [[0.0, abstain_cost], [wrong_answer_cost, 0.0]]
+    fields.setdefault("sampled_actions", ["answer"])
     return Task(
         name=name,
         labels=["answer", "abstain"],

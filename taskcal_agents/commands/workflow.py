@@ -318,8 +318,10 @@ def fit(
     calibrator: Annotated[
         str,
         typer.Option(
-            help="dirichlet, temperature, vector, matrix, isotonic, histogram or identity "
-            "(optionally NAME:KEY=VALUE[:...])."
+            help="dirichlet (ODIR, reg_lambda and reg_mu chosen by inner cross-validation), "
+            "matrix (the same map unregularised), temperature, vector, isotonic, histogram "
+            "or identity (optionally NAME:KEY=VALUE[:...]). Fitted on items with a usable "
+            "sample only."
         ),
     ] = "dirichlet",
     param: Annotated[
@@ -370,7 +372,13 @@ def fit(
         },
     )
     write_json(artefact, out)
-    table = Table(title=f"{calibrator} on {data.n} items of {task_obj.name!r}")
+    excluded = metrics["n_excluded_no_sample"]
+    chosen = metrics.get("chosen") or {}
+    table = Table(
+        title=f"{calibrator} on {metrics['n_fit']} served items of {task_obj.name!r} "
+        f"({excluded} without a usable sample excluded)"
+        + ("; chose " + ", ".join(f"{k}={v}" for k, v in chosen.items()) if chosen else "")
+    )
     table.add_column("beliefs")
     keys = ("nll", "brier", "ece", "classwise_ece", "expected_cost")
     for key in keys:
@@ -399,11 +407,16 @@ def evaluate(
         str,
         typer.Option(
             help="Comma-separated calibration maps to cross-fit; NAME or NAME:KEY=VALUE[:...] "
-            "(e.g. dirichlet:reg_lambda=auto)."
+            "(e.g. dirichlet:reg_lambda=0.01). dirichlet is ODIR with reg_lambda and reg_mu "
+            "chosen by inner cross-validation; matrix is the same map unregularised."
         ),
     ] = "temperature,vector,matrix,dirichlet,isotonic,histogram",
     test_calibrator: Annotated[
-        str, typer.Option(help="Calibrator of the MBR decoder in the label-shuffle test.")
+        str,
+        typer.Option(
+            help="Calibrator of the MBR decoder in the label-shuffle test (default: the "
+            "regularised dirichlet)."
+        ),
     ] = "dirichlet",
     permutations: Annotated[
         int, typer.Option(min=0, help="Label shuffles of the permutation test (0: skip).")

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from taskcal_agents.belief import DEFAULT_ALPHA, Belief
+from taskcal_agents.decision import carried_actions
 from taskcal_agents.errors import DataFileError, LabelMismatchError
 from taskcal_agents.task import Task
 from taskcal_agents.workflow._evaluate import EvalArrays
@@ -65,7 +66,9 @@ def eval_arrays(
             folds do not depend on the order in which concurrent sampling finished).
 
     Returns:
-        The arrays.
+        The arrays; ``executable`` says per item which actions its stored samples can
+        carry out (:func:`~taskcal_agents.decision.carried_actions`, the runtime's rule;
+        a one-pass logprob record has no sample, so no sampled action is executable).
 
     Raises:
         DataFileError: No records, or a record with a missing or unknown label (naming the
@@ -84,10 +87,12 @@ def eval_arrays(
     y = np.empty(len(records), dtype=np.intp)
     greedy = np.full(len(records), -1, dtype=np.intp)
     no_sample = np.zeros(len(records), dtype=bool)
+    executable = np.ones((len(records), len(task.action_list)), dtype=bool)
     for i, record in enumerate(records):
         line = samples.lines.get(record["id"])
+        messages = [message_from_dict(m) for m in record.get("samples", [])]
         if reparse:
-            labels = [safe_parse(task, message_from_dict(m)) for m in record.get("samples", [])]
+            labels = [safe_parse(task, m) for m in messages]
             g = record.get("greedy")
             g_label = safe_parse(task, message_from_dict(g)) if g else None
         else:
@@ -122,6 +127,10 @@ def eval_arrays(
             )
         P[i] = belief.probs
         no_sample[i] = belief.n_parsed == 0
+        if len(labels) == len(messages):
+            executable[i] = carried_actions(task, messages, labels)
+        else:  # labels without their messages: nothing sampled can be carried out
+            executable[i] = carried_actions(task, [], [])
         y[i] = task.label_index(true)
         if g_label is not None:
             greedy[i] = task.label_index(g_label)
@@ -137,6 +146,7 @@ def eval_arrays(
         no_sample=no_sample,
         fallback=task.action_index(task.default_action),
         ids=tuple(r["id"] for r in records),
+        executable=executable,
     )
 
 

@@ -2,8 +2,8 @@
 
 Inputs: the raw beliefs ``P`` (n, k) built from the parsed samples, the true label indices
 ``y`` (n,), the greedy completion's label index (-1 when unparsed or missing), a mask of
-items with no usable sample, and the task's cost matrix ``C`` (k, m), row = true label,
-column = action.
+items with no usable sample, a mask of the actions each item's samples can carry out, and
+the task's cost matrix ``C`` (k, m), row = true label, column = action.
 
 Decoders (one row each):
 
@@ -18,15 +18,38 @@ Decoders (one row each):
     MBR on the raw belief.
 ``mbr_<calibrator>``
     MBR on the belief calibrated by a map fitted on the other folds (cross-fitting).
+    ``dirichlet`` is the regularised default (ODIR, ``reg_lambda`` and ``reg_mu`` chosen
+    by inner cross-validation, see :data:`WORKFLOW_CALIBRATOR_PARAMS`); ``matrix`` is the
+    same map without regularisation (matrix scaling).
+
+The scores are those of what the runtime (:class:`~taskcal_agents.decision.Decider`)
+would do:
+
+- Every MBR decoder takes the cheapest action its item's samples can carry out
+  (:func:`~taskcal_agents.decision.executable_mbr` on ``EvalArrays.executable``: a
+  ``tool_call`` needs a sample that makes a tool call), the rule the runtime applies.
+- Decoders that read samples take the task's fallback action on items without any usable
+  sample, as the runtime does.
+- Calibration maps are fitted on the served rows only (items with a usable sample):
+  the others never reach the calibrator at run time. Scores are over all items.
 
 ``greedy`` and ``majority`` turn a label into the action of the same name; they are only
-defined when every label is also an action. Decoders that read samples fall back to the
-task's fallback action on items without any usable sample, as the runtime does.
+defined when every label is also an action.
+
+Columns: mean realised cost and its standard error; the paired saving over the best
+constant action and over ``mbr_raw`` (positive = this decoder is cheaper) with paired
+standard errors (of the per-item cost differences); accuracy and macro-F1 over the task's
+labels (scikit-learn semantics, actions that are no label do not enter the mean); NLL,
+Brier, ECE, classwise ECE; and the cross-fitted, signed task calibration error ``tce``
+(:func:`calibrators.metrics.tce` with ``method="crossfit"`` and the ODIR map
+:data:`TCE_CALIBRATOR`: the cost a recalibration of these beliefs would save on held-out
+items; it can be negative).
 
 Folds are stratified by label and seeded, so every decoder and calibrator sees the same
-splits. The label-shuffle test permutes ``y`` against ``P`` and recomputes the whole
-cross-fitted cost gap (best constant − calibrated MBR): its p-value says whether the gain
-of calibrated MBR over the best constant action is more than chance.
+splits. The label-shuffle test permutes ``y`` against ``P`` (the masks stay with their
+items) and recomputes the whole cross-fitted cost gap (best constant − calibrated MBR)
+with the same rules: its p-value says whether the gain of calibrated MBR over the best
+constant action is more than chance.
 """
 
 from __future__ import annotations
@@ -39,10 +62,32 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from taskcal_agents.decision import executable_mbr
 from taskcal_agents.errors import ConfigurationError
 
 DEFAULT_CALIBRATORS = ("temperature", "vector", "matrix", "dirichlet", "isotonic", "histogram")
 """Calibration maps evaluated by default (``identity`` is ``mbr_raw``)."""
+
+WORKFLOW_CALIBRATOR_PARAMS: dict[str, dict[str, Any]] = {
+    "dirichlet": {
+        "reg_lambda": "auto",
+        "reg_mu": "auto",
+        "reg_grid": (1e-2, 1e-1, 1.0, 10.0),
+        "reg_mu_grid": (1e-2, 1.0),
+        "cv": 3,
+        "tol": 1e-5,
+    },
+}
+"""Defaults of the workflow (``fit``, ``evaluate``) per calibrator name, under the
+parameters of a spec: ``dirichlet`` is ODIR with ``reg_lambda`` and ``reg_mu`` chosen
+jointly by 3-fold inner cross-validation over a 4 x 2 grid, optimiser tolerance 1e-5
+(a small grid keeps the 200-shuffle label test affordable; ``dirichlet:reg_lambda=0``
+and similar specs override these; ``matrix`` is the unregularised map)."""
+
+TCE_CALIBRATOR = "dirichlet:reg_lambda=1:reg_mu=1"
+"""The recalibration map of the cross-fitted ``tce`` column: ODIR at a fixed moderate
+strength (one fit per fold; inner cross-validation for every decoder would cost more than
+the column is worth)."""
 
 PRIOR_PSEUDOCOUNT = 0.5
 """Pseudo-count added per label to the in-fold label prior (Jeffreys), so that its NLL
@@ -70,6 +115,8 @@ class EvalArrays:
         no_sample: Items without any usable sample (they get the fallback action), (n,).
         fallback: Index of the fallback action.
         ids: Item ids (for the per-item output).
+        executable: Whether each item's samples can carry out each action, (n, m)
+            (:func:`~taskcal_agents.decision.carried_actions`); ``None`` means all True.
     """
 
     P: NDArray[np.float64]
@@ -81,11 +128,18 @@ class EvalArrays:
     no_sample: NDArray[np.bool_]
     fallback: int
     ids: tuple[str, ...] = ()
+    executable: NDArray[np.bool_] | None = None
 
     def __post_init__(self) -> None:
         n, k = self.P.shape
         m = len(self.actions)
         problems = []
+        if self.executable is None:
+            object.__setattr__(self, "executable", np.ones((n, m), dtype=bool))
+        elif np.shape(self.executable) != (n, m):
+            problems.append(
+                f"executable must have shape (n, m) = ({n}, {m}), got {np.shape(self.executable)}"
+            )
         if self.cost.shape != (k, m) or len(self.labels) != k:
             problems.append(
                 f"cost has shape {self.cost.shape}, expected (k, m) = ({k}, {m}) for "
@@ -108,6 +162,11 @@ class EvalArrays:
     def n(self) -> int:
         """The number of items."""
         return int(self.P.shape[0])
+
+    @property
+    def served(self) -> NDArray[np.bool_]:
+        """Items with a usable sample: the rows a calibrator sees at run time."""
+        return ~self.no_sample
 
     def label_to_action(self) -> NDArray[np.intp] | None:
         """Action index of each label (same name), or ``None`` when a label has no action."""
@@ -159,6 +218,18 @@ def mbr(Q: NDArray[np.float64], cost: NDArray[np.float64]) -> NDArray[np.intp]:
     return np.argmin(Q @ cost, axis=1).astype(np.intp)
 
 
+def runtime_actions(Q: NDArray[np.float64], data: EvalArrays) -> NDArray[np.intp]:
+    """The actions the runtime takes on beliefs *Q*.
+
+    MBR among the executable actions (:func:`~taskcal_agents.decision.executable_mbr`),
+    the fallback action on items without a usable sample.
+    """
+    assert data.executable is not None  # filled in by EvalArrays.__post_init__
+    actions, _ = executable_mbr(Q @ data.cost, data.executable)
+    actions[data.no_sample] = data.fallback
+    return actions
+
+
 def in_fold_prior(y: NDArray[np.intp], folds: NDArray[np.intp], k: int) -> NDArray[np.float64]:
     """Per item, the label prior of the *other* folds (with :data:`PRIOR_PSEUDOCOUNT`)."""
     out = np.empty((y.shape[0], k))
@@ -172,27 +243,60 @@ def in_fold_prior(y: NDArray[np.intp], folds: NDArray[np.intp], k: int) -> NDArr
 CalibratorFactory = Callable[[], Any]
 
 
-def crossfit_calibrated(
+def crossfit_calibrators(
     P: NDArray[np.float64],
     y: NDArray[np.intp],
     folds: NDArray[np.intp],
     make: CalibratorFactory,
-) -> NDArray[np.float64]:
-    """Calibrate each fold with a map fitted on the other folds.
+    *,
+    fit_mask: NDArray[np.bool_] | None = None,
+) -> dict[int, Any]:
+    """Fit one calibrator per fold on the other folds' rows (those in *fit_mask*).
 
     Args:
         P: Raw beliefs, (n, k).
         y: True label indices, (n,).
         folds: Fold index per item, (n,).
         make: Returns a fresh, unfitted calibrator (``fit(P, y)``, ``predict_proba(P)``).
+        fit_mask: Rows a calibrator may be fitted on (default: all); the workflow passes
+            the served rows (:attr:`EvalArrays.served`).
 
     Returns:
-        The cross-fitted calibrated beliefs, (n, k).
+        The fitted calibrator of each fold, by fold index.
     """
-    Q = np.empty_like(P)
+    use = np.ones(P.shape[0], dtype=bool) if fit_mask is None else np.asarray(fit_mask, bool)
+    fitted = {}
     for f in np.unique(folds):
+        train = (folds != f) & use
+        fitted[int(f)] = make().fit(P[train], y[train])
+    return fitted
+
+
+def crossfit_calibrated(
+    P: NDArray[np.float64],
+    y: NDArray[np.intp],
+    folds: NDArray[np.intp],
+    make: CalibratorFactory,
+    *,
+    fit_mask: NDArray[np.bool_] | None = None,
+) -> NDArray[np.float64]:
+    """Calibrate each fold with a map fitted on the other folds.
+
+    See :func:`crossfit_calibrators` for the arguments.
+
+    Returns:
+        The cross-fitted calibrated beliefs, (n, k), every row (also those outside
+        *fit_mask*).
+    """
+    return _apply_calibrators(P, folds, crossfit_calibrators(P, y, folds, make, fit_mask=fit_mask))
+
+
+def _apply_calibrators(
+    P: NDArray[np.float64], folds: NDArray[np.intp], fitted: dict[int, Any]
+) -> NDArray[np.float64]:
+    Q = np.empty_like(P)
+    for f, calibrator in fitted.items():
         test = folds == f
-        calibrator = make().fit(P[~test], y[~test])
         Q[test] = calibrator.predict_proba(P[test])
     return Q
 
@@ -201,9 +305,51 @@ def crossfit_calibrated(
 # scores
 
 
+def crossfit_tce(
+    Q: NDArray[np.float64],
+    y: NDArray[np.intp],
+    cost: NDArray[np.float64],
+    *,
+    n_folds: int = 5,
+    seed: int = 0,
+    make: CalibratorFactory | None = None,
+) -> float:
+    """The cross-fitted, signed task calibration error of beliefs *Q*.
+
+    :func:`calibrators.metrics.tce` with ``method="crossfit"``: the mean cost saved on
+    held-out items by acting on a recalibration of *Q* (fitted on the other folds)
+    instead of on *Q*. About 0 for calibrated beliefs, negative when the recalibration
+    overfits; unlike the in-sample plug-in it is not biased upwards.
+
+    Args:
+        Q: Beliefs, (n, k).
+        y: True label indices, (n,).
+        cost: The cost matrix, (k, m).
+        n_folds: Folds of the cross-fitting (at most n).
+        seed: Seed of the folds.
+        make: Returns the recalibration map (default: the workflow's
+            :data:`TCE_CALIBRATOR`).
+
+    Returns:
+        The TCE.
+    """
+    from calibrators import metrics
+
+    calibrator = (make or default_factory(TCE_CALIBRATOR))()
+    return float(
+        metrics.tce(
+            Q, y, cost, calibrator=calibrator, method="crossfit",
+            n_splits=min(n_folds, len(y)), random_state=seed,
+        )
+    )  # fmt: skip
+
+
 def _probability_scores(
-    Q: NDArray[np.float64], y: NDArray[np.intp], cost: NDArray[np.float64]
-) -> dict[str, float]:
+    Q: NDArray[np.float64],
+    y: NDArray[np.intp],
+    cost: NDArray[np.float64],
+    tce: Callable[[NDArray[np.float64]], float] | None,
+) -> dict[str, float | None]:
     from calibrators import metrics
 
     return {
@@ -211,25 +357,30 @@ def _probability_scores(
         "brier": float(metrics.brier(y, Q)),
         "ece": float(metrics.ece(y, Q)),
         "classwise_ece": float(metrics.classwise_ece(y, Q)),
-        "tce": float(metrics.tce(Q, y, cost)),
+        "tce": None if tce is None else tce(Q),
     }
 
 
-def _macro_f1(y_true: NDArray[np.intp], y_pred: NDArray[np.intp], m: int) -> float:
-    scores = []
-    for c in range(m):
-        tp = float(np.sum((y_pred == c) & (y_true == c)))
-        fp = float(np.sum((y_pred == c) & (y_true != c)))
-        fn = float(np.sum((y_pred != c) & (y_true == c)))
-        denom = 2 * tp + fp + fn
-        scores.append(2 * tp / denom if denom else 0.0)
-    return float(np.mean(scores))
+def paired_difference(
+    baseline: NDArray[np.float64], other: NDArray[np.float64]
+) -> tuple[float, float | None]:
+    """Mean of ``baseline − other`` per item and its paired standard error.
+
+    The standard error is ``std(ddof=1) / sqrt(n)`` of the per-item differences
+    (``None`` for one item): far smaller than the unpaired errors of the two means when
+    the costs of the two decoders move together.
+    """
+    diff = np.asarray(baseline, dtype=np.float64) - np.asarray(other, dtype=np.float64)
+    n = diff.size
+    return float(diff.mean()), (float(diff.std(ddof=1) / math.sqrt(n)) if n > 1 else None)
 
 
 def score_actions(
     actions: NDArray[np.intp],
     data: EvalArrays,
     probs: NDArray[np.float64] | None = None,
+    *,
+    tce: Callable[[NDArray[np.float64]], float] | None = None,
 ) -> dict[str, Any]:
     """Score one decoder's actions (and the probabilities it decided on, if any).
 
@@ -237,12 +388,18 @@ def score_actions(
         actions: Action index per item, (n,).
         data: The evaluation arrays.
         probs: The beliefs behind the actions, (n, k), for NLL, Brier, ECE and TCE.
+        tce: Maps beliefs to their TCE (e.g. :func:`crossfit_tce` with the folds fixed);
+            ``None`` leaves ``tce`` empty.
 
     Returns:
         ``expected_cost`` (mean realised cost), ``cost_se`` (its standard error),
-        ``accuracy`` and ``macro_f1`` (when every label is an action; else ``None``), the
-        probability scores (``None`` without *probs*), and ``action_counts``.
+        ``accuracy`` and ``macro_f1`` (when every label is an action; else ``None``;
+        macro-F1 averages over the task's labels only, like scikit-learn's
+        ``f1_score(labels=..., average="macro", zero_division=0)``), the probability
+        scores (``None`` without *probs*), and ``action_counts``.
     """
+    from sklearn.metrics import f1_score
+
     realised = data.cost[data.y, actions]
     n = data.n
     row: dict[str, Any] = {
@@ -253,11 +410,13 @@ def score_actions(
     if l2a is not None:
         target = l2a[data.y]
         row["accuracy"] = float(np.mean(actions == target))
-        row["macro_f1"] = _macro_f1(target, actions, len(data.actions))
+        row["macro_f1"] = float(
+            f1_score(target, actions, labels=l2a, average="macro", zero_division=0)
+        )
     else:
         row["accuracy"] = row["macro_f1"] = None
     if probs is not None:
-        row.update(_probability_scores(probs, data.y, data.cost))
+        row.update(_probability_scores(probs, data.y, data.cost, tce))
     else:
         row.update(dict.fromkeys(("nll", "brier", "ece", "classwise_ece", "tce")))
     counts = np.bincount(actions, minlength=len(data.actions))
@@ -321,6 +480,12 @@ class Evaluation:
         permutation: The label-shuffle test, or ``None`` when not run.
         n_folds: The number of folds.
         seed: The fold seed.
+        folds: The fold index of each item, (n,).
+        calibrators: Per calibrator name, the fitted map of each fold (fold index →
+            calibrator, fitted on the served rows of the other folds): what the runtime
+            would use on that fold's items (not written to JSON).
+        n_excluded_no_sample: Items left out of every calibrator fit because they have
+            no usable sample (they get the fallback action).
     """
 
     rows: list[dict[str, Any]]
@@ -329,6 +494,9 @@ class Evaluation:
     permutation: PermutationTest | None
     n_folds: int
     seed: int
+    folds: NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    calibrators: dict[str, dict[int, Any]] = field(default_factory=dict)
+    n_excluded_no_sample: int = 0
 
     def row(self, decoder: str) -> dict[str, Any]:
         """The row of *decoder*."""
@@ -353,12 +521,16 @@ def _gap(
     seed: int,
     make: CalibratorFactory,
 ) -> tuple[float, NDArray[np.float64]]:
-    """Cross-fitted cost(constant) − cost(MBR + calibrator), and the per-item differences."""
+    """Cross-fitted cost(constant) − cost(MBR + calibrator), and the per-item differences.
+
+    The calibrator is fitted on served rows only and its MBR is restricted to executable
+    actions (:func:`runtime_actions`), exactly as in :func:`evaluate_arrays`.
+    """
     folds = stratified_folds(y, n_folds, seed)
     k = P.shape[1]
     const = mbr(in_fold_prior(y, folds, k), data.cost)
-    Q = crossfit_calibrated(P, y, folds, make)
-    cal = _with_fallback(mbr(Q, data.cost), data)
+    Q = crossfit_calibrated(P, y, folds, make, fit_mask=data.served)
+    cal = runtime_actions(Q, data)
     diff = data.cost[y, const] - data.cost[y, cal]
     return float(diff.mean()), diff
 
@@ -377,7 +549,9 @@ def permutation_test(
     """Label-shuffle test of the cross-fitted gap between best constant and calibrated MBR.
 
     Under the null hypothesis the beliefs carry no information about the labels, so
-    shuffling ``y`` against ``P`` leaves the gap's distribution unchanged.
+    shuffling ``y`` against ``P`` leaves the gap's distribution unchanged. The masks of
+    served items and executable actions stay with their items (they describe the
+    samples, not the label).
 
     Args:
         data: The evaluation arrays.
@@ -444,13 +618,17 @@ def parse_calibrator_spec(spec: str) -> tuple[str, dict[str, Any]]:
 def default_factory(spec: str, **params: Any) -> CalibratorFactory:
     """A factory of fresh calibrators from a spec (see :func:`parse_calibrator_spec`).
 
+    The workflow's defaults (:data:`WORKFLOW_CALIBRATOR_PARAMS`: ``dirichlet`` is ODIR
+    with inner cross-validation) lie under the spec's parameters, which lie under
+    *params*.
+
     Raises:
         ConfigurationError: The name or a parameter is unknown.
     """
     from calibrators import make_calibrator
 
     name, spec_params = parse_calibrator_spec(spec)
-    merged = {**spec_params, **params}
+    merged = {**WORKFLOW_CALIBRATOR_PARAMS.get(name, {}), **spec_params, **params}
     try:
         make_calibrator(name, **merged)
     except (ValueError, TypeError) as exc:
@@ -490,8 +668,12 @@ def evaluate_arrays(
         progress: Called with a step count as work completes (for a progress bar).
 
     Returns:
-        The rows, the cross-fitted beliefs and actions, and the permutation test. A
-        calibrator that fails to fit gets a row with ``error`` set and no scores.
+        The rows, the cross-fitted beliefs and actions, the per-fold calibrators and the
+        permutation test. Each row holds the scores of :func:`score_actions` plus the
+        paired savings ``saving_vs_constant``, ``saving_vs_raw`` (mean per-item cost of
+        the baseline minus this decoder's; positive = cheaper) and their paired standard
+        errors ``saving_vs_constant_se``, ``saving_vs_raw_se``. A calibrator that fails
+        to fit gets a row with ``error`` set and no scores.
 
     Raises:
         ConfigurationError: Bad *n_folds* (see :func:`stratified_folds`), a negative
@@ -506,12 +688,20 @@ def evaluate_arrays(
     rows: list[dict[str, Any]] = []
     probs: dict[str, NDArray[np.float64]] = {"raw": data.P}
     actions: dict[str, NDArray[np.intp]] = {}
+    fitted: dict[str, dict[int, Any]] = {}
+    tce_factory = factory(TCE_CALIBRATOR)
+
+    def tce(Q: NDArray[np.float64]) -> float | None:
+        try:
+            return crossfit_tce(Q, data.y, data.cost, n_folds=n_folds, seed=seed, make=tce_factory)
+        except (ValueError, RuntimeError, np.linalg.LinAlgError):
+            return None
 
     def add(name: str, acts: NDArray[np.intp], Q: NDArray[np.float64] | None) -> None:
         actions[name] = acts
         description = DECODER_DESCRIPTIONS.get(name) or f"MBR on the {name[4:]}-calibrated belief"
         rows.append({"decoder": name, "description": description, "error": None})
-        rows[-1].update(score_actions(acts, data, Q))
+        rows[-1].update(score_actions(acts, data, Q, tce=tce))
 
     prior = in_fold_prior(data.y, folds, k)
     probs["constant"] = prior
@@ -521,15 +711,19 @@ def evaluate_arrays(
         greedy = np.where(data.greedy >= 0, l2a[np.clip(data.greedy, 0, None)], data.fallback)
         add("greedy", greedy.astype(np.intp), None)
         add("majority", _with_fallback(l2a[np.argmax(data.P, axis=1)], data), data.P)
-    add("mbr_raw", _with_fallback(mbr(data.P, data.cost), data), data.P)
+    add("mbr_raw", runtime_actions(data.P, data), data.P)
     tick(1)
     factories = {name: factory(name) for name in calibrators}
     test_factory = factory(test_calibrator) if test_calibrator and n_permutations else None
     for name in calibrators:
         decoder = f"mbr_{name}"
         try:
-            Q = crossfit_calibrated(data.P, data.y, folds, factories[name])
+            fitted[name] = crossfit_calibrators(
+                data.P, data.y, folds, factories[name], fit_mask=data.served
+            )
+            Q = _apply_calibrators(data.P, folds, fitted[name])
         except (ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
+            fitted.pop(name, None)
             rows.append(
                 {
                     "decoder": decoder,
@@ -539,8 +733,9 @@ def evaluate_arrays(
             )
         else:
             probs[name] = Q
-            add(decoder, _with_fallback(mbr(Q, data.cost), data), Q)
+            add(decoder, runtime_actions(Q, data), Q)
         tick(1)
+    _add_paired_savings(rows, actions, data)
     test = None
     if test_factory is not None and test_calibrator is not None:
         test = permutation_test(
@@ -554,15 +749,40 @@ def evaluate_arrays(
             progress=progress,
         )
     return Evaluation(
-        rows=rows, probs=probs, actions=actions, permutation=test, n_folds=n_folds, seed=seed
+        rows=rows,
+        probs=probs,
+        actions=actions,
+        permutation=test,
+        n_folds=n_folds,
+        seed=seed,
+        folds=folds,
+        calibrators=fitted,
+        n_excluded_no_sample=int(data.no_sample.sum()),
     )
+
+
+def _add_paired_savings(
+    rows: list[dict[str, Any]], actions: dict[str, NDArray[np.intp]], data: EvalArrays
+) -> None:
+    """Add ``saving_vs_constant``/``saving_vs_raw`` and their paired se to each row."""
+    realised = {name: data.cost[data.y, a] for name, a in actions.items()}
+    for row in rows:
+        if row.get("error"):
+            continue
+        own = realised[row["decoder"]]
+        for key, base in (("constant", "constant"), ("raw", "mbr_raw")):
+            mean, se = paired_difference(realised[base], own)
+            row[f"saving_vs_{key}"] = mean
+            row[f"saving_vs_{key}_se"] = se
 
 
 # --------------------------------------------------------------------------------------
 # JSON
 
 EVALUATION_FORMAT = "taskcal.evaluation"
-EVALUATION_FORMAT_VERSION = 1
+EVALUATION_FORMAT_VERSION = 2
+"""2: scores of the runtime rule (executable MBR, served-row fits), paired savings,
+cross-fitted signed ``tce``, macro-F1 over the task's labels."""
 
 
 def evaluation_to_dict(
@@ -580,11 +800,12 @@ def evaluation_to_dict(
         data: Its input arrays.
         task: Task summary (name, labels, actions, cost).
         meta: Anything else worth recording (samples path, alpha, settings).
-        include_items: Add per-item ids, labels, beliefs and actions (for ``report``).
+        include_items: Add per-item ids, labels, folds, no-sample flags, executable
+            masks (rows over ``task.actions``), beliefs and actions (for ``report``).
 
     Returns:
-        ``{"format", "format_version", "task", "n_items", "folds", "seed", "decoders",
-        "permutation_test", "meta", "items"}``.
+        ``{"format", "format_version", "task", "n_items", "n_excluded_no_sample",
+        "folds", "seed", "decoders", "permutation_test", "meta", "items"}``.
     """
     out: dict[str, Any] = {
         "format": EVALUATION_FORMAT,
@@ -596,6 +817,7 @@ def evaluation_to_dict(
             "cost": data.cost.tolist(),
         },
         "n_items": data.n,
+        "n_excluded_no_sample": evaluation.n_excluded_no_sample,
         "folds": evaluation.n_folds,
         "seed": evaluation.seed,
         "decoders": evaluation.rows,
@@ -606,7 +828,9 @@ def evaluation_to_dict(
         out["items"] = {
             "ids": list(data.ids),
             "y": data.y.tolist(),
+            "fold": evaluation.folds.tolist(),
             "no_sample": data.no_sample.tolist(),
+            "executable": np.asarray(data.executable).tolist(),
             "probs": {name: Q.tolist() for name, Q in evaluation.probs.items()},
             "actions": {name: a.tolist() for name, a in evaluation.actions.items()},
         }

@@ -6,14 +6,27 @@ Artefact layout (``format_version`` 1)::
      "task": "when2call", "labels": [...], "actions": [...], "alpha": 0.1,
      "task_spec": {...Task.model_dump()...},
      "calibrator_name": "dirichlet", "calibrator": {...calibrator.to_dict()...},
-     "fit_metrics": {"n": 300, "before": {...}, "after": {...}, "crossval": {...}},
+     "fit_metrics": {"n": 300, "n_fit": 280, "n_excluded_no_sample": 20,
+                     "chosen": {"reg_lambda": 0.1, "reg_mu": 0.001},
+                     "before": {...}, "after": {...}, "crossval": {...}},
      "samples": {"path": "...", "n": 16, "temperature": 1.0, "model": "..."},
      "created": "2026-01-01T00:00:00+00:00"}
 
+The map is fitted on the served rows only: items whose samples were all unparsed (or
+that have none) get the fallback action at run time and never reach the calibrator, so
+their uniform beliefs are left out (``n_excluded_no_sample``; ``n_fit`` rows remain).
+``dirichlet`` means the workflow's regularised default (ODIR with ``reg_lambda`` and
+``reg_mu`` chosen by inner cross-validation, see
+:data:`~taskcal_agents.workflow._evaluate.WORKFLOW_CALIBRATOR_PARAMS`); ``chosen``
+records the strengths it chose (``reg_lambda_``/``reg_mu_`` of the fitted map, when it
+has them).
+
 ``before``/``after`` are in-sample scores of the raw and the calibrated beliefs (NLL,
-Brier, ECE, classwise-ECE, expected cost of their MBR actions); ``crossval`` holds the
-same scores of the calibrated beliefs cross-fitted over stratified folds, which is the
-honest estimate of what the map does on new data.
+Brier, ECE, classwise-ECE over all items, and the expected cost of the actions the
+runtime takes on them: MBR among executable actions, fallback on unserved items);
+``crossval`` holds the same scores of the calibrated beliefs cross-fitted over stratified
+folds (fitted on served training rows), which is the honest estimate of what the map does
+on new data.
 """
 
 from __future__ import annotations
@@ -33,7 +46,7 @@ from taskcal_agents.workflow._evaluate import (
     EvalArrays,
     crossfit_calibrated,
     default_factory,
-    mbr,
+    runtime_actions,
     stratified_folds,
 )
 
@@ -44,8 +57,7 @@ ARTEFACT_FORMAT_VERSION = 1
 def _scores(Q: NDArray[np.float64], data: EvalArrays) -> dict[str, float]:
     from calibrators import metrics
 
-    actions = mbr(Q, data.cost)
-    actions[data.no_sample] = data.fallback
+    actions = runtime_actions(Q, data)
     return {
         "nll": float(metrics.nll(data.y, Q)),
         "brier": float(metrics.brier(data.y, Q)),
@@ -63,7 +75,7 @@ def fit_calibrator(
     cv_folds: int = 5,
     seed: int = 0,
 ) -> tuple[Any, dict[str, Any]]:
-    """Fit the calibrator *name* on all items and score it.
+    """Fit the calibrator *name* on the served items and score it on all items.
 
     Args:
         data: The evaluation arrays of the samples file.
@@ -74,27 +86,44 @@ def fit_calibrator(
         seed: Seed of the folds.
 
     Returns:
-        The fitted calibrator and its fit metrics (``n``, ``before``, ``after``,
-        ``crossval``).
+        The fitted calibrator and its fit metrics (``n``, ``n_fit``,
+        ``n_excluded_no_sample``, ``chosen``, ``before``, ``after``, ``crossval``).
 
     Raises:
-        ConfigurationError: Unknown calibrator name or parameter, or bad *cv_folds*.
+        ConfigurationError: Unknown calibrator name or parameter, bad *cv_folds*, or no
+            item with a usable sample to fit on.
     """
     make = default_factory(name, **(params or {}))
+    served = data.served
+    if not served.any():
+        msg = (
+            f"cannot fit calibrator {name!r}: none of the {data.n} items has a usable "
+            "sample (all unparsed or none drawn); check the parser with `--reparse` or "
+            "sample again."
+        )
+        raise ConfigurationError(msg)
     try:
-        calibrator = make().fit(data.P, data.y)
+        calibrator = make().fit(data.P[served], data.y[served])
     except (ValueError, RuntimeError) as exc:
         msg = f"cannot fit calibrator {name!r} with parameters {params or {}!r}: {exc}"
         raise ConfigurationError(msg) from exc
+    chosen = {
+        key: getattr(calibrator, f"{key}_")
+        for key in ("reg_lambda", "reg_mu")
+        if hasattr(calibrator, f"{key}_")
+    }
     metrics: dict[str, Any] = {
         "n": data.n,
+        "n_fit": int(served.sum()),
+        "n_excluded_no_sample": int(data.no_sample.sum()),
+        "chosen": chosen or None,
         "before": _scores(data.P, data),
         "after": _scores(np.asarray(calibrator.predict_proba(data.P)), data),
         "crossval": None,
     }
     if cv_folds:
         folds = stratified_folds(data.y, cv_folds, seed)
-        Q = crossfit_calibrated(data.P, data.y, folds, make)
+        Q = crossfit_calibrated(data.P, data.y, folds, make, fit_mask=served)
         metrics["crossval"] = {"folds": cv_folds, "seed": seed, **_scores(Q, data)}
     return calibrator, metrics
 

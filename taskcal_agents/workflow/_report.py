@@ -25,15 +25,21 @@ if TYPE_CHECKING:
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("expected_cost", "cost"),
     ("cost_se", "± se"),
+    ("saving_vs_constant", "Δ vs const"),
+    ("saving_vs_constant_se", "± se (paired)"),
+    ("saving_vs_raw", "Δ vs raw"),
+    ("saving_vs_raw_se", "± se (paired)"),
     ("accuracy", "acc"),
     ("macro_f1", "macro-F1"),
     ("nll", "NLL"),
     ("brier", "Brier"),
     ("ece", "ECE"),
     ("classwise_ece", "cw-ECE"),
-    ("tce", "TCE"),
+    ("tce", "TCE (cross-fit)"),
 )
-"""(key, header) of the numeric columns of the decoder table."""
+"""(key, header) of the numeric columns of the decoder table. ``Δ`` columns are paired
+savings (baseline cost − this decoder's cost, per item; positive = cheaper) with the
+standard error of the per-item differences; ``TCE (cross-fit)`` is signed."""
 
 SIGNIFICANCE = 0.05
 """Level at which the label-shuffle test counts as evidence of signal."""
@@ -59,8 +65,9 @@ def load_evaluation(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise DataFileError(msg, path=str(p))
     if data.get("format_version") != EVALUATION_FORMAT_VERSION:
         msg = (
-            f"format_version must be {EVALUATION_FORMAT_VERSION}, got "
-            f"{data.get('format_version')!r}; re-run `taskcal evaluate`."
+            f"evaluation format_version must be {EVALUATION_FORMAT_VERSION}, got "
+            f"{data.get('format_version')!r}: it was written by an older taskcal whose scores "
+            "ignored the runtime's rules; re-run `taskcal evaluate` on the samples file."
         )
         raise DataFileError(msg, path=str(p))
     return data
@@ -75,32 +82,46 @@ def _fmt(value: Any) -> str:
 
 
 def verdict(evaluation: dict[str, Any]) -> str:
-    """One honest sentence on calibrated MBR vs the best constant action."""
+    """One honest paragraph on calibrated MBR vs the best constant action.
+
+    The label-shuffle p-value decides first (signal beyond the label prior or not); the
+    paired cost gap and its standard error then describe the size of the difference.
+    """
     test = evaluation.get("permutation_test")
     if not test:
         return "No label-shuffle test was run."
     gap, se, p = test["statistic"], test.get("gap_se") or 0.0, test["p_value"]
     name = test["calibrator"]
     head = (
-        f"MBR + {name} vs the best constant action: cost gap {gap:+.3f} ± {se:.3f} "
-        f"(positive = calibrated MBR is cheaper), label-shuffle p = {p:.3f} "
+        f"MBR + {name} vs the best constant action: paired cost saving {gap:+.3f} ± "
+        f"{se:.3f} (positive = calibrated MBR is cheaper), label-shuffle p = {p:.3f} "
         f"({test['n_permutations']} shuffles)."
     )
-    if p < SIGNIFICANCE and gap > 2 * se:
-        return head + " The beliefs carry real signal: calibrated MBR beats the best constant."
-    if p < SIGNIFICANCE and gap > 0:
+    if p < SIGNIFICANCE:
+        if gap > 2 * se:
+            return head + (
+                " The beliefs carry signal beyond the label prior, and calibrated MBR saves "
+                "cost over the best constant action by more than two paired standard errors."
+            )
         return head + (
-            " The beliefs carry some signal beyond the label prior, but the cost gain over "
-            "the best constant action is within two standard errors."
+            " The beliefs carry signal beyond the label prior, but the saving over the best "
+            "constant action is within two paired standard errors."
+        )
+    head += " No evidence of signal beyond the label prior"
+    if gap > 2 * se:
+        return head + (
+            "; the saving over the best constant action exceeds two paired standard errors, "
+            "but the shuffle test does not confirm it."
         )
     if gap >= -2 * se:
         return head + (
-            " No evidence of signal beyond the label prior; calibrated MBR stays within noise "
-            "of the best constant action, as it should for an uninformative model."
+            "; calibrated MBR stays within two paired standard errors of the best constant "
+            "action, as it should for an uninformative model."
         )
     return head + (
-        " Calibrated MBR is worse than the best constant action beyond noise: the calibrator "
-        "overfits this little data; prefer the constant action or a simpler map."
+        "; calibrated MBR costs more than the best constant action by more than two paired "
+        "standard errors: the calibrator overfits this little data; prefer the constant "
+        "action or a simpler map."
     )
 
 
@@ -120,13 +141,33 @@ def markdown_table(evaluation: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+RICH_COLUMNS: tuple[tuple[str, str | None, str], ...] = (
+    ("expected_cost", "cost_se", "cost ± se"),
+    ("saving_vs_constant", "saving_vs_constant_se", "Δ vs const ± se"),
+    ("saving_vs_raw", "saving_vs_raw_se", "Δ vs raw ± se"),
+    ("accuracy", None, "acc"),
+    ("macro_f1", None, "macro-F1"),
+    ("nll", None, "NLL"),
+    ("brier", None, "Brier"),
+    ("ece", None, "ECE"),
+    ("classwise_ece", None, "cw-ECE"),
+    ("tce", None, "TCE (cross-fit)"),
+)
+"""(key, se key, header) of the terminal table: :data:`COLUMNS` with each standard error
+in the cell of its value (Δ: paired saving, positive = cheaper, paired se)."""
+
+
+def _fmt_pm(value: Any, se: Any) -> str:
+    return _fmt(value) if se is None else f"{_fmt(value)} ± {_fmt(se)}"
+
+
 def rich_table(evaluation: dict[str, Any], title: str | None = None) -> Table:
     """The decoder table for the terminal (the cheapest decoder's cost in bold)."""
     from rich.table import Table
 
     table = Table(title=title, show_lines=False)
-    table.add_column("decoder", style="bold")
-    for _, header in COLUMNS:
+    table.add_column("decoder", style="bold", no_wrap=True)
+    for _, _, header in RICH_COLUMNS:
         table.add_column(header, justify="right")
     table.add_column("actions")
     costs = [r["expected_cost"] for r in evaluation["decoders"] if not r.get("error")]
@@ -135,7 +176,10 @@ def rich_table(evaluation: dict[str, Any], title: str | None = None) -> Table:
         if row.get("error"):
             table.add_row(row["decoder"], f"[red]failed: {row['error']}[/red]")
             continue
-        cells = [_fmt(row.get(key)) for key, _ in COLUMNS]
+        cells = [
+            _fmt(row.get(key)) if se_key is None else _fmt_pm(row.get(key), row.get(se_key))
+            for key, se_key, _ in RICH_COLUMNS
+        ]
         if best is not None and row["expected_cost"] == best:
             cells[0] = f"[bold green]{cells[0]}[/bold green]"
         counts = row.get("action_counts") or {}
@@ -229,9 +273,12 @@ def _annotate_bin_counts(ax: Any, diagram: Any) -> Any:
 
 
 def plot_costs(evaluation: dict[str, Any], path: str | os.PathLike[str]) -> Path:
-    """Horizontal bars of expected cost per decoder, with 95% intervals (±1.96 se).
+    """Cost per decoder (left) and paired savings (right).
 
-    The dashed line marks the best constant action.
+    Left: expected cost per decoder with ±1.96 se bars (unpaired; the dashed line marks
+    the best constant action). Right: the paired saving over the best constant action
+    and over ``mbr_raw`` with ±2 paired se bars; a bar clear of 0 is a difference beyond
+    noise (the unpaired bars on the left overstate the uncertainty of a difference).
 
     Returns:
         The PNG path.
@@ -240,8 +287,8 @@ def plot_costs(evaluation: dict[str, Any], path: str | os.PathLike[str]) -> Path
     names = [r["decoder"] for r in rows]
     costs = np.array([r["expected_cost"] for r in rows])
     errs = np.array([1.96 * (r.get("cost_se") or 0.0) for r in rows])
-    fig = _figure(figsize=(7.0, 0.45 * len(rows) + 1.4), layout="constrained")
-    ax = fig.subplots()
+    fig = _figure(figsize=(11.0, 0.45 * len(rows) + 1.6), layout="constrained")
+    ax, ax_saving = fig.subplots(1, 2, sharey=True)
     colors = ["tab:gray" if n == "constant" else "tab:blue" for n in names]
     ax.barh(names, costs, xerr=errs, color=colors, capsize=3)
     ax.invert_yaxis()
@@ -250,7 +297,22 @@ def plot_costs(evaluation: dict[str, Any], path: str | os.PathLike[str]) -> Path
         ax.axvline(constant, color="black", linestyle="--", linewidth=1, label="best constant")
         ax.legend(loc="lower right")
     ax.set_xlabel("expected cost per decision (lower is better)")
-    ax.set_title(
+    ax.set_title("cost ± 1.96 se")
+    y = np.arange(len(rows))
+    height = 0.38
+    for offset, key, label, color in (
+        (-height / 2, "constant", "vs best constant", "tab:green"),
+        (height / 2, "raw", "vs mbr_raw", "tab:orange"),
+    ):
+        saving = np.array([r.get(f"saving_vs_{key}") or 0.0 for r in rows])
+        se = np.array([2 * (r.get(f"saving_vs_{key}_se") or 0.0) for r in rows])
+        ax_saving.barh(y + offset, saving, height=height, xerr=se, color=color, capsize=2,
+                       label=label)  # fmt: skip
+    ax_saving.axvline(0.0, color="black", linewidth=1)
+    ax_saving.set_xlabel("paired cost saving (positive = cheaper)")
+    ax_saving.set_title("paired saving ± 2 paired se")
+    ax_saving.legend(loc="lower right")
+    fig.suptitle(
         f"Cost by decoder — {evaluation['task'].get('name', '')} (n = {evaluation['n_items']})"
     )
     out = Path(path)
@@ -371,7 +433,12 @@ def markdown_summary(evaluation: dict[str, Any], figures: Sequence[Path] = ()) -
     lines = [f"# Evaluation: {task.get('name', 'task')}", ""]
     lines.append(
         f"{evaluation['n_items']} items, {evaluation['folds']}-fold stratified cross-fitting "
-        f"(seed {evaluation['seed']})."
+        f"(seed {evaluation['seed']}). Calibration maps were fitted on the served items only "
+        f"({evaluation.get('n_excluded_no_sample', 0)} items without a usable sample were "
+        "left out of every fit; they get the fallback action). MBR decoders take the "
+        "cheapest action the item's samples can carry out, as the runtime does. "
+        "Δ columns are paired savings (positive = cheaper than the baseline) with paired "
+        "standard errors; TCE is cross-fitted and signed."
     )
     if meta:
         lines.append("")

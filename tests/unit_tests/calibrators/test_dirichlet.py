@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from scipy.optimize import check_grad
@@ -276,3 +278,59 @@ def test_zero_probabilities_are_clipped():
     Q = cal.predict_proba(P)
     assert np.all(np.isfinite(Q))
     assert np.all(Q[:, 2] > 0)
+
+
+def test_auto_reg_mu_chooses_the_pair_jointly():
+    P, y, _ = miscalibrated(300, 3, seed=21)
+    lams, mus = (1e-2, 1.0, 100.0), (1e-3, 10.0)
+    cal = DirichletCalibrator(
+        reg_lambda="auto", reg_mu="auto", reg_grid=lams, reg_mu_grid=mus, cv=3
+    ).fit(P, y)
+    results = cal.cv_results_
+    np.testing.assert_array_equal(results["reg_lambda"], np.repeat(sorted(lams), 2))
+    np.testing.assert_array_equal(results["reg_mu"], np.tile(sorted(mus), 3))
+    best = int(np.argmin(results["nll"]))
+    assert (cal.reg_lambda_, cal.reg_mu_) == (results["reg_lambda"][best], results["reg_mu"][best])
+    manual = DirichletCalibrator(reg_lambda=cal.reg_lambda_, reg_mu=cal.reg_mu_).fit(P, y)
+    np.testing.assert_allclose(cal.predict_proba(P), manual.predict_proba(P), atol=1e-6)
+    # each candidate's score is its held-out NLL on the same folds
+    folds = KFold(n_splits=3, shuffle=True, random_state=0)
+    triples = zip(results["reg_lambda"], results["reg_mu"], results["nll"], strict=True)
+    for lam, mu, cv_nll in triples:
+        total = 0.0
+        for train, test in folds.split(P):
+            fitted = DirichletCalibrator(reg_lambda=lam, reg_mu=mu).fit(P[train], y[train])
+            total += nll(y[test], fitted.predict_proba(P[test])) * len(test)
+        assert cv_nll == pytest.approx(total / len(y), abs=1e-4)
+
+
+def test_auto_reg_mu_with_fixed_reg_lambda_and_round_trip():
+    from calibrators import from_dict
+
+    P, y, _ = miscalibrated(200, 3, seed=22)
+    cal = DirichletCalibrator(reg_lambda=0.1, reg_mu="auto", reg_mu_grid=(0.0, 5.0), cv=4)
+    cal.fit(P, y)
+    assert cal.reg_lambda_ == 0.1
+    assert cal.reg_mu_ in (0.0, 5.0)
+    np.testing.assert_array_equal(cal.cv_results_["reg_lambda"], [0.1, 0.1])
+    np.testing.assert_array_equal(cal.cv_results_["reg_mu"], [0.0, 5.0])
+    back = from_dict(cal.to_dict())
+    assert back.reg_mu == "auto"
+    assert back.reg_mu_ == cal.reg_mu_
+    np.testing.assert_allclose(back.predict_proba(P), cal.predict_proba(P))
+
+
+def test_auto_reg_mu_grid_is_validated():
+    P, y, _ = miscalibrated(60, 3, seed=23)
+    msg = (
+        "The 'reg_mu_grid' parameter of DirichletCalibrator must be a non-empty sequence of "
+        "finite non-negative floats; got (-1.0,)."
+    )
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        DirichletCalibrator(reg_mu="auto", reg_mu_grid=(-1.0,)).fit(P, y)
+    msg = (
+        "DirichletCalibrator with reg_mu='auto' needs at least 2 samples for "
+        "cross-validation; got 1. Pass a number for reg_mu."
+    )
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        DirichletCalibrator(reg_mu="auto").fit(P[:1], y[:1])

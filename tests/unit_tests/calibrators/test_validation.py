@@ -335,7 +335,7 @@ def test_predict_validates_probabilities():
         (
             DirichletCalibrator(reg_mu="x"),
             "The 'reg_mu' parameter of DirichletCalibrator must be a float in the range "
-            "[0.0, inf) or None. Got 'x' instead.",
+            "[0.0, inf), a str among {'auto'} or None. Got 'x' instead.",
         ),
         (
             TemperatureScaling(eps=0.0),

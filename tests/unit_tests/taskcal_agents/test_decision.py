@@ -16,8 +16,10 @@ from taskcal_agents.belief import Belief
 from taskcal_agents.decision import (
     Decider,
     Decision,
+    carried_actions,
     check_calibrator,
     decide_from_messages,
+    executable_mbr,
     expected_costs,
     mbr_action,
 )
@@ -396,3 +398,99 @@ def test_sampled_actions_validated() -> None:
         ),
     ):
         tasks.tool_decision(sampled_actions=["nope"])
+
+
+# ---------------------------------------------------------------------------- executability
+
+
+def test_executable_mbr_restricts_rows_and_flags_replacements() -> None:
+    ec = np.array([[0.1, 0.2, 0.3], [0.1, 0.2, 0.3], [0.5, 0.2, 0.2], [0.1, 0.2, 0.3]])
+    ok = np.array([[1, 1, 1], [0, 1, 1], [1, 0, 1], [0, 0, 0]], dtype=bool)
+    actions, replaced = executable_mbr(ec, ok)
+    # row 2: the unrestricted argmin (1) is not executable, ties of the rest go first (2);
+    # row 3: nothing is executable, the unrestricted MBR action stays, unflagged.
+    assert actions.tolist() == [0, 1, 2, 0]
+    assert replaced.tolist() == [False, True, True, False]
+    assert actions.dtype == np.intp
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "executable_mbr needs expected_costs and executable of the same shape (n, m), "
+            "got (4, 3) and (3,)."
+        ),
+    ):
+        executable_mbr(ec, ok[0])
+
+
+@given(
+    arrays(np.float64, (6, 4), elements=st.floats(0, 10)),
+    arrays(np.bool_, (6, 4)),
+)
+def test_executable_mbr_matches_brute_force(ec: np.ndarray, ok: np.ndarray) -> None:
+    actions, replaced = executable_mbr(ec, ok)
+    for i in range(ec.shape[0]):
+        allowed = [j for j in range(4) if ok[i, j]] or list(range(4))
+        best = min(allowed, key=lambda j: (ec[i, j], j))
+        assert actions[i] == best
+        assert replaced[i] == (bool(ok[i].any()) and not ok[i, int(np.argmin(ec[i]))])
+
+
+def test_carried_actions_needs_an_extractable_tool_call() -> None:
+    task = tasks.tool_decision(direct_answer=True)
+    assert task.action_list == ["tool_call", "request_for_info", "cannot_answer", "direct_answer"]
+    cut_off = AIMessage(content='<tool_call>{"name": "lookup", "argu')
+    messages = [cut_off, AIMessage(content="Which city?"), AIMessage(content="  ")]
+    labels = ["tool_call", "request_for_info", "direct_answer"]
+    # the cut-off call and the blank answer carry nothing out; non-sampled actions always
+    assert carried_actions(task, messages, labels).tolist() == [False, True, True, False]
+    messages += [call("lookup", q="x"), AIMessage(content="42")]
+    labels += ["tool_call", "direct_answer"]
+    assert carried_actions(task, messages, labels).tolist() == [True, True, True, True]
+    # a sample carries out only the action it is labelled with
+    assert carried_actions(task, [call("lookup")], ["cannot_answer"]).tolist() == [
+        False,
+        True,
+        True,
+        False,
+    ]
+    assert carried_actions(task, [], []).tolist() == [False, True, True, False]
+
+
+def test_cut_off_tool_call_is_never_sent() -> None:
+    task = tasks.tool_decision(cost=[[0, 3, 3], [3, 0, 3], [3, 3, 0]])
+    cut_off = AIMessage(content='<tool_call>{"name": "lookup", "argu')
+    decider = Decider(task)
+    belief = Belief.from_labels(["tool_call"] * 3 + ["request_for_info"], task.labels)
+    messages = [cut_off] * 3 + [AIMessage(content="Which city?")]
+    labels = ["tool_call"] * 3 + ["request_for_info"]
+    decision = decider.decide_belief(belief, messages=messages, labels=labels)
+    assert (decision.action, decision.fallback) == ("request_for_info", True)
+    assert decision.message is not None and decision.message.content == "Which city?"
+    assert decider.representative("tool_call", messages, labels) is None
+
+
+def test_answer_or_abstain_falls_back_when_no_sample_answers() -> None:
+    task = tasks.answer_or_abstain()
+    assert task.sampled_actions == ["answer"]
+    favour_answer = FakeCalibrator(2, fixed=[0.99, 0.01])
+    messages = [AIMessage(content="I don't know.")] * 4
+    decision = Decider(task, favour_answer).decide_belief(
+        Belief.from_labels(["abstain"] * 4, task.labels),
+        messages=messages,
+        labels=["abstain"] * 4,
+    )
+    assert min(decision.expected_cost, key=decision.expected_cost.get) == "answer"
+    assert (decision.action, decision.fallback) == ("abstain", True)
+    assert decision.fallback_reason == (
+        "MBR chose 'answer', but no sample carried it out; took the cheapest action that "
+        "can be carried out, 'abstain'"
+    )
+    assert decision.message is not None and decision.message.content == task.abstain_text
+    answered = Decider(task, favour_answer).decide_belief(
+        Belief.from_labels(["answer", "abstain"], task.labels),
+        messages=[AIMessage(content="Paris."), AIMessage(content="No idea.")],
+        labels=["answer", "abstain"],
+    )
+    assert (answered.action, answered.fallback) == ("answer", False)
+    assert answered.message is not None and answered.message.content == "Paris."
+    assert tasks.answer_or_abstain(sampled_actions=[]).sampled_actions == []
