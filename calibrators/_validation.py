@@ -158,7 +158,12 @@ def check_probabilities(P: ArrayLike, name: str = "P") -> NDArray[np.float64]:
 
 
 def check_labels(
-    y: ArrayLike, n_classes: int, name: str = "y", *, reason: str | None = None
+    y: ArrayLike,
+    n_classes: int,
+    name: str = "y",
+    *,
+    because: str | None = None,
+    fix: str | None = None,
 ) -> NDArray[np.intp]:
     """Check that ``y`` holds integer class indices in ``[0, n_classes)``.
 
@@ -170,9 +175,12 @@ def check_labels(
         Number of classes (columns of ``P``).
     name : str, default="y"
         Name of the argument, used in error messages.
-    reason : str, default=None
-        Why there are ``n_classes`` classes, and the fix, for the out-of-range message;
-        ``None`` means "P has n_classes columns".
+    because : str, default=None
+        Why there are ``n_classes`` classes, for the out-of-range message; ``None``
+        means "P has n_classes columns".
+    fix : str, default=None
+        How to fix an out-of-range label; ``None`` means "Pass P with one column per
+        class.".
 
     Returns
     -------
@@ -213,12 +221,11 @@ def check_labels(
     out = (labels < 0) | (labels >= n_classes)
     if out.any():
         i = int(np.flatnonzero(out)[0])
-        if reason is None:
-            reason = (
-                f"because P has {n_classes} columns; {{value}}. Pass P with one column per class."
-            )
-        msg = f"{name} must hold class indices in [0, {n_classes}) " + reason.format(
-            value=f"{name}[{i}] is {int(labels[i])}"
+        because = because or f"P has {n_classes} columns"
+        fix = fix or "Pass P with one column per class."
+        msg = (
+            f"{name} must hold class indices in [0, {n_classes}) because {because}; "
+            f"{name}[{i}] is {int(labels[i])}. {fix}"
         )
         raise ValueError(msg)
     return labels
@@ -415,13 +422,15 @@ def validate_fit_data(
         )
         raise ValueError(msg)
     n_classes = resolve_n_classes(estimator, P_arr.shape[1])
-    reason = None
-    if n_classes != P_arr.shape[1]:
-        reason = (
-            f"because n_classes={n_classes}; {{value}}. Pass the class index of every row, "
-            "or raise n_classes."
+    if n_classes == P_arr.shape[1]:
+        labels = check_labels(y, n_classes)
+    else:
+        labels = check_labels(
+            y,
+            n_classes,
+            because=f"n_classes={n_classes}",
+            fix="Pass the class index of every row, or raise n_classes.",
         )
-    labels = check_labels(y, n_classes, reason=reason)
     weights = check_sample_weight(sample_weight, P_arr.shape[0])
     validate_data(estimator, P_arr, reset=True, skip_check_array=True)
     return P_arr, labels, weights, n_classes
