@@ -225,8 +225,8 @@ def from_dict(d: Mapping[str, Any]) -> BaseCalibrator:
     if not isinstance(state, Mapping) or set(state) - {"n_features_in_"} != expected:
         got = sorted(state) if isinstance(state, Mapping) else state
         msg = (
-            f"from_dict expects the 'state' of {type_name} to hold exactly {sorted(expected)}; "
-            f"got {got!r}."
+            f"from_dict expects the 'state' of {type_name} to hold exactly {sorted(expected)} "
+            f"(and 'n_features_in_' when the map reads extra input columns); got {got!r}."
         )
         raise ValueError(msg)
     n_classes = int(state["n_classes_"])

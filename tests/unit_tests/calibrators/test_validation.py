@@ -646,7 +646,8 @@ def _dict(**changes):
         (
             _dict(state={"n_classes_": 2}),
             "from_dict expects the 'state' of TemperatureScaling to hold exactly ['n_classes_', "
-            "'temperature_']; got ['n_classes_'].",
+            "'temperature_'] (and 'n_features_in_' when the map reads extra input columns); got "
+            "['n_classes_'].",
         ),
         (
             _dict(state={"n_classes_": 2, "n_features_in_": 3, "temperature_": 1.0}),
