@@ -28,6 +28,7 @@ microseconds.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib
 import json
@@ -42,6 +43,7 @@ from langchain_core.messages import AIMessage, ToolCall
 from taskcal_agents.errors import ConfigurationError
 
 __all__ = [
+    "UNPARSED_REASONS",
     "AnswerOrAbstainParser",
     "ChoiceParser",
     "Parser",
@@ -54,6 +56,8 @@ __all__ = [
     "get_parser",
     "message_text",
     "normalize_text",
+    "unparsed_reason",
+    "with_offered_tools",
 ]
 
 
@@ -101,8 +105,17 @@ _ARG_KEYS = ("arguments", "parameters", "args", "params")
 _DECODER = json.JSONDecoder()
 
 
-def _iter_json_values(text: str) -> Iterator[Any]:
-    """Yield every JSON object/array that starts at a ``{`` or ``[`` in ``text``."""
+_BROKEN_CALL = re.compile(r'\{\s*"(?:name|function)"\s*:')
+"""The start of a tool-call object: when its JSON does not decode, everything after it
+belongs to the broken call (an object nested in its arguments is no call of its own)."""
+
+
+def _iter_json_values(text: str, *, stop_at_broken_call: bool = False) -> Iterator[Any]:
+    """Yield every JSON object/array that starts at a ``{`` or ``[`` in ``text``.
+
+    With ``stop_at_broken_call``, scanning stops at an object that starts like a tool call
+    (``{"name": …``) but does not decode (cut off by the length limit, or malformed).
+    """
     pos = 0
     n = len(text)
     while pos < n:
@@ -115,6 +128,8 @@ def _iter_json_values(text: str) -> Iterator[Any]:
         try:
             value, end = _DECODER.raw_decode(text, start)
         except ValueError:
+            if stop_at_broken_call and _BROKEN_CALL.match(text, start):
+                return
             pos = start + 1
             continue
         yield value
@@ -165,7 +180,7 @@ def _tool_calls_from_text(text: str) -> list[ToolCall]:
     candidates.append(text)
     for candidate in candidates:
         calls: list[ToolCall] = []
-        for value in _iter_json_values(candidate):
+        for value in _iter_json_values(candidate, stop_at_broken_call=True):
             calls.extend(_tool_calls_from_value(value))
         if calls:
             return calls
@@ -189,6 +204,9 @@ def extract_tool_calls(message: AIMessage) -> list[ToolCall]:
     forms ``{"name": ..., "arguments"|"parameters"|"args": {...}}``,
     ``{"function": {...}}``, ``{"tool_calls": [...]}`` or a list of those. Arguments
     given as a JSON string are decoded. Calls found in content get a deterministic id.
+    A call whose JSON does not decode (cut off by ``max_tokens``, or malformed) is never
+    returned, nor is any object nested in it; ``invalid_tool_calls`` are not returned
+    either. So a non-empty result is always a complete, executable call.
 
     Args:
         message: The completion.
@@ -217,7 +235,10 @@ def canonical_tool_calls(calls: Sequence[ToolCall]) -> str:
 # ------------------------------------------------------------------------ tool_decision
 
 _REFUSAL_PATTERNS: tuple[str, ...] = (
-    r"\bi\s*(?:'m|am)\s+(?:sorry|afraid)\b",
+    r"\bi\s*(?:'m|am)\s+sorry\b(?!\s+for\s+(?:the|any|my)\s+(?:misunderstanding|confusion|"
+    r"error|mix-?up|inconvenience))",
+    r"\bi\s*(?:'m|am)\s+afraid\s+(?:i\b|not\b|that(?:'s| is) not\b)",
+    r"\bi\s*(?:'m|am)\s+not\s+(?:equipped|designed|programmed)\s+to\b",
     r"\bi\s+apologi[sz]e\b",
     r"\bi\s*(?:can\s*not|can'?t|cannot|could\s*n'?t|could not|won'?t|will not)\b",
     r"\bi\s*(?:'m|am)\s+(?:unable|not able|not capable)\b",
@@ -226,9 +247,12 @@ _REFUSAL_PATTERNS: tuple[str, ...] = (
     r"complete|comply|retrieve|check|get|find|book|browse)\b",
     r"\bas an ai\b",
     r"\b(?:beyond|outside) (?:my|the scope of my) (?:capabilit|abilit|scope)",
-    r"\bnot (?:possible|something i can)\b",
+    r"\b(?:that|it)(?:'s| is) not possible\b|\bnot something i can\b",
     r"\bno (?:access|way) to\b",
     r"\bi\s+(?:do\s*n'?t|do not)\s+know\b",
+    r"\b(?:you|we)\s*(?:can\s*not|can'?t|cannot)\s+(?:help|assist)\b",
+    r"\b(?:can\s*not|can'?t|cannot)\s+(?:help|assist)(?: you)? with (?:that|this)\b",
+    r"抱歉|对不起|很遗憾|无法|我不能|不能帮|没有办法|做不到",
 )
 
 _PLEASANTRY_PATTERNS: tuple[str, ...] = (
@@ -237,23 +261,25 @@ _PLEASANTRY_PATTERNS: tuple[str, ...] = (
     r"\bwhat else\b",
     r"\bhow (?:can|may|could) i (?:help|assist)\b",
     r"\b(?:can|may|could) i (?:help|assist)\b",
-    r"\bwould you like (?:me to|to know|more|some|any|help)\b",
+    r"\bwould you like (?:me to|to know|to explore|more|some|any|help|other)\b",
+    r"\bother options\b",
     r"\bdo you (?:want|need) (?:me|help|more|any)\b",
     r"\bis there (?:any|some)thing\b",
 )
 
 _REQUEST_PATTERNS: tuple[str, ...] = (
-    r"\b(?:please|kindly)\s+(?:provide|specify|clarify|tell|let me know|share|confirm|give|"
+    r"\b(?:please|kindly),?\s+(?:provide|specify|clarify|tell|let me know|share|confirm|give|"
     r"send|enter|indicate)\b",
     r"\bi (?:need|require|would need|will need) "
     r"(?:more|additional|some|further|the|your|to know)\b",
     r"\bcould you (?:please )?(?:provide|specify|clarify|tell|share|confirm|let me know|give)\b",
     r"\bcan you (?:please )?(?:provide|specify|clarify|tell|share|confirm|let me know|give)\b",
+    r"请(?:提供|告诉|说明|输入|确认)",
 )
 
-_QUESTION = re.compile(r"[^.!?\n]*\?(?=[\s\"')\]*_]|$)")
+_QUESTION = re.compile(r"[^.!?。！？\n]*(?:\?(?=[\s\"')\]*_]|$)|？)")
 """A sentence ending in "?" (not a "?" inside a URL query or code, which is followed by
-more characters)."""
+more characters) or in the full-width "？"."""
 _NOT_PROSE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`|\bhttps?://\S+", re.DOTALL)
 """Code blocks, inline code and URLs: a "?" in them is no question to the user."""
 
@@ -299,6 +325,40 @@ def _call_names(message: AIMessage) -> list[str]:
     return [c["name"] for c in _tool_calls_from_text(message_text(message))]
 
 
+_CALL_START = re.compile(
+    r'(<tool_call>\s*\[?\s*)?\{\s*(?:"function"\s*:\s*\{\s*)?"name"\s*:\s*"([^"\\\n]{1,200})"'
+    r'(\s*,\s*"(?:arguments|parameters|args|params)"\s*:'
+    r'(?!\s*\{\s*"(?:type|properties|required)"\s*:)|\s*,?\s*"?\s*$)?',
+    re.IGNORECASE,
+)
+"""The start of a tool call written in the content: ``{"name": "x"`` (optionally inside
+``{"function": …}``), with group 1 a hermes ``<tool_call>`` tag before it, group 2 the
+name and group 3 an argument key after it (not followed by a JSON-schema object: that is
+a tool's definition echoed) or the end of the text right after the name."""
+
+
+def _partial_call_names(message: AIMessage) -> list[str]:
+    """Names of the tool calls ``message`` starts but does not complete.
+
+    These are ``invalid_tool_calls`` that carry a name, and call objects in the content
+    whose JSON does not decode (typically cut off by ``max_tokens``). An object in the
+    content counts when it is recognisably a call: behind a ``<tool_call>`` tag, followed
+    by an argument key, or cut off right after the name.
+    """
+    names = [c["name"] for c in message.invalid_tool_calls if c.get("name")]
+    text = message_text(message)
+    if "{" in text:
+        for match in _CALL_START.finditer(text):
+            if match.group(1) is None and match.group(3) is None:
+                continue
+            try:
+                _DECODER.raw_decode(text, text.index("{", match.start()))
+            except ValueError:
+                names.append(match.group(2).strip())
+            # else the object decodes: a complete call (rule 1), or no call at all
+    return names
+
+
 _TOOL_DECISION_LABELS = ("tool_call", "request_for_info", "cannot_answer")
 
 
@@ -309,29 +369,52 @@ class ToolDecisionParser:
     Rules, in order:
 
     1. The message makes a tool call (:func:`extract_tool_calls`: native ``tool_calls`` or
-       JSON in the content) → ``tool_call``. With ``tool_names`` set, calls to other
-       names do not count.
-    2. The text asks a clarifying question (a sentence ending in ``?`` that is not a
-       pleasantry such as "Is there anything else I can help with?") or asks for input
-       ("please provide…", "I need more information…") → ``request_for_info``. Asking
-       wins over a refusal in the same message ("I can't check without a city. Which
-       city?"), because the model offers a way forward.
-    3. The text refuses or states an inability ("I'm sorry", "I can't", "I am unable
-       to", "as an AI", "I don't have access", "I don't know") → ``cannot_answer``.
-    4. Any other non-empty text → ``direct_answer`` when ``direct_answer=True``, else
+       JSON in the content) to an offered tool → ``tool_call``.
+    2. With ``partial_calls`` (the default): the message starts a call to an offered tool
+       that it does not complete — JSON cut off by ``max_tokens`` such as
+       ``<tool_call>{"name": "get_weather", "argu``, or a named ``invalid_tool_calls``
+       entry → ``tool_call``. The completion states the model's decision to call that
+       tool, which is what g_T reads; the broken call itself is never executable:
+       :func:`extract_tool_calls` returns nothing for it, and a decision sends a tool call
+       only when ``extract_tool_calls`` finds one. A JSON object in the content counts as
+       a call start when it is ``{"name": "<tool>", …`` behind a ``<tool_call>`` tag,
+       followed by an argument key (``"arguments"``, ``"parameters"``, … whose value is
+       not a JSON schema: an echoed tool definition is no call), or cut off right after
+       the name.
+    3. The message calls (or starts calling) only tools that were not offered → ``None``
+       (unparsed; :func:`unparsed_reason` says ``"unoffered_tool"``). The text rules
+       below are not tried: a ``?`` inside JSON arguments is no question.
+    4. The text asks a clarifying question (a sentence ending in ``?`` or ``？`` that is
+       not a pleasantry such as "Is there anything else I can help with?") or asks for
+       input ("please provide…", "I need more information…", "请提供") →
+       ``request_for_info``. Asking wins over a refusal in the same message ("I can't
+       check without a city. Which city?"), because the model offers a way forward.
+    5. The text refuses or states an inability ("I'm sorry", "I can't", "I am unable
+       to", "I'm not equipped to", "You cannot help with that", "as an AI", "I don't
+       have access", "I don't know", "抱歉", "我无法", "我不能") → ``cannot_answer``.
+       "I'm sorry for the confusion / any misunderstanding" alone is a filler, not a
+       refusal; "I'm afraid" counts only as "I'm afraid I…" / "I'm afraid not".
+    6. Any other non-empty text → ``direct_answer`` when ``direct_answer=True``, else
        ``None`` (unparsed).
+
+    The offered tools are ``tool_names`` when set; :meth:`with_tool_names` narrows them
+    to the tools offered to one call (the runner passes each item's tools). With no
+    names known, every tool counts as offered.
 
     Args:
         direct_answer: Whether plain answers map to a ``direct_answer`` label.
         tool_names: Only calls to these tools count as ``tool_call`` (``None``: any).
-        refusal_patterns: Extra regular expressions (case-insensitive) for rule 3.
-        question_patterns: Extra regular expressions for rule 2 (no ``?`` needed).
+        refusal_patterns: Extra regular expressions (case-insensitive) for rule 5.
+        question_patterns: Extra regular expressions for rule 4 (no ``?`` needed).
+        partial_calls: Whether rule 2 applies (a started, unfinished call to an offered
+            tool is read as ``tool_call``); ``False`` leaves such samples unparsed.
     """
 
     direct_answer: bool = False
     tool_names: tuple[str, ...] | None = None
     refusal_patterns: tuple[str, ...] = ()
     question_patterns: tuple[str, ...] = ()
+    partial_calls: bool = True
     labels: tuple[str, ...] = field(init=False)
     _refusal: _Matcher = field(init=False, repr=False, compare=False)
     _request: _Matcher = field(init=False, repr=False, compare=False)
@@ -340,28 +423,42 @@ class ToolDecisionParser:
         labels = _TOOL_DECISION_LABELS + (("direct_answer",) if self.direct_answer else ())
         tool_names = None if self.tool_names is None else tuple(self.tool_names)
         object.__setattr__(self, "tool_names", tool_names)
+        object.__setattr__(self, "refusal_patterns", tuple(self.refusal_patterns))
+        object.__setattr__(self, "question_patterns", tuple(self.question_patterns))
         object.__setattr__(self, "labels", labels)
-        object.__setattr__(
-            self, "_refusal", _matcher(_REFUSAL_PATTERNS, tuple(self.refusal_patterns))
-        )
-        object.__setattr__(
-            self, "_request", _matcher(_REQUEST_PATTERNS, tuple(self.question_patterns))
-        )
+        object.__setattr__(self, "_refusal", _matcher(_REFUSAL_PATTERNS, self.refusal_patterns))
+        object.__setattr__(self, "_request", _matcher(_REQUEST_PATTERNS, self.question_patterns))
+
+    def with_tool_names(self, offered: Sequence[str]) -> ToolDecisionParser:
+        """Return this parser restricted to the tools ``offered`` to one call.
+
+        With ``tool_names`` set, the result keeps only the offered names among them.
+        Results are cached, so calling this once per sample is cheap.
+        """
+        return _with_tool_names(self, tuple(offered))
 
     def asks(self, text: str, lower: str | None = None) -> bool:
-        """Return whether ``text`` asks the user for information (rule 2)."""
+        """Return whether ``text`` asks the user for information (rule 4)."""
         lower = text.lower() if lower is None else lower
-        if "?" in lower:
+        if "?" in lower or "？" in lower:
             for match in _QUESTION.finditer(_NOT_PROSE.sub(" ", lower)):
                 if not _PLEASANTRY.search(match.group(0)):
                     return True
         return self._request.search(text, lower)
 
+    def _offered(self, names: Sequence[str]) -> bool:
+        return self.tool_names is None or any(n in self.tool_names for n in names)
+
     def __call__(self, message: AIMessage) -> str | None:
         """Return the label of ``message`` (see the class docstring for the rules)."""
         names = _call_names(message)
-        if names and (self.tool_names is None or any(n in self.tool_names for n in names)):
+        if names and self._offered(names):
             return "tool_call"
+        partial = _partial_call_names(message)
+        if partial and self.partial_calls and self._offered(partial):
+            return "tool_call"
+        if names or partial:
+            return None
         text = message_text(message)
         if not text:
             return None
@@ -373,11 +470,71 @@ class ToolDecisionParser:
         return "direct_answer" if self.direct_answer else None
 
 
+@functools.lru_cache(maxsize=512)
+def _with_tool_names(parser: ToolDecisionParser, offered: tuple[str, ...]) -> ToolDecisionParser:
+    own = parser.tool_names
+    names = offered if own is None else tuple(n for n in offered if n in own)
+    return dataclasses.replace(parser, tool_names=names)
+
+
+def with_offered_tools(parser: Parser, tool_names: Sequence[str] | None) -> Parser:
+    """Return ``parser`` restricted to the tools offered to one call.
+
+    A parser that knows about tools (such as :class:`ToolDecisionParser`) has a
+    ``with_tool_names(names)`` method returning the restricted parser; any other parser,
+    or ``tool_names=None`` (the offered tools are unknown), returns ``parser`` itself.
+
+    Args:
+        parser: The task's parser.
+        tool_names: The names of the tools offered to the call, or ``None``.
+
+    Returns:
+        The parser to use for this call.
+    """
+    if tool_names is None:
+        return parser
+    bind = getattr(parser, "with_tool_names", None)
+    return parser if bind is None else bind(tuple(tool_names))
+
+
+UNPARSED_REASONS: tuple[str, ...] = ("unoffered_tool", "length", "empty", "other")
+"""The reasons :func:`unparsed_reason` gives, most specific first."""
+
+
+def unparsed_reason(message: AIMessage, *, tool_names: Sequence[str] | None = None) -> str:
+    """Say why the parser found no label in ``message`` (call it for unparsed samples).
+
+    In order: ``"unoffered_tool"`` — it calls, or starts a call to, only tools that are not
+    in ``tool_names`` (given); ``"length"`` — it ended on the length limit
+    (``finish_reason == "length"``: raise ``max_tokens``); ``"empty"`` — no text and no
+    call; ``"other"`` — text the parser does not recognise.
+
+    Args:
+        message: An unparsed completion.
+        tool_names: The names of the tools offered to the call, or ``None`` (unknown).
+
+    Returns:
+        One of :data:`UNPARSED_REASONS`.
+    """
+    if tool_names is not None:
+        offered = tuple(tool_names)
+        names = _call_names(message) + _partial_call_names(message)
+        if names and not any(n in offered for n in names):
+            return "unoffered_tool"
+    if (message.response_metadata or {}).get("finish_reason") == "length":
+        return "length"
+    if not message_text(message) and not message.tool_calls:
+        return "empty"
+    return "other"
+
+
 # -------------------------------------------------------------------- answer_or_abstain
 
 _ABSTAIN_PATTERNS: tuple[str, ...] = (
     r"\bi\s+(?:do\s*n'?t|do not|really don'?t)\s+know\b",
-    r"\bi\s*(?:'m|am)\s+(?:not sure|not certain|unsure|uncertain|unable|not able)\b",
+    r"\bi\s*(?:'m|am)\s+(?:not (?:entirely |completely |quite |really |100% )?(?:sure|certain)|"
+    r"unsure|uncertain|unable|not able)\b",
+    r"\b(?:the answer|it) is (?:currently |still )?(?:unknown|not (?:known|provided|available))\b",
     r"\bi\s*(?:can\s*not|can'?t|cannot|could\s*n'?t)\s+(?:answer|say|tell|determine|know|"
     r"provide|be sure|help)\b",
     r"\bunable to (?:answer|determine|say|tell|provide)\b",
@@ -397,7 +554,8 @@ class AnswerOrAbstainParser:
     """g_T for answer-or-abstain: ``answer`` | ``abstain``.
 
     Empty text → ``None``. Text matching an abstention phrase ("I don't know", "I'm not
-    sure", "I cannot answer", "not enough information", "unknown", …) → ``abstain``,
+    (entirely) sure", "I cannot answer", "not enough information", "unknown", "the answer
+    is unknown / not provided", …) → ``abstain``,
     unless it goes on to hedge an answer ("I'm not sure, but I think it is Paris") →
     ``answer``. Any other text → ``answer``.
 
@@ -460,7 +618,16 @@ _EXPLICIT = re.compile(
     re.IGNORECASE,
 )
 _FRACTION = re.compile(r"(?<![\d.])(\d+)\s*(?:/|out of)\s*\d+", re.IGNORECASE)
-_STANDALONE = re.compile(r"(?<![\d.,])(\d+)(?![\d]|\.\d)|\b(" + "|".join(_NUMBER_WORDS) + r")\b")
+_STANDALONE = re.compile(r"(?<![\d.,])(\d+)(?![\d]|\.\d)")
+_WORD_ALONE = re.compile(
+    r"^\W*(" + "|".join(_NUMBER_WORDS) + r")\b\s*(?:[.!,:;(\n]|$)", re.IGNORECASE
+)
+_NOT_RATING = re.compile(
+    r"\b(?:sentences?|statements?|texts?|options?|steps?|points?|items?|examples?)\s+\d+\b"
+    r"|^[ \t]*\d+[.)](?=[ \t]+\S)",
+    re.IGNORECASE | re.MULTILINE,
+)
+"""Numbers that are no rating: references ("Sentence 1") and list numbers ("1. Both…")."""
 
 
 def _to_int(token: str) -> int:
@@ -473,9 +640,13 @@ class RatingParser:
     """g_T for ratings on a low…low+k−1 scale (default 1…k, labels ``"1"`` … ``"k"``).
 
     In order: an explicit rating ("Rating: 4", "I'd give it a 4", "score of four"); a
-    fraction ("4/5", "4 out of 5"); otherwise the first standalone number on the scale
-    after scale descriptions ("on a scale of 1 to 5", "out of 5") are removed. Decimals
-    such as "4.5" and numbers off the scale are ignored; no rating found → ``None``.
+    fraction ("4/5", "4 out of 5"); the first standalone number on the scale after scale
+    descriptions ("on a scale of 1 to 5", "out of 5"), references ("Sentence 1",
+    "option 2") and list numbers at the start of a line ("1. Both sentences…") are
+    removed; a number word that is the whole first phrase ("Zero (completely
+    different)", "Four."). A number word elsewhere ("four people") is no rating.
+    Decimals such as "4.5" and numbers off the scale are ignored; no rating found →
+    ``None``.
 
     Args:
         k: The number of rating levels.
@@ -526,11 +697,12 @@ class RatingParser:
             label = self._label(match.group(1))
             if label is not None:
                 return label
-        for match in _STANDALONE.finditer(_SCALE.sub(" ", text)):
-            label = self._label(match.group(1) or match.group(2))
+        for match in _STANDALONE.finditer(_NOT_RATING.sub(" ", _SCALE.sub(" ", text))):
+            label = self._label(match.group(1))
             if label is not None:
                 return label
-        return None
+        match = _WORD_ALONE.match(text)
+        return self._label(match.group(1)) if match is not None else None
 
 
 # ------------------------------------------------------------------------------- choice

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from taskcal_agents.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.errors import ConfigurationError, DataFileError
-from taskcal_agents.parsers import Parser, get_parser
+from taskcal_agents.parsers import Parser, get_parser, with_offered_tools
 
 __all__ = ["TASK_FORMAT_VERSION", "ParserSpec", "Task", "minimax_action"]
 
@@ -263,20 +263,29 @@ class Task(BaseModel):
 
     # -------------------------------------------------------------------- parsing
 
-    def parse_raw(self, message: AIMessage) -> str | None:
+    def parse_raw(
+        self, message: AIMessage, *, tool_names: Sequence[str] | None = None
+    ) -> str | None:
         """Return the task label ``message`` expresses, or ``None`` if unparsed.
 
         Parser outputs outside the task's labels count as unparsed.
+
+        Args:
+            message: The completion.
+            tool_names: The names of the tools offered to the call that produced
+                ``message``, when known; a tool-aware parser then counts only calls to
+                them (see :func:`~taskcal_agents.parsers.with_offered_tools`).
         """
-        label = self._parser(message)
+        label = with_offered_tools(self._parser, tool_names)(message)
         return label if label in self._label_index else None
 
-    def parse(self, message: AIMessage) -> str | None:
+    def parse(self, message: AIMessage, *, tool_names: Sequence[str] | None = None) -> str | None:
         """Return the label of ``message`` after the ``unparsed`` policy.
 
         ``None`` means the sample is unparsed (policies ``"drop"`` and ``"other"``).
+        ``tool_names`` as in :meth:`parse_raw`.
         """
-        label = self._parser(message)
+        label = with_offered_tools(self._parser, tool_names)(message)
         return label if label in self._label_index else self._unparsed_as
 
     def belief(self, messages: Sequence[AIMessage], *, alpha: float = DEFAULT_ALPHA) -> Belief:

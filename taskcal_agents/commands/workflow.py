@@ -172,6 +172,10 @@ def data_check(
 # sample
 
 
+LENGTH_WARN_SHARE = 0.1
+"""`taskcal sample` warns when more than this share of samples ends on the length limit."""
+
+
 def sample(
     task: Annotated[Path, typer.Option(help="Task file (YAML/JSON): labels, costs, parser.")],
     data: Annotated[Path, typer.Option(help="Dataset JSONL (see `taskcal data convert`).")],
@@ -301,6 +305,18 @@ def sample(
         f"{out}: {report.written} items sampled now, {report.skipped} already there, "
         f"{len(report.failures)} failed (of {report.total})."
     )
+    if report.unparsed_reasons:
+        shown = ", ".join(f"{k} {v}" for k, v in report.unparsed_reasons.most_common())
+        n_unparsed = sum(report.unparsed_reasons.values())
+        console.print(f"unparsed samples: {n_unparsed} of {report.n_samples} ({shown}).")
+    if report.length_share > LENGTH_WARN_SHARE:
+        err.print(
+            f"[yellow]warning[/yellow]: {report.n_length} of {report.n_samples} samples "
+            f"({report.length_share:.0%}) ended on the length limit (--max-tokens "
+            f"{max_tokens}); raise --max-tokens so that completions are not cut off.",
+            highlight=False,
+            soft_wrap=True,
+        )
     for item_id, message in report.failures[:5]:
         err.print(f"[red]failed[/red] {item_id}: {message}", highlight=False, soft_wrap=True)
     if report.failures or report.interrupted:
@@ -476,6 +492,7 @@ def evaluate(
                 n_permutations=permutations,
                 test_calibrator=test_calibrator or None,
                 progress=lambda k: progress.advance(bar, k),
+                target_risk=target_risk,
             )
     except TaskCalError as exc:
         raise _fail(err, exc) from exc

@@ -95,9 +95,11 @@ def eval_arrays(
         line = samples.lines.get(record["id"])
         messages = [message_from_dict(m) for m in record.get("samples", [])]
         if reparse:
-            labels = [safe_parse(task, m) for m in messages]
+            # The item's offered tools when the record has them (older records: any tool).
+            offered = record.get("tool_names")
+            labels = [safe_parse(task, m, tool_names=offered) for m in messages]
             g = record.get("greedy")
-            g_label = safe_parse(task, message_from_dict(g)) if g else None
+            g_label = safe_parse(task, message_from_dict(g), tool_names=offered) if g else None
         else:
             labels = list(record.get("labels") or [])
             g_label = record.get("greedy_label")

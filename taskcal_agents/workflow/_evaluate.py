@@ -72,6 +72,7 @@ from numpy.typing import NDArray
 
 from taskcal_agents.decision import executable_mbr
 from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.workflow._selective import action_confidence, selective_summary
 
 DEFAULT_CALIBRATORS = ("temperature", "vector", "matrix", "dirichlet", "isotonic", "histogram")
 """Calibration maps evaluated by default (``identity`` is ``mbr_raw``)."""
@@ -696,6 +697,7 @@ def evaluate_arrays(
     test_calibrator: str | None = "dirichlet",
     factory: Callable[[str], CalibratorFactory] = default_factory,
     progress: Callable[[int], None] | None = None,
+    target_risk: float | None = None,
 ) -> Evaluation:
     """Evaluate every decoder with cross-fitted calibration.
 
@@ -711,17 +713,22 @@ def evaluate_arrays(
             action; ``None`` skips the test. It need not be in *calibrators*.
         factory: Maps a calibrator spec to a factory of fresh calibrators.
         progress: Called with a step count as work completes (for a progress bar).
+        target_risk: The risk a user accepts on the items a decoder keeps; each row's
+            ``selective`` block then gives the coverage reached at it.
 
     Returns:
         The rows, the cross-fitted beliefs and actions, the per-fold calibrators and the
         permutation test. Each row holds the scores of :func:`score_actions` plus the
         paired savings ``saving_vs_constant``, ``saving_vs_raw`` (mean per-item cost of
         the baseline minus this decoder's; positive = cheaper) and their paired standard
-        errors ``saving_vs_constant_se``, ``saving_vs_raw_se``. A calibrator that fails
-        to fit gets a row with ``error`` set and no scores. Each calibrator row says in
-        ``inputs`` what the map read: ``"probs"`` (p̂) or, under the ``unparsed: other``
-        policy, ``"features"`` (p̂'s counts plus the unparsed share; see
-        :func:`calibrator_inputs`).
+        errors ``saving_vs_constant_se``, ``saving_vs_raw_se``, and a ``selective`` block
+        (:func:`~taskcal_agents.workflow._selective.selective_summary`: risk–coverage
+        curve, AURC, coverage at *target_risk*) with items ranked by the decoder's
+        expected-cost margin for its own action under the belief it decided on (the raw
+        belief for ``greedy``). A calibrator that fails to fit gets a row with ``error``
+        set and no scores. Each calibrator row says in ``inputs`` what the map read:
+        ``"probs"`` (p̂) or, under the ``unparsed: other`` policy, ``"features"`` (p̂'s
+        counts plus the unparsed share; see :func:`calibrator_inputs`).
 
     Raises:
         ConfigurationError: Bad *n_folds* (see :func:`stratified_folds`), a negative
@@ -750,6 +757,10 @@ def evaluate_arrays(
         description = DECODER_DESCRIPTIONS.get(name) or f"MBR on the {name[4:]}-calibrated belief"
         rows.append({"decoder": name, "description": description, "error": None})
         rows[-1].update(score_actions(acts, data, Q, tce=tce))
+        confidence = action_confidence(data.P if Q is None else Q, data.cost, acts, data.executable)
+        rows[-1]["selective"] = selective_summary(
+            data.cost[data.y, acts], confidence, target_risk=target_risk
+        )
 
     prior = in_fold_prior(data.y, folds, k)
     probs["constant"] = prior

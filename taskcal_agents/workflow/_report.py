@@ -36,10 +36,20 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("ece", "ECE"),
     ("classwise_ece", "cw-ECE"),
     ("tce", "TCE (cross-fit)"),
+    ("aurc", "AURC"),
 )
 """(key, header) of the numeric columns of the decoder table. ``Δ`` columns are paired
 savings (baseline cost − this decoder's cost, per item; positive = cheaper) with the
-standard error of the per-item differences; ``TCE (cross-fit)`` is signed."""
+standard error of the per-item differences; ``TCE (cross-fit)`` is signed; ``AURC`` is the
+area under the decoder's risk–coverage curve (its ``selective`` block)."""
+
+
+def _value(row: dict[str, Any], key: str) -> Any:
+    """A table cell's value: a row key, or ``aurc`` from the row's ``selective`` block."""
+    if key == "aurc":
+        return (row.get("selective") or {}).get("aurc")
+    return row.get(key)
+
 
 SIGNIFICANCE = 0.05
 """Level at which the label-shuffle test counts as evidence of signal."""
@@ -136,7 +146,7 @@ def markdown_table(evaluation: dict[str, Any]) -> str:
                 f"| {row['decoder']} | failed: {row['error']} |" + " |" * (len(COLUMNS) - 1)
             )
             continue
-        cells = " | ".join(_fmt(row.get(key)) for key, _ in COLUMNS)
+        cells = " | ".join(_fmt(_value(row, key)) for key, _ in COLUMNS)
         lines.append(f"| {row['decoder']} | {cells} |")
     return "\n".join(lines)
 
@@ -152,6 +162,7 @@ RICH_COLUMNS: tuple[tuple[str, str | None, str], ...] = (
     ("ece", None, "ECE"),
     ("classwise_ece", None, "cw-ECE"),
     ("tce", None, "TCE (cross-fit)"),
+    ("aurc", None, "AURC"),
 )
 """(key, se key, header) of the terminal table: :data:`COLUMNS` with each standard error
 in the cell of its value (Δ: paired saving, positive = cheaper, paired se)."""
@@ -177,7 +188,7 @@ def rich_table(evaluation: dict[str, Any], title: str | None = None) -> Table:
             table.add_row(row["decoder"], f"[red]failed: {row['error']}[/red]")
             continue
         cells = [
-            _fmt(row.get(key)) if se_key is None else _fmt_pm(row.get(key), row.get(se_key))
+            _fmt(_value(row, key)) if se_key is None else _fmt_pm(row.get(key), row.get(se_key))
             for key, se_key, _ in RICH_COLUMNS
         ]
         if best is not None and row["expected_cost"] == best:

@@ -26,6 +26,7 @@ from langchain_core.messages import AIMessage
 
 from taskcal_agents.datasets import DatasetItem, grade_answer, normalize_answer
 from taskcal_agents.errors import ConfigurationError, SamplingError, UnparseableOutputError
+from taskcal_agents.parsers import UNPARSED_REASONS, unparsed_reason
 from taskcal_agents.prompting import with_task_prompt
 from taskcal_agents.workflow._store import SamplesStore
 
@@ -126,8 +127,13 @@ def message_to_dict(message: AIMessage) -> dict[str, Any]:
 
 
 def message_from_dict(data: Mapping[str, Any]) -> AIMessage:
-    """Rebuild an :class:`AIMessage` from :func:`message_to_dict` output."""
+    """Rebuild an :class:`AIMessage` from :func:`message_to_dict` output.
+
+    A stored ``finish_reason`` goes back into ``response_metadata``.
+    """
+    finish = data.get("finish_reason")
     return AIMessage(
+        response_metadata={} if finish is None else {"finish_reason": finish},
         content=data.get("content") or "",
         tool_calls=[
             {"name": c["name"], "args": c.get("args") or {}, "id": c.get("id"), "type": "tool_call"}
@@ -156,12 +162,27 @@ def build_messages(task: Task, item: DatasetItem) -> list[dict[str, Any]]:
     return [dict(m) for m in with_task_prompt(item.messages, task.prompt)]
 
 
-def safe_parse(task: Task, message: AIMessage) -> str | None:
-    """The task label of *message* before the unparsed policy (``None`` if unparsed)."""
+def offered_tool_names(item: DatasetItem) -> tuple[str, ...]:
+    """The names of the tools offered with *item* (empty: none, so any call is unoffered)."""
+    return tuple(t["function"]["name"] for t in item.tools)
+
+
+def safe_parse(
+    task: Task, message: AIMessage, *, tool_names: Sequence[str] | None = None
+) -> str | None:
+    """The task label of *message* before the unparsed policy (``None`` if unparsed).
+
+    *tool_names* are the tools offered to the call (see :meth:`Task.parse_raw`).
+    """
     try:
-        return task.parse_raw(message)
+        return task.parse_raw(message, tool_names=tool_names)
     except UnparseableOutputError:
         return None
+
+
+def is_length_cut(data: Mapping[str, Any]) -> bool:
+    """Whether a stored completion (:func:`message_to_dict`) ended on the length limit."""
+    return data.get("finish_reason") == "length"
 
 
 # --------------------------------------------------------------------------------------
@@ -249,6 +270,12 @@ def sample_item(
     With ``settings.belief == "logprob"`` the record holds ``probs`` (one per task label)
     instead of sampled completions; the greedy completion is drawn either way.
 
+    The samples are parsed with the item's offered tools (a call to any other tool is
+    unparsed); the record keeps their names in ``tool_names`` (pass them to
+    :func:`safe_parse` when re-parsing) and counts why samples were unparsed in
+    ``unparsed_reasons`` (``{"length": 5, "unoffered_tool": 2}``, see
+    :func:`~taskcal_agents.parsers.unparsed_reason`).
+
     Raises:
         SamplingError: The sampler failed or returned the wrong number of completions.
     """
@@ -289,12 +316,20 @@ def sample_item(
     if lp is None and len(samples) != settings.n:
         msg = f"sampling item {item.id!r}: asked for n={settings.n}, got {len(samples)} samples."
         raise SamplingError(msg)
-    labels = [safe_parse(task, m) for m in samples]
+    names = offered_tool_names(item)
+    labels = [safe_parse(task, m, tool_names=names) for m in samples]
+    reasons = Counter(
+        unparsed_reason(m, tool_names=names)
+        for m, label in zip(samples, labels, strict=True)
+        if label is None
+    )
     record: dict[str, Any] = {
         "id": item.id,
         "label": item.label,
         "labels": labels,
-        "greedy_label": safe_parse(task, greedy) if greedy is not None else None,
+        "greedy_label": safe_parse(task, greedy, tool_names=names) if greedy is not None else None,
+        "unparsed_reasons": {r: reasons[r] for r in UNPARSED_REASONS if reasons[r]},
+        "tool_names": list(names),
         "samples": [message_to_dict(m) for m in samples],
         "greedy": message_to_dict(greedy) if greedy is not None else None,
         "elapsed_s": round(time.perf_counter() - start, 4),
@@ -327,6 +362,11 @@ class SamplingReport:
         written: Records appended by this run.
         failures: ``(id, message)`` of items that failed (rerun to retry them).
         interrupted: The run stopped early (Ctrl-C or too many failures).
+        n_samples: Sampled completions in the records written now (greedy ones not
+            counted).
+        n_length: Those that ended on the length limit (``finish_reason == "length"``).
+        unparsed_reasons: Why the unparsed ones among them were unparsed (see
+            :func:`~taskcal_agents.parsers.unparsed_reason`).
     """
 
     total: int
@@ -334,6 +374,22 @@ class SamplingReport:
     written: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)
     interrupted: bool = False
+    n_samples: int = 0
+    n_length: int = 0
+    unparsed_reasons: Counter[str] = field(default_factory=Counter)
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        """Count a written record's samples, length cuts and unparsed reasons."""
+        self.written += 1
+        samples = record.get("samples") or []
+        self.n_samples += len(samples)
+        self.n_length += sum(is_length_cut(m) for m in samples)
+        self.unparsed_reasons.update(record.get("unparsed_reasons") or {})
+
+    @property
+    def length_share(self) -> float:
+        """The share of sampled completions cut by the length limit (0 with none)."""
+        return self.n_length / self.n_samples if self.n_samples else 0.0
 
 
 def sample_header(task: Task, settings: SampleSettings, dataset: str | None) -> dict[str, Any]:
@@ -441,7 +497,7 @@ def run_sampling(
                         on_record(None)
                     continue
                 store.append(record)
-                report.written += 1
+                report.add(record)
                 if on_record is not None:
                     on_record(record)
             if len(report.failures) >= max_failures:

@@ -17,7 +17,7 @@ from taskcal_agents.commands import workflow as cmd
 from taskcal_agents.datasets import write_dataset
 from taskcal_agents.workflow import read_samples
 
-from .test_workflow_fakes import FakeSampler, tool_items, tool_task
+from .test_workflow_fakes import FakeSampler, ScriptedSampler, tool_items, tool_task
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -181,6 +181,7 @@ def test_sample_fit_evaluate_report(
     assert sorted(p.name for p in report_dir.iterdir()) == [
         "costs.png",
         "reliability.png",
+        "risk_coverage.png",
         "summary.md",
     ]
 
@@ -208,6 +209,32 @@ def test_sample_failures_exit_1_and_rerun_retries(
     result = runner.invoke(app, _sample_args(setup, samples))
     assert result.exit_code == 0
     assert "1 items sampled now, 29 already there, 0 failed (of 30)." in result.output
+
+
+def test_sample_summarises_unparsed_reasons_and_warns_on_length_cuts(
+    runner: CliRunner, setup: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cmd, "_make_sampler", lambda *a: ScriptedSampler())
+    result = runner.invoke(app, _sample_args(setup, tmp_path / "s.jsonl", "--max-tokens", "16"))
+    assert result.exit_code == 0
+    assert (
+        "unparsed samples: 150 of 240 (unoffered_tool 60, length 30, empty 30, other 30)."
+        in " ".join(result.output.split())
+    )
+    assert (
+        "warning: 120 of 240 samples (50%) ended on the length limit (--max-tokens 16); "
+        "raise --max-tokens so that completions are not cut off."
+    ) in " ".join(result.stderr.split())
+
+
+def test_sample_does_not_warn_without_length_cuts(
+    runner: CliRunner, setup: dict[str, Path], tmp_path: Path
+) -> None:
+    result = runner.invoke(app, _sample_args(setup, tmp_path / "s.jsonl"))
+    assert result.exit_code == 0
+    assert "length limit" not in result.stderr
+    assert "unparsed samples: " in result.output  # FakeSampler leaves some samples empty
+    assert "(empty " in result.output
 
 
 def test_fit_and_evaluate_refuse_another_task(

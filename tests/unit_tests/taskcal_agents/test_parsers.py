@@ -20,6 +20,8 @@ from taskcal_agents.parsers import (
     get_parser,
     message_text,
     normalize_text,
+    unparsed_reason,
+    with_offered_tools,
 )
 
 
@@ -165,6 +167,10 @@ def test_tool_decision_extra_patterns() -> None:
         ("There is not enough information to tell.", "abstain"),
         ("Unknown", "abstain"),
         ("I'm not sure, but I think it is Paris.", "answer"),
+        ("I'm not entirely sure. Can you please provide more details?", "abstain"),
+        ("The answer is currently unknown.", "abstain"),
+        ("The answer is not provided.", "abstain"),
+        ("The answer is unknowable to most, but it is 1955.", "answer"),
         ("", None),
     ],
 )
@@ -198,6 +204,13 @@ def test_answer_or_abstain_custom_labels_and_patterns() -> None:
         ("4.5", None),
         ("I rate it 7", None),
         ("Rating: 9. Actually 2.", "2"),
+        ("1. Both are cat-related words.\n2. The difference lies", None),  # a list
+        ("Sentence 1 describes a cat, while Sentence 2 describes", None),
+        ("The two sentences differ. Sentence 1 is longer. I'd say 3.", "3"),
+        ("A group of four people eat cake", None),
+        ("Two (somewhat similar)", "2"),
+        ("Four.", "4"),
+        ("3\n\nBoth sentences convey a sense of eating", "3"),
         ("no number here", None),
         ("", None),
     ],
@@ -402,6 +415,8 @@ def test_rating_zero_based_scale() -> None:
     assert parser(ai("Similarity: 0")) == "0"
     assert parser(ai("I'd say 5 out of 5")) == "5"
     assert parser(ai("6")) is None
+    assert parser(ai("Zero (completely different)")) == "0"
+    assert parser(ai("0\n\nBoth sentences convey a sense of eating")) == "0"
     with pytest.raises(
         ConfigurationError,
         match=re.escape(
@@ -427,3 +442,133 @@ def test_question_marks_in_urls_and_code_are_no_question(content: str) -> None:
 def test_question_at_end_of_sentence_still_asks() -> None:
     assert ToolDecisionParser().asks("Which city do you mean?") is True
     assert ToolDecisionParser().asks('He said "which city?" to me') is True
+
+
+# ------------------------------------------------------- truncated and unoffered calls
+
+TRUNCATED = [
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par',
+    '<tool_call>{"name": "get_weather", "argu',
+    '<tool_call>\n[{"name": "get_weather"',
+    '{"name": "get_weather", "arguments": {"city": "Paris"',
+    '```json\n{"name": "get_weather", "parameters": {"city": ',
+    'Sure. {"function": {"name": "get_weather", "arguments": "{\\"city',
+    '{"name": "get_weather", "arguments": {"user": {"name": "Bob"}',  # nested object
+]
+
+
+@pytest.mark.parametrize("content", TRUNCATED)
+def test_truncated_call_states_intent_but_is_never_extracted(content: str) -> None:
+    message = ai(content, response_metadata={"finish_reason": "length"})
+    assert extract_tool_calls(message) == []
+    assert ToolDecisionParser()(message) == "tool_call"
+    assert ToolDecisionParser(tool_names=("get_weather",))(message) == "tool_call"
+    assert ToolDecisionParser(tool_names=("search",))(message) is None
+    assert ToolDecisionParser(partial_calls=False)(message) is None
+    assert unparsed_reason(message, tool_names=("search",)) == "unoffered_tool"
+    assert unparsed_reason(message) == "length"
+
+
+def test_truncated_call_after_a_complete_one_keeps_the_complete_one() -> None:
+    content = '[{"name": "a", "arguments": {}}, {"name": "b", "arguments": {"x": '
+    calls = extract_tool_calls(ai(content))
+    assert [c["name"] for c in calls] == ["a"]
+
+
+def test_broken_object_that_is_no_call_is_no_intent() -> None:
+    # no tag, no argument key, not cut right after the name, name not offered
+    message = ai('{"name": "Bob", "age": 3, "city": "Par')
+    assert ToolDecisionParser()(message) is None
+    assert ToolDecisionParser(tool_names=("get_weather",))(message) is None
+    assert unparsed_reason(message, tool_names=("get_weather",)) == "other"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"name": "get_weather", "city": "Par',  # flat arguments: not recognisably a call
+        '{"name": "get_weather", "description": "Get the weather", "parameters": {"ty',
+        '```json\n{"name": "get_weather", "parameters": {"type": "object", "required": ["ci',
+        'var calls = [\n  {\n    "name": "get_weather",\n    "description": "Get the',
+    ],
+)
+def test_echoed_tool_definitions_and_other_objects_are_no_intent(content: str) -> None:
+    message = ai(content, response_metadata={"finish_reason": "length"})
+    assert ToolDecisionParser(tool_names=("get_weather",))(message) is None
+    assert unparsed_reason(message, tool_names=("get_weather",)) == "length"
+
+
+def test_invalid_tool_call_with_an_offered_name_is_intent() -> None:
+    invalid = {"name": "get_weather", "args": '{"city": "Par', "id": "c", "error": "bad json"}
+    message = ai(invalid_tool_calls=[invalid])
+    assert extract_tool_calls(message) == []
+    assert ToolDecisionParser(tool_names=("get_weather",))(message) == "tool_call"
+    assert ToolDecisionParser(tool_names=("search",))(message) is None
+    assert unparsed_reason(message, tool_names=("search",)) == "unoffered_tool"
+
+
+def test_call_to_unoffered_tool_is_unparsed_even_with_a_question_in_its_arguments() -> None:
+    message = ai('{"name": "search", "arguments": {"query": "what is the weather?"}}')
+    parser = ToolDecisionParser(tool_names=("get_weather",))
+    assert parser(message) is None
+    assert unparsed_reason(message, tool_names=("get_weather",)) == "unoffered_tool"
+    assert ToolDecisionParser()(message) == "tool_call"
+
+
+def test_with_tool_names_narrows_the_offered_tools() -> None:
+    call = ai(tool_calls=[{"name": "search", "args": {}, "id": "1"}])
+    parser = ToolDecisionParser()
+    assert parser.with_tool_names(["search"])(call) == "tool_call"
+    assert parser.with_tool_names(["get_weather"])(call) is None
+    assert parser.with_tool_names(["search"]) is parser.with_tool_names(("search",))  # cached
+    own = ToolDecisionParser(tool_names=("search", "lookup"))
+    assert own.with_tool_names(["lookup", "get_weather"]).tool_names == ("lookup",)
+    assert with_offered_tools(parser, None) is parser
+    assert with_offered_tools(parser, ["search"]).tool_names == ("search",)
+    rating = RatingParser()
+    assert with_offered_tools(rating, ["search"]) is rating  # not tool-aware: unchanged
+    listed = ToolDecisionParser(refusal_patterns=[r"\bnope\b"])  # type: ignore[arg-type]
+    assert listed.with_tool_names(["search"])(ai("Nope.")) == "cannot_answer"
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        (ai("", response_metadata={"finish_reason": "length"}), "length"),
+        (ai("The weather is", response_metadata={"finish_reason": "length"}), "length"),
+        (ai(""), "empty"),
+        (ai("  "), "empty"),
+        (ai("Bananas.", response_metadata={"finish_reason": "stop"}), "other"),
+        (ai(tool_calls=[{"name": "search", "args": {}, "id": "1"}]), "unoffered_tool"),
+    ],
+)
+def test_unparsed_reason(message: AIMessage, reason: str) -> None:
+    assert unparsed_reason(message, tool_names=("get_weather",)) == reason
+
+
+@pytest.mark.parametrize(
+    ("content", "label"),
+    [
+        ("You cannot help with that.", "cannot_answer"),
+        ("I cannot help with that", "cannot_answer"),
+        ("Sorry, can't help you with that.", "cannot_answer"),
+        ("抱歉，我无法帮助您。", "cannot_answer"),
+        ("我不能完成这个请求。", "cannot_answer"),
+        ("很遗憾，这个工具做不到。", "cannot_answer"),
+        ("您想查询哪个城市的天气？", "request_for_info"),
+        ("请提供您的账号。", "request_for_info"),
+        ("You can help me by telling me the city?", "request_for_info"),
+        ("Help is on the way.", None),
+        ("I'm sorry for the misunderstanding. There is no counselor in Los Gatos.", None),
+        ("I'm sorry for any confusion, but I can't book that.", "cannot_answer"),
+        ("I'm afraid there are no free venues in London.", None),
+        ("I'm afraid I can't do that.", "cannot_answer"),
+        ("I'm not equipped to order food.", "cannot_answer"),
+        ("That is not possible.", "cannot_answer"),
+        ("They have options, which is not possible for a web API.", None),
+        ("I'm sorry, I can't order. Would you like to explore other options?", "cannot_answer"),
+        ("Please, provide the details of your order.", "request_for_info"),
+    ],
+)
+def test_tool_decision_refusals_and_chinese(content: str, label: str | None) -> None:
+    assert ToolDecisionParser()(ai(content)) == label

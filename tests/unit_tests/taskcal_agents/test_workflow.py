@@ -37,7 +37,14 @@ from taskcal_agents.workflow import (
 )
 from taskcal_agents.workflow._evaluate import default_factory
 
-from .test_workflow_fakes import WHEN2CALL_COST, FakeSampler, QASampler, tool_items, tool_task
+from .test_workflow_fakes import (
+    WHEN2CALL_COST,
+    FakeSampler,
+    QASampler,
+    ScriptedSampler,
+    tool_items,
+    tool_task,
+)
 
 COST = np.array(WHEN2CALL_COST)
 
@@ -337,6 +344,32 @@ def test_run_sampling_records_and_resume(tmp_path: Path) -> None:
     assert (report.skipped, report.written, report.failures) == (11, 1, [])
     assert len(sampler2.calls) == 2
     assert len(read_samples(path).records) == 12
+
+
+def test_run_sampling_counts_unparsed_reasons_and_length_cuts(tmp_path: Path) -> None:
+    task, items = tool_task(), tool_items(3)
+    settings = SampleSettings(n=8, temperature=1.0, max_tokens=16, model="fake")
+    with SamplesStore.open(tmp_path / "s.jsonl", sample_header(task, settings, None)) as store:
+        report = run_sampling(task, items, ScriptedSampler(), store, settings)
+    record = read_samples(tmp_path / "s.jsonl").records["item-000"]
+    assert record["labels"] == [
+        "tool_call", "tool_call", None, None, None, None, None, "request_for_info",
+    ]  # fmt: skip
+    assert record["unparsed_reasons"] == {"unoffered_tool": 2, "length": 1, "empty": 1, "other": 1}
+    assert record["greedy_label"] == "tool_call"
+    assert record["tool_names"] == ["lookup"]
+    assert record["samples"][1]["finish_reason"] == "length"
+    assert (report.n_samples, report.n_length) == (24, 12)
+    assert report.length_share == 0.5
+    assert report.unparsed_reasons == {"unoffered_tool": 6, "length": 3, "empty": 3, "other": 3}
+
+
+def test_message_from_dict_restores_finish_reason() -> None:
+    message = AIMessage(content="cut", response_metadata={"finish_reason": "length"})
+    assert message_from_dict(message_to_dict(message)).response_metadata == {
+        "finish_reason": "length"
+    }
+    assert message_from_dict({"content": "x"}).response_metadata == {}
 
 
 def test_logprob_belief_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -710,10 +743,16 @@ def test_evaluation_json_and_report(tmp_path: Path) -> None:
     path = write_json(back, tmp_path / "eval.json")
     loaded = wf.load_evaluation(path)
     written = write_report(loaded, tmp_path / "report")
-    assert [p.name for p in written] == ["reliability.png", "costs.png", "summary.md"]
-    for png in written[:2]:
+    assert [p.name for p in written] == [
+        "reliability.png",
+        "costs.png",
+        "risk_coverage.png",
+        "summary.md",
+    ]
+    for png in written[:3]:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    summary = written[2].read_text()
+    summary = written[3].read_text()
+    assert "| TCE (cross-fit) | AURC |" in summary
     assert "| decoder | cost | ± se |" in summary
     assert "| mbr_dirichlet |" in summary
     assert "label-shuffle p = " in summary
@@ -770,3 +809,26 @@ def test_verdicts() -> None:
         "action exceeds two paired standard errors, but the shuffle test does not confirm it."
     )
     assert wf.verdict({"permutation_test": None}) == "No label-shuffle test was run."
+
+
+def test_reparse_uses_the_items_offered_tools(tmp_path: Path) -> None:
+    # A call to a tool the item did not offer is unparsed on reparse, as when sampled;
+    # a record without "tool_names" (older files) treats every tool as offered.
+    path = _sampled(tmp_path, n=6)
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[1])
+    call = {"content": "", "tool_calls": [{"name": "book_flight", "args": {}, "id": "c1"}]}
+    record["samples"] = [call] * len(record["samples"])
+    record["labels"] = ["tool_call"] * len(record["samples"])
+    lines[1] = json.dumps({**record, "tool_names": ["get_weather"]})
+    path.write_text("\n".join(lines) + "\n")
+    samples = read_samples(path)
+    task = wf.resolve_task(samples, None)
+    stored = eval_arrays(task, samples, alpha=0.1)
+    i = stored.ids.index(record["id"])
+    again = eval_arrays(task, samples, alpha=0.1, reparse=True)
+    assert (stored.no_sample[i], again.no_sample[i]) == (False, True)
+    lines[1] = json.dumps({k: v for k, v in record.items() if k != "tool_names"})
+    path.write_text("\n".join(lines) + "\n")
+    legacy = eval_arrays(task, read_samples(path), alpha=0.1, reparse=True)
+    assert not legacy.no_sample[i]

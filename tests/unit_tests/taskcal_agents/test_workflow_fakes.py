@@ -119,3 +119,38 @@ class QASampler:
         if temperature == 0:
             return [AIMessage(content=answer)]
         return [AIMessage(content=answer if i % 2 else "I don't know.") for i in range(n)]
+
+
+SCRIPTED = (
+    # (content, tool_calls, finish_reason): what ScriptedSampler returns, in order
+    ("", [{"name": "lookup", "args": {"q": 1}, "id": "c1"}], "tool_calls"),  # tool_call
+    ('<tool_call>{"name": "lookup", "arguments": {"q": ', [], "length"),  # tool_call (intent)
+    ('<tool_call>{"name": "delete_all", "arguments": {}}</tool_call>', [], "stop"),  # unoffered
+    ('<tool_call>{"name": "delete_all", "argum', [], "length"),  # unoffered, cut off
+    ("The weather there is usually", [], "length"),  # length
+    ("", [], "stop"),  # empty
+    ("Bananas are yellow.", [], "stop"),  # other
+    ("Which account do you mean?", [], "length"),  # request_for_info despite the cut
+)
+
+
+class ScriptedSampler:
+    """Returns the :data:`SCRIPTED` completions (cycled to *n*) for every item."""
+
+    def sample(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        n: int,
+        temperature: float,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+    ) -> list[AIMessage]:
+        return [
+            AIMessage(
+                content=content,
+                tool_calls=calls,
+                response_metadata={"finish_reason": finish},
+            )
+            for content, calls, finish in (SCRIPTED[i % len(SCRIPTED)] for i in range(n))
+        ]
