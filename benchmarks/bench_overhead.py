@@ -35,7 +35,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
 from taskcal_agents import TaskCalibratedRunnable, tasks
-from taskcal_agents.belief import DEFAULT_ALPHA, Belief
+from taskcal_agents.belief import DEFAULT_ALPHA
 from taskcal_agents.decision import Decider
 from taskcal_agents.sampling import sample_messages
 
@@ -102,14 +102,14 @@ def overhead_rows(
 ) -> list[tuple[str, list[float]]]:
     task = decider.task
     labels = [task.parse_raw(m) for m in samples]
-    belief = Belief.from_labels(labels, task.labels, unparsed_as=task.unparsed_as)
-    p = belief.probs
-    q = decider.calibrate(p)
+    belief = task.belief_from_labels(labels, alpha=decider.alpha)
+    x = decider.calibrator_input(belief)
+    q = decider.calibrate(x)
     cost = task.cost_matrix()
     return [
         ("parse (g_T) x N", timed(lambda: [task.parse_raw(m) for m in samples], repeats)),
-        ("belief", timed(lambda: Belief.from_labels(labels, task.labels), repeats)),
-        ("calibrate", timed(lambda: decider.calibrate(p), repeats)),
+        ("belief", timed(lambda: task.belief_from_labels(labels, alpha=decider.alpha), repeats)),
+        ("calibrate", timed(lambda: decider.calibrate(x), repeats)),
         ("MBR", timed(lambda: int(np.argmin(q @ cost)), repeats)),
         ("total: Decider.decide", timed(lambda: decider.decide(samples), repeats)),
     ]

@@ -3,7 +3,11 @@
 Every calibrator is a scikit-learn estimator whose input ``P`` is an
 (n_samples, n_classes) matrix of probabilities (rows sum to 1) and whose labels are
 class indices in ``[0, n_classes)``; ``n_classes = P.shape[1]``, so classes absent
-from the calibration labels are fine. Fitted calibrators serialise to JSON-able
+from the calibration labels are fine. :class:`MatrixScaling` and
+``DirichletCalibrator(kind="full")`` also read extra input columns after the class
+columns (such as the share of unparsed samples): set their ``n_classes`` parameter below
+``P.shape[1]``; the other maps need one input column per class and say so when asked
+otherwise (:attr:`BaseCalibrator.reads_extra_columns`). Fitted calibrators serialise to JSON-able
 dictionaries with :meth:`~BaseCalibrator.to_dict` and come back with
 :func:`from_dict`. Metrics live in :mod:`calibrators.metrics`.
 

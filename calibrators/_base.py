@@ -9,6 +9,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from calibrators._validation import (
+    Integral,
     Interval,
     Real,
     fit_context,
@@ -22,6 +23,9 @@ __all__ = ["BaseCalibrator"]
 EPS_CONSTRAINT = Interval(Real, 0.0, 1.0, closed="neither")
 """Constraint of the ``eps`` parameter: the floor applied to probabilities before ``ln``."""
 
+N_CLASSES_CONSTRAINT: list[Any] = [Interval(Integral, 2, None, closed="left"), None]
+"""Constraint of the ``n_classes`` parameter every calibrator takes."""
+
 
 class BaseCalibrator(ClassifierMixin, BaseEstimator):
     """Base class of the calibration maps: ``fit``, ``predict_proba``, ``predict``.
@@ -29,13 +33,30 @@ class BaseCalibrator(ClassifierMixin, BaseEstimator):
     Subclasses implement ``_fit(P, y, sample_weight, n_classes)`` and
     ``_predict_proba(P)`` on validated arrays, and list their fitted attributes in
     ``_state_attributes`` (name, kind) so that ``to_dict`` can serialise them.
-    The input of every method is a matrix ``P`` of shape (n_samples, n_classes)
+    The input of every method is a matrix ``P`` of shape (n_samples, n_features)
     holding probabilities (rows sum to 1); ``y`` holds class indices in
-    ``[0, n_classes)``.
+    ``[0, n_classes)``. Every calibrator takes an ``n_classes`` parameter: ``None``
+    means one class per input column (``n_features = n_classes``, the usual case).
+    Maps whose :attr:`reads_extra_columns` is true (matrix scaling and full Dirichlet
+    calibration) also accept a smaller ``n_classes``: they read the extra columns (for
+    example the share of unparsed samples) as inputs only.
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
     _state_attributes: ClassVar[tuple[tuple[str, str], ...]] = ()
+
+    @property
+    def reads_extra_columns(self) -> bool:
+        """Whether the map can read more input columns than it has classes.
+
+        Returns
+        -------
+        bool
+            ``True`` for :class:`MatrixScaling` and ``DirichletCalibrator(kind="full")``,
+            whose weight matrix may have shape (n_classes, n_features); ``False`` for the
+            maps that need one input column per class.
+        """
+        return False
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(
@@ -45,10 +66,10 @@ class BaseCalibrator(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        P : array-like of shape (n_samples, n_classes)
+        P : array-like of shape (n_samples, n_features)
             Predicted probabilities of the uncalibrated source; each row sums to 1.
-            The number of classes is ``n_classes = P.shape[1]``, so a class that never
-            occurs in ``y`` is fine.
+            The number of classes is the ``n_classes`` parameter, or ``P.shape[1]``
+            when it is ``None``; a class that never occurs in ``y`` is fine.
         y : array-like of shape (n_samples,)
             True class indices in ``[0, n_classes)``.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -60,8 +81,7 @@ class BaseCalibrator(ClassifierMixin, BaseEstimator):
         self : object
             The fitted calibrator.
         """
-        P_arr, labels, weights = validate_fit_data(self, P, y, sample_weight)
-        n_classes = P_arr.shape[1]
+        P_arr, labels, weights, n_classes = validate_fit_data(self, P, y, sample_weight)
         with single_blas_thread():
             self._fit(P_arr, labels, weights, n_classes)
         self.n_classes_ = n_classes
@@ -73,8 +93,9 @@ class BaseCalibrator(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        P : array-like of shape (n_samples, n_classes)
-            Uncalibrated probabilities over the ``n_classes_`` classes seen in ``fit``.
+        P : array-like of shape (n_samples, n_features)
+            Uncalibrated probabilities with the ``n_features_in_`` columns seen in
+            ``fit`` (one per class, plus any extra input columns).
 
         Returns
         -------
@@ -89,7 +110,7 @@ class BaseCalibrator(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        P : array-like of shape (n_samples, n_classes)
+        P : array-like of shape (n_samples, n_features)
             Uncalibrated probabilities.
 
         Returns
@@ -109,7 +130,7 @@ class BaseCalibrator(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        P : array-like of shape (n_samples, n_classes)
+        P : array-like of shape (n_samples, n_features)
             Uncalibrated probabilities.
         y : array-like of shape (n_samples,)
             True class indices.

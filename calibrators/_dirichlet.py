@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.model_selection import KFold, check_cv
 
-from calibrators._base import EPS_CONSTRAINT
+from calibrators._base import EPS_CONSTRAINT, N_CLASSES_CONSTRAINT
 from calibrators._linear import (
     KINDS,
     Regularizer,
@@ -34,15 +34,25 @@ class DirichletCalibrator(_LinearCalibrator):
 
     ``ln p`` is clipped at ``ln(eps)``. The map is fitted by minimising the weighted
     mean negative log-likelihood plus a regulariser with scipy's L-BFGS-B, analytic
-    gradients and the identity map (``W = I``, ``b = 0``) as starting point; the fit
+    gradients and the identity map (``W = [I | 0]``, ``b = 0``) as starting point; the fit
     is deterministic.
 
-    Regularisation:
+    With ``kind="full"``, ``W`` has shape (k, d): ``P`` may carry ``d - k`` extra input
+    columns after the ``k = n_classes`` class columns (such as the share of unparsed
+    samples), which the map reads but does not predict. The other kinds need
+    ``d = k``.
+
+    Regularisation (``I`` is the (k, d) identity ``[I | 0]``):
 
     - ``reg_mu`` set (ODIR, off-diagonal and intercept regularisation):
-      ``reg_lambda * sum_{i != j} W_ij**2 / (k (k - 1)) + reg_mu * sum_j b_j**2 / k``.
+      ``reg_lambda * sum_{i != j} W_ij**2 / (k (d - 1)) + reg_mu * sum_j b_j**2 / k``;
+      the weights of extra columns count as off-diagonal, so they shrink towards
+      ignoring those columns.
     - ``reg_mu=None``: L2 towards the identity map,
-      ``reg_lambda * (||W - I||_F**2 + ||b||**2) / (k (k + 1))``.
+      ``reg_lambda * (||W - I||_F**2 + ||b||**2) / (k (d + 1))``.
+
+    Both divide by the number of penalised entries; with ``d = k`` they are the
+    formulas of Kull et al. (2019).
 
     With ``reg_lambda=0`` and ``kind="full"`` the map is multinomial logistic
     regression on ``ln p`` without penalty (matrix scaling). With
@@ -57,7 +67,7 @@ class DirichletCalibrator(_LinearCalibrator):
     Parameters
     ----------
     kind : {"full", "diagonal", "fixed_diagonal"}, default="full"
-        Shape of ``W``: any (k, k) matrix; a diagonal matrix; or ``a * I`` with
+        Shape of ``W``: any (k, d) matrix; a diagonal matrix; or ``a * I`` with
         ``b = 0`` (the Dirichlet form of temperature scaling).
     reg_lambda : float or "auto", default=0.0
         Strength of the penalty on ``W`` (see above), or ``"auto"``.
@@ -80,10 +90,14 @@ class DirichletCalibrator(_LinearCalibrator):
         Maximum number of L-BFGS-B iterations.
     tol : float, default=1e-7
         Gradient tolerance of the optimiser (on standardised features).
+    n_classes : int, default=None
+        Number of classes ``k``; ``None`` means one class per column of ``P``. With
+        ``kind="full"`` it may be below the number of columns (extra input columns);
+        the other kinds need one input column per class.
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_classes, n_classes)
+    coef_ : ndarray of shape (n_classes, n_features_in)
         Weight matrix ``W``.
     intercept_ : ndarray of shape (n_classes,)
         Bias ``b``.
@@ -100,11 +114,11 @@ class DirichletCalibrator(_LinearCalibrator):
     n_iter_ : int
         Number of optimiser iterations of the final fit.
     n_classes_ : int
-        Number of classes (columns of ``P``).
+        Number of classes (``n_classes``, or the number of columns of ``P``).
     classes_ : ndarray of shape (n_classes,)
         ``np.arange(n_classes_)``.
     n_features_in_ : int
-        Equal to ``n_classes_``.
+        Number of input columns of ``P`` seen in ``fit``.
 
     See Also
     --------
@@ -142,6 +156,7 @@ class DirichletCalibrator(_LinearCalibrator):
         "eps": [EPS_CONSTRAINT],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0.0, None, closed="left")],
+        "n_classes": N_CLASSES_CONSTRAINT,
     }
     _state_attributes: ClassVar[tuple[tuple[str, str], ...]] = (
         *_LinearCalibrator._state_attributes,
@@ -161,6 +176,7 @@ class DirichletCalibrator(_LinearCalibrator):
         eps: float = 1e-12,
         max_iter: int = 1000,
         tol: float = 1e-7,
+        n_classes: int | None = None,
     ) -> None:
         self.kind = kind
         self.reg_lambda = reg_lambda
@@ -171,6 +187,18 @@ class DirichletCalibrator(_LinearCalibrator):
         self.eps = eps
         self.max_iter = max_iter
         self.tol = tol
+        self.n_classes = n_classes
+
+    @property
+    def reads_extra_columns(self) -> bool:
+        """Whether the map can read more input columns than it has classes.
+
+        Returns
+        -------
+        bool
+            ``True`` for ``kind="full"`` (``W`` of shape (n_classes, n_features)).
+        """
+        return self.kind == "full"
 
     def _fit(
         self,
@@ -182,7 +210,7 @@ class DirichletCalibrator(_LinearCalibrator):
         L = clipped_log(P, self.eps)
         cv_results = None
         if isinstance(self.reg_lambda, str) or isinstance(self.reg_mu, str):
-            lam, mu, cv_results = self._select_reg(L, y, sample_weight)
+            lam, mu, cv_results = self._select_reg(L, y, sample_weight, n_classes)
         else:
             lam = float(self.reg_lambda)
             mu = None if self.reg_mu is None else float(self.reg_mu)
@@ -195,6 +223,7 @@ class DirichletCalibrator(_LinearCalibrator):
             max_iter=self.max_iter,
             tol=self.tol,
             owner=type(self).__name__,
+            n_classes=n_classes,
         )
         self.coef_ = fitted.coef
         self.intercept_ = fitted.intercept
@@ -203,8 +232,8 @@ class DirichletCalibrator(_LinearCalibrator):
         self.reg_mu_ = mu
         self.cv_results_ = cv_results
 
-    def _init_state(self, n_classes: int) -> None:
-        super()._init_state(n_classes)
+    def _init_state(self, n_classes: int, n_features: int | None = None) -> None:
+        super()._init_state(n_classes, n_features)
         self.reg_lambda_ = 0.0 if isinstance(self.reg_lambda, str) else float(self.reg_lambda)
         self.reg_mu_ = 0.0 if isinstance(self.reg_mu, str) else self.reg_mu
         self.cv_results_ = None
@@ -226,6 +255,7 @@ class DirichletCalibrator(_LinearCalibrator):
         L: NDArray[np.float64],
         y: NDArray[np.intp],
         weights: NDArray[np.float64],
+        n_classes: int,
     ) -> tuple[float, float | None, dict[str, NDArray[np.float64]]]:
         """Choose the ``"auto"`` strength(s) by cross-validated weighted NLL.
 
@@ -270,6 +300,7 @@ class DirichletCalibrator(_LinearCalibrator):
                     tol=self.tol,
                     owner=type(self).__name__,
                     init=init,
+                    n_classes=n_classes,
                 )
                 init = (fitted.coef, fitted.intercept)
                 Q = predict_linear(L[test], fitted.coef, fitted.intercept)

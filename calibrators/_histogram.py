@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from calibrators._base import BaseCalibrator, normalise_rows
+from calibrators._base import N_CLASSES_CONSTRAINT, BaseCalibrator, normalise_rows
 from calibrators._validation import Integral, Interval, StrOptions
 
 __all__ = ["HistogramBinning"]
@@ -39,6 +39,11 @@ class HistogramBinning(BaseCalibrator):
     strategy : {"uniform", "quantile"}, default="uniform"
         Equal-width bins, or bins holding equal weighted mass of the calibration
         probabilities of each class.
+    n_classes : int, default=None
+        Number of classes; ``None`` means one class per column of ``P``. This map
+        needs one input column per class, so any other value is an error when
+        fitting (only :class:`MatrixScaling` and ``DirichletCalibrator(kind="full")``
+        read extra input columns).
 
     Attributes
     ----------
@@ -75,15 +80,19 @@ class HistogramBinning(BaseCalibrator):
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "n_bins": [Interval(Integral, 1, None, closed="left")],
         "strategy": [StrOptions({"uniform", "quantile"})],
+        "n_classes": N_CLASSES_CONSTRAINT,
     }
     _state_attributes: ClassVar[tuple[tuple[str, str], ...]] = (
         ("bin_edges_", "array"),
         ("bin_values_", "array"),
     )
 
-    def __init__(self, *, n_bins: int = 15, strategy: str = "uniform") -> None:
+    def __init__(
+        self, *, n_bins: int = 15, strategy: str = "uniform", n_classes: int | None = None
+    ) -> None:
         self.n_bins = n_bins
         self.strategy = strategy
+        self.n_classes = n_classes
 
     def _edges(self, p: NDArray[np.float64], w: NDArray[np.float64]) -> NDArray[np.float64]:
         if self.strategy == "uniform":

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from calibrators._base import BaseCalibrator
+from calibrators._base import N_CLASSES_CONSTRAINT, BaseCalibrator
 
 __all__ = ["IdentityCalibrator"]
 
@@ -18,6 +18,14 @@ class IdentityCalibrator(BaseCalibrator):
     The baseline against which every other map is judged; ``fit`` only records the
     number of classes, so that inputs with a different number of columns are
     rejected at prediction time.
+
+    Parameters
+    ----------
+    n_classes : int, default=None
+        Number of classes; ``None`` means one class per column of ``P``. This map
+        needs one input column per class, so any other value is an error when
+        fitting (only :class:`MatrixScaling` and ``DirichletCalibrator(kind="full")``
+        read extra input columns).
 
     Attributes
     ----------
@@ -42,11 +50,11 @@ class IdentityCalibrator(BaseCalibrator):
            [0.2, 0.8]])
     """
 
-    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {"n_classes": N_CLASSES_CONSTRAINT}
     _state_attributes: ClassVar[tuple[tuple[str, str], ...]] = ()
 
-    def __init__(self) -> None:
-        pass
+    def __init__(self, *, n_classes: int | None = None) -> None:
+        self.n_classes = n_classes
 
     def _fit(
         self,

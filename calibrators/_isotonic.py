@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.isotonic import IsotonicRegression
 
-from calibrators._base import BaseCalibrator, normalise_rows
+from calibrators._base import N_CLASSES_CONSTRAINT, BaseCalibrator, normalise_rows
 
 __all__ = ["IsotonicCalibrator"]
 
@@ -22,6 +22,14 @@ class IsotonicCalibrator(BaseCalibrator):
     interpolation between its thresholds, clipped at both ends. The calibrated row
     is ``f(p) / sum_j f_j(p_j)``; a row whose values are all 0 becomes uniform.
     Only the thresholds are stored, so fitted calibrators pickle and serialise.
+
+    Parameters
+    ----------
+    n_classes : int, default=None
+        Number of classes; ``None`` means one class per column of ``P``. This map
+        needs one input column per class, so any other value is an error when
+        fitting (only :class:`MatrixScaling` and ``DirichletCalibrator(kind="full")``
+        read extra input columns).
 
     Attributes
     ----------
@@ -55,14 +63,14 @@ class IsotonicCalibrator(BaseCalibrator):
     array([1., 1., 1., 1.])
     """
 
-    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {"n_classes": N_CLASSES_CONSTRAINT}
     _state_attributes: ClassVar[tuple[tuple[str, str], ...]] = (
         ("x_thresholds_", "array_list"),
         ("y_thresholds_", "array_list"),
     )
 
-    def __init__(self) -> None:
-        pass
+    def __init__(self, *, n_classes: int | None = None) -> None:
+        self.n_classes = n_classes
 
     def _fit(
         self,

@@ -4,15 +4,18 @@ All three families of this module, and :class:`~calibrators.DirichletCalibrator`
 compute ``q = softmax(W ln p + b)`` with a clipped ``ln p``. They differ only in the
 shape of ``W`` and in the regulariser:
 
-- ``"full"``: ``W`` is any (k, k) matrix, ``b`` any vector (matrix scaling).
-- ``"diagonal"``: ``W = diag(w)``, ``b`` any vector (vector scaling).
-- ``"fixed_diagonal"``: ``W = a I``, ``b = 0`` (temperature scaling of ``ln p``).
+- ``"full"``: ``W`` is any (k, d) matrix, ``b`` any vector (matrix scaling). The input
+  ``p`` has ``d >= k`` columns: one per class, then extra input columns (such as the
+  share of unparsed samples) that the map reads but does not predict.
+- ``"diagonal"``: ``W = diag(w)``, ``b`` any vector (vector scaling); ``d = k``.
+- ``"fixed_diagonal"``: ``W = a I``, ``b = 0`` (temperature scaling of ``ln p``); ``d = k``.
 
 The objective is the weighted mean negative log-likelihood plus an optional
 regulariser, minimised with scipy's L-BFGS-B using analytic gradients. The solver
-starts at the identity map (``W = I``, ``b = 0``) and works on standardised features
-``(ln p - mean) / std``, which makes the problem well conditioned; the solution is
-mapped back to ``W`` and ``b`` on ``ln p``. Everything is deterministic.
+starts at the identity map (``W = [I | 0]``, ``b = 0``: the extra columns start
+ignored) and works on standardised features ``(ln p - mean) / std``, which makes the
+problem well conditioned; the solution is mapped back to ``W`` and ``b`` on ``ln p``.
+Everything is deterministic.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
-from calibrators._base import EPS_CONSTRAINT, BaseCalibrator, softmax
+from calibrators._base import EPS_CONSTRAINT, N_CLASSES_CONSTRAINT, BaseCalibrator, softmax
 from calibrators._validation import Integral, Interval, Real, clipped_log
 
 __all__ = ["MatrixScaling", "VectorScaling"]
@@ -45,10 +48,13 @@ gradient means the optimiser really failed, and ``fit`` raises ``RuntimeError``.
 class Regularizer:
     """Penalty on ``(W, b)`` added to the mean negative log-likelihood.
 
-    With ``mu`` set (ODIR, off-diagonal and intercept regularisation):
-    ``lam * sum_{i != j} W_ij**2 / (k (k - 1)) + mu * sum_j b_j**2 / k``.
-    Otherwise (L2 towards the identity map):
-    ``lam * (||W - I||_F**2 + ||b||**2) / (k (k + 1))``.
+    ``W`` has shape (k, d) with ``d >= k`` input columns; ``I`` below is the (k, d)
+    identity ``[I | 0]``. With ``mu`` set (ODIR, off-diagonal and intercept
+    regularisation): ``lam * sum_{i != j} W_ij**2 / (k (d - 1)) + mu * sum_j b_j**2 / k``,
+    where the weights of the extra columns count as off-diagonal (they are shrunk
+    towards ignoring those columns). Otherwise (L2 towards the identity map):
+    ``lam * (||W - I||_F**2 + ||b||**2) / (k (d + 1))``. Both divide by the number of
+    penalised entries, and equal the square formulas of Kull et al. when ``d = k``.
     """
 
     lam: float = 0.0
@@ -62,16 +68,16 @@ class Regularizer:
         self, W: NDArray[np.float64], b: NDArray[np.float64]
     ) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
         """Penalty and its gradients with respect to ``W`` and ``b``."""
-        k = W.shape[0]
+        k, d = W.shape
         if self.mu is not None:
             off = W.copy()
             np.fill_diagonal(off, 0.0)
-            cw = self.lam / (k * (k - 1))
+            cw = self.lam / (k * (d - 1))
             cb = self.mu / k
             value = cw * float(np.sum(off * off)) + cb * float(b @ b)
             return value, 2.0 * cw * off, 2.0 * cb * b
-        dev = W - np.eye(k)
-        c = self.lam / (k * (k + 1))
+        dev = W - np.eye(k, d)
+        c = self.lam / (k * (d + 1))
         value = c * (float(np.sum(dev * dev)) + float(b @ b))
         return value, 2.0 * c * dev, 2.0 * c * b
 
@@ -99,7 +105,7 @@ class _Objective:
     """Mean weighted NLL plus penalty as a function of the optimiser's vector ``theta``.
 
     ``theta`` parametrises the map on standardised features ``X = (L - m) / s``:
-    full: ``theta = [V.ravel(), c]`` with ``z = V x + c``;
+    full: ``theta = [V.ravel(), c]`` with ``z = V x + c`` (``V`` of shape (k, d));
     diagonal: ``theta = [v, c]`` with ``z = v * x + c``;
     fixed_diagonal: ``theta = [a]`` with ``z = a ln p`` (one parameter needs no scaling).
     Arrays are stored transposed, (n_classes, n_samples), so that the reductions over
@@ -113,9 +119,15 @@ class _Objective:
         weights: NDArray[np.float64],
         kind: str,
         reg: Regularizer,
+        n_classes: int | None = None,
     ) -> None:
-        n, k = L.shape
+        n, d = L.shape
+        k = d if n_classes is None else n_classes
+        if kind != "full" and d != k:  # pragma: no cover - validated in fit
+            msg = f"kind={kind!r} needs one input column per class; got {d} for {k} classes"
+            raise AssertionError(msg)
         self.k = k
+        self.d = d
         self.kind = kind
         self.reg = reg
         self.y = y
@@ -123,8 +135,8 @@ class _Objective:
         self.w = weights / weights.sum()
         Lt = np.ascontiguousarray(L.T)
         if kind == "fixed_diagonal":
-            self.m = np.zeros(k)
-            self.s = np.ones(k)
+            self.m = np.zeros(d)
+            self.s = np.ones(d)
             self.Xt = Lt
         else:
             self.m = Lt @ self.w
@@ -153,11 +165,11 @@ class _Objective:
         self, theta: NDArray[np.float64]
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Map ``theta`` to ``(W, b)`` on ``ln p``."""
-        k = self.k
+        k, d = self.k, self.d
         if self.kind == "full":
-            V = theta[: k * k].reshape(k, k)
+            V = theta[: k * d].reshape(k, d)
             W = V / self.s[None, :]
-            b = theta[k * k :] - W @ self.m
+            b = theta[k * d :] - W @ self.m
             return W, b
         if self.kind == "diagonal":
             w = theta[:k] / self.s
@@ -168,11 +180,11 @@ class _Objective:
 
     def _logits(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         """Transposed logits, shape (n_classes, n_samples), in a reused buffer."""
-        k = self.k
+        k, d = self.k, self.d
         Z = self._Z
         if self.kind == "full":
-            np.matmul(theta[: k * k].reshape(k, k), self.Xt, out=Z)
-            Z += theta[k * k :, None]
+            np.matmul(theta[: k * d].reshape(k, d), self.Xt, out=Z)
+            Z += theta[k * d :, None]
         elif self.kind == "diagonal":
             np.multiply(self.Xt, theta[:k, None], out=Z)
             Z += theta[k:, None]
@@ -229,15 +241,16 @@ def fit_linear(
     tol: float,
     owner: str,
     init: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    n_classes: int | None = None,
 ) -> LinearFit:
     """Minimise the regularised mean NLL of ``softmax(W L + b)`` with L-BFGS-B.
 
     Parameters
     ----------
-    L : ndarray of shape (n_samples, n_classes)
-        Clipped log-probabilities.
+    L : ndarray of shape (n_samples, n_features)
+        Clipped log-probabilities: one column per class, then any extra input columns.
     y : ndarray of shape (n_samples,)
-        Class indices.
+        Class indices in ``[0, n_classes)``.
     weights : ndarray of shape (n_samples,)
         Non-negative sample weights (not all zero).
     kind : {"full", "diagonal", "fixed_diagonal"}
@@ -252,16 +265,20 @@ def fit_linear(
     owner : str
         Class name used in warnings and errors.
     init : tuple of ndarray, default=None
-        Starting ``(W, b)``; the identity map when ``None``.
+        Starting ``(W, b)``; the identity map ``([I | 0], 0)`` when ``None``.
+    n_classes : int, default=None
+        Number of classes ``k`` (rows of ``W``); ``None`` means ``n_features``. Only
+        ``kind="full"`` accepts fewer classes than columns.
 
     Returns
     -------
     LinearFit
-        ``coef`` (W), ``intercept`` (b), iterations and final objective.
+        ``coef`` (W, shape (k, d)), ``intercept`` (b), iterations and final objective.
     """
-    k = L.shape[1]
-    objective = _Objective(L, y, weights, kind, reg)
-    W0, b0 = init if init is not None else (np.eye(k), np.zeros(k))
+    d = L.shape[1]
+    k = d if n_classes is None else n_classes
+    objective = _Objective(L, y, weights, kind, reg, k)
+    W0, b0 = init if init is not None else (np.eye(k, d), np.zeros(k))
     theta0 = objective.theta_from_wb(W0, b0)
     result = minimize(
         objective,
@@ -335,25 +352,28 @@ class _LinearCalibrator(BaseCalibrator):
             max_iter=self.max_iter,
             tol=self.tol,
             owner=type(self).__name__,
+            n_classes=n_classes,
         )
         self.coef_ = fitted.coef
         self.intercept_ = fitted.intercept
         self.n_iter_ = fitted.n_iter
 
-    def _init_state(self, n_classes: int) -> None:
+    def _init_state(self, n_classes: int, n_features: int | None = None) -> None:
         """Set the fitted attributes to the optimiser's starting point (identity)."""
-        self.coef_ = np.eye(n_classes)
+        d = n_classes if n_features is None else n_features
+        self.coef_ = np.eye(n_classes, d)
         self.intercept_ = np.zeros(n_classes)
         self.n_iter_ = 0
         self.n_classes_ = n_classes
         self.classes_ = np.arange(n_classes)
-        self.n_features_in_ = n_classes
+        self.n_features_in_ = d
 
     def _predict_proba(self, P: NDArray[np.float64]) -> NDArray[np.float64]:
         return predict_linear(clipped_log(P, self.eps), self.coef_, self.intercept_)
 
 
 _LINEAR_CONSTRAINTS: dict[str, list[Any]] = {
+    "n_classes": N_CLASSES_CONSTRAINT,
     "eps": [EPS_CONSTRAINT],
     "max_iter": [Interval(Integral, 1, None, closed="left")],
     "tol": [Interval(Real, 0.0, None, closed="left")],
@@ -375,6 +395,11 @@ class VectorScaling(_LinearCalibrator):
         Maximum number of L-BFGS-B iterations.
     tol : float, default=1e-7
         Gradient tolerance of the optimiser.
+    n_classes : int, default=None
+        Number of classes; ``None`` means one class per column of ``P``. This map
+        needs one input column per class, so any other value is an error when
+        fitting (only :class:`MatrixScaling` and ``DirichletCalibrator(kind="full")``
+        read extra input columns).
 
     Attributes
     ----------
@@ -414,17 +439,29 @@ class VectorScaling(_LinearCalibrator):
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = dict(_LINEAR_CONSTRAINTS)
     _kind: ClassVar[str] = "diagonal"
 
-    def __init__(self, *, eps: float = 1e-12, max_iter: int = 1000, tol: float = 1e-7) -> None:
+    def __init__(
+        self,
+        *,
+        eps: float = 1e-12,
+        max_iter: int = 1000,
+        tol: float = 1e-7,
+        n_classes: int | None = None,
+    ) -> None:
         self.eps = eps
         self.max_iter = max_iter
         self.tol = tol
+        self.n_classes = n_classes
 
 
 class MatrixScaling(_LinearCalibrator):
-    """Matrix scaling: ``q = softmax(W ln p + b)`` with a full (k, k) matrix ``W``.
+    """Matrix scaling: ``q = softmax(W ln p + b)`` with a full (k, d) matrix ``W``.
 
     On probability inputs this is the unregularised full Dirichlet calibration map
     and the same model as multinomial logistic regression on ``ln p`` features.
+    Usually ``d = k`` (one input column per class). With ``n_classes`` set below the
+    number of columns ``d`` of ``P``, the first ``n_classes`` columns are the
+    classes and the others are extra inputs (such as the share of unparsed
+    samples): the map reads them but predicts only the ``n_classes`` classes.
 
     Parameters
     ----------
@@ -434,21 +471,25 @@ class MatrixScaling(_LinearCalibrator):
         Maximum number of L-BFGS-B iterations.
     tol : float, default=1e-7
         Gradient tolerance of the optimiser.
+    n_classes : int, default=None
+        Number of classes ``k``, at most the number of columns ``d`` of ``P``;
+        ``None`` means ``d``. Set it when ``P`` carries extra input columns, or when
+        ``y`` might miss a class.
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_classes, n_classes)
-        Weight matrix ``W``.
+    coef_ : ndarray of shape (n_classes, n_features_in)
+        Weight matrix ``W``; the optimiser starts at ``[I | 0]``.
     intercept_ : ndarray of shape (n_classes,)
         Bias ``b``.
     n_iter_ : int
         Number of optimiser iterations.
     n_classes_ : int
-        Number of classes (columns of ``P``).
+        Number of classes (``n_classes``, or the number of columns of ``P``).
     classes_ : ndarray of shape (n_classes,)
         ``np.arange(n_classes_)``.
     n_features_in_ : int
-        Equal to ``n_classes_``.
+        Number of input columns of ``P`` seen in ``fit``.
 
     See Also
     --------
@@ -468,12 +509,38 @@ class MatrixScaling(_LinearCalibrator):
     >>> y = np.array([0, 1, 1, 0])
     >>> MatrixScaling().fit(P, y).coef_.shape
     (2, 2)
+
+    A third input column (here: the share of unparsed samples) read for two classes:
+
+    >>> X = np.array([[0.8, 0.1, 0.1], [0.2, 0.1, 0.7], [0.1, 0.6, 0.3], [0.5, 0.4, 0.1]])
+    >>> cal = MatrixScaling(n_classes=2).fit(X, y)
+    >>> cal.coef_.shape, cal.predict_proba(X).shape
+    ((2, 3), (4, 2))
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = dict(_LINEAR_CONSTRAINTS)
     _kind: ClassVar[str] = "full"
 
-    def __init__(self, *, eps: float = 1e-12, max_iter: int = 1000, tol: float = 1e-7) -> None:
+    def __init__(
+        self,
+        *,
+        eps: float = 1e-12,
+        max_iter: int = 1000,
+        tol: float = 1e-7,
+        n_classes: int | None = None,
+    ) -> None:
         self.eps = eps
         self.max_iter = max_iter
         self.tol = tol
+        self.n_classes = n_classes
+
+    @property
+    def reads_extra_columns(self) -> bool:
+        """Whether the map can read more input columns than it has classes (always).
+
+        Returns
+        -------
+        bool
+            ``True``: ``W`` may have shape (n_classes, n_features).
+        """
+        return True

@@ -141,6 +141,11 @@ def to_dict(calibrator: BaseCalibrator) -> dict[str, Any]:
     state: dict[str, Any] | None = None
     if hasattr(calibrator, "n_classes_"):
         state = {"n_classes_": int(calibrator.n_classes_)}
+        n_features = int(getattr(calibrator, "n_features_in_", calibrator.n_classes_))
+        if n_features != state["n_classes_"]:
+            # Only maps reading extra input columns write it, so older readers refuse
+            # such a calibrator instead of feeding it the wrong number of columns.
+            state["n_features_in_"] = n_features
         for name, kind in calibrator._state_attributes:
             state[name] = _encode(getattr(calibrator, name), kind)
     return {
@@ -217,17 +222,25 @@ def from_dict(d: Mapping[str, Any]) -> BaseCalibrator:
     if state is None:
         return calibrator
     expected = {"n_classes_", *(name for name, _ in cls._state_attributes)}
-    if not isinstance(state, Mapping) or set(state) != expected:
+    if not isinstance(state, Mapping) or set(state) - {"n_features_in_"} != expected:
         got = sorted(state) if isinstance(state, Mapping) else state
         msg = (
-            f"from_dict expects the 'state' of {type_name} to hold exactly {sorted(expected)}; "
-            f"got {got!r}."
+            f"from_dict expects the 'state' of {type_name} to hold exactly {sorted(expected)} "
+            f"(and 'n_features_in_' when the map reads extra input columns); got {got!r}."
         )
         raise ValueError(msg)
     n_classes = int(state["n_classes_"])
+    n_features = int(state.get("n_features_in_", n_classes))
+    if n_features != n_classes and not calibrator.reads_extra_columns:
+        msg = (
+            f"from_dict got a {type_name} state with n_features_in_={n_features} input "
+            f"columns for n_classes_={n_classes} classes, but {calibrator!r} needs one input "
+            "column per class; the dictionary is inconsistent."
+        )
+        raise ValueError(msg)
     calibrator.n_classes_ = n_classes
     calibrator.classes_ = np.arange(n_classes)
-    calibrator.n_features_in_ = n_classes
+    calibrator.n_features_in_ = n_features
     for name, kind in cls._state_attributes:
         setattr(calibrator, name, _decode(state[name], kind))
     if isinstance(calibrator, DirichletCalibrator):

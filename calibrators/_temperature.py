@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import minimize_scalar
 
-from calibrators._base import EPS_CONSTRAINT, BaseCalibrator, softmax
+from calibrators._base import EPS_CONSTRAINT, N_CLASSES_CONSTRAINT, BaseCalibrator, softmax
 from calibrators._validation import clipped_log
 
 __all__ = ["TemperatureScaling"]
@@ -36,6 +36,11 @@ class TemperatureScaling(BaseCalibrator):
     ----------
     eps : float, default=1e-12
         Probabilities are clipped to ``[eps, 1]`` before taking ``ln``.
+    n_classes : int, default=None
+        Number of classes; ``None`` means one class per column of ``P``. This map
+        needs one input column per class, so any other value is an error when
+        fitting (only :class:`MatrixScaling` and ``DirichletCalibrator(kind="full")``
+        read extra input columns).
 
     Attributes
     ----------
@@ -68,11 +73,15 @@ class TemperatureScaling(BaseCalibrator):
     True
     """
 
-    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {"eps": [EPS_CONSTRAINT]}
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "eps": [EPS_CONSTRAINT],
+        "n_classes": N_CLASSES_CONSTRAINT,
+    }
     _state_attributes: ClassVar[tuple[tuple[str, str], ...]] = (("temperature_", "float"),)
 
-    def __init__(self, *, eps: float = 1e-12) -> None:
+    def __init__(self, *, eps: float = 1e-12, n_classes: int | None = None) -> None:
         self.eps = eps
+        self.n_classes = n_classes
 
     def _fit(
         self,

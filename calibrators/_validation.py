@@ -29,6 +29,7 @@ from sklearn.utils.validation import (
 )
 
 __all__ = [
+    "EXTRA_COLUMN_MAPS",
     "ROW_SUM_TOLERANCE",
     "Integral",
     "Interval",
@@ -43,6 +44,7 @@ __all__ = [
     "check_sample_weight",
     "clipped_log",
     "fit_context",
+    "resolve_n_classes",
     "single_blas_thread",
     "validate_fit_data",
     "validate_predict_data",
@@ -155,7 +157,14 @@ def check_probabilities(P: ArrayLike, name: str = "P") -> NDArray[np.float64]:
     return arr
 
 
-def check_labels(y: ArrayLike, n_classes: int, name: str = "y") -> NDArray[np.intp]:
+def check_labels(
+    y: ArrayLike,
+    n_classes: int,
+    name: str = "y",
+    *,
+    because: str | None = None,
+    fix: str | None = None,
+) -> NDArray[np.intp]:
     """Check that ``y`` holds integer class indices in ``[0, n_classes)``.
 
     Parameters
@@ -166,6 +175,12 @@ def check_labels(y: ArrayLike, n_classes: int, name: str = "y") -> NDArray[np.in
         Number of classes (columns of ``P``).
     name : str, default="y"
         Name of the argument, used in error messages.
+    because : str, default=None
+        Why there are ``n_classes`` classes, for the out-of-range message; ``None``
+        means "P has n_classes columns".
+    fix : str, default=None
+        How to fix an out-of-range label; ``None`` means "Pass P with one column per
+        class.".
 
     Returns
     -------
@@ -206,9 +221,11 @@ def check_labels(y: ArrayLike, n_classes: int, name: str = "y") -> NDArray[np.in
     out = (labels < 0) | (labels >= n_classes)
     if out.any():
         i = int(np.flatnonzero(out)[0])
+        because = because or f"P has {n_classes} columns"
+        fix = fix or "Pass P with one column per class."
         msg = (
-            f"{name} must hold class indices in [0, {n_classes}) because P has {n_classes} "
-            f"columns; {name}[{i}] is {int(labels[i])}. Pass P with one column per class."
+            f"{name} must hold class indices in [0, {n_classes}) because {because}; "
+            f"{name}[{i}] is {int(labels[i])}. {fix}"
         )
         raise ValueError(msg)
     return labels
@@ -341,15 +358,53 @@ def _reject_sparse(P: Any) -> None:
         raise TypeError(msg)
 
 
+EXTRA_COLUMN_MAPS = "MatrixScaling and DirichletCalibrator(kind='full')"
+"""The calibrators that read more input columns than classes (``n_classes`` below the
+number of columns of ``P``)."""
+
+
+def resolve_n_classes(estimator: Any, n_columns: int) -> int:
+    """Return the number of classes ``estimator`` fits on ``n_columns`` input columns.
+
+    That is ``estimator.n_classes``, or ``n_columns`` when it is ``None``.
+
+    Raises
+    ------
+    ValueError
+        If ``n_classes`` differs from ``n_columns`` and the estimator needs one input
+        column per class, or if it exceeds ``n_columns``.
+    """
+    n_classes = getattr(estimator, "n_classes", None)
+    if n_classes is None or n_classes == n_columns:
+        return n_columns
+    if not estimator.reads_extra_columns:
+        msg = (
+            f"{estimator!r} cannot map {n_columns} input columns of P to n_classes={n_classes} "
+            f"classes: it needs one input column per class. Only {EXTRA_COLUMN_MAPS} read "
+            "extra input columns (such as an unparsed share); use one of those, or leave "
+            "n_classes=None."
+        )
+        raise ValueError(msg)
+    if n_classes > n_columns:
+        msg = (
+            f"{estimator!r} got n_classes={n_classes}, more classes than the {n_columns} "
+            f"input columns of P; n_classes must be at most {n_columns} (one column per class "
+            "plus extra input columns), or None for one class per column."
+        )
+        raise ValueError(msg)
+    return int(n_classes)
+
+
 def validate_fit_data(
     estimator: Any, P: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None
-) -> tuple[NDArray[np.float64], NDArray[np.intp], NDArray[np.float64]]:
+) -> tuple[NDArray[np.float64], NDArray[np.intp], NDArray[np.float64], int]:
     """Validate ``fit`` input and set ``n_features_in_`` on ``estimator``.
 
     Returns
     -------
-    P, y, sample_weight
-        Probabilities (n, k), labels (n,) in ``[0, k)`` and weights (n,).
+    P, y, sample_weight, n_classes
+        Probabilities (n, d), labels (n,) in ``[0, k)``, weights (n,) and the number of
+        classes ``k`` (``d`` unless the estimator's ``n_classes`` says otherwise).
     """
     if y is None:
         msg = (
@@ -366,28 +421,48 @@ def validate_fit_data(
             f"{n_labels} labels in y."
         )
         raise ValueError(msg)
-    labels = check_labels(y, P_arr.shape[1])
+    n_classes = resolve_n_classes(estimator, P_arr.shape[1])
+    if n_classes == P_arr.shape[1]:
+        labels = check_labels(y, n_classes)
+    else:
+        labels = check_labels(
+            y,
+            n_classes,
+            because=f"n_classes={n_classes}",
+            fix="Pass the class index of every row, or raise n_classes.",
+        )
     weights = check_sample_weight(sample_weight, P_arr.shape[0])
     validate_data(estimator, P_arr, reset=True, skip_check_array=True)
-    return P_arr, labels, weights
+    return P_arr, labels, weights, n_classes
 
 
 def validate_predict_data(estimator: Any, P: ArrayLike) -> NDArray[np.float64]:
     """Validate prediction input against a fitted estimator.
 
-    Checks that ``estimator`` is fitted and that ``P`` has ``n_classes_`` columns,
-    naming both numbers otherwise.
+    Checks that ``estimator`` is fitted and that ``P`` has ``n_features_in_`` columns
+    (``n_classes_`` unless the map reads extra input columns), naming both numbers
+    otherwise.
     """
     check_is_fitted(estimator)
     _reject_sparse(P)
     shape = np.shape(P)
     n_classes = estimator.n_classes_
-    if len(shape) == 2 and shape[1] != n_classes:
-        msg = (
-            f"P has {shape[1]} columns but {type(estimator).__name__} was fitted on "
-            f"{n_classes} classes (n_classes_={n_classes}). Pass probabilities over the same "
-            f"{n_classes} classes, in the same order, as in fit."
-        )
+    n_features = getattr(estimator, "n_features_in_", n_classes)
+    if len(shape) == 2 and shape[1] != n_features:
+        owner = type(estimator).__name__
+        if n_features == n_classes:
+            msg = (
+                f"P has {shape[1]} columns but {owner} was fitted on {n_classes} classes "
+                f"(n_classes_={n_classes}). Pass probabilities over the same {n_classes} "
+                "classes, in the same order, as in fit."
+            )
+        else:
+            msg = (
+                f"P has {shape[1]} columns but {owner} was fitted on {n_features} input "
+                f"columns (n_features_in_={n_features}) for {n_classes} classes "
+                f"(n_classes_={n_classes}). Pass the same {n_features} input columns, in "
+                "the same order, as in fit."
+            )
         raise ValueError(msg)
     P_arr = check_probabilities(P, name="P")
     validate_data(estimator, P_arr, reset=False, skip_check_array=True)

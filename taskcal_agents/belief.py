@@ -1,4 +1,4 @@
-"""Belief: the empirical label distribution p̂ over N parsed samples, Dirichlet-smoothed.
+"""Belief: the empirical label distribution p̂ over N samples, Dirichlet-smoothed.
 
 With counts c_ℓ over k labels and a symmetric Dirichlet prior α,
 
@@ -9,6 +9,31 @@ calibrators that work on log-probabilities (Dirichlet, matrix or temperature sca
 finite, while moving p̂ by at most α·k/N from the raw frequencies (≈ 2 points at N = 16,
 k = 3). Fit the calibrator with the same α you deploy with: the calibration map is learned
 on p̂, so α is part of the model.
+
+Unparsed samples (the task's ``unparsed`` policy) enter in one of three ways:
+
+``"drop"``
+    They are counted in ``n_unparsed`` only; p̂ is the formula above over the parsed
+    samples, so one usable sample out of eight weighs as much as eight out of eight.
+``"as:<label>"``
+    They are counted as that label.
+``"other"``
+    They are evidence. With u unparsed samples out of N (parsed ones included):
+
+    - the raw belief spreads the unparsed mass uniformly over the labels,
+      p̂(ℓ) = (c_ℓ + α + u/k) / (N + k·α), so it sees N, not only the parsed count: one
+      ``tool_call`` and seven unparsed samples of eight give p̂(tool_call) ≈ 0.41 (k = 3,
+      α = 0.1), not the 0.85 of ``"drop"``;
+    - the calibrator input :attr:`Belief.features` gets one more column, the smoothed
+      unparsed share: (c_1, …, c_k, u) + α over N + (k + 1)·α, shape (k + 1,). A
+      calibrator fitted on these inputs (k + 1 inputs → k labels: matrix scaling or full
+      Dirichlet calibration) learns what a high unparsed share says about the label
+      (e.g. that the model cannot answer).
+
+    A belief with no parsed sample at all still takes the task's fallback action (see
+    :class:`taskcal_agents.decision.Decider`), as under ``"drop"``.
+
+Under ``"drop"`` and ``"as:<label>"``, :attr:`Belief.features` is p̂ itself.
 """
 
 from __future__ import annotations
@@ -50,14 +75,18 @@ class Belief:
 
     Attributes:
         labels: The ordered label set (k labels).
-        counts: Counts per label, shape ``(k,)``. With the ``"drop"`` unparsed policy they
-            sum to ``n - n_unparsed``; with ``"as:<label>"`` to ``n``.
+        counts: Counts per label, shape ``(k,)``. With the ``"drop"`` and ``"other"``
+            unparsed policies they sum to ``n - n_unparsed``; with ``"as:<label>"`` to
+            ``n``.
         n: The number of samples, unparsed ones included.
         n_unparsed: The number of samples the parser could not map to a task label.
         alpha: The symmetric Dirichlet prior added to each count.
+        unparsed_evidence: Whether unparsed samples are evidence (the ``"other"`` policy):
+            ``probs`` spreads them over the labels and ``features`` gets their share as
+            one more column.
     """
 
-    __slots__ = ("alpha", "counts", "labels", "n", "n_unparsed")
+    __slots__ = ("alpha", "counts", "labels", "n", "n_unparsed", "unparsed_evidence")
 
     def __init__(
         self,
@@ -67,6 +96,7 @@ class Belief:
         n: int | None = None,
         n_unparsed: int = 0,
         alpha: float = DEFAULT_ALPHA,
+        unparsed_evidence: bool = False,
     ) -> None:
         """Create a belief from counts.
 
@@ -76,6 +106,8 @@ class Belief:
             n: The number of samples (default: the sum of counts plus ``n_unparsed``).
             n_unparsed: The number of unparsed samples.
             alpha: The symmetric Dirichlet prior (>= 0).
+            unparsed_evidence: Treat the unparsed samples as evidence (the ``"other"``
+                policy, see the module docstring).
 
         Raises:
             ConfigurationError: If the counts do not match the labels or are negative.
@@ -92,6 +124,7 @@ class Belief:
         self.n_unparsed = int(n_unparsed)
         self.n = round(float(arr.sum())) + self.n_unparsed if n is None else int(n)
         self.alpha = check_alpha(alpha)
+        self.unparsed_evidence = bool(unparsed_evidence)
 
     @classmethod
     def from_labels(
@@ -101,6 +134,7 @@ class Belief:
         alpha: float = DEFAULT_ALPHA,
         *,
         unparsed_as: str | None = None,
+        unparsed_evidence: bool = False,
     ) -> Belief:
         """Count parsed labels; ``None`` entries are unparsed samples.
 
@@ -109,14 +143,25 @@ class Belief:
             label_set: The task's ordered labels.
             alpha: The symmetric Dirichlet prior.
             unparsed_as: Count unparsed samples as this label (the ``"as:<label>"``
-                policy); ``None`` drops them (they still count in ``n_unparsed``).
+                policy); ``None`` leaves them out of the counts (they still count in
+                ``n_unparsed``).
+            unparsed_evidence: Treat unparsed samples as evidence (the ``"other"``
+                policy); needs ``unparsed_as=None``.
 
         Returns:
             The belief.
 
         Raises:
-            ConfigurationError: If a label is not in ``label_set``.
+            ConfigurationError: If a label is not in ``label_set``, or both
+                ``unparsed_as`` and ``unparsed_evidence`` are given.
         """
+        if unparsed_as is not None and unparsed_evidence:
+            msg = (
+                f"Belief.from_labels got unparsed_as={unparsed_as!r} and "
+                "unparsed_evidence=True; an unparsed sample either counts as a label or is "
+                "evidence of its own: pass one of them."
+            )
+            raise ConfigurationError(msg)
         index = {label: i for i, label in enumerate(label_set)}
         counts = np.zeros(len(index), dtype=np.float64)
         n_unparsed = 0
@@ -134,20 +179,50 @@ class Belief:
                 )
                 raise ConfigurationError(msg)
             counts[i] += 1.0
-        return cls(counts, label_set, n=len(labels), n_unparsed=n_unparsed, alpha=alpha)
+        return cls(
+            counts,
+            label_set,
+            n=len(labels),
+            n_unparsed=n_unparsed,
+            alpha=alpha,
+            unparsed_evidence=unparsed_evidence,
+        )
 
     @property
     def n_parsed(self) -> int:
-        """The number of samples that count towards the belief."""
+        """The number of samples that count towards a label."""
         return round(float(self.counts.sum()))
 
     @property
     def probs(self) -> NDArray[np.float64]:
-        """The smoothed distribution p̂, shape ``(k,)``, summing to 1 (uniform if empty)."""
+        """The smoothed distribution p̂, shape ``(k,)``, summing to 1 (uniform if empty).
+
+        Under the ``"other"`` policy the unparsed samples are spread uniformly over the
+        labels: p̂(ℓ) = (c_ℓ + α + u/k) / (N + k·α).
+        """
+        k = len(self.labels)
         smoothed = self.counts + self.alpha
+        if self.unparsed_evidence:
+            smoothed = smoothed + self.n_unparsed / k
         total = smoothed.sum()
         if total <= 0:
-            return np.full(len(self.labels), 1.0 / len(self.labels))
+            return np.full(k, 1.0 / k)
+        return smoothed / total
+
+    @property
+    def features(self) -> NDArray[np.float64]:
+        """The calibrator input, summing to 1 (uniform if empty).
+
+        Under the ``"other"`` policy: the smoothed counts and unparsed share,
+        (c_1, …, c_k, u) + α over N + (k + 1)·α, shape ``(k + 1,)``. Otherwise
+        :attr:`probs`, shape ``(k,)``.
+        """
+        if not self.unparsed_evidence:
+            return self.probs
+        smoothed = np.append(self.counts, float(self.n_unparsed)) + self.alpha
+        total = smoothed.sum()
+        if total <= 0:
+            return np.full(smoothed.size, 1.0 / smoothed.size)
         return smoothed / total
 
     def as_dict(self) -> dict[str, float]:
@@ -156,7 +231,8 @@ class Belief:
 
     def __repr__(self) -> str:
         counts = dict(zip(self.labels, self.counts.tolist(), strict=True))
+        extra = ", unparsed_evidence=True" if self.unparsed_evidence else ""
         return (
             f"Belief(counts={counts!r}, n={self.n}, n_unparsed={self.n_unparsed}, "
-            f"alpha={self.alpha})"
+            f"alpha={self.alpha}{extra})"
         )

@@ -3,7 +3,10 @@
 Given the belief p̂ over the task's labels, a calibrator f gives q = f(p̂), and the action
 is argmin_a Σ_ℓ q(ℓ)·C[ℓ, a] among the actions the samples can carry out
 (:func:`executable_mbr`, :func:`carried_actions`: a tool call needs a sample that makes
-one). :class:`Decider` validates the task/calibrator pair once
+one). Under the task's ``unparsed: other`` policy a calibrator may instead read the k + 1
+belief features (p̂'s counts plus the unparsed share, see
+:attr:`taskcal_agents.belief.Belief.features`); which one it reads follows from its
+``n_features_in_``. :class:`Decider` validates the task/calibrator pair once
 and then decides in microseconds; :func:`decide_from_messages` is the one-shot form used
 by the workflow and the agent middleware (pure: no model call).
 """
@@ -141,10 +144,11 @@ class Decision(BaseModel):
     action: str
     """The chosen action."""
     probs: dict[str, float]
-    """The raw (smoothed) belief p̂ by label."""
+    """The raw (smoothed) belief p̂ by label; under ``unparsed: other`` it sees all N
+    samples, the unparsed ones spread evenly over the labels."""
     calibrated: dict[str, float]
-    """The calibrated belief q = f(p̂) by label (equal to ``probs`` without calibrator or
-    on fallback)."""
+    """The calibrated belief q by label: f(p̂), or f of the belief features for a
+    calibrator fitted on them (equal to ``probs`` without calibrator or on fallback)."""
     expected_cost: dict[str, float]
     """The expected cost of each action under ``calibrated``."""
     counts: dict[str, float] = Field(default_factory=dict)
@@ -181,15 +185,28 @@ def _n_classes(calibrator: Any) -> int | None:
     return None if classes is None else len(classes)
 
 
+def _reads_features(task: Task, calibrator: Any) -> bool:
+    """Whether ``calibrator`` reads the k + 1 belief features rather than p̂.
+
+    That is when its ``n_features_in_`` is ``task.n_features`` = k + 1 (the ``"other"``
+    unparsed policy); a calibrator without ``n_features_in_`` reads p̂.
+    """
+    n = getattr(calibrator, "n_features_in_", None)
+    return n is not None and int(n) == task.n_features != len(task.labels)
+
+
 def check_calibrator(task: Task, calibrator: Any) -> None:
     """Check that a fitted calibrator matches the task's labels.
 
     A calibrator needs ``predict_proba`` and ``n_classes_`` (or ``classes_``) equal to the
     number of task labels; if it carries label metadata (``labels_`` or ``labels``), it
-    must equal ``task.labels``.
+    must equal ``task.labels``. Its ``n_features_in_`` (when present) must be k, the
+    width of p̂, or, under the ``"other"`` unparsed policy, k + 1, the width of the belief
+    features.
 
     Raises:
-        ConfigurationError: If the calibrator is unusable or its class count differs.
+        ConfigurationError: If the calibrator is unusable or its class or input count
+            differs.
         LabelMismatchError: If its labels differ from the task's.
     """
     if calibrator is None:
@@ -213,6 +230,21 @@ def check_calibrator(task: Task, calibrator: Any) -> None:
             f"calibrator {type(calibrator).__name__} was fitted on {n} classes but task "
             f"{task.name!r} has {k} labels {task.labels!r}; fit the calibrator on this task's "
             "beliefs."
+        )
+        raise ConfigurationError(msg)
+    n_features = getattr(calibrator, "n_features_in_", None)
+    if n_features is not None and int(n_features) not in (k, task.n_features):
+        if task.unparsed_evidence:
+            widths = f"{k} (p̂) or {task.n_features} (p̂'s counts plus the unparsed share)"
+        else:
+            widths = (
+                f"{k} (p̂; {k + 1} inputs, with the unparsed share, need the task's "
+                "unparsed: other policy)"
+            )
+        msg = (
+            f"calibrator {type(calibrator).__name__} was fitted on {int(n_features)} input "
+            f"columns but task {task.name!r} (unparsed: {task.unparsed}) feeds it {widths}; "
+            "fit the calibrator on this task's beliefs."
         )
         raise ConfigurationError(msg)
     for attr in ("labels_", "labels"):
@@ -245,8 +277,10 @@ class Decider:
 
     Args:
         task: The task.
-        calibrator: A fitted calibrator (``predict_proba`` on ``(n, k)`` beliefs), or
-            ``None`` to decide on the raw belief.
+        calibrator: A fitted calibrator, or ``None`` to decide on the raw belief. It reads
+            p̂, shape ``(n, k)``, or, when its ``n_features_in_`` is k + 1 under the
+            task's ``unparsed: other`` policy, the belief features (counts plus the
+            unparsed share).
         alpha: The Dirichlet smoothing prior of the belief (use the value the calibrator
             was fitted with).
 
@@ -255,7 +289,16 @@ class Decider:
         LabelMismatchError: If the calibrator's labels differ from the task's.
     """
 
-    __slots__ = ("_actions", "_cost", "_labels", "_sampled", "alpha", "calibrator", "task")
+    __slots__ = (
+        "_actions",
+        "_cost",
+        "_features",
+        "_labels",
+        "_sampled",
+        "alpha",
+        "calibrator",
+        "task",
+    )
 
     def __init__(self, task: Task, calibrator: Any = None, *, alpha: float = DEFAULT_ALPHA) -> None:
         if not isinstance(task, Task):
@@ -269,16 +312,40 @@ class Decider:
         self._labels = tuple(task.labels)
         self._actions = tuple(task.action_list)
         self._sampled = frozenset(task.sampled_actions)
+        self._features = _reads_features(task, calibrator)
 
-    def calibrate(self, p: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Return q = f(p̂) (p̂ itself without calibrator), renormalised to sum to 1.
+    def calibrator_input(self, belief: Belief) -> NDArray[np.float64]:
+        """Return what the calibrator reads: p̂, or the k + 1 belief features.
+
+        Raises:
+            ConfigurationError: If the calibrator reads the features but ``belief`` was
+                built without the ``"other"`` policy.
+        """
+        if not self._features:
+            return belief.probs
+        if not belief.unparsed_evidence:
+            msg = (
+                f"calibrator {type(self.calibrator).__name__} for task {self.task.name!r} "
+                f"reads {self.task.n_features} belief features (with the unparsed share), but "
+                f"the belief {belief!r} was built without the 'other' policy; build it with "
+                "task.belief_from_labels(...) or Belief(..., unparsed_evidence=True)."
+            )
+            raise ConfigurationError(msg)
+        return belief.features
+
+    def calibrate(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Return q = f(x) (x itself without calibrator), renormalised to sum to 1.
+
+        Args:
+            x: The calibrator input (see :meth:`calibrator_input`): p̂, or the k + 1 belief
+                features for a calibrator fitted on them.
 
         Raises:
             ConfigurationError: If the calibrator returns a wrongly shaped or invalid row.
         """
         if self.calibrator is None:
-            return p
-        q = np.asarray(self.calibrator.predict_proba(p[None, :]), dtype=np.float64)
+            return x
+        q = np.asarray(self.calibrator.predict_proba(x[None, :]), dtype=np.float64)
         k = len(self._labels)
         if q.shape != (1, k) or not np.all(np.isfinite(q)) or np.any(q < 0) or q.sum() <= 0:
             msg = (
@@ -302,9 +369,7 @@ class Decider:
             no samples or none could be parsed.
         """
         labels = [self.task.parse_raw(m) for m in messages]
-        belief = Belief.from_labels(
-            labels, self._labels, alpha=self.alpha, unparsed_as=self.task.unparsed_as
-        )
+        belief = self.task.belief_from_labels(labels, alpha=self.alpha)
         return self.decide_belief(
             belief, messages=messages, labels=labels, return_samples=return_samples
         )
@@ -338,7 +403,7 @@ class Decider:
                 return_samples=return_samples,
             )  # fmt: skip
         p = belief.probs
-        q = self.calibrate(p)
+        q = self.calibrate(self.calibrator_input(belief))
         ec = q @ self._cost
         if labels is None:
             labels = [self.task.parse_raw(m) for m in messages]

@@ -110,6 +110,7 @@ def run_demo(
     from taskcal_agents.workflow import (
         SampleSettings,
         SamplesStore,
+        calibrator_inputs,
         evaluate_arrays,
         evaluation_to_dict,
         load_eval_arrays,
@@ -167,9 +168,10 @@ def run_demo(
     shown = shown[:show]
     decisions: list[tuple[str, str, Decision]] = []
     index = {item_id: row for row, item_id in enumerate(data.ids)}
+    X, make_dirichlet, _ = calibrator_inputs(data, make_dirichlet)
     for item in shown:
         keep = [row for item_id, row in index.items() if item_id != item.id and data.served[row]]
-        calibrator = make_dirichlet().fit(data.P[keep], data.y[keep])
+        calibrator = make_dirichlet().fit(X[keep], data.y[keep])
         messages = [message_from_dict(m) for m in records[item.id]["samples"]]
         decision = decide_from_messages(task, messages, calibrator=calibrator)
         decisions.append((str(item.messages[-1]["content"]), str(item.label), decision))

@@ -86,7 +86,9 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision])
     task: Task
     """The task: labels, actions, cost matrix and parser."""
     calibrator: Any = None
-    """A fitted calibrator (``predict_proba`` on ``(n, k)`` beliefs), or ``None``."""
+    """A fitted calibrator, or ``None``: ``predict_proba`` on ``(n, k)`` beliefs p̂, or on
+    ``(n, k + 1)`` belief features under the task's ``unparsed: other`` policy (see
+    :class:`~taskcal_agents.decision.Decider`)."""
     n_samples: int = Field(default=16, ge=1)
     """The number of samples N per decision."""
     temperature: float | None = Field(default=1.0, ge=0)

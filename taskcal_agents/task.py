@@ -11,7 +11,7 @@ used on the hot path without further checks. Files are YAML or JSON (by suffix):
       - [4, 0, 1]
       - [5, 2, 0]
     parser: {name: tool_decision, options: {tool_names: [get_weather]}}
-    unparsed: drop             # or "as:cannot_answer"
+    unparsed: other            # or "drop", or "as:cannot_answer"
 """
 
 from __future__ import annotations
@@ -87,8 +87,19 @@ class Task(BaseModel):
     parser: ParserSpec
     """The parser g_T (a name plus options); a plain string is a name without options."""
     unparsed: str = "drop"
-    """Policy for unparsed samples: ``"drop"`` (counted in ``n_unparsed`` only) or
-    ``"as:<label>"`` (counted as that label)."""
+    """Policy for unparsed samples (those the parser maps to no task label):
+
+    - ``"drop"``: counted in ``n_unparsed`` only; the belief is over the parsed samples.
+    - ``"as:<label>"``: counted as that label.
+    - ``"other"``: evidence. The raw belief sees all N samples, spreading the u unparsed
+      ones uniformly over the k labels, p̂(ℓ) = (c_ℓ + α + u/k) / (N + k·α), so one usable
+      sample of eight is weak evidence; and the calibrator input gets one more column,
+      the smoothed unparsed share (k + 1 inputs → k labels, read by matrix scaling and
+      full Dirichlet calibration; see :mod:`taskcal_agents.belief`). Calibrators fitted on
+      the k-column belief keep working: they read p̂.
+
+    Under every policy a decision with no parsed sample at all takes ``fallback_action``.
+    """
     fallback_action: str | None = None
     """The action taken when there is no usable sample; default: the minimax action
     argmin_a max_ℓ C[ℓ, a]."""
@@ -154,12 +165,12 @@ class Task(BaseModel):
                 )
                 raise ValueError(msg)
         unparsed_as: str | None = None
-        if self.unparsed != "drop":
+        if self.unparsed not in ("drop", "other"):
             unparsed_as = self.unparsed[3:] if self.unparsed.startswith("as:") else None
             if unparsed_as not in labels:
                 msg = (
-                    "Task field 'unparsed' must be 'drop' or 'as:<label>' with a label in "
-                    f"{labels!r}, got {self.unparsed!r}."
+                    "Task field 'unparsed' must be 'drop', 'other' or 'as:<label>' with a label "
+                    f"in {labels!r}, got {self.unparsed!r}."
                 )
                 raise ValueError(msg)
         parser = get_parser(self.parser.name, **self.parser.options)
@@ -205,8 +216,18 @@ class Task(BaseModel):
 
     @property
     def unparsed_as(self) -> str | None:
-        """The label unparsed samples count as, or ``None`` for the ``"drop"`` policy."""
+        """The label unparsed samples count as, or ``None`` (``"drop"``, ``"other"``)."""
         return self._unparsed_as
+
+    @property
+    def unparsed_evidence(self) -> bool:
+        """Whether unparsed samples are evidence (the ``"other"`` policy)."""
+        return self.unparsed == "other"
+
+    @property
+    def n_features(self) -> int:
+        """The width of the calibrator input: k labels, plus one column under ``"other"``."""
+        return len(self.labels) + int(self.unparsed_evidence)
 
     def cost_matrix(self) -> NDArray[np.float64]:
         """Return the cost matrix, shape ``(len(labels), len(actions))`` (read-only)."""
@@ -261,8 +282,8 @@ class Task(BaseModel):
     def parse(self, message: AIMessage, *, tool_names: Sequence[str] | None = None) -> str | None:
         """Return the label of ``message`` after the ``unparsed`` policy.
 
-        ``None`` means the sample is dropped (policy ``"drop"``). ``tool_names`` as in
-        :meth:`parse_raw`.
+        ``None`` means the sample is unparsed (policies ``"drop"`` and ``"other"``).
+        ``tool_names`` as in :meth:`parse_raw`.
         """
         label = with_offered_tools(self._parser, tool_names)(message)
         return label if label in self._label_index else self._unparsed_as
@@ -277,11 +298,29 @@ class Task(BaseModel):
         Returns:
             The belief over the task labels.
         """
+        return self.belief_from_labels([self.parse_raw(m) for m in messages], alpha=alpha)
+
+    def belief_from_labels(
+        self, labels: Sequence[str | None], *, alpha: float = DEFAULT_ALPHA
+    ) -> Belief:
+        """Return the belief of already parsed samples under the ``unparsed`` policy.
+
+        Args:
+            labels: One label per sample (from :meth:`parse_raw`), ``None`` if unparsed.
+            alpha: The symmetric Dirichlet prior.
+
+        Returns:
+            The belief over the task labels.
+
+        Raises:
+            ConfigurationError: If a label is not a task label.
+        """
         return Belief.from_labels(
-            [self.parse_raw(m) for m in messages],
+            labels,
             self.labels,
             alpha=alpha,
             unparsed_as=self._unparsed_as,
+            unparsed_evidence=self.unparsed_evidence,
         )
 
     # ---------------------------------------------------------------------- files

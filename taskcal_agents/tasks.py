@@ -40,21 +40,25 @@ def tool_decision(
     *,
     tool_names: Sequence[str] | None = None,
     name: str = "tool_decision",
-    unparsed: str = "drop",
+    unparsed: str = "other",
     **fields: Any,
 ) -> Task:
     """Tool call, ask for information, or abstain (optionally: answer directly).
 
     Labels and actions: ``tool_call``, ``request_for_info``, ``cannot_answer`` (and
     ``direct_answer``). The default costs are :data:`DEFAULT_TOOL_DECISION_COST`; the
-    default fallback is its minimax action, ``request_for_info``.
+    default fallback is its minimax action, ``request_for_info``. Unparsed samples are
+    evidence by default (``unparsed="other"``): small models often answer an impossible
+    request with text no label fits, and a belief drawn from one usable sample of eight
+    must not look like strong evidence.
 
     Args:
         direct_answer: Add the ``direct_answer`` label and action.
         cost: Cost matrix replacing the default.
         tool_names: Only calls to these tools count as ``tool_call``.
         name: The task name.
-        unparsed: The unparsed policy.
+        unparsed: The unparsed policy (``"other"``, ``"drop"`` or ``"as:<label>"``, see
+            :attr:`Task.unparsed`).
         **fields: Further :class:`Task` fields (``ask_text``, ``prompt``, …).
 
     Returns:

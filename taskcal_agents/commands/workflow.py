@@ -394,6 +394,7 @@ def fit(
         title=f"{calibrator} on {metrics['n_fit']} served items of {task_obj.name!r} "
         f"({excluded} without a usable sample excluded)"
         + ("; chose " + ", ".join(f"{k}={v}" for k, v in chosen.items()) if chosen else "")
+        + ("; reads the unparsed share" if metrics.get("inputs") == "features" else "")
     )
     table.add_column("beliefs")
     keys = ("nll", "brier", "ece", "classwise_ece", "expected_cost")

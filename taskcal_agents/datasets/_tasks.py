@@ -3,6 +3,7 @@
 =========== ==================================================================================
 when2call   ``tasks.tool_decision`` with the cost matrix [[0, 1, 2], [4, 0, 2], [4, 1, 0]]
             (row = truth, column = action; order tool_call, request_for_info, cannot_answer)
+            and its default ``unparsed: other`` (unparsed samples are evidence)
 simpleqa,   ``tasks.answer_or_abstain()``: a wrong answer costs 4, abstaining on a question the
 nq-open     model would have answered correctly costs 1
 mmlu        labels A-D, 0-1 cost, the ``choice`` parser on the letters

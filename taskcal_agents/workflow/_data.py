@@ -69,6 +69,8 @@ def eval_arrays(
         The arrays; ``executable`` says per item which actions its stored samples can
         carry out (:func:`~taskcal_agents.decision.carried_actions`, the runtime's rule;
         a one-pass logprob record has no sample, so no sampled action is executable).
+        Under the task's ``unparsed: other`` policy also the calibrator inputs ``X``
+        (n, k + 1), each belief's :attr:`~taskcal_agents.belief.Belief.features`.
 
     Raises:
         DataFileError: No records, or a record with a missing or unknown label (naming the
@@ -84,6 +86,7 @@ def eval_arrays(
         raise DataFileError(msg, path=str(samples.path))
     k = len(task.labels)
     P = np.empty((len(records), k))
+    X = np.empty((len(records), k + 1)) if task.unparsed_evidence else None
     y = np.empty(len(records), dtype=np.intp)
     greedy = np.full(len(records), -1, dtype=np.intp)
     no_sample = np.zeros(len(records), dtype=bool)
@@ -122,12 +125,18 @@ def eval_arrays(
                 )
                 raise DataFileError(msg, path=str(samples.path), line=line)
             n_pseudo = int(samples.settings.get("n") or 16)
-            belief = Belief(probs / probs.sum() * n_pseudo, task.labels, n=n_pseudo, alpha=alpha)
-        else:
-            belief = Belief.from_labels(
-                labels, task.labels, alpha=alpha, unparsed_as=task.unparsed_as
+            belief = Belief(
+                probs / probs.sum() * n_pseudo,
+                task.labels,
+                n=n_pseudo,
+                alpha=alpha,
+                unparsed_evidence=task.unparsed_evidence,
             )
+        else:
+            belief = task.belief_from_labels(labels, alpha=alpha)
         P[i] = belief.probs
+        if X is not None:
+            X[i] = belief.features
         no_sample[i] = belief.n_parsed == 0
         if len(labels) == len(messages):
             executable[i] = carried_actions(task, messages, labels)
@@ -149,6 +158,7 @@ def eval_arrays(
         fallback=task.action_index(task.default_action),
         ids=tuple(r["id"] for r in records),
         executable=executable,
+        X=X,
     )
 
 

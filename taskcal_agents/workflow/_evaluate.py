@@ -33,6 +33,14 @@ would do:
 - Calibration maps are fitted on the served rows only (items with a usable sample):
   the others never reach the calibrator at run time. Scores are over all items.
 
+Under the task's ``unparsed: other`` policy the arrays also hold the calibrator inputs
+``X`` (n, k + 1): each belief's smoothed counts plus its unparsed share. The maps that read
+extra input columns (matrix scaling, full Dirichlet calibration) are fitted on ``X`` with
+``n_classes=k``, as the runtime feeds them (:class:`~taskcal_agents.decision.Decider`
+picks the input by the calibrator's ``n_features_in_``); the others need one input column
+per label and are fitted on ``P`` (their rows say so in ``inputs`` and ``description``).
+Raw MBR and the majority vote read ``P``.
+
 ``greedy`` and ``majority`` turn a label into the action of the same name; they are only
 defined when every label is also an action.
 
@@ -118,6 +126,8 @@ class EvalArrays:
         ids: Item ids (for the per-item output).
         executable: Whether each item's samples can carry out each action, (n, m)
             (:func:`~taskcal_agents.decision.carried_actions`); ``None`` means all True.
+        X: Calibrator inputs under the ``unparsed: other`` policy, (n, k + 1): smoothed
+            counts and unparsed share, rows sum to 1; ``None`` when calibrators read ``P``.
     """
 
     P: NDArray[np.float64]
@@ -130,6 +140,7 @@ class EvalArrays:
     fallback: int
     ids: tuple[str, ...] = ()
     executable: NDArray[np.bool_] | None = None
+    X: NDArray[np.float64] | None = None
 
     def __post_init__(self) -> None:
         n, k = self.P.shape
@@ -153,6 +164,11 @@ class EvalArrays:
             )
         elif n and (self.y.min() < 0 or self.y.max() >= k):
             problems.append(f"y must hold label indices in [0, {k}), got {sorted(set(self.y))}")
+        if self.X is not None and self.X.shape != (n, k + 1):
+            problems.append(
+                f"X must have shape (n, k + 1) = ({n}, {k + 1}) (the beliefs' counts plus the "
+                f"unparsed share), got {self.X.shape}"
+            )
         if not 0 <= self.fallback < m:
             problems.append(f"fallback must be an action index in [0, {m}), got {self.fallback}")
         if problems:
@@ -244,6 +260,28 @@ def in_fold_prior(y: NDArray[np.intp], folds: NDArray[np.intp], k: int) -> NDArr
 CalibratorFactory = Callable[[], Any]
 
 
+def calibrator_inputs(
+    data: EvalArrays, make: CalibratorFactory
+) -> tuple[NDArray[np.float64], CalibratorFactory, str]:
+    """The inputs the calibrators of *make* read, and the factory to fit them on those.
+
+    Under the ``unparsed: other`` policy (``data.X`` set), a map that reads extra input
+    columns (``reads_extra_columns``: matrix scaling, full Dirichlet calibration) reads
+    ``X`` and is made with ``n_classes=k``; any other map reads ``P``.
+
+    Returns:
+        The inputs, (n, k) or (n, k + 1); the factory; and ``"features"`` or ``"probs"``.
+    """
+    if data.X is None or not getattr(make(), "reads_extra_columns", False):
+        return data.P, make, "probs"
+    k = len(data.labels)
+
+    def make_k() -> Any:
+        return make().set_params(n_classes=k)
+
+    return data.X, make_k, "features"
+
+
 def crossfit_calibrators(
     P: NDArray[np.float64],
     y: NDArray[np.intp],
@@ -255,7 +293,8 @@ def crossfit_calibrators(
     """Fit one calibrator per fold on the other folds' rows (those in *fit_mask*).
 
     Args:
-        P: Raw beliefs, (n, k).
+        P: Calibrator inputs: the raw beliefs (n, k), or the belief features (n, k + 1)
+            for a map made with ``n_classes=k`` (see :func:`calibrator_inputs`).
         y: True label indices, (n,).
         folds: Fold index per item, (n,).
         make: Returns a fresh, unfitted calibrator (``fit(P, y)``, ``predict_proba(P)``).
@@ -302,10 +341,14 @@ def crossfit_calibrated(
 def _apply_calibrators(
     P: NDArray[np.float64], folds: NDArray[np.intp], fitted: dict[int, Any]
 ) -> NDArray[np.float64]:
-    Q = np.empty_like(P)
+    """Each fold's rows of *P* through its calibrator: (n, n_classes_) beliefs."""
+    parts = []
     for f, calibrator in fitted.items():
         test = folds == f
-        Q[test] = calibrator.predict_proba(P[test])
+        parts.append((test, np.asarray(calibrator.predict_proba(P[test]), dtype=np.float64)))
+    Q = np.empty((P.shape[0], parts[0][1].shape[1]))
+    for test, rows in parts:
+        Q[test] = rows
     return Q
 
 
@@ -535,10 +578,11 @@ def _gap(
     """Cross-fitted cost(constant) − cost(MBR + calibrator), and the per-item differences.
 
     The calibrator is fitted on served rows only and its MBR is restricted to executable
-    actions (:func:`runtime_actions`), exactly as in :func:`evaluate_arrays`.
+    actions (:func:`runtime_actions`), exactly as in :func:`evaluate_arrays`. *P* holds
+    the calibrator inputs (see :func:`calibrator_inputs`).
     """
     folds = stratified_folds(y, n_folds, seed)
-    k = P.shape[1]
+    k = len(data.labels)
     const = mbr(in_fold_prior(y, folds, k), data.cost)
     Q = crossfit_calibrated(P, y, folds, make, fit_mask=data.served)
     cal = runtime_actions(Q, data)
@@ -577,12 +621,13 @@ def permutation_test(
     Returns:
         The test result.
     """
-    observed, diff = _gap(data.P, data.y, data, n_folds, fold_seed, make)
+    X, make, _ = calibrator_inputs(data, make)
+    observed, diff = _gap(X, data.y, data, n_folds, fold_seed, make)
     rng = np.random.default_rng(seed)
     null = []
     for _ in range(n_permutations):
         y_perm = data.y[rng.permutation(data.n)]
-        null.append(_gap(data.P, y_perm, data, n_folds, fold_seed, make)[0])
+        null.append(_gap(X, y_perm, data, n_folds, fold_seed, make)[0])
         if progress is not None:
             progress(1)
     exceed = sum(g >= observed - 1e-12 for g in null)
@@ -691,7 +736,9 @@ def evaluate_arrays(
         curve, AURC, coverage at *target_risk*) with items ranked by the decoder's
         expected-cost margin for its own action under the belief it decided on (the raw
         belief for ``greedy``). A calibrator that fails to fit gets a row with ``error``
-        set and no scores.
+        set and no scores. Each calibrator row says in ``inputs`` what the map read:
+        ``"probs"`` (p̂) or, under the ``unparsed: other`` policy, ``"features"`` (p̂'s
+        counts plus the unparsed share; see :func:`calibrator_inputs`).
 
     Raises:
         ConfigurationError: Bad *n_folds* (see :func:`stratified_folds`), a negative
@@ -739,23 +786,32 @@ def evaluate_arrays(
     test_factory = factory(test_calibrator) if test_calibrator and n_permutations else None
     for name in calibrators:
         decoder = f"mbr_{name}"
-        try:
-            fitted[name] = crossfit_calibrators(
-                data.P, data.y, folds, factories[name], fit_mask=data.served
+        X, make, inputs = calibrator_inputs(data, factories[name])
+        description = f"MBR on the {name}-calibrated belief"
+        if data.X is not None:
+            description += (
+                " (reads the unparsed share)"
+                if inputs == "features"
+                else " (reads p̂ only: this map needs one input column per label)"
             )
-            Q = _apply_calibrators(data.P, folds, fitted[name])
+        try:
+            fitted[name] = crossfit_calibrators(X, data.y, folds, make, fit_mask=data.served)
+            Q = _apply_calibrators(X, folds, fitted[name])
         except (ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
             fitted.pop(name, None)
             rows.append(
                 {
                     "decoder": decoder,
-                    "description": f"MBR on the {name}-calibrated belief",
+                    "description": description,
+                    "inputs": inputs,
                     "error": f"{type(exc).__name__}: {exc}",
                 }
             )
         else:
             probs[name] = Q
             add(decoder, runtime_actions(Q, data), Q)
+            rows[-1]["description"] = description
+            rows[-1]["inputs"] = inputs
         tick(1)
     _add_paired_savings(rows, actions, data)
     test = None

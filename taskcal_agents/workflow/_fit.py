@@ -44,6 +44,7 @@ from numpy.typing import NDArray
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
 from taskcal_agents.workflow._evaluate import (
     EvalArrays,
+    calibrator_inputs,
     crossfit_calibrated,
     default_factory,
     runtime_actions,
@@ -87,13 +88,16 @@ def fit_calibrator(
 
     Returns:
         The fitted calibrator and its fit metrics (``n``, ``n_fit``,
-        ``n_excluded_no_sample``, ``chosen``, ``before``, ``after``, ``crossval``).
+        ``n_excluded_no_sample``, ``chosen``, ``inputs``, ``before``, ``after``,
+        ``crossval``). Under the ``unparsed: other`` policy a map that reads extra input
+        columns is fitted on the belief features (``inputs: "features"``, k + 1 columns,
+        ``n_classes=k``); otherwise on p̂ (``inputs: "probs"``).
 
     Raises:
         ConfigurationError: Unknown calibrator name or parameter, bad *cv_folds*, or no
             item with a usable sample to fit on.
     """
-    make = default_factory(name, **(params or {}))
+    X, make, inputs = calibrator_inputs(data, default_factory(name, **(params or {})))
     served = data.served
     if not served.any():
         msg = (
@@ -103,7 +107,7 @@ def fit_calibrator(
         )
         raise ConfigurationError(msg)
     try:
-        calibrator = make().fit(data.P[served], data.y[served])
+        calibrator = make().fit(X[served], data.y[served])
     except (ValueError, RuntimeError) as exc:
         msg = f"cannot fit calibrator {name!r} with parameters {params or {}!r}: {exc}"
         raise ConfigurationError(msg) from exc
@@ -117,14 +121,15 @@ def fit_calibrator(
         "n_fit": int(served.sum()),
         "n_excluded_no_sample": int(data.no_sample.sum()),
         "chosen": chosen or None,
+        "inputs": inputs,
         "before": _scores(data.P, data),
-        "after": _scores(np.asarray(calibrator.predict_proba(data.P)), data),
+        "after": _scores(np.asarray(calibrator.predict_proba(X)), data),
         "crossval": None,
     }
     if cv_folds:
         folds = stratified_folds(data.y, cv_folds, seed)
         try:
-            Q = crossfit_calibrated(data.P, data.y, folds, make, fit_mask=served)
+            Q = crossfit_calibrated(X, data.y, folds, make, fit_mask=served)
         except (ValueError, RuntimeError) as exc:  # too few served items in some folds
             metrics["crossval"] = {"folds": cv_folds, "seed": seed, "error": str(exc)}
         else:

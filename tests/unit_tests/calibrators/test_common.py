@@ -253,6 +253,29 @@ def test_json_round_trip_gives_identical_predictions(cal):
     assert copy.to_dict() == d
 
 
+@pytest.mark.parametrize(
+    "cal",
+    [MatrixScaling(n_classes=3), DirichletCalibrator(n_classes=3, reg_lambda=1e-2, reg_mu=1e-2)],
+    ids=calibrator_id,
+)
+def test_extra_column_round_trips(cal):
+    """A map fitted on 4 input columns for 3 classes survives JSON and pickle."""
+    P, y, _ = miscalibrated(300, 4, seed=4)
+    y = np.minimum(y, 2)
+    cal = clone(cal).fit(P, y)
+    d = cal.to_dict()
+    assert (d["state"]["n_classes_"], d["state"]["n_features_in_"]) == (3, 4)
+    assert d["params"]["n_classes"] == 3
+    for copy in (from_dict(json.loads(json.dumps(d))), pickle.loads(pickle.dumps(cal))):
+        assert (copy.n_classes_, copy.n_features_in_) == (3, 4)
+        np.testing.assert_array_equal(copy.predict_proba(P), cal.predict_proba(P))
+    assert from_dict(d).to_dict() == d
+    # A square fit writes no n_features_in_, so dictionaries written before it still read.
+    assert (
+        "n_features_in_" not in clone(cal).set_params(n_classes=None).fit(P, y).to_dict()["state"]
+    )
+
+
 @pytest.mark.parametrize("cal", CALIBRATORS, ids=calibrator_id)
 def test_unfitted_json_round_trip(cal):
     d = json.loads(json.dumps(cal.to_dict()))

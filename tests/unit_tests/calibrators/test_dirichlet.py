@@ -13,7 +13,19 @@ from sklearn.model_selection import GridSearchCV, KFold
 from calibrators import DirichletCalibrator, MatrixScaling, VectorScaling
 from calibrators._linear import Regularizer, _Objective
 from calibrators.metrics import nll
-from tests.unit_tests.calibrators.helpers import miscalibrated
+from tests.unit_tests.calibrators.helpers import miscalibrated, sample_labels, softmax
+
+
+def extra_column_data(n: int, *, seed: int = 0):
+    """Return ``(X, y, W, b)``: inputs with 4 columns (3 classes + 1 extra), labels drawn
+    from the planted map ``softmax(W ln X + b)``, W of shape (3, 4)."""
+    rng = np.random.default_rng(seed)
+    X = softmax(rng.normal(size=(n, 4)) * 1.5)
+    W = np.array([[1.5, 0.2, 0.0, -1.0], [0.0, 0.8, 0.3, 0.5], [0.1, 0.0, 1.2, 2.0]])
+    b = np.array([0.2, -0.1, 0.0])
+    y = sample_labels(softmax(np.log(X) @ W.T + b), rng)
+    return X, y.astype(np.intp), W, b
+
 
 KINDS = ["full", "diagonal", "fixed_diagonal"]
 REGS = [Regularizer(), Regularizer(lam=0.3), Regularizer(lam=0.3, mu=0.7)]
@@ -33,6 +45,19 @@ def test_analytic_gradient_matches_finite_differences(kind, reg):
     assert err < 1e-5 * max(1.0, np.linalg.norm(objective(theta)[1]))
 
 
+@pytest.mark.parametrize("reg", REGS, ids=["none", "l2", "odir"])
+def test_analytic_gradient_with_an_extra_column(reg):
+    X, y, _, _ = extra_column_data(200, seed=0)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, size=len(y))
+    objective = _Objective(np.log(X), y, w, "full", reg, 3)
+    rng = np.random.default_rng(2)
+    theta = objective.theta_from_wb(np.eye(3, 4), np.zeros(3))
+    assert theta.shape == (3 * 4 + 3,)
+    theta = theta + rng.normal(scale=0.3, size=theta.shape)
+    err = check_grad(lambda t: objective(t)[0], lambda t: objective(t)[1], theta, epsilon=1e-6)
+    assert err < 1e-5 * max(1.0, np.linalg.norm(objective(theta)[1]))
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_parametrisation_round_trip(kind):
     P, y, _ = miscalibrated(50, 3, seed=1)
@@ -42,6 +67,16 @@ def test_parametrisation_round_trip(kind):
     if kind == "diagonal":
         W = np.diag(np.diag(W))
     b = np.zeros(3) if kind == "fixed_diagonal" else rng.normal(size=3)
+    W2, b2 = objective.wb_from_theta(objective.theta_from_wb(W, b))
+    np.testing.assert_allclose(W2, W, atol=1e-12)
+    np.testing.assert_allclose(b2, b, atol=1e-12)
+
+
+def test_parametrisation_round_trip_with_an_extra_column():
+    X, y, _, _ = extra_column_data(50, seed=1)
+    objective = _Objective(np.log(X), y, np.ones(len(y)), "full", Regularizer(), 3)
+    rng = np.random.default_rng(0)
+    W, b = rng.normal(size=(3, 4)), rng.normal(size=3)
     W2, b2 = objective.wb_from_theta(objective.theta_from_wb(W, b))
     np.testing.assert_allclose(W2, W, atol=1e-12)
     np.testing.assert_allclose(b2, b, atol=1e-12)
@@ -57,12 +92,72 @@ def test_penalty_values():
     assert l2 == pytest.approx(0.5 * (0 + 4 + 9 + 9 + 5) / (k * (k + 1)))
 
 
-def test_unregularised_full_matches_sklearn_logistic_regression():
-    """Full Dirichlet without penalty is multinomial logistic regression on ln P."""
+def test_penalty_values_with_an_extra_column():
+    """W of shape (k, d): the extra column counts as off-diagonal; identity is [I | 0]."""
+    W = np.array([[1.0, 2.0, 5.0], [3.0, 4.0, 6.0]])
+    b = np.array([1.0, -2.0])
+    k, d = 2, 3
+    odir, gW, _ = Regularizer(lam=0.5, mu=0.25).value_and_grad(W, b)
+    assert odir == pytest.approx(0.5 * (4 + 25 + 9 + 36) / (k * (d - 1)) + 0.25 * 5 / k)
+    np.testing.assert_allclose(np.diag(gW), 0.0)
+    l2, _, _ = Regularizer(lam=0.5).value_and_grad(W, b)
+    assert l2 == pytest.approx(0.5 * (0 + 4 + 25 + 9 + 9 + 36 + 5) / (k * (d + 1)))
+
+
+@pytest.mark.parametrize("cal", [MatrixScaling(n_classes=3), DirichletCalibrator(n_classes=3)])
+def test_extra_column_fit_recovers_a_planted_map(cal):
+    """k + 1 inputs -> k classes: W is identified up to a constant per column (softmax)."""
+    X, y, W, b = extra_column_data(40_000, seed=3)
+    cal.fit(X, y)
+    assert (cal.n_classes_, cal.n_features_in_, cal.coef_.shape) == (3, 4, (3, 4))
+    np.testing.assert_array_equal(cal.classes_, np.arange(3))
+
+    def centred(M):
+        return M - M.mean(axis=0)
+
+    np.testing.assert_allclose(centred(cal.coef_), centred(W), atol=0.08)
+    np.testing.assert_allclose(centred(cal.intercept_), centred(b), atol=0.08)
+    X_test, _, _, _ = extra_column_data(1_000, seed=4)
+    truth = softmax(np.log(X_test) @ W.T + b)
+    Q = cal.predict_proba(X_test)
+    assert Q.shape == (1_000, 3)
+    np.testing.assert_allclose(Q, truth, atol=0.05)
+
+
+def test_extra_column_starts_at_identity_and_ignores_the_extra_column():
+    X, _, _, _ = extra_column_data(50, seed=5)
+    cal = MatrixScaling(n_classes=3)
+    cal._init_state(3, 4)
+    expected = X[:, :3] / X[:, :3].sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(cal.predict_proba(X), expected, atol=1e-12)
+
+
+def test_extra_column_is_used_when_it_carries_the_label():
+    """The label the class columns cannot tell apart is told by the extra column."""
+    rng = np.random.default_rng(6)
+    n = 3_000
+    y = rng.integers(0, 2, size=n)
+    share = np.where(y == 1, rng.uniform(0.4, 0.8, n), rng.uniform(0.0, 0.3, n))
+    X = np.column_stack([(1 - share) / 2, (1 - share) / 2, share])
+    square = X[:, :2] / X[:, :2].sum(axis=1, keepdims=True)
+    with_share = MatrixScaling(n_classes=2).fit(X, y)
+    without = MatrixScaling().fit(square, y)
+    assert nll(y, with_share.predict_proba(X)) < nll(y, without.predict_proba(square)) - 0.3
+
+
+@pytest.mark.parametrize("n_classes", [None, 3], ids=["square", "extra_column"])
+def test_unregularised_full_matches_sklearn_logistic_regression(n_classes):
+    """Full Dirichlet without penalty is multinomial logistic regression on ln P.
+
+    With ``n_classes=3`` on 4 columns, the fourth column is a feature only.
+    """
     P, y, _ = miscalibrated(4_000, 4, seed=3)
+    if n_classes is not None:
+        y = np.minimum(y, n_classes - 1)  # merge the last two classes
     L = np.log(P)
-    ours = DirichletCalibrator().fit(P, y)
+    ours = DirichletCalibrator(n_classes=n_classes).fit(P, y)
     lr = LogisticRegression(C=np.inf, tol=1e-10, max_iter=10_000).fit(L, y)
+    assert ours.predict_proba(P).shape == lr.predict_proba(L).shape
     nll_ours = nll(y, ours.predict_proba(P))
     nll_sklearn = nll(y, lr.predict_proba(L))
     assert nll_ours == pytest.approx(nll_sklearn, abs=1e-4)
@@ -72,6 +167,8 @@ def test_unregularised_full_matches_sklearn_logistic_regression():
     np.testing.assert_allclose(
         ours.predict_proba(P_test), lr.predict_proba(np.log(P_test)), atol=1e-3
     )
+    matrix = MatrixScaling(n_classes=n_classes).fit(P, y)
+    np.testing.assert_array_equal(matrix.predict_proba(P_test), ours.predict_proba(P_test))
 
 
 def test_unregularised_maps_equal_matrix_and_vector_scaling():

@@ -15,6 +15,8 @@ from sklearn.model_selection import KFold
 from calibrators import (
     DirichletCalibrator,
     HistogramBinning,
+    IdentityCalibrator,
+    IsotonicCalibrator,
     MatrixScaling,
     TemperatureScaling,
     VectorScaling,
@@ -228,6 +230,85 @@ def test_predict_with_wrong_number_of_columns():
         cal.predict_proba(np.full((2, 3), 1 / 3))
     with pytest.raises(ValueError, match=exact(message)):
         cal.predict(np.full((2, 3), 1 / 3))
+
+
+X_EXTRA = np.array([[0.5, 0.3, 0.2], [0.2, 0.7, 0.1], [0.6, 0.1, 0.3], [0.3, 0.3, 0.4]])
+Y_EXTRA = np.array([0, 1, 0, 1])
+
+
+@pytest.mark.parametrize("cal", [MatrixScaling(n_classes=2), DirichletCalibrator(n_classes=2)])
+def test_predict_with_wrong_number_of_columns_after_an_extra_column_fit(cal):
+    cal.fit(X_EXTRA, Y_EXTRA)
+    assert (cal.n_features_in_, cal.n_classes_) == (3, 2)
+    message = (
+        f"P has 2 columns but {type(cal).__name__} was fitted on 3 input columns "
+        "(n_features_in_=3) for 2 classes (n_classes_=2). Pass the same 3 input columns, in "
+        "the same order, as in fit."
+    )
+    with pytest.raises(ValueError, match=exact(message)):
+        cal.predict_proba(P_OK)
+    with pytest.raises(ValueError, match=exact(message)):
+        cal.predict(P_OK)
+    assert cal.predict_proba(X_EXTRA).shape == (4, 2)
+
+
+@pytest.mark.parametrize(
+    "cal",
+    [
+        IdentityCalibrator(n_classes=2),
+        TemperatureScaling(n_classes=2),
+        VectorScaling(n_classes=2),
+        DirichletCalibrator(kind="diagonal", n_classes=2),
+        DirichletCalibrator(kind="fixed_diagonal", n_classes=2),
+        IsotonicCalibrator(n_classes=2),
+        HistogramBinning(n_classes=2),
+    ],
+)
+def test_maps_that_need_one_column_per_class_refuse_extra_columns(cal):
+    message = (
+        f"{cal!r} cannot map 3 input columns of P to n_classes=2 classes: it needs one input "
+        "column per class. Only MatrixScaling and DirichletCalibrator(kind='full') read extra "
+        "input columns (such as an unparsed share); use one of those, or leave n_classes=None."
+    )
+    assert not cal.reads_extra_columns
+    with pytest.raises(ValueError, match=exact(message)):
+        cal.fit(X_EXTRA, Y_EXTRA)
+    # n_classes equal to the number of columns is accepted by every map.
+    assert cal.set_params(n_classes=3).fit(X_EXTRA, Y_EXTRA).n_classes_ == 3
+
+
+def test_which_maps_read_extra_columns():
+    assert MatrixScaling().reads_extra_columns
+    assert DirichletCalibrator().reads_extra_columns
+    assert not DirichletCalibrator(kind="diagonal").reads_extra_columns
+
+
+def test_n_classes_above_the_number_of_columns():
+    message = (
+        "MatrixScaling(n_classes=4) got n_classes=4, more classes than the 3 input columns of "
+        "P; n_classes must be at most 3 (one column per class plus extra input columns), or "
+        "None for one class per column."
+    )
+    with pytest.raises(ValueError, match=exact(message)):
+        MatrixScaling(n_classes=4).fit(X_EXTRA, Y_EXTRA)
+
+
+def test_labels_beyond_n_classes():
+    message = (
+        "y must hold class indices in [0, 2) because n_classes=2; y[1] is 2. Pass the class "
+        "index of every row, or raise n_classes."
+    )
+    with pytest.raises(ValueError, match=exact(message)):
+        MatrixScaling(n_classes=2).fit(X_EXTRA, [0, 2, 1, 0])
+
+
+def test_bad_n_classes_parameter():
+    message = (
+        "The 'n_classes' parameter of MatrixScaling must be an int in the range [2, inf) or "
+        "None. Got 1 instead."
+    )
+    with pytest.raises(ValueError, match=exact(message)):
+        MatrixScaling(n_classes=1).fit(X_EXTRA, Y_EXTRA)
 
 
 def test_predict_validates_probabilities():
@@ -565,7 +646,14 @@ def _dict(**changes):
         (
             _dict(state={"n_classes_": 2}),
             "from_dict expects the 'state' of TemperatureScaling to hold exactly ['n_classes_', "
-            "'temperature_']; got ['n_classes_'].",
+            "'temperature_'] (and 'n_features_in_' when the map reads extra input columns); got "
+            "['n_classes_'].",
+        ),
+        (
+            _dict(state={"n_classes_": 2, "n_features_in_": 3, "temperature_": 1.0}),
+            "from_dict got a TemperatureScaling state with n_features_in_=3 input columns for "
+            "n_classes_=2 classes, but TemperatureScaling() needs one input column per class; "
+            "the dictionary is inconsistent.",
         ),
     ],
 )

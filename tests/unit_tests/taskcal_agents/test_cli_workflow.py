@@ -139,6 +139,11 @@ def test_sample_fit_evaluate_report(
     assert data["calibrator"]["params"]["reg_lambda"] == 0.01
     assert data["fit_metrics"]["crossval"]["folds"] == 3
     assert data["samples"]["n"] == 8
+    # the task keeps unparsed samples as evidence: Dirichlet reads the k + 1 features
+    assert data["task_spec"]["unparsed"] == "other"
+    assert data["fit_metrics"]["inputs"] == "features"
+    assert data["calibrator"]["state"]["n_features_in_"] == 4
+    assert "reads the unparsed share" in " ".join(result.output.split())
     # the middleware's loader reads the same artefact
     from taskcal_agents.middleware import load_calibrator
 
@@ -165,6 +170,8 @@ def test_sample_fit_evaluate_report(
     ]
     assert ev["permutation_test"]["n_permutations"] == 19
     assert ev["meta"]["n"] == 8
+    inputs = {d["decoder"]: d.get("inputs") for d in ev["decoders"]}
+    assert (inputs["mbr_temperature"], inputs["mbr_dirichlet"]) == ("probs", "features")
 
     report_dir = tmp_path / "report"
     result = runner.invoke(

@@ -429,6 +429,7 @@ def test_default_tasks(tmp_path: Path) -> None:
     assert when2call.labels == list(ds.WHEN2CALL_LABELS)
     assert when2call.cost_matrix().tolist() == [list(r) for r in ds.WHEN2CALL_COST]
     assert when2call.default_action == "request_for_info"
+    assert when2call.unparsed == "other"
     qa = ds.default_task("nq-open")
     assert (qa.name, qa.labels) == ("nq-open", ["answer", "abstain"])
     assert qa.cost_matrix()[1, 0] > qa.cost_matrix()[0, 1]  # wrong answer > abstaining
@@ -446,4 +447,5 @@ def test_default_tasks(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match=r"^default task name must be one of"):
         ds.default_task("squad")
     path = when2call.to_file(tmp_path / "t.yaml")
+    assert "unparsed: other\n" in path.read_text()
     assert type(when2call).from_file(path) == when2call

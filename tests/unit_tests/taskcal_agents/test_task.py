@@ -125,10 +125,19 @@ def test_index_errors() -> None:
         ({"ask_action": "x"}, "Task field 'ask_action' must be one of the actions"),
         (
             {"unparsed": "as:nope"},
-            "Task field 'unparsed' must be 'drop' or 'as:<label>' with a label in ['tool_call', "
-            "'request_for_info', 'cannot_answer'], got 'as:nope'.",
+            "Task field 'unparsed' must be 'drop', 'other' or 'as:<label>' with a label in "
+            "['tool_call', 'request_for_info', 'cannot_answer'], got 'as:nope'.",
         ),
-        ({"unparsed": "keep"}, "Task field 'unparsed' must be 'drop' or 'as:<label>'"),
+        (
+            {"unparsed": "keep"},
+            "Task field 'unparsed' must be 'drop', 'other' or 'as:<label>' with a label in "
+            "['tool_call', 'request_for_info', 'cannot_answer'], got 'keep'.",
+        ),
+        (
+            {"unparsed": "as:other"},
+            "Task field 'unparsed' must be 'drop', 'other' or 'as:<label>' with a label in "
+            "['tool_call', 'request_for_info', 'cannot_answer'], got 'as:other'.",
+        ),
         (
             {"parser": {"name": "tool_decision", "options": {"direct_answer": True}}},
             "Task 't': parser 'tool_decision' can return labels ['direct_answer'] that are not "
@@ -161,6 +170,24 @@ def test_parse_policies() -> None:
     assert mapped.parse_raw(junk) is None
 
 
+def test_other_policy() -> None:
+    junk = AIMessage(content="Sunny.")
+    task = make(unparsed="other")
+    assert (task.unparsed_as, task.unparsed_evidence, task.n_features) == (None, True, 4)
+    assert task.parse(junk) is None
+    assert (make().unparsed_evidence, make().n_features) == (False, 3)
+    assert make(unparsed="as:cannot_answer").n_features == 3
+    msgs = [AIMessage(content="Which city?"), junk, AIMessage(content="")]
+    belief = task.belief(msgs, alpha=0)
+    assert belief.unparsed_evidence
+    assert belief.counts.tolist() == [0.0, 1.0, 0.0]
+    assert (belief.n, belief.n_unparsed) == (3, 2)
+    np.testing.assert_allclose(belief.probs, [2 / 9, 1 / 3 + 2 / 9, 2 / 9])
+    np.testing.assert_allclose(belief.features, [0, 1 / 3, 0, 2 / 3])
+    same = task.belief_from_labels([task.parse_raw(m) for m in msgs], alpha=0)
+    np.testing.assert_array_equal(same.features, belief.features)
+
+
 def test_out_of_set_parser_output_is_unparsed() -> None:
     task = make(labels=["spam", "ham"], cost=[[0, 1], [1, 0]], parser="schema")
     assert task.parse(AIMessage(content='{"label": "eggs"}')) is None
@@ -175,16 +202,18 @@ def test_belief_counts_unparsed() -> None:
     assert (belief.n, belief.n_unparsed) == (3, 2)
 
 
+@pytest.mark.parametrize("unparsed", ["as:cannot_answer", "other"])
 @pytest.mark.parametrize("suffix", [".yaml", ".yml", ".json"])
-def test_file_round_trip(tmp_path: Path, suffix: str) -> None:
+def test_file_round_trip(tmp_path: Path, suffix: str, unparsed: str) -> None:
     task = make(
         parser={"name": "tool_decision", "options": {"tool_names": ["get_weather"]}},
-        unparsed="as:cannot_answer",
+        unparsed=unparsed,
         prompt="Decide.",
     )
     path = task.to_file(tmp_path / f"task{suffix}")
     loaded = Task.from_file(path)
     assert loaded == task
+    assert (loaded.unparsed, loaded.unparsed_evidence) == (unparsed, unparsed == "other")
     assert loaded.model_dump() == task.model_dump()
     assert loaded.get_parser() == task.get_parser()
     text = path.read_text()

@@ -628,7 +628,10 @@ def test_fit_artefact_round_trip(tmp_path: Path) -> None:
     assert info["format"] == "taskcal.calibrator"
     assert info["format_version"] == 1
     assert info["calibrator_name"] == "dirichlet"
-    np.testing.assert_allclose(loaded.predict_proba(data.P), calibrator.predict_proba(data.P))
+    # tool_task() keeps unparsed samples as evidence: the map reads the k + 1 features.
+    assert data.X is not None
+    assert metrics["inputs"] == "features"
+    np.testing.assert_allclose(loaded.predict_proba(data.X), calibrator.predict_proba(data.X))
     msg = (
         f"calibrator artefact {path} was fitted for task 'when2call', not for task 'rating'; "
         "fit one on samples of this task with `taskcal fit`."

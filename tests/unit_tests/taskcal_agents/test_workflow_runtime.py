@@ -12,7 +12,6 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from calibrators import metrics
-from taskcal_agents.belief import Belief
 from taskcal_agents.decision import Decider
 from taskcal_agents.errors import DataFileError
 from taskcal_agents.workflow import (
@@ -113,7 +112,7 @@ def test_replayed_items_match_the_decider(tmp_path: Path) -> None:
             labels = record["labels"]
             calibrator = None if name is None else evaluation.calibrators[name][evaluation.folds[i]]
             decider = Decider(task, calibrator, alpha=0.1)
-            belief = Belief.from_labels(labels, task.labels, alpha=0.1)
+            belief = task.belief_from_labels(labels, alpha=0.1)
             decision = decider.decide_belief(belief, messages=messages, labels=labels)
             action = task.action_index(decision.action)
             assert acts[i] == action, (decoder, record["id"], decision.fallback_reason)
