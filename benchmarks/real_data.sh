@@ -8,6 +8,7 @@ T=.venv/bin/taskcal
 mkdir -p runs
 if [ -z "${URL:-}" ]; then
   $T serve --port 8000 --url-file runs/server_url --log-file runs/server.log &
+  SERVER_PID=$!
   trap 'kill %1' EXIT
   while [ ! -s runs/server_url ]; do sleep 5; done
   URL=$(cat runs/server_url)
@@ -15,16 +16,34 @@ fi
 M=${MODEL:-smollm2-135m-instruct}
 PROMPT="You are an assistant with tools. If a tool fits the request and every required argument is given, call the tool. If a tool fits but a required argument is missing, ask the user a short question for it. If no tool can do what the user wants, say that you cannot help with that."
 
-# When2Call, all 300 items, cost [[0,1,2],[4,0,2],[4,1,0]]; the system prompt above.
+# When2Call, cost [[0,1,2],[4,0,2],[4,1,0]]; the system prompt above. N = 16 on a balanced
+# 150-item subset (50 per label, seed 0; all 300 items take over an hour on 2 cores).
 $T data convert when2call --out runs/when2call.jsonl --task-out runs/when2call.task.yaml
 python3 - "$PROMPT" <<'PY'
-import sys, yaml
+import json, random, sys, yaml
 p = "runs/when2call.task.yaml"
-d = yaml.safe_load(open(p)); d["prompt"] = sys.argv[1]; yaml.safe_dump(d, open(p, "w"), sort_keys=False)
+d = yaml.safe_load(open(p)); d["prompt"] = sys.argv[1]; d["unparsed"] = "drop"
+yaml.safe_dump(d, open(p, "w"), sort_keys=False)
+d["unparsed"] = "other"; yaml.safe_dump(d, open("runs/when2call.other.task.yaml", "w"), sort_keys=False)
+items = [json.loads(line) for line in open("runs/when2call.jsonl")]
+# The README's subset: the file's first 36 items (sampled before the run was cut to a subset),
+# then a seeded random fill to 50 per label, in file order.
+rng, out = random.Random(0), items[:36]
+for label in ("tool_call", "request_for_info", "cannot_answer"):
+    have = {i["id"] for i in out}
+    pool = [i for i in items if i["label"] == label and i["id"] not in have]
+    rng.shuffle(pool)
+    out += pool[: 50 - sum(i["label"] == label for i in out)]
+order = {i["id"]: n for n, i in enumerate(items)}
+with open("runs/when2call.b150.jsonl", "w") as f:
+    f.writelines(json.dumps(i) + "\n" for i in sorted(out, key=lambda i: order[i["id"]]))
 PY
-$T sample --task runs/when2call.task.yaml --data runs/when2call.jsonl --base-url "$URL" --model "$M" \
+$T sample --task runs/when2call.task.yaml --data runs/when2call.b150.jsonl --base-url "$URL" --model "$M" \
   --n 16 --max-tokens 64 --temperature 0.7 --concurrency 4 --out runs/when2call.n16.samples.jsonl || true
-$T evaluate --samples runs/when2call.n16.samples.jsonl --folds 5 --out runs/when2call.n16.eval.json
+$T evaluate --samples runs/when2call.n16.samples.jsonl --reparse --folds 5 --target-risk 0.5 \
+  --out runs/when2call.n16.eval.json
+$T evaluate --samples runs/when2call.n16.samples.jsonl --reparse --task runs/when2call.other.task.yaml \
+  --folds 5 --target-risk 0.5 --out runs/when2call.n16.other.eval.json
 $T report --evaluation runs/when2call.n16.eval.json --out-dir runs/when2call-report
 $T sample --task runs/when2call.task.yaml --data runs/when2call.jsonl --base-url "$URL" --model "$M" \
   --belief logprob --choices call,ask,refuse --no-greedy --concurrency 2 \
@@ -44,5 +63,23 @@ $T evaluate --samples runs/mmlu.logprob.samples.jsonl --folds 5 --out runs/mmlu.
 # NQ-open answer-or-abstain (wrong answer 4, abstaining 1; label = graded greedy answer), N = 8.
 $T data convert nq-open --limit 300 --seed 0 --out runs/nq.jsonl --task-out runs/nq.task.yaml
 $T sample --task runs/nq.task.yaml --data runs/nq.jsonl --base-url "$URL" --model "$M" \
-  --n 8 --max-tokens 24 --temperature 0.7 --concurrency 2 --out runs/nq.n8.samples.jsonl ${NQ_LIMIT:+--limit $NQ_LIMIT}
-$T evaluate --samples runs/nq.n8.samples.jsonl --folds 5 --out runs/nq.n8.eval.json
+  --n 8 --max-tokens 24 --temperature 0.7 --concurrency 4 --out runs/nq.n8.samples.jsonl --limit "${NQ_LIMIT:-125}"
+$T evaluate --samples runs/nq.n8.samples.jsonl --reparse --folds 5 --out runs/nq.n8.eval.json
+
+# Qwen2.5-Coder-0.5B-Instruct (registry model; its own server, after the default's is stopped):
+# STS-B, 150 random items, one-pass logprob belief. Run with QWEN=1.
+if [ -n "${QWEN:-}" ]; then
+  [ -n "${SERVER_PID:-}" ] && kill "$SERVER_PID" && wait "$SERVER_PID" 2>/dev/null
+  $T model prepare qwen2.5-coder-0.5b-instruct
+  $T serve --model qwen2.5-coder-0.5b-instruct --port 8001 --url-file runs/qwen_url \
+    --log-file runs/qwen_server.log &
+  QPID=$!
+  while [ ! -s runs/qwen_url ]; do sleep 5; done
+  $T data convert stsb --limit 150 --seed 0 --out runs/stsb150.jsonl --task-out runs/stsb150.task.yaml
+  $T sample --task runs/stsb150.task.yaml --data runs/stsb150.jsonl --base-url "$(cat runs/qwen_url)" \
+    --model qwen2.5-coder-0.5b-instruct --belief logprob --choices 0,1,2,3,4,5 --no-greedy \
+    --concurrency 2 --out runs/qwen05.stsb150.logprob.samples.jsonl
+  $T evaluate --samples runs/qwen05.stsb150.logprob.samples.jsonl --folds 5 \
+    --out runs/qwen05.stsb150.eval.json
+  kill "$QPID"
+fi
