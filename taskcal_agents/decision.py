@@ -96,20 +96,29 @@ def executable_mbr(
     return np.where(replaced, restricted, best).astype(np.intp), replaced
 
 
-def carries_out(action: str, message: AIMessage) -> bool:
+def carries_out(
+    action: str, message: AIMessage, *, tool_names: Sequence[str] | None = None
+) -> bool:
     """Whether a sample labelled ``action`` carries it out.
 
     For :data:`TOOL_CALL_ACTION`: the message makes a tool call that can be extracted
-    (:func:`~taskcal_agents.parsers.extract_tool_calls`); for any other action: the
-    message has non-empty text.
+    (:func:`~taskcal_agents.parsers.extract_tool_calls`) to an offered tool (any tool when
+    *tool_names* is ``None``); for any other action: the message has non-empty text.
     """
     if action == TOOL_CALL_ACTION:
-        return bool(extract_tool_calls(message))
+        calls = extract_tool_calls(message)
+        if tool_names is None:
+            return bool(calls)
+        return any(c["name"] in tool_names for c in calls)
     return bool(message_text(message).strip())
 
 
 def carried_actions(
-    task: Task, messages: Sequence[AIMessage], labels: Sequence[str | None]
+    task: Task,
+    messages: Sequence[AIMessage],
+    labels: Sequence[str | None],
+    *,
+    tool_names: Sequence[str] | None = None,
 ) -> NDArray[np.bool_]:
     """Which of the task's actions these samples let the agent carry out.
 
@@ -121,6 +130,7 @@ def carried_actions(
         task: The task.
         messages: The sampled completions.
         labels: Their parsed labels (``None``: unparsed), aligned with ``messages``.
+        tool_names: The tools offered to the calls that drew the samples (``None``: any).
 
     Returns:
         A boolean mask over ``task.action_list``.
@@ -129,7 +139,7 @@ def carried_actions(
     carried = {
         label
         for message, label in zip(messages, labels, strict=True)
-        if label in sampled and carries_out(label, message)
+        if label in sampled and carries_out(label, message, tool_names=tool_names)
     }
     return np.array([a not in sampled or a in carried for a in task.action_list], dtype=bool)
 
@@ -357,21 +367,34 @@ class Decider:
         row = q[0]
         return row / row.sum()
 
-    def decide(self, messages: Sequence[AIMessage], *, return_samples: bool = False) -> Decision:
+    def decide(
+        self,
+        messages: Sequence[AIMessage],
+        *,
+        tool_names: Sequence[str] | None = None,
+        return_samples: bool = False,
+    ) -> Decision:
         """Parse the samples and decide.
 
         Args:
             messages: The sampled completions.
+            tool_names: The names of the tools offered to the calls that drew them: a call
+                to any other tool is unparsed and never sent. ``None``: any tool (or the
+                task parser's own ``tool_names`` option).
             return_samples: Keep the samples and their labels in the decision.
 
         Returns:
             The decision; the fallback action (flagged, with its reason) when there are
             no samples or none could be parsed.
         """
-        labels = [self.task.parse_raw(m) for m in messages]
+        labels = [self.task.parse_raw(m, tool_names=tool_names) for m in messages]
         belief = self.task.belief_from_labels(labels, alpha=self.alpha)
         return self.decide_belief(
-            belief, messages=messages, labels=labels, return_samples=return_samples
+            belief,
+            messages=messages,
+            labels=labels,
+            tool_names=tool_names,
+            return_samples=return_samples,
         )
 
     def decide_belief(
@@ -380,6 +403,7 @@ class Decider:
         *,
         messages: Sequence[AIMessage] = (),
         labels: Sequence[str | None] | None = None,
+        tool_names: Sequence[str] | None = None,
         return_samples: bool = False,
     ) -> Decision:
         """Decide from a belief (``messages``/``labels`` only pick the message).
@@ -388,6 +412,7 @@ class Decider:
             belief: The belief over the task labels.
             messages: The samples behind the belief, if any.
             labels: Their parsed labels (``None``: unparsed), aligned with ``messages``.
+            tool_names: The offered tools (see :meth:`decide`).
             return_samples: Keep the samples and their labels in the decision.
 
         Returns:
@@ -400,16 +425,16 @@ class Decider:
                 reason = f"all {belief.n} samples were unparsed by parser {self.task.parser.name!r}"
             return self.fallback(
                 reason, belief=belief, messages=messages, labels=labels,
-                return_samples=return_samples,
+                tool_names=tool_names, return_samples=return_samples,
             )  # fmt: skip
         p = belief.probs
         q = self.calibrate(self.calibrator_input(belief))
         ec = q @ self._cost
         if labels is None:
-            labels = [self.task.parse_raw(m) for m in messages]
+            labels = [self.task.parse_raw(m, tool_names=tool_names) for m in messages]
         # The MBR action; if only a sample can carry it out (a tool call with its arguments)
         # and none does, take the cheapest action that can be carried out, and say so.
-        executable = carried_actions(self.task, messages, labels)
+        executable = carried_actions(self.task, messages, labels, tool_names=tool_names)
         chosen, replaced = executable_mbr(ec[None, :], executable[None, :])
         action = self._actions[int(chosen[0])]
         reason = None
@@ -418,7 +443,7 @@ class Decider:
                 f"MBR chose {self._actions[int(np.argmin(ec))]!r}, but no sample carried it "
                 f"out; took the cheapest action that can be carried out, {action!r}"
             )
-        message = self.representative(action, messages, labels)
+        message = self.representative(action, messages, labels, tool_names=tool_names)
         return Decision(
             task=self.task.name,
             action=action,
@@ -442,6 +467,7 @@ class Decider:
         belief: Belief | None = None,
         messages: Sequence[AIMessage] = (),
         labels: Sequence[str | None] | None = None,
+        tool_names: Sequence[str] | None = None,
         return_samples: bool = False,
     ) -> Decision:
         """Return the task's fallback decision, flagged with ``reason``.
@@ -456,7 +482,7 @@ class Decider:
         ec = p @ self._cost
         action = self.task.default_action
         if labels is None:
-            labels = [self.task.parse_raw(m) for m in messages]
+            labels = [self.task.parse_raw(m, tool_names=tool_names) for m in messages]
         probs = dict(zip(self._labels, p.tolist(), strict=True))
         return Decision(
             task=self.task.name,
@@ -469,13 +495,18 @@ class Decider:
             n_unparsed=belief.n_unparsed,
             fallback=True,
             fallback_reason=reason,
-            message=self.representative(action, messages, labels),
+            message=self.representative(action, messages, labels, tool_names=tool_names),
             samples=list(messages) if return_samples else None,
             sample_labels=list(labels) if return_samples else None,
         )
 
     def representative(
-        self, action: str, messages: Sequence[AIMessage], labels: Sequence[str | None]
+        self,
+        action: str,
+        messages: Sequence[AIMessage],
+        labels: Sequence[str | None],
+        *,
+        tool_names: Sequence[str] | None = None,
     ) -> AIMessage | None:
         """Return the message that carries out ``action``.
 
@@ -492,7 +523,7 @@ class Decider:
             return AIMessage(content=task.abstain_text)
         group = [m for m, label in zip(messages, labels, strict=True) if label == action]
         if action in self._sampled:
-            group = [m for m in group if carries_out(action, m)]
+            group = [m for m in group if carries_out(action, m, tool_names=tool_names)]
         if group:
             calls = [extract_tool_calls(m) for m in group]
             with_calls = [(m, c) for m, c in zip(group, calls, strict=True) if c]

@@ -44,6 +44,7 @@ from taskcal_agents.belief import DEFAULT_ALPHA
 from taskcal_agents.chat_model import DECISION_METADATA_KEY
 from taskcal_agents.decision import Decider, Decision
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
+from taskcal_agents.parsers import tool_names_of
 from taskcal_agents.prompting import request_with_task_prompt
 from taskcal_agents.sampling import asample_messages, sample_messages
 from taskcal_agents.task import Task
@@ -479,7 +480,9 @@ class TaskCalibrationMiddleware(
             if self.on_error == "raise":
                 raise
             return self._respond(self._fallback(exc))
-        return self._respond(self._decider.decide(samples), responses)
+        return self._respond(
+            self._decider.decide(samples, tool_names=tool_names_of(request.tools)), responses
+        )
 
     @override
     async def awrap_model_call(
@@ -524,4 +527,6 @@ class TaskCalibrationMiddleware(
             if self.on_error == "raise":
                 raise
             return self._respond(self._fallback(exc))
-        return self._respond(self._decider.decide(samples), responses)
+        return self._respond(
+            self._decider.decide(samples, tool_names=tool_names_of(request.tools)), responses
+        )

@@ -56,6 +56,7 @@ __all__ = [
     "get_parser",
     "message_text",
     "normalize_text",
+    "tool_names_of",
     "unparsed_reason",
     "with_offered_tools",
 ]
@@ -475,6 +476,29 @@ def _with_tool_names(parser: ToolDecisionParser, offered: tuple[str, ...]) -> To
     own = parser.tool_names
     names = offered if own is None else tuple(n for n in offered if n in own)
     return dataclasses.replace(parser, tool_names=names)
+
+
+def tool_names_of(tools: Sequence[Any]) -> tuple[str, ...]:
+    """The names of offered *tools*: names, LangChain tools, OpenAI tool dicts or functions.
+
+    What :func:`with_offered_tools`, :meth:`Task.parse_raw
+    <taskcal_agents.task.Task.parse_raw>` and the ``Decider`` take as ``tool_names``. A
+    provider's built-in tool without a function name (``{"type": "web_search"}``) has no
+    name a completion could call, and is left out.
+    """
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    names = []
+    for tool in tools:
+        if isinstance(tool, str):
+            names.append(tool)
+            continue
+        if isinstance(tool, Mapping) and not ("function" in tool or "name" in tool):
+            continue
+        spec = tool if isinstance(tool, Mapping) and "function" in tool else None
+        spec = spec or convert_to_openai_tool(tool)
+        names.append(str(spec["function"]["name"]))
+    return tuple(names)
 
 
 def with_offered_tools(parser: Parser, tool_names: Sequence[str] | None) -> Parser:

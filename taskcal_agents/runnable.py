@@ -33,6 +33,7 @@ from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.prompting import with_task_prompt
 from taskcal_agents.sampling.langchain import (
     asample_batch,
+    bound_tool_names,
     chat_model_of,
     sample_batch,
     to_messages,
@@ -162,7 +163,11 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision])
     def _finish(self, result: list[AIMessage] | BaseException | None, attempts: int) -> Decision:
         """Decide from samples, or handle the final error per ``on_error``."""
         if not isinstance(result, BaseException) and result is not None:
-            return self._decider.decide(result, return_samples=self.return_samples)
+            return self._decider.decide(
+                result,
+                tool_names=bound_tool_names(self.model),
+                return_samples=self.return_samples,
+            )
         error = result if result is not None else RuntimeError("no result")
         if _is_control_flow(error):
             raise error

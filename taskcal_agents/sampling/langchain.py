@@ -78,6 +78,14 @@ def unwrap_binding(
     return model, kwargs, configs, factories
 
 
+def bound_tool_names(model: Runnable[Any, Any]) -> tuple[str, ...] | None:
+    """The names of the tools bound to ``model`` (``bind_tools``), or ``None`` if none are."""
+    from taskcal_agents.parsers import tool_names_of
+
+    tools = unwrap_binding(model)[1].get("tools")
+    return None if tools is None else tool_names_of(tools)
+
+
 def chat_model_of(model: Runnable[Any, Any]) -> BaseChatModel | None:
     """Return the chat model under any ``RunnableBinding`` layers, or ``None``."""
     core = unwrap_binding(model)[0]

@@ -94,9 +94,9 @@ def eval_arrays(
     for i, record in enumerate(records):
         line = samples.lines.get(record["id"])
         messages = [message_from_dict(m) for m in record.get("samples", [])]
+        # The item's offered tools when the record has them (older records: any tool).
+        offered = record.get("tool_names")
         if reparse:
-            # The item's offered tools when the record has them (older records: any tool).
-            offered = record.get("tool_names")
             labels = [safe_parse(task, m, tool_names=offered) for m in messages]
             g = record.get("greedy")
             g_label = safe_parse(task, message_from_dict(g), tool_names=offered) if g else None
@@ -139,7 +139,7 @@ def eval_arrays(
             X[i] = belief.features
         no_sample[i] = belief.n_parsed == 0
         if len(labels) == len(messages):
-            executable[i] = carried_actions(task, messages, labels)
+            executable[i] = carried_actions(task, messages, labels, tool_names=offered)
         else:  # labels without their messages: nothing sampled can be carried out
             executable[i] = carried_actions(task, [], [])
         y[i] = task.label_index(true)

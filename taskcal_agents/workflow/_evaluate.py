@@ -735,10 +735,11 @@ def evaluate_arrays(
         (:func:`~taskcal_agents.workflow._selective.selective_summary`: risk–coverage
         curve, AURC, coverage at *target_risk*) with items ranked by the decoder's
         expected-cost margin for its own action under the belief it decided on (the raw
-        belief for ``greedy``). A calibrator that fails to fit gets a row with ``error``
-        set and no scores. Each calibrator row says in ``inputs`` what the map read:
-        ``"probs"`` (p̂) or, under the ``unparsed: other`` policy, ``"features"`` (p̂'s
-        counts plus the unparsed share; see :func:`calibrator_inputs`).
+        belief for ``greedy``; items without a usable sample come last). A calibrator
+        that fails to fit gets a row with ``error`` set and no scores. Each calibrator
+        row says in ``inputs`` what the map read: ``"probs"`` (p̂) or, under the
+        ``unparsed: other`` policy, ``"features"`` (p̂'s counts plus the unparsed share;
+        see :func:`calibrator_inputs`).
 
     Raises:
         ConfigurationError: Bad *n_folds* (see :func:`stratified_folds`), a negative
@@ -758,7 +759,10 @@ def evaluate_arrays(
 
     def tce(Q: NDArray[np.float64]) -> float | None:
         try:
-            return crossfit_tce(Q, data.y, data.cost, n_folds=n_folds, seed=seed, make=tce_factory)
+            served = data.served  # the rows a calibrator is fitted on and decides
+            return crossfit_tce(
+                Q[served], data.y[served], data.cost, n_folds=n_folds, seed=seed, make=tce_factory
+            )
         except (ValueError, RuntimeError, np.linalg.LinAlgError):
             return None
 
@@ -768,6 +772,9 @@ def evaluate_arrays(
         rows.append({"decoder": name, "description": description, "error": None})
         rows[-1].update(score_actions(acts, data, Q, tce=tce))
         confidence = action_confidence(data.P if Q is None else Q, data.cost, acts, data.executable)
+        if name != "constant" and data.no_sample.any():
+            # Items without a usable sample are the least informed: deferred first.
+            confidence = np.where(data.no_sample, confidence.min() - 1.0, confidence)
         rows[-1]["selective"] = selective_summary(
             data.cost[data.y, acts], confidence, target_risk=target_risk
         )

@@ -7,7 +7,7 @@ Artefact layout (``format_version`` 1)::
      "task_spec": {...Task.model_dump()...},
      "calibrator_name": "dirichlet", "calibrator": {...calibrator.to_dict()...},
      "fit_metrics": {"n": 300, "n_fit": 280, "n_excluded_no_sample": 20,
-                     "chosen": {"reg_lambda": 0.1, "reg_mu": 0.001},
+                     "chosen": {"reg_lambda": 0.1, "reg_mu": 0.01},
                      "before": {...}, "after": {...}, "crossval": {...}},
      "samples": {"path": "...", "n": 16, "temperature": 1.0, "model": "..."},
      "created": "2026-01-01T00:00:00+00:00"}
@@ -108,7 +108,7 @@ def fit_calibrator(
         raise ConfigurationError(msg)
     try:
         calibrator = make().fit(X[served], data.y[served])
-    except (ValueError, RuntimeError) as exc:
+    except (ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
         msg = f"cannot fit calibrator {name!r} with parameters {params or {}!r}: {exc}"
         raise ConfigurationError(msg) from exc
     chosen = {
@@ -130,7 +130,7 @@ def fit_calibrator(
         folds = stratified_folds(data.y, cv_folds, seed)
         try:
             Q = crossfit_calibrated(X, data.y, folds, make, fit_mask=served)
-        except (ValueError, RuntimeError) as exc:  # too few served items in some folds
+        except (ValueError, RuntimeError, np.linalg.LinAlgError) as exc:  # e.g. few served
             metrics["crossval"] = {"folds": cv_folds, "seed": seed, "error": str(exc)}
         else:
             metrics["crossval"] = {"folds": cv_folds, "seed": seed, **_scores(Q, data)}

@@ -26,7 +26,7 @@ from langchain_core.messages import AIMessage
 
 from taskcal_agents.datasets import DatasetItem, grade_answer, normalize_answer
 from taskcal_agents.errors import ConfigurationError, SamplingError, UnparseableOutputError
-from taskcal_agents.parsers import UNPARSED_REASONS, unparsed_reason
+from taskcal_agents.parsers import UNPARSED_REASONS, tool_names_of, unparsed_reason
 from taskcal_agents.prompting import with_task_prompt
 from taskcal_agents.workflow._store import SamplesStore
 
@@ -164,7 +164,7 @@ def build_messages(task: Task, item: DatasetItem) -> list[dict[str, Any]]:
 
 def offered_tool_names(item: DatasetItem) -> tuple[str, ...]:
     """The names of the tools offered with *item* (empty: none, so any call is unoffered)."""
-    return tuple(t["function"]["name"] for t in item.tools)
+    return tool_names_of(item.tools)
 
 
 def safe_parse(

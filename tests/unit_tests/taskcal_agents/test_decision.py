@@ -495,3 +495,24 @@ def test_answer_or_abstain_falls_back_when_no_sample_answers() -> None:
     assert (answered.action, answered.fallback) == ("answer", False)
     assert answered.message is not None and answered.message.content == "Paris."
     assert tasks.answer_or_abstain(sampled_actions=[]).sampled_actions == []
+
+
+def test_decide_with_offered_tools_drops_calls_to_other_tools() -> None:
+    task = tasks.tool_decision(cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]])
+    offered = AIMessage(content="", tool_calls=[{"name": "lookup", "args": {}, "id": "a"}])
+    other = AIMessage(content="", tool_calls=[{"name": "rm_rf", "args": {}, "id": "b"}])
+    decider = Decider(task)
+    anything = decider.decide([other] * 3)
+    assert (anything.action, anything.counts["tool_call"]) == ("tool_call", 3.0)
+    checked = decider.decide([other] * 3, tool_names=["lookup"])
+    assert checked.counts["tool_call"] == 0 and checked.n_unparsed == 3
+    assert checked.action != "tool_call"
+    mixed = decider.decide([offered] * 5 + [other], tool_names=["lookup"])
+    assert mixed.action == "tool_call"
+    assert mixed.message is not None
+    assert [c["name"] for c in mixed.message.tool_calls] == ["lookup"]
+    assert carried_actions(task, [other], ["tool_call"], tool_names=["lookup"]).tolist() == [
+        False,
+        True,
+        True,
+    ]

@@ -572,3 +572,26 @@ def test_unparsed_reason(message: AIMessage, reason: str) -> None:
 )
 def test_tool_decision_refusals_and_chinese(content: str, label: str | None) -> None:
     assert ToolDecisionParser()(ai(content)) == label
+
+
+def test_tool_names_of_reads_every_tool_form() -> None:
+    from langchain_core.tools import tool
+
+    from taskcal_agents.parsers import tool_names_of
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Weather in a city."""
+        return city
+
+    def book(day: str) -> str:
+        """Book a day."""
+        return day
+
+    openai = {"type": "function", "function": {"name": "lookup", "parameters": {}}}
+    assert tool_names_of(["raw", get_weather, book, openai, {"type": "web_search"}]) == (
+        "raw",
+        "get_weather",
+        "book",
+        "lookup",
+    )

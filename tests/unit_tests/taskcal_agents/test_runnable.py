@@ -355,3 +355,18 @@ def test_with_config_and_pipe() -> None:
     runnable = TaskCalibratedRunnable(generic([QUESTION] * 2), tasks.tool_decision(), n_samples=2)
     chain = runnable.with_config(tags=["t"]) | RunnableLambda(lambda d: d.action)
     assert chain.invoke("x") == "request_for_info"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_calls_to_tools_that_were_not_bound_are_never_sent(mode: str) -> None:
+    # The model calls a tool it was not given: unparsed (as in `taskcal sample`), not a call.
+    model = RecordingChatModel(responses=[tool_call_message("delete_everything")])
+    runnable = TaskCalibratedRunnable(model.bind_tools([get_weather]), tasks.tool_decision(),
+                                      n_samples=4, temperature=None)  # fmt: skip
+    decision = invoke(runnable, "x", mode)
+    assert decision.counts["tool_call"] == 0
+    assert decision.n_unparsed == 4
+    assert decision.action != "tool_call"
+    # unbound: no tool list to check against, so any tool counts
+    unbound = TaskCalibratedRunnable(model, tasks.tool_decision(), n_samples=4, temperature=None)
+    assert invoke(unbound, "x", mode).counts["tool_call"] == 4

@@ -49,9 +49,10 @@ def _call(i: int) -> AIMessage:
 
 
 CUT_OFF = AIMessage(content='<tool_call>{"name": "lookup", "argu')
+UNOFFERED = AIMessage(content="", tool_calls=[{"name": "rm_rf", "args": {}, "id": "u"}])
 QUESTION = AIMessage(content="Which city do you mean?")
 REFUSAL = AIMessage(content="I can't help with that.")
-GARBAGE = AIMessage(content="???")
+GARBAGE = AIMessage(content="Lorem ipsum dolor sit amet.")
 
 
 def _samples_file(tmp_path: Path, n: int = 90, seed: int = 0) -> Path:
@@ -64,12 +65,18 @@ def _samples_file(tmp_path: Path, n: int = 90, seed: int = 0) -> Path:
     with SamplesStore.open(path, sample_header(task, SampleSettings(n=8), None)) as store:
         for i in range(n):
             truth = LABELS[i % 3]
-            kind = rng.choice(["normal", "cut_off", "unparsed"], p=[0.6, 0.25, 0.15])
+            kind = rng.choice(
+                ["normal", "cut_off", "unparsed", "unoffered"], p=[0.5, 0.25, 0.1, 0.15]
+            )
             messages: list[AIMessage] = []
             labels: list[str | None] = []
             for _ in range(8):
                 if kind == "unparsed":
                     messages.append(GARBAGE)
+                    labels.append(None)
+                    continue
+                if kind == "unoffered" and rng.random() < 0.5:  # a call to a tool not offered
+                    messages.append(UNOFFERED)
                     labels.append(None)
                     continue
                 label = truth if rng.random() < 0.55 else LABELS[rng.integers(3)]
@@ -86,6 +93,7 @@ def _samples_file(tmp_path: Path, n: int = 90, seed: int = 0) -> Path:
                     "samples": [message_to_dict(m) for m in messages],
                     "greedy": None,
                     "greedy_label": None,
+                    "tool_names": ["lookup"],
                 }
             )
     return path
@@ -109,11 +117,13 @@ def test_replayed_items_match_the_decider(tmp_path: Path) -> None:
         acts = evaluation.actions[decoder]
         for i, record in enumerate(records):
             messages = [message_from_dict(m) for m in record["samples"]]
-            labels = record["labels"]
             calibrator = None if name is None else evaluation.calibrators[name][evaluation.folds[i]]
             decider = Decider(task, calibrator, alpha=0.1)
-            belief = task.belief_from_labels(labels, alpha=0.1)
-            decision = decider.decide_belief(belief, messages=messages, labels=labels)
+            # the runtime path: parse with the offered tools, then decide
+            decision = decider.decide(
+                messages, tool_names=record["tool_names"], return_samples=True
+            )
+            assert decision.sample_labels == record["labels"]  # the fixture parses as sampled
             action = task.action_index(decision.action)
             assert acts[i] == action, (decoder, record["id"], decision.fallback_reason)
             assert data.cost[data.y[i], acts[i]] == task.cost_matrix()[data.y[i], action]
@@ -303,3 +313,22 @@ def test_folds_without_a_served_training_item_are_reported_not_crashed() -> None
     from taskcal_agents.workflow import verdict
 
     assert verdict(out) == f"No label-shuffle test was run (ConfigurationError: {expected})."
+
+
+def test_items_without_a_usable_sample_are_deferred_first() -> None:
+    data = _arrays_with_unserved(n=90, seed=4)
+    evaluation = evaluate_arrays(data, calibrators=("temperature",), n_permutations=0)
+    from taskcal_agents.workflow._selective import action_confidence, risk_coverage
+
+    served = data.served
+    for decoder in ("mbr_raw", "mbr_temperature"):
+        acts = evaluation.actions[decoder]
+        Q = evaluation.probs["raw" if decoder == "mbr_raw" else "temperature"]
+        confidence = action_confidence(Q, data.cost, acts, data.executable)
+        confidence[~served] = confidence.min() - 1.0
+        curve = risk_coverage(data.cost[data.y, acts], confidence)
+        assert evaluation.row(decoder)["selective"]["aurc"] == curve.aurc
+        # the served items are all covered before any unserved one
+        k = int(np.searchsorted(curve.coverage, served.mean() - 1e-12))
+        assert curve.coverage[k] == served.mean()
+        assert curve.risk[k] == data.cost[data.y, acts][served].mean()
