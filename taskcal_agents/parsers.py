@@ -486,12 +486,13 @@ def tool_names_of(tools: Sequence[Any]) -> tuple[str, ...]:
     provider's built-in tool without a function name (``{"type": "web_search"}``) has no
     name a completion could call, and is left out.
     """
+    from langchain_core.tools import BaseTool
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
     names = []
     for tool in tools:
-        if isinstance(tool, str):
-            names.append(tool)
+        if isinstance(tool, str | BaseTool):  # a name, or a tool that has one (no schema work)
+            names.append(tool if isinstance(tool, str) else tool.name)
             continue
         if isinstance(tool, Mapping) and not ("function" in tool or "name" in tool):
             continue
