@@ -17,7 +17,7 @@ from taskcal_agents import TaskCalibratedRunnable, tasks
 from taskcal_agents.serving import VLLMServer
 from tests.conftest import STARTUP_TIMEOUT
 from tests.integration_tests.test_runnable_live import check_decision, get_weather
-from tests.integration_tests.test_serving import WEATHER_TOOL
+from tests.integration_tests.test_serving import TOOL_CONVERSATION, WEATHER_TOOL
 
 MODEL = "qwen2.5-coder-0.5b-instruct"
 
@@ -48,21 +48,7 @@ def test_the_server_uses_the_registry_name_and_the_hermes_parser(qwen_server: VL
 def test_the_models_own_template_renders_tools_tool_calls_and_tool_results(
     qwen_server: VLLMServer,
 ) -> None:
-    messages = [
-        {"role": "user", "content": "Weather in Paris?"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "call-1",
-                    "type": "function",
-                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "call-1", "content": "sunny, 21 C"},
-    ]
+    messages = TOOL_CONVERSATION
     root = qwen_server.root_url
     with httpx.Client(timeout=60) as client:
         tokens = client.post(

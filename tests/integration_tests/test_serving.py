@@ -34,24 +34,28 @@ def test_the_server_answers_through_chat_openai(vllm_server: VLLMServer | Extern
     assert reply.content.strip()
 
 
+TOOL_CONVERSATION = [
+    {"role": "user", "content": "Weather in Paris?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call-1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call-1", "content": "sunny, 21 C"},
+]
+"""A tool call and its result: what a chat template must render (also used for Qwen)."""
+
+
 def test_the_chat_template_renders_tools_tool_calls_and_tool_results(
     vllm_server: VLLMServer | ExternalServer,
 ) -> None:
-    messages = [
-        {"role": "user", "content": "Weather in Paris?"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "call-1",
-                    "type": "function",
-                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "call-1", "content": "sunny, 21 C"},
-    ]
+    messages = TOOL_CONVERSATION
     with httpx.Client(timeout=30) as client:
         tokens = client.post(
             _root(vllm_server) + "/tokenize",
