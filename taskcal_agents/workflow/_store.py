@@ -160,7 +160,8 @@ def _check_resumable(existing: SamplesFile, header: Mapping[str, Any]) -> None:
                 f"with labels {new_task.get('labels')!r}; use another --out file."
             )
             raise DataFileError(msg, path=str(existing.path), line=1)
-    old, new = existing.settings, dict(header.get("settings") or {})
+    # Compare as they are stored: the header read back holds lists where the run has tuples.
+    old, new = existing.settings, json.loads(json.dumps(dict(header.get("settings") or {})))
     for key in RESUME_KEYS:
         if old.get(key) != new.get(key):
             msg = (

@@ -231,3 +231,20 @@ def test_sigkill_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     assert list(samples.records) == [f"id{i:04d}" for i in range(total)]
     for record in samples.records.values():
         assert hashlib.sha256(record["payload"].encode()).hexdigest() == record["sha"]
+
+
+def test_resume_with_logprob_choices(tmp_path: Path) -> None:
+    # The run's settings hold a tuple of choices; the stored header a JSON list: still resumable.
+    from taskcal_agents.tasks import rating
+    from taskcal_agents.workflow import SampleSettings, sample_header
+
+    settings = SampleSettings(n=1, model="m", belief="logprob", choices=("0", "1", "2"))
+    header = sample_header(rating(k=3, low=0), settings, "d.jsonl")
+    path = tmp_path / "s.jsonl"
+    with SamplesStore.open(path, header) as store:
+        store.append(_record(0))
+    with SamplesStore.open(path, sample_header(rating(k=3, low=0), settings, "d.jsonl")) as store:
+        assert store.done == {"id0"}
+    other = SampleSettings(n=1, model="m", belief="logprob", choices=("a", "b", "c"))
+    with pytest.raises(DataFileError, match="choices="):
+        SamplesStore.open(path, sample_header(rating(k=3, low=0), other, "d.jsonl"))
