@@ -118,6 +118,10 @@ def data_convert(
         int | None,
         typer.Option(help="STS-B: lowest rating (0: scale 0-5; 1: 1-6, for tasks.rating(k=6))."),
     ] = None,
+    abstain_cost: Annotated[
+        float | None,
+        typer.Option(help="MMLU task: add an 'abstain' action with this cost (wrong answer: 1)."),
+    ] = None,
     task_out: Annotated[
         Path | None,
         typer.Option(help="Also write the data set's default task file (YAML/JSON) here."),
@@ -132,7 +136,13 @@ def data_convert(
         options["scale_min"] = scale_min
     try:
         items = convert(name, source, limit=limit, seed=seed, balanced=balanced, **options)
-        task = default_task(name, **options) if task_out is not None else None
+        task_options = dict(options)
+        if abstain_cost is not None:
+            if name != "mmlu":
+                msg = f"--abstain-cost applies to mmlu only, got the converter {name!r}."
+                raise ConfigurationError(msg)
+            task_options["abstain_cost"] = abstain_cost
+        task = default_task(name, **task_options) if task_out is not None else None
     except TaskCalError as exc:
         raise _fail(err, exc) from exc
     count = write_dataset(items, out)

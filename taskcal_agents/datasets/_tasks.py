@@ -6,7 +6,9 @@ when2call   ``tasks.tool_decision`` with the cost matrix [[0, 1, 2], [4, 0, 2], 
             and its default ``unparsed: other`` (unparsed samples are evidence)
 simpleqa,   ``tasks.answer_or_abstain()``: a wrong answer costs 4, abstaining on a question the
 nq-open     model would have answered correctly costs 1
-mmlu        labels A-D, 0-1 cost, the ``choice`` parser on the letters
+mmlu        labels A-D, 0-1 cost, the ``choice`` parser on the letters; with ``abstain_cost``
+            (``--abstain-cost`` of ``taskcal data convert``) a fifth action ``abstain`` that
+            costs that much whatever the truth (a wrong letter costs 1)
 stsb        ``tasks.rating(k=6, low=scale_min)`` (L1 cost): labels 0-5 (or 1-6 with
             ``scale_min=1``)
 =========== ==================================================================================
@@ -32,7 +34,9 @@ def default_task(name: str, **options: Any) -> Task:
 
     Args:
         name: A converter name.
-        **options: The converter options used (``scale_min`` for ``stsb``).
+        **options: The converter options used (``scale_min`` for ``stsb``), and for
+            ``mmlu`` the task option ``abstain_cost`` (a number in (0, 1): add an ``abstain``
+            action with that cost).
 
     Returns:
         The task.
@@ -48,11 +52,29 @@ def default_task(name: str, **options: Any) -> Task:
         return tasks.answer_or_abstain(name=name)
     if name == "mmlu":
         labels = ["A", "B", "C", "D"]
+        cost = [[0.0 if i == j else 1.0 for j in range(4)] for i in range(4)]
+        abstain = options.get("abstain_cost")
+        if abstain is None:
+            return Task(
+                name="mmlu",
+                labels=labels,
+                cost=cost,
+                parser=ParserSpec(name="choice", options={"labels": labels}),
+            )
+        if not 0.0 < float(abstain) < 1.0:
+            msg = (
+                f"mmlu abstain_cost must lie strictly between 0 (always abstain) and 1 (never), "
+                f"got {abstain!r}."
+            )
+            raise ConfigurationError(msg)
         return Task(
-            name="mmlu",
+            name="mmlu_abstain",
             labels=labels,
-            cost=[[0.0 if i == j else 1.0 for j in range(4)] for i in range(4)],
+            actions=[*labels, "abstain"],
+            cost=[[*row, float(abstain)] for row in cost],
             parser=ParserSpec(name="choice", options={"labels": labels}),
+            abstain_action="abstain",
+            fallback_action="abstain",
         )
     if name == "stsb":
         low = int(options.get("scale_min", 0))

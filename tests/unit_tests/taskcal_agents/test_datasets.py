@@ -449,3 +449,26 @@ def test_default_tasks(tmp_path: Path) -> None:
     path = when2call.to_file(tmp_path / "t.yaml")
     assert "unparsed: other\n" in path.read_text()
     assert type(when2call).from_file(path) == when2call
+
+
+def test_mmlu_task_with_an_abstain_action() -> None:
+    task = ds.default_task("mmlu", abstain_cost=0.3)
+    assert task.labels == list(ds.MMLU_LABELS)
+    assert task.action_list == [*ds.MMLU_LABELS, "abstain"]
+    assert task.cost_matrix()[:, 4].tolist() == [0.3] * 4
+    assert task.cost_matrix()[0, :4].tolist() == [0.0, 1.0, 1.0, 1.0]
+    assert task.abstain_action == task.fallback_action == "abstain"
+    # MBR abstains unless one letter is likelier than 0.7
+    import numpy as np
+
+    from taskcal_agents.decision import mbr_action
+
+    assert task.action_list[mbr_action(np.array([0.6, 0.2, 0.1, 0.1]), task.cost_matrix())] == (
+        "abstain"
+    )
+    assert task.action_list[mbr_action(np.array([0.8, 0.1, 0.05, 0.05]), task.cost_matrix())] == (
+        "A"
+    )
+    for bad in (0.0, 1.0, 1.5):
+        with pytest.raises(ConfigurationError, match="abstain_cost must lie strictly between"):
+            ds.default_task("mmlu", abstain_cost=bad)
