@@ -302,6 +302,29 @@ def test_runnable_passes_the_question_to_the_judge(mode: str) -> None:
     assert decision.message.content == "Paris"
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_middleware_answers_with_the_modal_representative_of_the_question(mode: str) -> None:
+    from taskcal_agents.middleware import TaskCalibrationMiddleware
+
+    from .test_middleware import CountingHandler, make_request, run_hook, unwrap
+
+    questions: list[str] = []
+    same = {frozenset(("Paris", "The French capital"))}
+    mw = TaskCalibrationMiddleware(
+        task=cluster_task("entailment", wrong_answer_cost=1.0),
+        n_samples=3,
+        sampling="handler",
+        judge=judge_factory(same, questions),
+    )
+    handler = CountingHandler(["Lyon", "The French capital", "Paris"])
+    request = make_request([HumanMessage("Hi"), AIMessage("Hello!"), HumanMessage(QUESTION)])
+    message, record = unwrap(run_hook(mw, handler, request, mode))
+    assert questions == [QUESTION]
+    assert record["action"] == "answer"
+    assert record["n_clusters"] == 2
+    assert message.content == "The French capital"
+
+
 # ----------------------------------------------------------------- sampling and evaluation
 
 
