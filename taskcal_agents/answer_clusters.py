@@ -28,17 +28,27 @@ it in 2014" contains "2014").
 With an ``entails`` judge (:func:`entailment_judge`: the served model answers yes or no under
 a choice constraint), answers that are not lexically equivalent are still clustered when
 each entails the other.
+
+A task with ``answer_clusters`` set (:class:`~taskcal_agents.task.AnswerClusterSpec`) uses
+this as its g_T over the N samples, by one path at sampling, evaluation and run time
+(:func:`cluster_samples`): the answering samples are clustered, each sample in the modal
+cluster counts as the task's answer label and every other parsed sample (another answer,
+an abstention) as its abstain label, so the belief is the smoothed share of the modal
+cluster. The answer action replies with the modal cluster's representative
+(:attr:`AnswerClusters.representative`), and a graded item's label says whether that
+answer is right. The question the answers are compared against is the text of the last
+user message of the request (:func:`question_of`).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from taskcal_agents.datasets.grading import (
     DEFAULT_MAX_CONTAINMENT_TOKENS,
@@ -47,7 +57,9 @@ from taskcal_agents.datasets.grading import (
 )
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.parsers import message_text
-from taskcal_agents.sampling.openai import choice_constraint
+
+if TYPE_CHECKING:
+    from taskcal_agents.task import Task
 
 ENTAILMENT_PROMPT = (
     "Question: {question}\n"
@@ -344,10 +356,16 @@ class AnswerClusters:
         return len(self.abstentions) / self.n_answers
 
     @property
+    def representative(self) -> int | None:
+        """Index of the modal cluster's first answer, its representative (``None``: none)."""
+        modal = self.modal
+        return None if modal is None else self.clusters[modal][0]
+
+    @property
     def modal_answer(self) -> str | None:
         """The modal cluster's representative (its first answer); ``None`` if all abstained."""
-        modal = self.modal
-        return None if modal is None else self.answers[self.clusters[modal][0]]
+        index = self.representative
+        return None if index is None else self.answers[index]
 
     @property
     def semantic_entropy(self) -> float:
@@ -363,6 +381,50 @@ class AnswerClusters:
             for i in members:
                 index[i] = k
         return tuple(index)
+
+    @classmethod
+    def from_assignments(
+        cls, answers: Sequence[str | None], assignments: Sequence[int | None]
+    ) -> AnswerClusters:
+        """Rebuild clusters from :attr:`assignments` (as stored in a samples file).
+
+        Args:
+            answers: The N answers.
+            assignments: Cluster index per answer, ``None`` for an abstention; clusters
+                numbered in order of first appearance, as :func:`cluster_answers` numbers
+                them.
+
+        Raises:
+            ConfigurationError: The lengths differ, an abstention (``None`` or blank) has a
+                cluster, or the numbering is not 0, 1, … in order of first appearance.
+        """
+        if len(assignments) != len(answers):
+            msg = (
+                f"AnswerClusters.from_assignments: {len(assignments)} assignments for "
+                f"{len(answers)} answers; pass one per answer."
+            )
+            raise ConfigurationError(msg)
+        clusters: list[list[int]] = []
+        abstentions: list[int] = []
+        for i, (answer, k) in enumerate(zip(answers, assignments, strict=True)):
+            if k is None:
+                abstentions.append(i)
+            elif not answer or isinstance(k, bool) or not isinstance(k, int) or k > len(clusters):
+                msg = (
+                    f"AnswerClusters.from_assignments: answer {i} ({answer!r}) has cluster "
+                    f"{k!r}; an answer needs the index of an earlier cluster or the next one "
+                    f"({len(clusters)}), an abstention None."
+                )
+                raise ConfigurationError(msg)
+            elif k == len(clusters):
+                clusters.append([i])
+            else:
+                clusters[k].append(i)
+        return cls(
+            answers=tuple(answers),
+            clusters=tuple(tuple(members) for members in clusters),
+            abstentions=tuple(abstentions),
+        )
 
 
 def cluster_answers(
@@ -430,6 +492,178 @@ def cluster_answers(
     )
 
 
+# ------------------------------------------------------------------ the task's g_T over N
+
+
+def question_of(messages: Sequence[BaseMessage | Mapping[str, Any]]) -> str | None:
+    """The question a request asks: the text of its last user message (``None``: none).
+
+    Args:
+        messages: LangChain messages or OpenAI-style message dicts.
+
+    Returns:
+        The stripped text (text blocks joined by spaces), or ``None`` when there is no
+        user message with text.
+    """
+    for message in reversed(messages):
+        if isinstance(message, BaseMessage):
+            if message.type != "human":
+                continue
+            content: Any = message.content
+        elif message.get("role") == "user":
+            content = message.get("content")
+        else:
+            continue
+        if isinstance(content, str):
+            text = content
+        else:
+            blocks = content or []
+            text = " ".join(
+                b if isinstance(b, str) else str(b.get("text") or "")
+                for b in blocks
+                if isinstance(b, str) or (isinstance(b, Mapping) and b.get("type") == "text")
+            )
+        return text.strip() or None
+    return None
+
+
+def sample_answers(
+    task: Task, messages: Sequence[AIMessage], labels: Sequence[str | None]
+) -> list[str | None]:
+    """The answer text of each sample the parser labelled an answer, else ``None``.
+
+    Raises:
+        ConfigurationError: *task* is not an answer-or-abstain task, or the lengths differ.
+    """
+    answer, _ = task.answer_abstain_labels()
+    if len(messages) != len(labels):
+        msg = (
+            f"sample_answers: {len(labels)} labels for {len(messages)} samples of task "
+            f"{task.name!r}; pass one label per sample."
+        )
+        raise ConfigurationError(msg)
+    return [
+        message_text(m) if label == answer else None
+        for m, label in zip(messages, labels, strict=True)
+    ]
+
+
+def modal_labels(
+    task: Task, clusters: AnswerClusters, labels: Sequence[str | None]
+) -> list[str | None]:
+    """The samples' labels under clustering: the answer label in the modal cluster.
+
+    A sample in the modal cluster counts as the task's answer label; every other parsed
+    sample (another answer, an abstention, an answer without words) as its abstain label;
+    an unparsed sample (``None``) stays unparsed, for the task's ``unparsed`` policy.
+
+    Args:
+        task: An answer-or-abstain task.
+        clusters: The clusters of the samples' answers (one answer per sample).
+        labels: The parsed label of each sample (``None``: unparsed).
+
+    Raises:
+        ConfigurationError: *task* is not an answer-or-abstain task, or the lengths differ.
+    """
+    answer, abstain = task.answer_abstain_labels()
+    if clusters.n_answers != len(labels):
+        msg = (
+            f"modal_labels: {len(labels)} labels for {clusters.n_answers} clustered answers "
+            f"of task {task.name!r}; pass one label per sample."
+        )
+        raise ConfigurationError(msg)
+    modal = clusters.modal
+    members = frozenset(() if modal is None else clusters.clusters[modal])
+    return [
+        None if label is None else answer if i in members else abstain
+        for i, label in enumerate(labels)
+    ]
+
+
+def cluster_samples(
+    task: Task,
+    messages: Sequence[AIMessage],
+    labels: Sequence[str | None],
+    *,
+    question: str | None = None,
+    entails: Callable[[str, str], bool] | None = None,
+) -> tuple[AnswerClusters | None, list[str | None]]:
+    """Cluster N parsed samples by meaning and relabel them by the modal cluster.
+
+    The one g_T over N samples of a task with ``answer_clusters`` (sampling, evaluation and
+    the :class:`~taskcal_agents.decision.Decider` call it): :func:`sample_answers`, then
+    :func:`cluster_answers` with the task's ``max_containment_tokens``, then
+    :func:`modal_labels`.
+
+    Args:
+        task: An answer-or-abstain task.
+        messages: The sampled completions.
+        labels: Their parsed labels (:meth:`~taskcal_agents.task.Task.parse_raw`).
+        question: The question (:func:`question_of`).
+        entails: The judge, for ``method: entailment``.
+
+    Returns:
+        The clusters (``None`` without samples) and the labels under clustering.
+
+    Raises:
+        ConfigurationError: *task* is not an answer-or-abstain task, or the lengths differ.
+    """
+    if not messages:
+        return None, []
+    spec = task.answer_clusters
+    limit = DEFAULT_MAX_CONTAINMENT_TOKENS if spec is None else spec.max_containment_tokens
+    clusters = cluster_answers(
+        sample_answers(task, messages, labels),
+        entails=entails,
+        question=question,
+        max_containment_tokens=limit,
+    )
+    return clusters, modal_labels(task, clusters, labels)
+
+
+def clusters_record(
+    clusters: AnswerClusters, *, method: str, question: str | None
+) -> dict[str, Any]:
+    """The ``clusters`` entry of a samples-file record (read back by :func:`clusters_from_record`).
+
+    Returns:
+        ``{"method", "question", "assignments", "n_clusters", "sizes", "modal_share",
+        "answer"}``: the clustering method, the question, the cluster index per sample
+        (``None``: abstained or unparsed), the number of clusters, their sizes, the modal
+        cluster's share of N and its representative answer.
+    """
+    return {
+        "method": method,
+        "question": question,
+        "assignments": list(clusters.assignments),
+        "n_clusters": clusters.n_clusters,
+        "sizes": list(clusters.sizes),
+        "modal_share": clusters.modal_share,
+        "answer": clusters.modal_answer,
+    }
+
+
+def clusters_from_record(entry: Mapping[str, Any], answers: Sequence[str | None]) -> AnswerClusters:
+    """The clusters a record stored (see :func:`clusters_record`) over *answers*.
+
+    Raises:
+        ConfigurationError: The stored assignments do not fit *answers*.
+    """
+    assignments = entry.get("assignments")
+    if not isinstance(assignments, list):
+        msg = f"a record's clusters need a list 'assignments', got {assignments!r}."
+        raise ConfigurationError(msg)
+    return AnswerClusters.from_assignments(answers, assignments)
+
+
+class EntailmentJudgeFactory(Protocol):
+    """Makes the judge of one question, e.g. ``functools.partial(entailment_judge, sampler)``."""
+
+    def __call__(self, *, question: str) -> Callable[[str, str], bool]:
+        """Return ``entails(a, b)`` for answers to *question*."""
+        ...
+
+
 # --------------------------------------------------------------------------------- judge
 
 
@@ -479,6 +713,8 @@ def entailment_judge(
             f"{{question}}, {{a}} and {{b}}, got {prompt!r} ({type(exc).__name__}: {exc})."
         )
         raise ConfigurationError(msg) from exc
+    from taskcal_agents.sampling.openai import choice_constraint  # openai: a heavy import
+
     constraint = choice_constraint(ENTAILMENT_CHOICES)
     cache: dict[tuple[str, str], bool] = {}
 
@@ -511,8 +747,15 @@ __all__ = [
     "ENTAILMENT_PROMPT",
     "AnswerClusters",
     "ChoiceSampler",
+    "EntailmentJudgeFactory",
     "answer_tokens",
     "answers_equivalent",
     "cluster_answers",
+    "cluster_samples",
+    "clusters_from_record",
+    "clusters_record",
     "entailment_judge",
+    "modal_labels",
+    "question_of",
+    "sample_answers",
 ]

@@ -9,6 +9,11 @@ belief features (p̂'s counts plus the unparsed share, see
 ``n_features_in_``. :class:`Decider` validates the task/calibrator pair once
 and then decides in microseconds; :func:`decide_from_messages` is the one-shot form used
 by the workflow and the agent middleware (pure: no model call).
+
+For a task with ``answer_clusters`` (open answers) the samples are first clustered by
+meaning (:func:`~taskcal_agents.answer_clusters.cluster_samples`): the belief is the
+modal cluster's share and the answer action replies with the modal cluster's
+representative.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from langchain_core.messages import AIMessage
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
+from taskcal_agents.answer_clusters import AnswerClusters, EntailmentJudgeFactory, cluster_samples
 from taskcal_agents.belief import DEFAULT_ALPHA, Belief, check_alpha
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
 from taskcal_agents.parsers import (
@@ -180,7 +186,11 @@ class Decision(BaseModel):
     samples: list[AIMessage] | None = None
     """The sampled messages (only on request)."""
     sample_labels: list[str | None] | None = None
-    """The parsed label of each sample (``None``: unparsed), with ``samples``."""
+    """The parsed label of each sample (``None``: unparsed), with ``samples``; under answer
+    clustering the label it counted as (the answer label: in the modal cluster)."""
+    n_clusters: int | None = None
+    """Under answer clustering: the number of meaning clusters among the sampled answers
+    (``None`` for tasks that do not cluster)."""
 
     def to_metadata(self) -> dict[str, Any]:
         """Return a JSON-able dict without the messages (for ``response_metadata``)."""
@@ -293,9 +303,13 @@ class Decider:
             unparsed share).
         alpha: The Dirichlet smoothing prior of the belief (use the value the calibrator
             was fitted with).
+        judge: For a task whose ``answer_clusters`` method is ``"entailment"``: makes the
+            judge of a question, e.g. ``functools.partial(entailment_judge, sampler)``
+            (:func:`~taskcal_agents.answer_clusters.entailment_judge`); not used otherwise.
 
     Raises:
-        ConfigurationError: If the calibrator or alpha is invalid.
+        ConfigurationError: If the calibrator or alpha is invalid, or the task clusters
+            answers by entailment and no judge is given.
         LabelMismatchError: If the calibrator's labels differ from the task's.
     """
 
@@ -303,6 +317,7 @@ class Decider:
         "_actions",
         "_cost",
         "_features",
+        "_judge",
         "_labels",
         "_sampled",
         "alpha",
@@ -310,14 +325,36 @@ class Decider:
         "task",
     )
 
-    def __init__(self, task: Task, calibrator: Any = None, *, alpha: float = DEFAULT_ALPHA) -> None:
+    def __init__(
+        self,
+        task: Task,
+        calibrator: Any = None,
+        *,
+        alpha: float = DEFAULT_ALPHA,
+        judge: EntailmentJudgeFactory | None = None,
+    ) -> None:
         if not isinstance(task, Task):
             msg = f"Decider parameter 'task' must be a Task, got {task!r}."
             raise ConfigurationError(msg)
         check_calibrator(task, calibrator)
+        if judge is not None and not callable(judge):
+            msg = (
+                f"Decider parameter 'judge' must be callable (question= → entails(a, b)) or "
+                f"None, got {judge!r}."
+            )
+            raise ConfigurationError(msg)
+        clusters = task.answer_clusters
+        if clusters is not None and clusters.method == "entailment" and judge is None:
+            msg = (
+                f"Decider for task {task.name!r}: answer_clusters method 'entailment' asks the "
+                "served model whether two answers mean the same, so it needs a judge; pass "
+                "judge=functools.partial(entailment_judge, sampler) or use method 'lexical'."
+            )
+            raise ConfigurationError(msg)
         self.task = task
         self.calibrator = calibrator
         self.alpha = check_alpha(alpha, owner="Decider")
+        self._judge = judge
         self._cost = task.cost_matrix()
         self._labels = tuple(task.labels)
         self._actions = tuple(task.action_list)
@@ -373,6 +410,7 @@ class Decider:
         *,
         tool_names: Sequence[str] | None = None,
         return_samples: bool = False,
+        question: str | None = None,
     ) -> Decision:
         """Parse the samples and decide.
 
@@ -382,12 +420,31 @@ class Decider:
                 to any other tool is unparsed and never sent. ``None``: any tool (or the
                 task parser's own ``tool_names`` option).
             return_samples: Keep the samples and their labels in the decision.
+            question: Under answer clustering, the question the samples answer
+                (:func:`~taskcal_agents.answer_clusters.question_of` of the request), as
+                at sampling time; ignored otherwise.
 
         Returns:
             The decision; the fallback action (flagged, with its reason) when there are
             no samples or none could be parsed.
         """
         labels = [self.task.parse_raw(m, tool_names=tool_names) for m in messages]
+        clusters = None
+        if self.task.answer_clusters is not None:
+            entails = None
+            if self.task.answer_clusters.method == "entailment" and self._judge is not None:
+                if not question:
+                    msg = (
+                        f"Decider for task {self.task.name!r}: answer_clusters method "
+                        "'entailment' asks the judge about the question the samples answer, "
+                        f"got question={question!r}; pass decide(..., question=...) (the text of "
+                        "the request's last user message, answer_clusters.question_of)."
+                    )
+                    raise ConfigurationError(msg)
+                entails = self._judge(question=question)
+            clusters, labels = cluster_samples(
+                self.task, messages, labels, question=question, entails=entails
+            )
         belief = self.task.belief_from_labels(labels, alpha=self.alpha)
         return self.decide_belief(
             belief,
@@ -395,6 +452,7 @@ class Decider:
             labels=labels,
             tool_names=tool_names,
             return_samples=return_samples,
+            clusters=clusters,
         )
 
     def decide_belief(
@@ -405,15 +463,19 @@ class Decider:
         labels: Sequence[str | None] | None = None,
         tool_names: Sequence[str] | None = None,
         return_samples: bool = False,
+        clusters: AnswerClusters | None = None,
     ) -> Decision:
         """Decide from a belief (``messages``/``labels`` only pick the message).
 
         Args:
             belief: The belief over the task labels.
             messages: The samples behind the belief, if any.
-            labels: Their parsed labels (``None``: unparsed), aligned with ``messages``.
+            labels: Their parsed labels (``None``: unparsed), aligned with ``messages``;
+                under answer clustering, the labels after clustering.
             tool_names: The offered tools (see :meth:`decide`).
             return_samples: Keep the samples and their labels in the decision.
+            clusters: Under answer clustering, the clusters of ``messages``: the answer
+                action replies with the modal cluster's representative.
 
         Returns:
             The decision.
@@ -425,7 +487,7 @@ class Decider:
                 reason = f"all {belief.n} samples were unparsed by parser {self.task.parser.name!r}"
             return self.fallback(
                 reason, belief=belief, messages=messages, labels=labels,
-                tool_names=tool_names, return_samples=return_samples,
+                tool_names=tool_names, return_samples=return_samples, clusters=clusters,
             )  # fmt: skip
         p = belief.probs
         q = self.calibrate(self.calibrator_input(belief))
@@ -443,7 +505,9 @@ class Decider:
                 f"MBR chose {self._actions[int(np.argmin(ec))]!r}, but no sample carried it "
                 f"out; took the cheapest action that can be carried out, {action!r}"
             )
-        message = self.representative(action, messages, labels, tool_names=tool_names)
+        message = self.representative(
+            action, messages, labels, tool_names=tool_names, clusters=clusters
+        )
         return Decision(
             task=self.task.name,
             action=action,
@@ -458,6 +522,7 @@ class Decider:
             message=message,
             samples=list(messages) if return_samples else None,
             sample_labels=list(labels) if return_samples else None,
+            n_clusters=None if clusters is None else clusters.n_clusters,
         )
 
     def fallback(
@@ -469,6 +534,7 @@ class Decider:
         labels: Sequence[str | None] | None = None,
         tool_names: Sequence[str] | None = None,
         return_samples: bool = False,
+        clusters: AnswerClusters | None = None,
     ) -> Decision:
         """Return the task's fallback decision, flagged with ``reason``.
 
@@ -495,9 +561,12 @@ class Decider:
             n_unparsed=belief.n_unparsed,
             fallback=True,
             fallback_reason=reason,
-            message=self.representative(action, messages, labels, tool_names=tool_names),
+            message=self.representative(
+                action, messages, labels, tool_names=tool_names, clusters=clusters
+            ),
             samples=list(messages) if return_samples else None,
             sample_labels=list(labels) if return_samples else None,
+            n_clusters=None if clusters is None else clusters.n_clusters,
         )
 
     def representative(
@@ -507,10 +576,14 @@ class Decider:
         labels: Sequence[str | None],
         *,
         tool_names: Sequence[str] | None = None,
+        clusters: AnswerClusters | None = None,
     ) -> AIMessage | None:
         """Return the message that carries out ``action``.
 
-        Abstain action → ``task.abstain_text``. Otherwise, among the samples labelled
+        Abstain action → ``task.abstain_text``. With ``clusters`` (answer clustering) and
+        a modal cluster, the answer action → the modal cluster's representative sample
+        (:attr:`~taskcal_agents.answer_clusters.AnswerClusters.representative`, the answer
+        a graded item's label was graded on). Otherwise, among the samples labelled
         ``action`` (for a sampled action, only those that carry it out, see
         :func:`carries_out`, so that it agrees with :func:`carried_actions`): the first
         sample making the most frequent canonical tool call (name plus sorted-key JSON
@@ -521,6 +594,10 @@ class Decider:
         task = self.task
         if action == task.abstain_action:
             return AIMessage(content=task.abstain_text)
+        if clusters is not None and clusters.representative is not None:
+            answer, _ = task.answer_abstain_labels()
+            if action == answer:
+                return messages[clusters.representative].model_copy()
         group = [m for m, label in zip(messages, labels, strict=True) if label == action]
         if action in self._sampled:
             group = [m for m in group if carries_out(action, m, tool_names=tool_names)]

@@ -40,6 +40,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from typing_extensions import override
 
+from taskcal_agents.answer_clusters import question_of
 from taskcal_agents.belief import DEFAULT_ALPHA
 from taskcal_agents.chat_model import DECISION_METADATA_KEY
 from taskcal_agents.decision import Decider, Decision
@@ -246,6 +247,7 @@ class TaskCalibrationMiddleware(
         on_error: OnError = "raise",
         max_concurrency: int | None = None,
         use_task_prompt: bool = True,
+        judge: Any = None,
     ) -> None:
         """Validate and store the configuration.
 
@@ -277,6 +279,10 @@ class TaskCalibrationMiddleware(
                 one policy of :mod:`taskcal_agents.prompting` (appended to the agent's
                 system message, else added as one), as ``taskcal sample`` and
                 :class:`~taskcal_agents.runnable.TaskCalibratedRunnable` do.
+            judge: For a task whose ``answer_clusters`` method is ``"entailment"``: makes
+                the judge of a question (see :class:`~taskcal_agents.decision.Decider`).
+                Under answer clustering the question is the text of the request's last
+                user message.
 
         Raises:
             ConfigurationError: If a parameter is invalid.
@@ -367,7 +373,7 @@ class TaskCalibrationMiddleware(
         """The most concurrent model calls when sampling without ``n``."""
         self.use_task_prompt = bool(use_task_prompt)
         """Whether ``task.prompt`` is added to the sampled requests' system message."""
-        self._decider = Decider(task, calibrator, alpha=alpha)
+        self._decider = Decider(task, calibrator, alpha=alpha, judge=judge)
         self.alpha: float = self._decider.alpha
         """The Dirichlet smoothing prior of the belief."""
 
@@ -398,6 +404,12 @@ class TaskCalibrationMiddleware(
 
     def _workers(self) -> int:
         return min(self.n_samples, self.max_concurrency or self.n_samples)
+
+    def _decide(self, request: ModelRequest[Any], samples: Sequence[AIMessage]) -> Decision:
+        question = None if self.task.answer_clusters is None else question_of(request.messages)
+        return self._decider.decide(
+            samples, tool_names=tool_names_of(request.tools), question=question
+        )
 
     def _fallback(self, exc: Exception) -> Decision:
         reason = f"sampling failed with {type(exc).__name__}: {exc}"
@@ -480,9 +492,7 @@ class TaskCalibrationMiddleware(
             if self.on_error == "raise":
                 raise
             return self._respond(self._fallback(exc))
-        return self._respond(
-            self._decider.decide(samples, tool_names=tool_names_of(request.tools)), responses
-        )
+        return self._respond(self._decide(request, samples), responses)
 
     @override
     async def awrap_model_call(
@@ -527,6 +537,4 @@ class TaskCalibrationMiddleware(
             if self.on_error == "raise":
                 raise
             return self._respond(self._fallback(exc))
-        return self._respond(
-            self._decider.decide(samples, tool_names=tool_names_of(request.tools)), responses
-        )
+        return self._respond(self._decide(request, samples), responses)

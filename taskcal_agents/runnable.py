@@ -27,6 +27,7 @@ from langchain_core.runnables.config import patch_config
 from pydantic import ConfigDict, Field, PrivateAttr
 from typing_extensions import override
 
+from taskcal_agents.answer_clusters import question_of
 from taskcal_agents.belief import DEFAULT_ALPHA
 from taskcal_agents.decision import Decider, Decision, decide_from_messages
 from taskcal_agents.errors import ConfigurationError, SamplingError
@@ -113,6 +114,11 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision])
     """Put ``task.prompt`` (if set) into the request by the one policy of
     :mod:`taskcal_agents.prompting`: appended to the first system message, else prepended
     as one."""
+    judge: Any = None
+    """For a task whose ``answer_clusters`` method is ``"entailment"``: makes the judge of
+    a question, e.g. ``functools.partial(entailment_judge, OpenAISampler(...))`` (see
+    :class:`~taskcal_agents.decision.Decider`); not used otherwise. Under answer
+    clustering the question is the text of the input's last user message."""
 
     _decider: Decider = PrivateAttr()
 
@@ -124,7 +130,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision])
         **kwargs: Any,
     ) -> None:
         super().__init__(model=model, task=task, calibrator=calibrator, **kwargs)
-        self._decider = Decider(self.task, self.calibrator, alpha=self.alpha)
+        self._decider = Decider(self.task, self.calibrator, alpha=self.alpha, judge=self.judge)
         if chat_model_of(self.model) is None and (
             self.temperature is not None or self.seed is not None
         ):
@@ -160,13 +166,25 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision])
             "use_n": self.use_n,
         }
 
-    def _finish(self, result: list[AIMessage] | BaseException | None, attempts: int) -> Decision:
+    def _question(self, input_: LanguageModelInput) -> str | None:
+        """The question under answer clustering (``None`` for tasks that do not cluster)."""
+        if self.task.answer_clusters is None:
+            return None
+        return question_of(to_messages(input_))
+
+    def _finish(
+        self,
+        result: list[AIMessage] | BaseException | None,
+        attempts: int,
+        question: str | None = None,
+    ) -> Decision:
         """Decide from samples, or handle the final error per ``on_error``."""
         if not isinstance(result, BaseException) and result is not None:
             return self._decider.decide(
                 result,
                 tool_names=bound_tool_names(self.model),
                 return_samples=self.return_samples,
+                question=question,
             )
         error = result if result is not None else RuntimeError("no result")
         if _is_control_flow(error):
@@ -260,13 +278,15 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision])
             for i, r in zip(pending, drawn, strict=True):
                 results[i] = r
             pending = [pending[j] for j in self._pending(drawn)]
-        return self._finish_all(results, attempt)
+        return self._finish_all(results, attempt, [self._question(x) for x in prepared])
 
-    def _finish_all(self, results: list[Any], attempts: int) -> list[Decision | Exception]:
+    def _finish_all(
+        self, results: list[Any], attempts: int, questions: Sequence[str | None]
+    ) -> list[Decision | Exception]:
         out: list[Decision | Exception] = []
-        for r in results:
+        for r, question in zip(results, questions, strict=True):
             try:
-                out.append(self._finish(r, attempts))
+                out.append(self._finish(r, attempts, question))
             except Exception as exc:
                 out.append(exc)
         return out
@@ -310,7 +330,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision])
             for i, r in zip(pending, drawn, strict=True):
                 results[i] = r
             pending = [pending[j] for j in self._pending(drawn)]
-        return self._finish_all(results, attempt)
+        return self._finish_all(results, attempt, [self._question(x) for x in prepared])
 
     @override
     async def abatch(

@@ -12,6 +12,9 @@ used on the hot path without further checks. Files are YAML or JSON (by suffix):
       - [5, 2, 0]
     parser: {name: tool_decision, options: {tool_names: [get_weather]}}
     unparsed: other            # or "drop", or "as:cannot_answer"
+
+An answer-or-abstain task on free-form questions may cluster its N answers by meaning
+(``answer_clusters: lexical`` or ``entailment``, see :class:`AnswerClusterSpec`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import yaml
@@ -31,7 +34,7 @@ from taskcal_agents.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.parsers import Parser, get_parser, with_offered_tools
 
-__all__ = ["TASK_FORMAT_VERSION", "ParserSpec", "Task", "minimax_action"]
+__all__ = ["TASK_FORMAT_VERSION", "AnswerClusterSpec", "ParserSpec", "Task", "minimax_action"]
 
 TASK_FORMAT_VERSION = 1
 """The ``format_version`` written to and accepted from task files."""
@@ -57,6 +60,30 @@ class ParserSpec(BaseModel):
     """Keyword options passed to the parser factory."""
 
 
+class AnswerClusterSpec(BaseModel):
+    """How an answer-or-abstain task clusters its N free-form answers (open-answer latents).
+
+    With clustering, the latent per item is whether the *modal* answer is right: the
+    answering samples are grouped by meaning
+    (:func:`~taskcal_agents.answer_clusters.cluster_answers`), a sample counts as the
+    answer label when it is in the modal cluster and as the abstain label otherwise
+    (another answer or an abstention; unparsed samples follow the ``unparsed`` policy),
+    the answer action replies with the modal cluster's representative, and graded items
+    are labelled by grading that answer (see :mod:`taskcal_agents.answer_clusters`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    method: Literal["lexical", "entailment"] = "lexical"
+    """``"lexical"``: normalisation and numeric equivalence
+    (:func:`~taskcal_agents.answer_clusters.answers_equivalent`); ``"entailment"``: also
+    two-way entailment judged by the served model under a yes/no constraint
+    (:func:`~taskcal_agents.answer_clusters.entailment_judge`; needs a server, so a
+    :class:`~taskcal_agents.decision.Decider` needs a ``judge``)."""
+    max_containment_tokens: int = Field(default=30, ge=0)
+    """Longest answer (in tokens) that may contain another one (0: equality only)."""
+
+
 def _check_names(values: Sequence[str], what: str, minimum: int) -> None:
     if len(values) < minimum or len(set(values)) != len(values) or not all(values):
         msg = (
@@ -64,6 +91,21 @@ def _check_names(values: Sequence[str], what: str, minimum: int) -> None:
             f"got {list(values)!r}."
         )
         raise ValueError(msg)
+
+
+def _answer_abstain(
+    task: str, parser_name: str, parser: Parser, labels: Sequence[str]
+) -> tuple[str, str]:
+    answer = getattr(parser, "answer_label", None)
+    abstain = getattr(parser, "abstain_label", None)
+    if answer not in labels or abstain not in labels:
+        msg = (
+            f"task {task!r} is not an answer-or-abstain task: graded items and answer "
+            f"clusters need the parser 'answer_or_abstain' (its answer and abstain labels "
+            f"among the task labels), got parser {parser_name!r} and labels {list(labels)!r}."
+        )
+        raise ConfigurationError(msg)
+    return str(answer), str(abstain)
 
 
 class Task(BaseModel):
@@ -121,6 +163,10 @@ class Task(BaseModel):
     :func:`taskcal_agents.prompting.with_task_prompt` (calibration and deployment alike)."""
     description: str | None = None
     """Free-text description of the task."""
+    answer_clusters: AnswerClusterSpec | None = None
+    """Cluster the answers of an answer-or-abstain task by meaning (see
+    :class:`AnswerClusterSpec`; a plain string is a method: ``lexical`` or
+    ``entailment``); ``None``: each sample counts by its parsed label."""
 
     _cost: NDArray[np.float64] = PrivateAttr()
     _parser: Parser = PrivateAttr()
@@ -132,6 +178,11 @@ class Task(BaseModel):
     @classmethod
     def _parser_shorthand(cls, value: Any) -> Any:
         return {"name": value} if isinstance(value, str) else value
+
+    @field_validator("answer_clusters", mode="before")
+    @classmethod
+    def _clusters_shorthand(cls, value: Any) -> Any:
+        return {"method": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _validate(self) -> Task:
@@ -183,6 +234,15 @@ class Task(BaseModel):
                 "'labels' or change the parser options."
             )
             raise ValueError(msg)
+        if self.answer_clusters is not None:
+            answer, abstain = _answer_abstain(self.name, self.parser.name, parser, labels)
+            if set(labels) != {answer, abstain} or answer not in actions:
+                msg = (
+                    f"Task {self.name!r}: answer_clusters needs exactly the labels "
+                    f"{[answer, abstain]!r} and the action {answer!r}, got labels {labels!r} "
+                    f"and actions {actions!r}."
+                )
+                raise ValueError(msg)
         fallback = self.fallback_action or actions[minimax_action(cost)]
         # Frozen model: fill in derived defaults once, here.
         object.__setattr__(self, "actions", actions)
@@ -260,6 +320,15 @@ class Task(BaseModel):
     def get_parser(self) -> Parser:
         """Return the task's parser g_T (built once)."""
         return self._parser
+
+    def answer_abstain_labels(self) -> tuple[str, str]:
+        """The (answer, abstain) labels of an answer-or-abstain task, from its parser.
+
+        Raises:
+            ConfigurationError: The parser has no answer and abstain labels among the
+                task's labels (the task is not answer-or-abstain).
+        """
+        return _answer_abstain(self.name, self.parser.name, self._parser, self.labels)
 
     # -------------------------------------------------------------------- parsing
 

@@ -94,6 +94,7 @@ def answer_or_abstain(
     *,
     name: str = "answer_or_abstain",
     unparsed: str = "drop",
+    answer_clusters: str | None = None,
     **fields: Any,
 ) -> Task:
     """Answer or abstain.
@@ -104,12 +105,20 @@ def answer_or_abstain(
     ``answer`` is a sampled action (only a sampled answer carries it out), so with no
     answering sample the decision abstains, flagged as a fallback.
 
+    With ``answer_clusters`` (free-form questions) the answers are clustered by meaning:
+    the belief in ``answer`` is the modal cluster's share, ``answer`` means "the modal
+    answer is right" and the answer action replies with it (see
+    :class:`~taskcal_agents.task.AnswerClusterSpec`).
+
     Args:
         wrong_answer_cost: C[abstain, answer].
         abstain_cost: C[answer, abstain].
         cost: Full cost matrix replacing the two numbers.
         name: The task name.
         unparsed: The unparsed policy.
+        answer_clusters: ``"lexical"`` (normalisation and numeric equivalence),
+            ``"entailment"`` (also two-way entailment judged by the served model) or
+            ``None`` (no clustering: each sample counts by its parsed label).
         **fields: Further :class:`Task` fields.
 
     Returns:
@@ -124,6 +133,7 @@ def answer_or_abstain(
         parser=ParserSpec(name="answer_or_abstain"),
         unparsed=unparsed,
         abstain_action="abstain",
+        answer_clusters=answer_clusters,
         **fields,
     )
 

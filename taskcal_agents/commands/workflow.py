@@ -527,6 +527,7 @@ def evaluate(
             **{k: settings.get(k) for k in ("model", "n", "temperature")},
             "n_without_usable_sample": int(data.no_sample.sum()),
             "target_risk": target_risk,
+            **_cluster_meta(task_obj, data),
         },
         include_items=items,
     )
@@ -536,10 +537,36 @@ def evaluate(
         else f"N={settings.get('n')} samples at T={settings.get('temperature')}"
     )
     console.print(rich_table(evaluation, title=title))
+    clusters = evaluation["meta"].get("answer_clusters")
+    if clusters is not None:
+        console.print(
+            f"answer clusters ({clusters['method']}): {clusters['mean_n_clusters']:.2f} per "
+            f"item on average, {clusters['n_one_cluster']} of {data.n} items with one; the "
+            f"label is whether the modal answer is right ({clusters['n_modal_right']} items).",
+            highlight=False,
+            soft_wrap=True,
+        )
     console.print(verdict(evaluation), highlight=False, soft_wrap=True)
     if out is not None:
         write_json(evaluation, out)
         console.print(f"wrote {out}")
+
+
+def _cluster_meta(task: Task, data: Any) -> dict[str, Any]:
+    """The evaluation's ``answer_clusters`` summary (empty for a task that does not cluster)."""
+    if task.answer_clusters is None or data.n_clusters is None:
+        return {}
+    answer, _ = task.answer_abstain_labels()
+    n_clusters = data.n_clusters
+    return {
+        "answer_clusters": {
+            **task.answer_clusters.model_dump(mode="json"),
+            "mean_n_clusters": float(n_clusters.mean()) if n_clusters.size else 0.0,
+            "n_one_cluster": int((n_clusters == 1).sum()),
+            "n_no_answer": int((n_clusters == 0).sum()),
+            "n_modal_right": int((data.y == task.label_index(answer)).sum()),
+        }
+    }
 
 
 # --------------------------------------------------------------------------------------

@@ -4,8 +4,10 @@
 when2call   ``tasks.tool_decision`` with the cost matrix [[0, 1, 2], [4, 0, 2], [4, 1, 0]]
             (row = truth, column = action; order tool_call, request_for_info, cannot_answer)
             and its default ``unparsed: other`` (unparsed samples are evidence)
-simpleqa,   ``tasks.answer_or_abstain()``: a wrong answer costs 4, abstaining on a question the
-nq-open     model would have answered correctly costs 1
+simpleqa,   ``tasks.answer_or_abstain(answer_clusters="lexical")``: the N answers are clustered
+nq-open     by meaning, the belief is the modal cluster's share and the label whether the
+            modal answer is right; a wrong answer costs 4, abstaining on a question the
+            model would have answered correctly costs 1
 mmlu        labels A-D, 0-1 cost, the ``choice`` parser on the letters; with ``abstain_cost``
             (``--abstain-cost`` of ``taskcal data convert``) a fifth action ``abstain`` that
             costs that much whatever the truth (a wrong letter costs 1)
@@ -49,7 +51,7 @@ def default_task(name: str, **options: Any) -> Task:
     if name == "when2call":
         return tasks.tool_decision(cost=[list(r) for r in WHEN2CALL_COST], name="when2call")
     if name in ("simpleqa", "nq-open"):
-        return tasks.answer_or_abstain(name=name)
+        return tasks.answer_or_abstain(name=name, answer_clusters="lexical")
     if name == "mmlu":
         labels = ["A", "B", "C", "D"]
         cost = [[0.0 if i == j else 1.0 for j in range(4)] for i in range(4)]

@@ -8,7 +8,12 @@
 
 from __future__ import annotations
 
-from taskcal_agents.workflow._data import eval_arrays, load_eval_arrays, resolve_task
+from taskcal_agents.workflow._data import (
+    eval_arrays,
+    load_eval_arrays,
+    record_clusters,
+    resolve_task,
+)
 from taskcal_agents.workflow._evaluate import (
     DEFAULT_CALIBRATORS,
     EVALUATION_FORMAT,
@@ -58,6 +63,7 @@ from taskcal_agents.workflow._runner import (
     SamplingReport,
     build_messages,
     grade_item,
+    grading,
     message_from_dict,
     message_to_dict,
     run_sampling,
@@ -107,6 +113,7 @@ __all__ = [
     "evaluation_to_dict",
     "fit_calibrator",
     "grade_item",
+    "grading",
     "in_fold_prior",
     "load_artefact",
     "load_eval_arrays",
@@ -124,6 +131,7 @@ __all__ = [
     "plot_reliability",
     "plot_risk_coverage",
     "read_samples",
+    "record_clusters",
     "resolve_task",
     "rich_table",
     "risk_coverage",

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from langchain_core.messages import AIMessage
 
+from taskcal_agents.answer_clusters import (
+    AnswerClusters,
+    cluster_samples,
+    clusters_from_record,
+    modal_labels,
+    sample_answers,
+)
 from taskcal_agents.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.decision import carried_actions
-from taskcal_agents.errors import DataFileError, LabelMismatchError
+from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
 from taskcal_agents.task import Task
 from taskcal_agents.workflow._evaluate import EvalArrays
-from taskcal_agents.workflow._runner import message_from_dict, safe_parse
+from taskcal_agents.workflow._runner import grading, message_from_dict, safe_parse
 from taskcal_agents.workflow._store import SamplesFile, read_samples
 
 
@@ -46,6 +55,55 @@ def resolve_task(samples: SamplesFile, task: Task | str | os.PathLike[str] | Non
     return task
 
 
+def record_clusters(
+    task: Task,
+    record: Mapping[str, Any],
+    messages: Sequence[AIMessage],
+    labels: Sequence[str | None],
+    *,
+    reparse: bool = False,
+) -> tuple[AnswerClusters | None, list[str | None]]:
+    """The clusters of a record's samples and their labels under clustering.
+
+    Method ``lexical`` clusters the stored completions again
+    (:func:`~taskcal_agents.answer_clusters.cluster_samples`, with the question stored in
+    the record's ``clusters``, or none for records sampled without clustering), so the
+    task's options apply to old files too; method ``entailment`` reads the clusters the
+    served judge made at sampling time.
+
+    Args:
+        task: A task with ``answer_clusters``.
+        record: The samples-file record.
+        messages: Its completions.
+        labels: Their parsed labels.
+        reparse: The labels were parsed again (the stored entailment clusters may not fit).
+
+    Raises:
+        ConfigurationError: Method ``entailment`` without stored entailment clusters (they
+            need the server), or stored clusters that do not fit the samples.
+    """
+    spec = task.answer_clusters
+    stored = record.get("clusters")
+    stored = stored if isinstance(stored, Mapping) else {}
+    if spec is None or spec.method == "lexical":
+        question = stored.get("question")
+        return cluster_samples(
+            task, messages, labels, question=question if isinstance(question, str) else None
+        )
+    if reparse or stored.get("method") != "entailment":
+        why = "--reparse changes the answers" if reparse else "the record has none"
+        msg = (
+            f"record {record.get('id')!r}: answer_clusters method 'entailment' reads the "
+            f"clusters the served judge made at sampling time, but {why}; sample again with "
+            "`taskcal sample` (the judge needs the server) or evaluate with method 'lexical'."
+        )
+        raise ConfigurationError(msg)
+    if not messages:
+        return None, []
+    clusters = clusters_from_record(stored, sample_answers(task, messages, labels))
+    return clusters, modal_labels(task, clusters, labels)
+
+
 def eval_arrays(
     task: Task,
     samples: SamplesFile,
@@ -70,7 +128,11 @@ def eval_arrays(
         carry out (:func:`~taskcal_agents.decision.carried_actions`, the runtime's rule;
         a one-pass logprob record has no sample, so no sampled action is executable).
         Under the task's ``unparsed: other`` policy also the calibrator inputs ``X``
-        (n, k + 1), each belief's :attr:`~taskcal_agents.belief.Belief.features`.
+        (n, k + 1), each belief's :attr:`~taskcal_agents.belief.Belief.features`. For a
+        task with ``answer_clusters`` the beliefs are those of the samples' clusters
+        (:func:`record_clusters`), ``n_clusters`` holds the number of clusters per item,
+        and a graded record's label is the grade of its modal answer against the stored
+        references (records sampled without clustering are re-graded so).
 
     Raises:
         DataFileError: No records, or a record with a missing or unknown label (naming the
@@ -91,6 +153,7 @@ def eval_arrays(
     greedy = np.full(len(records), -1, dtype=np.intp)
     no_sample = np.zeros(len(records), dtype=bool)
     executable = np.ones((len(records), len(task.action_list)), dtype=bool)
+    n_clusters = np.zeros(len(records), dtype=np.intp) if task.answer_clusters is not None else None
     for i, record in enumerate(records):
         line = samples.lines.get(record["id"])
         messages = [message_from_dict(m) for m in record.get("samples", [])]
@@ -114,6 +177,22 @@ def eval_arrays(
                     f"{task.name!r}'s labels {task.labels!r}; evaluate with the sampling task."
                 )
                 raise DataFileError(msg, path=str(samples.path), line=line)
+        if n_clusters is not None and "probs" not in record:
+            if len(labels) != len(messages):
+                msg = (
+                    f"record {record['id']!r} has {len(labels)} labels for "
+                    f"{len(messages)} samples; answer clusters need the completions."
+                )
+                raise DataFileError(msg, path=str(samples.path), line=line)
+            try:
+                clusters, labels = record_clusters(task, record, messages, labels, reparse=reparse)
+            except ConfigurationError as exc:
+                raise DataFileError(str(exc), path=str(samples.path), line=line) from exc
+            n_clusters[i] = 0 if clusters is None else clusters.n_clusters
+            references = (record.get("grading") or {}).get("references")
+            if isinstance(references, list):  # a graded item: grade the modal answer
+                modal = None if clusters is None else clusters.modal_answer
+                true = grading(task, modal, "modal_cluster", references)["label"]
         if "probs" in record:  # one-pass logprob belief: n pseudo-samples of these probs
             probs = np.asarray(record["probs"], dtype=np.float64)
             if probs.shape != (len(task.labels),) or not (np.all(probs >= 0) and probs.sum() > 0):
@@ -159,6 +238,7 @@ def eval_arrays(
         ids=tuple(r["id"] for r in records),
         executable=executable,
         X=X,
+        n_clusters=n_clusters,
     )
 
 

@@ -128,6 +128,8 @@ class EvalArrays:
             (:func:`~taskcal_agents.decision.carried_actions`); ``None`` means all True.
         X: Calibrator inputs under the ``unparsed: other`` policy, (n, k + 1): smoothed
             counts and unparsed share, rows sum to 1; ``None`` when calibrators read ``P``.
+        n_clusters: For a task with ``answer_clusters``, the number of meaning clusters
+            among each item's answers, (n,) (0: no answer); ``None`` otherwise.
     """
 
     P: NDArray[np.float64]
@@ -141,6 +143,7 @@ class EvalArrays:
     ids: tuple[str, ...] = ()
     executable: NDArray[np.bool_] | None = None
     X: NDArray[np.float64] | None = None
+    n_clusters: NDArray[np.intp] | None = None
 
     def __post_init__(self) -> None:
         n, k = self.P.shape
@@ -169,6 +172,8 @@ class EvalArrays:
                 f"X must have shape (n, k + 1) = ({n}, {k + 1}) (the beliefs' counts plus the "
                 f"unparsed share), got {self.X.shape}"
             )
+        if self.n_clusters is not None and np.shape(self.n_clusters) != (n,):
+            problems.append(f"n_clusters must have shape ({n},), got {np.shape(self.n_clusters)}")
         if not 0 <= self.fallback < m:
             problems.append(f"fallback must be an action index in [0, {m}), got {self.fallback}")
         if problems:
@@ -891,7 +896,8 @@ def evaluation_to_dict(
         task: Task summary (name, labels, actions, cost).
         meta: Anything else worth recording (samples path, alpha, settings).
         include_items: Add per-item ids, labels, folds, no-sample flags, executable
-            masks (rows over ``task.actions``), beliefs and actions (for ``report``).
+            masks (rows over ``task.actions``), beliefs and actions (for ``report``), and
+            the number of answer clusters when the task clusters answers.
 
     Returns:
         ``{"format", "format_version", "task", "n_items", "n_excluded_no_sample",
@@ -925,4 +931,6 @@ def evaluation_to_dict(
             "probs": {name: Q.tolist() for name, Q in evaluation.probs.items()},
             "actions": {name: a.tolist() for name, a in evaluation.actions.items()},
         }
+        if data.n_clusters is not None:
+            out["items"]["n_clusters"] = data.n_clusters.tolist()
     return out

@@ -11,6 +11,13 @@ most frequent answering sample — is compared with the references by
 :func:`~taskcal_agents.datasets.grading.grade_answer`, and the record's true label is the
 action that is optimal given the truth: the task's *answer* label when that answer is
 correct, its *abstain* label otherwise.
+
+For a task with ``answer_clusters`` the N answers are clustered by meaning
+(:func:`~taskcal_agents.answer_clusters.cluster_samples`, the runtime's g_T; with method
+``entailment`` the sampler is also the judge), the record keeps the clusters in
+``clusters`` (:func:`~taskcal_agents.answer_clusters.clusters_record`: the number of
+clusters, the cluster of each sample, the modal answer), and the answer graded is the
+modal cluster's representative, the one the runtime answers with.
 """
 
 from __future__ import annotations
@@ -24,6 +31,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.messages import AIMessage
 
+from taskcal_agents.answer_clusters import (
+    AnswerClusters,
+    cluster_samples,
+    clusters_record,
+    entailment_judge,
+    question_of,
+)
 from taskcal_agents.datasets import DatasetItem, grade_answer, normalize_answer
 from taskcal_agents.errors import ConfigurationError, SamplingError, UnparseableOutputError
 from taskcal_agents.parsers import UNPARSED_REASONS, tool_names_of, unparsed_reason
@@ -189,25 +203,6 @@ def is_length_cut(data: Mapping[str, Any]) -> bool:
 # grading
 
 
-def grading_labels(task: Task) -> tuple[str, str]:
-    """The (answer, abstain) labels graded items are given, from the task's parser.
-
-    Raises:
-        ConfigurationError: The task is not an answer-or-abstain task.
-    """
-    parser = task.get_parser()
-    answer = getattr(parser, "answer_label", None)
-    abstain = getattr(parser, "abstain_label", None)
-    if answer not in task.labels or abstain not in task.labels:
-        msg = (
-            f"items without a label are graded into answer/abstain, which needs an "
-            f"answer-or-abstain task (parser 'answer_or_abstain'); task {task.name!r} has "
-            f"parser {task.parser.name!r} and labels {task.labels!r}."
-        )
-        raise ConfigurationError(msg)
-    return answer, abstain  # type: ignore[return-value]
-
-
 def _text(message: AIMessage) -> str:
     content = message.content
     if isinstance(content, str):
@@ -217,19 +212,52 @@ def _text(message: AIMessage) -> str:
     ).strip()
 
 
+def grading(
+    task: Task, answer: str | None, source: str | None, references: Sequence[str]
+) -> dict[str, Any]:
+    """The grading of *answer* (``None``: none given) against *references*.
+
+    Returns:
+        ``{"label", "answer", "from", "correct", "references"}``: the task's answer label
+        when :func:`~taskcal_agents.datasets.grading.grade_answer` finds the answer right,
+        else its abstain label.
+
+    Raises:
+        ConfigurationError: The task is not an answer-or-abstain task.
+    """
+    answer_label, abstain_label = task.answer_abstain_labels()
+    correct = answer is not None and grade_answer(answer, references)
+    return {
+        "label": answer_label if correct else abstain_label,
+        "answer": answer,
+        "from": source,
+        "correct": bool(correct),
+        "references": list(references),
+    }
+
+
 def grade_item(
     task: Task,
     item: DatasetItem,
     greedy: AIMessage | None,
     samples: Sequence[AIMessage],
     labels: Sequence[str | None],
+    *,
+    clusters: AnswerClusters | None = None,
 ) -> dict[str, Any]:
     """Grade the answer the system would give for an unlabelled item.
 
+    With *clusters* (answer clustering) that is the modal cluster's representative
+    (``"from": "modal_cluster"``); else the greedy completion if it answers, else the
+    first answering sample with the most frequent normalised text.
+
     Returns:
-        ``{"label", "answer", "from", "correct", "references"}``.
+        ``{"label", "answer", "from", "correct", "references"}`` (see :func:`grading`).
     """
-    answer_label, abstain_label = grading_labels(task)
+    if clusters is not None:
+        modal = clusters.modal_answer
+        return grading(task, modal, "modal_cluster" if modal else None, item.references)
+    answer_label, _ = task.answer_abstain_labels()
     answer: str | None = None
     source: str | None = None
     if greedy is not None and safe_parse(task, greedy) == answer_label:
@@ -241,14 +269,7 @@ def grade_item(
             best = by_norm.most_common(1)[0][0]
             answer = next(a for a in answers if normalize_answer(a) == best)
             source = "samples"
-    correct = answer is not None and grade_answer(answer, item.references)
-    return {
-        "label": answer_label if correct else abstain_label,
-        "answer": answer,
-        "from": source,
-        "correct": bool(correct),
-        "references": item.references,
-    }
+    return grading(task, answer, source, item.references)
 
 
 # --------------------------------------------------------------------------------------
@@ -318,6 +339,23 @@ def sample_item(
         raise SamplingError(msg)
     names = offered_tool_names(item)
     labels = [safe_parse(task, m, tool_names=names) for m in samples]
+    spec = task.answer_clusters
+    clusters: AnswerClusters | None = None
+    question: str | None = None
+    if spec is not None and samples:
+        question = question_of(messages)
+        try:
+            entails = (
+                entailment_judge(sampler, question=question or "")  # type: ignore[arg-type]
+                if spec.method == "entailment"
+                else None
+            )
+            clusters, _ = cluster_samples(task, samples, labels, question=question, entails=entails)
+        except (SamplingError, ConfigurationError):
+            raise
+        except Exception as exc:
+            msg = f"judging the answers of item {item.id!r} failed: {type(exc).__name__}: {exc}"
+            raise SamplingError(msg) from exc
     reasons = Counter(
         unparsed_reason(m, tool_names=names)
         for m, label in zip(samples, labels, strict=True)
@@ -334,6 +372,8 @@ def sample_item(
         "greedy": message_to_dict(greedy) if greedy is not None else None,
         "elapsed_s": round(time.perf_counter() - start, 4),
     }
+    if clusters is not None and spec is not None:
+        record["clusters"] = clusters_record(clusters, method=spec.method, question=question)
     if lp is not None:
         record["probs"] = [float(p) for p in lp.probs]
         record["logprob"] = {
@@ -342,9 +382,9 @@ def sample_item(
             "unresolved_mass": lp.unresolved_mass,
         }
     if item.label is None:
-        grading = grade_item(task, item, greedy, samples, labels)
-        record["label"] = grading["label"]
-        record["grading"] = grading
+        graded = grade_item(task, item, greedy, samples, labels, clusters=clusters)
+        record["label"] = graded["label"]
+        record["grading"] = graded
     return record
 
 
@@ -419,7 +459,7 @@ def check_items(task: Task, items: Iterable[DatasetItem]) -> None:
             )
             raise ConfigurationError(msg)
     if unlabelled:
-        grading_labels(task)
+        task.answer_abstain_labels()
 
 
 def check_settings(task: Task, settings: SampleSettings) -> None:

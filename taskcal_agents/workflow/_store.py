@@ -160,6 +160,14 @@ def _check_resumable(existing: SamplesFile, header: Mapping[str, Any]) -> None:
                 f"with labels {new_task.get('labels')!r}; use another --out file."
             )
             raise DataFileError(msg, path=str(existing.path), line=1)
+    # Files written before answer clustering existed have no key: no clustering.
+    if old_task.get("answer_clusters") != new_task.get("answer_clusters"):
+        msg = (
+            f"samples file was written with answer_clusters={old_task.get('answer_clusters')!r}, "
+            f"but this run has answer_clusters={new_task.get('answer_clusters')!r}; records "
+            "would differ in what they store: use another --out file."
+        )
+        raise DataFileError(msg, path=str(existing.path), line=1)
     # Compare as they are stored: the header read back holds lists where the run has tuples.
     old, new = existing.settings, json.loads(json.dumps(dict(header.get("settings") or {})))
     for key in RESUME_KEYS:

@@ -525,9 +525,10 @@ def test_graded_items(tmp_path: Path) -> None:
         tmp_path / "t.jsonl", sample_header(tool_task(), settings, None)
     ) as store:
         msg = (
-            "items without a label are graded into answer/abstain, which needs an "
-            "answer-or-abstain task (parser 'answer_or_abstain'); task 'when2call' has parser "
-            "'tool_decision' and labels ['tool_call', 'request_for_info', 'cannot_answer']."
+            "task 'when2call' is not an answer-or-abstain task: graded items and answer "
+            "clusters need the parser 'answer_or_abstain' (its answer and abstain labels among "
+            "the task labels), got parser 'tool_decision' and labels ['tool_call', "
+            "'request_for_info', 'cannot_answer']."
         )
         with pytest.raises(ConfigurationError, match=re.escape(msg)):
             run_sampling(tool_task(), items, QASampler(questions), store, settings)
