@@ -31,11 +31,11 @@ from taskcal_agents.answer_clusters import AnswerClusters, EntailmentJudgeFactor
 from taskcal_agents.belief import DEFAULT_ALPHA, Belief, check_alpha
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
 from taskcal_agents.parsers import (
-    _tool_call_id,
     canonical_tool_calls,
     extract_tool_calls,
     message_text,
     normalize_text,
+    with_tool_calls,
 )
 from taskcal_agents.task import Task
 
@@ -279,17 +279,6 @@ def check_calibrator(task: Task, calibrator: Any) -> None:
                 )
                 raise LabelMismatchError(msg, expected=list(task.labels), got=got)
             break
-
-
-def _with_ids(message: AIMessage) -> AIMessage:
-    calls = message.tool_calls
-    if all(c.get("id") for c in calls):
-        return message.model_copy()
-    fixed = [
-        {**c, "id": c.get("id") or _tool_call_id(c["name"], c["args"], i)}
-        for i, c in enumerate(calls)
-    ]
-    return message.model_copy(update={"tool_calls": fixed})
 
 
 class Decider:
@@ -587,8 +576,10 @@ class Decider:
         ``action`` (for a sampled action, only those that carry it out, see
         :func:`carries_out`, so that it agrees with :func:`carried_actions`): the first
         sample making the most frequent canonical tool call (name plus sorted-key JSON
-        arguments) if any sample makes a tool call, else the first sample with the most
-        frequent normalised text. Ask action without such samples → ``task.ask_text``;
+        arguments) if any sample makes a tool call, its calls as real ``tool_calls`` with
+        ids (:func:`~taskcal_agents.parsers.with_tool_calls`: a call written in the
+        content is moved out of it), else the first sample with the most frequent
+        normalised text. Ask action without such samples → ``task.ask_text``;
         any other action without samples → ``None``.
         """
         task = self.task
@@ -607,10 +598,7 @@ class Decider:
             if with_calls:
                 keys = [canonical_tool_calls(c) for _, c in with_calls]
                 best = Counter(keys).most_common(1)[0][0]
-                message, found = with_calls[keys.index(best)]
-                if message.tool_calls:
-                    return _with_ids(message)
-                return AIMessage(content="", tool_calls=found)
+                return with_tool_calls(with_calls[keys.index(best)][0])
             texts = [normalize_text(message_text(m)) for m in group]
             best_text = Counter(texts).most_common(1)[0][0]
             return group[texts.index(best_text)].model_copy()

@@ -27,6 +27,7 @@ microseconds.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import hashlib
@@ -36,9 +37,9 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from langchain_core.messages import AIMessage, ToolCall
+from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall
 
 from taskcal_agents.errors import ConfigurationError
 
@@ -46,6 +47,7 @@ __all__ = [
     "UNPARSED_REASONS",
     "AnswerOrAbstainParser",
     "ChoiceParser",
+    "ContentToolCalls",
     "Parser",
     "RatingParser",
     "SchemaParser",
@@ -56,9 +58,11 @@ __all__ = [
     "get_parser",
     "message_text",
     "normalize_text",
+    "parse_tool_calls",
     "tool_names_of",
     "unparsed_reason",
     "with_offered_tools",
+    "with_tool_calls",
 ]
 
 
@@ -100,9 +104,9 @@ def normalize_text(text: str) -> str:
 
 # ----------------------------------------------------------------------- tool-call helpers
 
-_TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"```[A-Za-z_]*\s*(.*?)(?:```|$)", re.DOTALL)
+_TOOL_CALL_TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL | re.IGNORECASE)
 _ARG_KEYS = ("arguments", "parameters", "args", "params")
+_CALL_EXTRA_KEYS = frozenset({"id", "type"})
 _DECODER = json.JSONDecoder()
 
 
@@ -110,82 +114,265 @@ _BROKEN_CALL = re.compile(r'\{\s*"(?:name|function)"\s*:')
 """The start of a tool-call object: when its JSON does not decode, everything after it
 belongs to the broken call (an object nested in its arguments is no call of its own)."""
 
+_CALL_HEAD = re.compile(
+    r'\{\s*(?:"function"\s*:\s*\{\s*)?"name"\s*:\s*"([^"\\\n]{1,200})"'
+    r'(\s*,\s*"(?:arguments|parameters|args|params)"\s*:'
+    r'(?!\s*\{\s*"(?:type|properties|required)"\s*:)|\s*,?\s*"?\s*$)?',
+    re.IGNORECASE,
+)
+"""The start of a call object ``{"name": "x"`` (optionally inside ``{"function": …}``):
+group 1 the name, group 2 an argument key after it (not followed by a JSON-schema object:
+that is a tool's definition echoed) or the end of the text right after the name."""
 
-def _iter_json_values(text: str, *, stop_at_broken_call: bool = False) -> Iterator[Any]:
-    """Yield every JSON object/array that starts at a ``{`` or ``[`` in ``text``.
+_BETWEEN_CALLS = re.compile(r"(?:\s|[,;]|```[A-Za-z_]*|</tool_call>)*")
+"""What may follow a call written without tags: whitespace, separators, code fences and a
+stray closing tag (anything else means the JSON is quoted in prose, not a call)."""
+_BEFORE_CALL = re.compile(r"(?:```[A-Za-z_]*\s*)?\[?\s*$")
+"""An opening code fence and list bracket right before the first call (not content)."""
 
-    With ``stop_at_broken_call``, scanning stops at an object that starts like a tool call
-    (``{"name": …``) but does not decode (cut off by the length limit, or malformed).
-    """
-    pos = 0
-    n = len(text)
-    while pos < n:
-        brace = text.find("{", pos)
-        bracket = text.find("[", pos)
-        starts = [i for i in (brace, bracket) if i >= 0]
-        if not starts:
-            return
-        start = min(starts)
+
+class ContentToolCalls(NamedTuple):
+    """The tool calls written in a completion's text (see :func:`parse_tool_calls`)."""
+
+    content: str
+    """The text before the first call (the whole text when there is no call)."""
+    tool_calls: list[ToolCall]
+    """The complete calls, each with a deterministic id."""
+    invalid_tool_calls: list[InvalidToolCall]
+    """Calls that were started but cannot be executed (JSON cut off by ``max_tokens`` or
+    malformed, arguments that are no object), each with the ``error``."""
+
+
+def _decoded_args(value: Any) -> dict[str, Any] | None:
+    """The arguments as an object: a JSON object or a string holding one, else ``None``."""
+    if isinstance(value, str):
         try:
-            value, end = _DECODER.raw_decode(text, start)
+            value = json.loads(value) if value.strip() else {}
         except ValueError:
-            if stop_at_broken_call and _BROKEN_CALL.match(text, start):
-                return
-            pos = start + 1
-            continue
-        yield value
-        pos = end
+            return None
+    return value if isinstance(value, dict) else None
 
 
-def _as_tool_call(obj: Any) -> ToolCall | None:
+def _is_schema(args: Mapping[str, Any]) -> bool:
+    return args.get("type") == "object" and ("properties" in args or "required" in args)
+
+
+def _call_of(obj: Any, *, tagged: bool) -> ToolCall | InvalidToolCall | None:
+    """The call that the decoded JSON ``obj`` writes, or ``None`` when it is no call.
+
+    Inside ``<tool_call>`` tags (``tagged``) any object with a non-empty string ``"name"``
+    is a call (as vLLM's hermes parser reads it); arguments that are no object make it
+    invalid. Without tags the object must be exactly a call: the name, one argument key
+    (``"arguments"``, ``"parameters"``, ``"args"`` or ``"params"``) and at most ``"id"`` /
+    ``"type"``, with arguments that are an object (or a string holding one) and no JSON
+    schema (an echoed tool definition); anything else is ordinary JSON.
+    """
     if not isinstance(obj, dict):
         return None
-    if "function" in obj and isinstance(obj["function"], dict):  # OpenAI wire format
+    if isinstance(obj.get("function"), dict):  # OpenAI wire format
+        if not tagged and not set(obj) <= {"function", *_CALL_EXTRA_KEYS}:
+            return None
         obj = obj["function"]
     name = obj.get("name")
     if not isinstance(name, str) or not name.strip():
         return None
-    args: Any = {}
-    for key in _ARG_KEYS:
-        if key in obj:
-            args = obj[key]
-            break
-    else:
-        if len(obj) > 1:  # a dict with a "name" and other fields is not a tool call
-            return None
-    if isinstance(args, str):
-        try:
-            args = json.loads(args) if args.strip() else {}
-        except ValueError:
-            return None
-    if not isinstance(args, dict):
+    keys = [key for key in _ARG_KEYS if key in obj]
+    if not tagged and (len(keys) != 1 or not set(obj) <= {"name", keys[0], *_CALL_EXTRA_KEYS}):
         return None
-    return ToolCall(name=name.strip(), args=args, id=None, type="tool_call")
+    raw = obj[keys[0]] if keys else {}
+    args = _decoded_args(raw)
+    if args is not None and (tagged or not _is_schema(args)):
+        return ToolCall(name=name.strip(), args=args, id=None, type="tool_call")
+    if not tagged:
+        return None
+    error = f"Function arguments must be a JSON object, got {raw!r}."
+    return InvalidToolCall(
+        name=name.strip(), args=json.dumps(raw), id=None, error=error, type="invalid_tool_call"
+    )
 
 
-def _tool_calls_from_value(value: Any) -> list[ToolCall]:
+def _calls_of(value: Any, *, tagged: bool) -> list[ToolCall | InvalidToolCall]:
+    """The calls in a decoded JSON value: a call, a list of calls or ``{"tool_calls": [...]}``.
+
+    Empty when any item is no call.
+    """
     if isinstance(value, dict) and isinstance(value.get("tool_calls"), list):
         value = value["tool_calls"]
     items = value if isinstance(value, list) else [value]
-    calls = [_as_tool_call(item) for item in items]
-    if not calls or any(c is None for c in calls):
+    calls = [_call_of(item, tagged=tagged) for item in items]
+    if not calls or any(call is None for call in calls):
         return []
-    return [c for c in calls if c is not None]
+    return [call for call in calls if call is not None]
 
 
-def _tool_calls_from_text(text: str) -> list[ToolCall]:
-    if "{" not in text:
-        return []
-    candidates = [m.group(1) for m in _TOOL_CALL_TAG.finditer(text)]
-    candidates += [m.group(1) for m in _FENCE.finditer(text)]
-    candidates.append(text)
-    for candidate in candidates:
-        calls: list[ToolCall] = []
-        for value in _iter_json_values(candidate, stop_at_broken_call=True):
-            calls.extend(_tool_calls_from_value(value))
-        if calls:
-            return calls
-    return []
+def _broken_call(text: str, pos: int, exc: ValueError, *, at_tag: bool) -> InvalidToolCall | None:
+    """The call that starts at ``pos`` and does not decode, if it is recognisably one.
+
+    It is when its name is followed by an argument key, or the text ends right after the
+    name, or (``at_tag``) it opens a ``<tool_call>`` tag.
+    """
+    head = _CALL_HEAD.match(text, pos)
+    if head is None or (head.group(2) is None and not at_tag):
+        return None
+    error = f"Tool call is not complete JSON ({exc}): cut off by max_tokens, or malformed."
+    return InvalidToolCall(
+        name=head.group(1).strip(), args=text[pos:].strip(), id=None, error=error,
+        type="invalid_tool_call",
+    )  # fmt: skip
+
+
+def _next_value(text: str, pos: int) -> int:
+    """The position of the next ``{`` or ``[`` from ``pos`` (-1: none)."""
+    starts = [i for i in (text.find("{", pos), text.find("[", pos)) if i >= 0]
+    return min(starts) if starts else -1
+
+
+def _iter_json_values(text: str) -> Iterator[Any]:
+    """Yield every JSON object/array that starts at a ``{`` or ``[`` in ``text``."""
+    pos = 0
+    while (start := _next_value(text, pos)) >= 0:
+        try:
+            value, pos = _DECODER.raw_decode(text, start)
+        except ValueError:
+            pos = start + 1
+            continue
+        yield value
+
+
+def _tag_calls(body: str) -> list[ToolCall | InvalidToolCall]:
+    """The calls inside one ``<tool_call>`` tag (other JSON in it is ignored)."""
+    found: list[ToolCall | InvalidToolCall] = []
+    pos = 0
+    while (start := _next_value(body, pos)) >= 0:
+        try:
+            value, pos = _DECODER.raw_decode(body, start)
+        except ValueError as exc:
+            at_tag = body[:start].strip() in ("", "[")
+            broken = _broken_call(body, start, exc, at_tag=at_tag)
+            if broken is not None:
+                found.append(broken)
+                return found
+            if _BROKEN_CALL.match(body, start):
+                return found
+            pos = start + 1
+            continue
+        found.extend(_calls_of(value, tagged=True))
+    return found
+
+
+def _run_of_calls(text: str, pos: int) -> list[ToolCall | InvalidToolCall] | None:
+    """The calls that follow a call ending at ``pos``, or ``None`` if prose follows it."""
+    found: list[ToolCall | InvalidToolCall] = []
+    while True:
+        pos = _BETWEEN_CALLS.match(text, pos).end()  # type: ignore[union-attr]
+        if pos >= len(text):
+            return found
+        try:
+            value, pos = _DECODER.raw_decode(text, pos)
+        except ValueError as exc:
+            broken = _broken_call(text, pos, exc, at_tag=False)
+            return None if broken is None else [*found, broken]
+        calls = _calls_of(value, tagged=False)
+        if not calls:
+            return None
+        found.extend(calls)
+
+
+def _untagged_calls(text: str) -> tuple[int, list[ToolCall | InvalidToolCall]] | None:
+    """Where the run of calls that ends ``text`` starts, and its calls (no tags)."""
+    pos = 0
+    while (start := _next_value(text, pos)) >= 0:
+        try:
+            value, pos = _DECODER.raw_decode(text, start)
+        except ValueError as exc:
+            broken = _broken_call(text, start, exc, at_tag=False)
+            if broken is not None:
+                return start, [broken]
+            if _BROKEN_CALL.match(text, start):
+                return None
+            pos = start + 1
+            continue
+        calls = _calls_of(value, tagged=False)
+        rest = _run_of_calls(text, pos) if calls else None
+        if rest is not None:
+            return start, calls + rest
+    return None
+
+
+def parse_tool_calls(text: str) -> ContentToolCalls:
+    """Find the tool calls written in a completion's text.
+
+    The one reader of tool calls in text, shared by g_T (:class:`ToolDecisionParser`), the
+    samplers that turn raw text into messages (``OpenAISampler`` where the server's tool
+    parser found none, ``OfflineSampler``) and the message a decision returns
+    (:func:`with_tool_calls`). The rules:
+
+    1. Hermes tags: every ``<tool_call>…</tool_call>`` (the closing tag may be missing)
+       holding a JSON object with a string ``"name"`` is a call, wherever the tag is
+       (vLLM's hermes parser reads them so); other text and JSON around them is ignored.
+    2. Without a tag holding a call: the calls that *end* the text. A call is JSON of the
+       form ``{"name": "<tool>", "arguments": {...}}`` (or ``"parameters"``, ``"args"``,
+       ``"params"``; arguments may be a string holding the object; ``"id"``/``"type"``
+       may be present), ``{"function": {...}}`` (OpenAI wire format) or
+       ``{"tool_calls": [...]}``, or a list of those, bare or in a Markdown code fence
+       (```` ```json ````). Text may come before the calls (a lead-in such as "Here is
+       the call:"); after them only whitespace, separators (``,``/``;``), fences and a
+       stray ``</tool_call>``. A call-shaped object followed by other text is quoted in an
+       answer ("I would call {...} to get it."), not made. An object with other keys
+       (``"description"``: an echoed tool definition) or JSON-schema arguments is no call.
+    3. A call whose JSON does not decode — cut off by ``max_tokens`` or malformed — is an
+       invalid call (with its name and an ``error``), never a call; it is recognised by
+       its start: ``{"name": "<tool>"`` behind a ``<tool_call>`` tag, followed by an
+       argument key (not a JSON schema), or cut off right after the name. So is a tagged
+       call whose arguments are no object.
+
+    Whether the name is one of the offered tools is not checked here: a call to a tool
+    that was not offered is still a call (g_T leaves it unparsed, ``"unoffered_tool"``,
+    and a decision never sends it).
+
+    Args:
+        text: The completion's text.
+
+    Returns:
+        The text before the first call (without an opening fence), the calls (each with a
+        deterministic id) and the invalid calls; ``(text, [], [])`` when there is none.
+    """
+    found = _scan(text) if "{" in text else None
+    if found is None:
+        return ContentToolCalls(text, [], [])
+    return ContentToolCalls(
+        found.content,
+        [copy.deepcopy(call) for call in found.tool_calls],
+        [copy.deepcopy(call) for call in found.invalid_tool_calls],
+    )
+
+
+@functools.lru_cache(maxsize=2048)
+def _scan(text: str) -> ContentToolCalls | None:
+    """:func:`parse_tool_calls` without the copies; ``None`` when the text makes no call.
+
+    Cached: g_T, the decision and the reasons for unparsed samples read the same texts.
+    """
+    first = None
+    found: list[ToolCall | InvalidToolCall] = []
+    for match in _TOOL_CALL_TAG.finditer(text):
+        calls = _tag_calls(match.group(1))
+        if calls and first is None:
+            first = match.start()
+        found.extend(calls)
+    if first is None:
+        untagged = _untagged_calls(text)
+        if untagged is None:
+            return None
+        first, found = untagged
+    valid = [c for c in found if c["type"] == "tool_call"]
+    invalid = [c for c in found if c["type"] == "invalid_tool_call"]
+    for i, call in enumerate(valid):
+        call["id"] = _tool_call_id(call["name"], call["args"], i)
+    for i, call in enumerate(invalid):
+        call["id"] = _tool_call_id(call["name"] or "", {"args": call["args"]}, len(valid) + i)
+    content = _BEFORE_CALL.sub("", text[:first]).strip()
+    return ContentToolCalls(content, valid, invalid)  # type: ignore[arg-type]
 
 
 def _tool_call_id(name: str, args: Mapping[str, Any], index: int) -> str:
@@ -199,15 +386,10 @@ def _tool_call_id(name: str, args: Mapping[str, Any], index: int) -> str:
 def extract_tool_calls(message: AIMessage) -> list[ToolCall]:
     """Return the tool calls that ``message`` makes, natively or written in its content.
 
-    Native ``message.tool_calls`` win. Otherwise the content is searched, in this order,
-    inside ``<tool_call>…</tool_call>`` tags (hermes-style, the closing tag may be
-    missing), inside Markdown code fences, then anywhere in the text, for JSON of the
-    forms ``{"name": ..., "arguments"|"parameters"|"args": {...}}``,
-    ``{"function": {...}}``, ``{"tool_calls": [...]}`` or a list of those. Arguments
-    given as a JSON string are decoded. Calls found in content get a deterministic id.
-    A call whose JSON does not decode (cut off by ``max_tokens``, or malformed) is never
-    returned, nor is any object nested in it; ``invalid_tool_calls`` are not returned
-    either. So a non-empty result is always a complete, executable call.
+    Native ``message.tool_calls`` win; otherwise the calls that :func:`parse_tool_calls`
+    finds in the content (each with a deterministic id). ``invalid_tool_calls`` and calls
+    whose JSON does not decode are never returned, so a non-empty result is always a
+    complete, executable call (whether its tool was offered is the caller's check).
 
     Args:
         message: The completion.
@@ -217,10 +399,48 @@ def extract_tool_calls(message: AIMessage) -> list[ToolCall]:
     """
     if message.tool_calls:
         return list(message.tool_calls)
-    calls = _tool_calls_from_text(message_text(message))
-    for i, call in enumerate(calls):
-        call["id"] = _tool_call_id(call["name"], call["args"], i)
-    return calls
+    content = message.content
+    if isinstance(content, str) and "{" not in content:
+        return []
+    return parse_tool_calls(message_text(message)).tool_calls
+
+
+def with_tool_calls(message: AIMessage) -> AIMessage:
+    """Return a copy of ``message`` whose tool calls are real ``tool_calls`` with ids.
+
+    Native ``tool_calls`` are kept (a missing id is filled in deterministically).
+    Otherwise the calls written in the content (:func:`parse_tool_calls`) become
+    ``tool_calls`` and ``invalid_tool_calls`` and the content keeps only the text before
+    them, as vLLM's hermes parser returns a tagged call. A message without calls is
+    returned as an unchanged copy.
+
+    Args:
+        message: A completion.
+
+    Returns:
+        The copy.
+    """
+    calls = message.tool_calls
+    if calls:
+        if all(call.get("id") for call in calls):
+            return message.model_copy()
+        fixed = [
+            {**call, "id": call.get("id") or _tool_call_id(call["name"], call["args"], i)}
+            for i, call in enumerate(calls)
+        ]
+        return message.model_copy(update={"tool_calls": fixed})
+    content = message.content
+    if isinstance(content, str) and "{" not in content:
+        return message.model_copy()
+    parsed = parse_tool_calls(message_text(message))
+    if not parsed.tool_calls and not parsed.invalid_tool_calls:
+        return message.model_copy()
+    update = {
+        "content": parsed.content,
+        "tool_calls": parsed.tool_calls,
+        "invalid_tool_calls": [*message.invalid_tool_calls, *parsed.invalid_tool_calls],
+    }
+    return message.model_copy(update=update)
 
 
 def canonical_tool_calls(calls: Sequence[ToolCall]) -> str:
@@ -316,48 +536,22 @@ def _matcher(builtin: Sequence[str], extra: Sequence[str] = (), flags: int = 0) 
 _PLEASANTRY = re.compile(_alternation(_PLEASANTRY_PATTERNS))
 
 
-def _call_names(message: AIMessage) -> list[str]:
-    """Names of the tool calls ``message`` makes (like :func:`extract_tool_calls`, no ids)."""
-    if message.tool_calls:
-        return [c["name"] for c in message.tool_calls]
+def _call_names(message: AIMessage) -> tuple[list[str], list[str]]:
+    """Names of the calls ``message`` makes, and of those it starts but does not complete.
+
+    The calls are those of :func:`extract_tool_calls`; the started ones are the named
+    ``invalid_tool_calls`` and the invalid calls :func:`parse_tool_calls` finds in the
+    content (typically JSON cut off by ``max_tokens``).
+    """
+    partial = [c["name"] for c in message.invalid_tool_calls if c.get("name")]
     content = message.content
     if isinstance(content, str) and "{" not in content:
-        return []
-    return [c["name"] for c in _tool_calls_from_text(message_text(message))]
-
-
-_CALL_START = re.compile(
-    r'(<tool_call>\s*\[?\s*)?\{\s*(?:"function"\s*:\s*\{\s*)?"name"\s*:\s*"([^"\\\n]{1,200})"'
-    r'(\s*,\s*"(?:arguments|parameters|args|params)"\s*:'
-    r'(?!\s*\{\s*"(?:type|properties|required)"\s*:)|\s*,?\s*"?\s*$)?',
-    re.IGNORECASE,
-)
-"""The start of a tool call written in the content: ``{"name": "x"`` (optionally inside
-``{"function": …}``), with group 1 a hermes ``<tool_call>`` tag before it, group 2 the
-name and group 3 an argument key after it (not followed by a JSON-schema object: that is
-a tool's definition echoed) or the end of the text right after the name."""
-
-
-def _partial_call_names(message: AIMessage) -> list[str]:
-    """Names of the tool calls ``message`` starts but does not complete.
-
-    These are ``invalid_tool_calls`` that carry a name, and call objects in the content
-    whose JSON does not decode (typically cut off by ``max_tokens``). An object in the
-    content counts when it is recognisably a call: behind a ``<tool_call>`` tag, followed
-    by an argument key, or cut off right after the name.
-    """
-    names = [c["name"] for c in message.invalid_tool_calls if c.get("name")]
-    text = message_text(message)
-    if "{" in text:
-        for match in _CALL_START.finditer(text):
-            if match.group(1) is None and match.group(3) is None:
-                continue
-            try:
-                _DECODER.raw_decode(text, text.index("{", match.start()))
-            except ValueError:
-                names.append(match.group(2).strip())
-            # else the object decodes: a complete call (rule 1), or no call at all
-    return names
+        return [c["name"] for c in message.tool_calls], partial
+    found = _scan(message_text(message))
+    if found is None:
+        return [c["name"] for c in message.tool_calls], partial
+    partial += [c["name"] for c in found.invalid_tool_calls if c["name"]]
+    return [c["name"] for c in message.tool_calls or found.tool_calls], partial
 
 
 _TOOL_DECISION_LABELS = ("tool_call", "request_for_info", "cannot_answer")
@@ -452,10 +646,9 @@ class ToolDecisionParser:
 
     def __call__(self, message: AIMessage) -> str | None:
         """Return the label of ``message`` (see the class docstring for the rules)."""
-        names = _call_names(message)
+        names, partial = _call_names(message)
         if names and self._offered(names):
             return "tool_call"
-        partial = _partial_call_names(message)
         if partial and self.partial_calls and self._offered(partial):
             return "tool_call"
         if names or partial:
@@ -543,7 +736,7 @@ def unparsed_reason(message: AIMessage, *, tool_names: Sequence[str] | None = No
     """
     if tool_names is not None:
         offered = tuple(tool_names)
-        names = _call_names(message) + _partial_call_names(message)
+        names = [name for found in _call_names(message) for name in found]
         if names and not any(n in offered for n in names):
             return "unoffered_tool"
     if (message.response_metadata or {}).get("finish_reason") == "length":

