@@ -83,3 +83,48 @@ if [ -n "${QWEN:-}" ]; then
     --out runs/qwen05.stsb150.eval.json
   kill "$QPID"
 fi
+
+# Qwen2.5-Coder-1.5B-Instruct (registry model, ~1.1 GB of wheels; its own server): the README's
+# main tables. STS-B 200 and MMLU dev+val 300 (with abstain, cost 0.3) one-pass logprob;
+# NQ-open and SimpleQA 120 each, N = 8, cluster belief; When2Call balanced 60, N = 8 and
+# one-pass. About 45 min of sampling on 2 cores. Run with QWEN15=1.
+if [ -n "${QWEN15:-}" ]; then
+  [ -n "${SERVER_PID:-}" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  Q=qwen2.5-coder-1.5b-instruct
+  $T model prepare $Q
+  rm -f runs/q15_url
+  $T serve --model $Q --port 8002 --url-file runs/q15_url --log-file runs/q15_server.log &
+  Q15PID=$!
+  while [ ! -s runs/q15_url ]; do sleep 5; done
+  U=$(cat runs/q15_url)
+  S="--base-url $U --model $Q"
+  $T data convert stsb --limit 300 --seed 0 --out runs/stsb300.jsonl --task-out runs/stsb300.task.yaml
+  $T data convert mmlu --split dev+val --limit 400 --seed 0 --abstain-cost 0.3 \
+    --out runs/mmlu400.jsonl --task-out runs/mmlu_abstain.task.yaml
+  $T data convert nq-open --limit 300 --seed 0 --out runs/nq.jsonl --task-out runs/nq.task.yaml
+  $T data convert simpleqa --limit 300 --seed 0 --out runs/simpleqa.jsonl --task-out runs/simpleqa.task.yaml
+  $T data convert when2call --limit 60 --balanced --seed 0 --out runs/when2call.b60.jsonl
+  $T sample --task runs/stsb300.task.yaml --data runs/stsb300.jsonl $S --belief logprob \
+    --choices 0,1,2,3,4,5 --no-greedy --concurrency 2 --limit 200 --out runs/q15.stsb300.samples.jsonl
+  $T sample --task runs/mmlu_abstain.task.yaml --data runs/mmlu400.jsonl $S --belief logprob \
+    --choices A,B,C,D --no-greedy --concurrency 2 --limit 300 --out runs/q15.mmlu400.samples.jsonl
+  for D in nq simpleqa; do
+    $T sample --task runs/$D.task.yaml --data runs/$D.jsonl $S --n 8 --max-tokens 32 \
+      --temperature 0.7 --concurrency 4 --limit 120 --out runs/q15.$D.n8.samples.jsonl
+  done
+  $T sample --task runs/when2call.other.task.yaml --data runs/when2call.b60.jsonl $S --n 8 \
+    --max-tokens 128 --temperature 0.7 --concurrency 4 --out runs/q15.w2c.b60.n8.samples.jsonl
+  $T sample --task runs/when2call.other.task.yaml --data runs/when2call.b60.jsonl $S \
+    --belief logprob --choices call,ask,refuse --no-greedy --concurrency 2 \
+    --out runs/q15.w2c.b60.logprob.samples.jsonl
+  kill "$Q15PID"; wait "$Q15PID" 2>/dev/null
+  for R in stsb300 mmlu400 w2c.b60.logprob; do
+    $T evaluate --samples runs/q15.$R.samples.jsonl --folds 5 --out runs/q15.$R.eval.json
+  done
+  $T evaluate --samples runs/q15.w2c.b60.n8.samples.jsonl --reparse --folds 5 --target-risk 0.5 \
+    --out runs/q15.w2c.b60.n8.eval.json
+  for D in nq simpleqa; do
+    $T evaluate --samples runs/q15.$D.n8.samples.jsonl --task runs/$D.task.yaml --reparse \
+      --folds 5 --target-risk 0.1 --out runs/q15.$D.n8.eval.json
+  done
+fi

