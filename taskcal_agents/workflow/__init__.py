@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from taskcal_agents.workflow._data import eval_arrays, load_eval_arrays, resolve_task
+from taskcal_agents.workflow._data import eval_arrays, load_eval_arrays, resolve_task, task_summary
 from taskcal_agents.workflow._evaluate import (
     DEFAULT_CALIBRATORS,
     EVALUATION_FORMAT,
@@ -135,6 +135,7 @@ __all__ = [
     "selective_section",
     "selective_summary",
     "stratified_folds",
+    "task_summary",
     "verdict",
     "write_json",
     "write_report",

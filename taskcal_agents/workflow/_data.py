@@ -46,6 +46,17 @@ def resolve_task(samples: SamplesFile, task: Task | str | os.PathLike[str] | Non
     return task
 
 
+def task_summary(task: Task) -> dict[str, object]:
+    """The task block of an evaluation file: name, labels, actions, cost and fallback action."""
+    return {
+        "name": task.name,
+        "labels": list(task.labels),
+        "actions": list(task.action_list),
+        "cost": task.cost_matrix().tolist(),
+        "fallback_action": task.default_action,
+    }
+
+
 def eval_arrays(
     task: Task,
     samples: SamplesFile,
