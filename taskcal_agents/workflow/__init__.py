@@ -13,6 +13,7 @@ from taskcal_agents.workflow._data import (
     load_eval_arrays,
     record_clusters,
     resolve_task,
+    task_summary,
 )
 from taskcal_agents.workflow._evaluate import (
     DEFAULT_CALIBRATORS,
@@ -143,6 +144,7 @@ __all__ = [
     "selective_section",
     "selective_summary",
     "stratified_folds",
+    "task_summary",
     "verdict",
     "write_json",
     "write_report",

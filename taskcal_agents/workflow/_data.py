@@ -104,6 +104,17 @@ def record_clusters(
     return clusters, modal_labels(task, clusters, labels)
 
 
+def task_summary(task: Task) -> dict[str, object]:
+    """The task block of an evaluation file: name, labels, actions, cost and fallback action."""
+    return {
+        "name": task.name,
+        "labels": list(task.labels),
+        "actions": list(task.action_list),
+        "cost": task.cost_matrix().tolist(),
+        "fallback_action": task.default_action,
+    }
+
+
 def eval_arrays(
     task: Task,
     samples: SamplesFile,

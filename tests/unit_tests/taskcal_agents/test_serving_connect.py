@@ -19,13 +19,19 @@ def test_connect_uses_the_given_server_without_starting_one(
         assert found == ("http://h:1/v1", "other")
 
 
-def test_connect_starts_and_stops_the_cpu_default(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("model", "served"),
+    [(None, DEFAULT_MODEL_NAME), ("qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-0.5b-instruct")],
+)
+def test_connect_starts_and_stops_a_server_on_the_model(
+    monkeypatch: pytest.MonkeyPatch, model: str | None, served: str
+) -> None:
     calls: list[str] = []
 
     class FakeServer:
-        def __init__(self, **kwargs: object) -> None:
-            calls.append(f"init {sorted(kwargs)}")
-            self.base_url, self.model_name = "http://127.0.0.1:1234/v1", DEFAULT_MODEL_NAME
+        def __init__(self, model: str | None = None, **kwargs: object) -> None:
+            calls.append(f"init {model} {sorted(kwargs)}")
+            self.base_url, self.model_name = "http://127.0.0.1:1234/v1", model or DEFAULT_MODEL_NAME
 
         def __enter__(self) -> FakeServer:
             calls.append("start")
@@ -35,7 +41,7 @@ def test_connect_starts_and_stops_the_cpu_default(monkeypatch: pytest.MonkeyPatc
             calls.append("stop")
 
     monkeypatch.setattr(vllm_module, "VLLMServer", FakeServer)
-    with connect(kv_cache_gib=2) as (url, model):
-        assert (url, model) == ("http://127.0.0.1:1234/v1", DEFAULT_MODEL_NAME)
-        assert calls == ["init ['kv_cache_gib']", "start"]
+    with connect(model=model, kv_cache_gib=2) as (url, name):
+        assert (url, name) == ("http://127.0.0.1:1234/v1", served)
+        assert calls == [f"init {model} ['kv_cache_gib']", "start"]
     assert calls[-1] == "stop"

@@ -393,6 +393,9 @@ def test_logprob_belief_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     with SamplesStore.open(path, sample_header(task, settings, None)) as store:
         report = run_sampling(task, items, FakeSampler(), store, settings)
     assert report.written == 30
+    # A rerun with the same choices resumes (the header holds them as a JSON list).
+    with SamplesStore.open(path, sample_header(task, settings, None)) as store:
+        assert len(store.done) == 30
     assert calls[0]["choices"] == ["call", "ask", "refuse"]
     assert calls[0]["temperature"] == 1.0
     samples = read_samples(path)

@@ -1,0 +1,352 @@
+"""``taskcal demo`` against a fake OpenAI-compatible server (httpx.MockTransport), no vLLM.
+
+The fake answers only one-pass belief requests (``max_tokens=1``, ``top_logprobs``, a
+choice constraint), with log-probabilities drawn per prompt around what it "says": on
+STS-B a rating two points too high (a systematic miscalibration that a calibration map can
+undo), on the tool-use requests the true choice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from taskcal_agents import serving
+from taskcal_agents.cli import app
+from taskcal_agents.commands import workflow as workflow_cmd
+from taskcal_agents.datasets import SHARED_DATA_ENV, convert
+from taskcal_agents.demo import (
+    DEMO_CHOICES,
+    DEMO_FORMAT,
+    demo_items,
+    demo_task,
+    run_demo,
+    stsb_items,
+)
+from taskcal_agents.errors import DataFileError
+from taskcal_agents.sampling.openai import OpenAISampler
+from taskcal_agents.workflow import eval_arrays, read_samples
+
+BASE_URL = "http://fake-vllm.test/v1"
+N_STSB = 24
+
+
+@pytest.fixture
+def shared_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A shared data folder whose STS-B dev file holds 60 pairs, 10 per rating."""
+    folder = tmp_path / "shared"
+    (folder / "stsb").mkdir(parents=True)
+    rows = [
+        f"main-news\tfile\t2016\t{i:04d}\t{i % 6}.0\tA sentence number {i}.\tAnother one, {i}."
+        for i in range(60)
+    ]
+    (folder / "stsb" / "sts-dev.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    monkeypatch.setenv(SHARED_DATA_ENV, str(folder))
+    return folder
+
+
+class FakeServer:
+    """Chat completions with top_logprobs under a choice constraint, nothing else."""
+
+    def __init__(self, shared: Path) -> None:
+        self.truth = {str(i.messages[-1]["content"]): str(i.label) for i in demo_items()}
+        source = shared / "stsb" / "sts-dev.csv"
+        self.truth |= {
+            str(i.messages[-1]["content"]): str(i.label) for i in convert("stsb", source)
+        }
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def top(self, prompt: str, choices: list[str]) -> dict[str, float]:
+        """Log-probabilities of *choices*: a per-prompt draw around what the fake says."""
+        truth = self.truth[prompt]
+        if choices == list(DEMO_CHOICES):
+            said = list(demo_task().labels).index(truth)
+        else:
+            said = min(int(truth) + 2, 5)  # STS-B: two points too high
+        seed = int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16)
+        logits = np.random.default_rng(seed).normal(0.0, 0.5, len(choices))
+        logits[said] += 1.5
+        logprobs = logits - np.log(np.exp(logits).sum())
+        return dict(zip(choices, logprobs.tolist(), strict=True))
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        payload = json.loads(request.content)
+        with self._lock:
+            self.requests.append(payload)
+        choices = (payload.get("structured_outputs") or {}).get("choice")
+        if payload.get("max_tokens") != 1 or not payload.get("logprobs") or not choices:
+            return httpx.Response(400, json={"message": f"not a one-pass request: {payload}"})
+        if payload.get("tools") and payload.get("tool_choice") != "none":
+            return httpx.Response(400, json={"message": "tools need tool_choice='none'"})
+        top = self.top(payload["messages"][-1]["content"], choices)
+        entries = [
+            {"token": token, "logprob": lp, "bytes": list(token.encode())}
+            for token, lp in top.items()
+        ]
+        first = max(entries, key=lambda e: e["logprob"])
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": first["token"]},
+            "finish_reason": "length",
+            "logprobs": {"content": [{**first, "top_logprobs": entries}]},
+        }
+        body = {"id": "c", "object": "chat.completion", "created": 0, "model": "fake"}
+        return httpx.Response(200, json={**body, "choices": [choice]})
+
+    def sampler(self) -> OpenAISampler:
+        transport = httpx.MockTransport(self)
+        return OpenAISampler(BASE_URL, "fake", http_client=httpx.Client(transport=transport))
+
+
+# The unregularised maps (matrix scaling) meet well-separated fake beliefs and stop at
+# their iteration limit; that is expected here and not what these tests check.
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_run_demo_evaluates_both_parts_decides_live_and_resumes(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    server = FakeServer(shared_data)
+    out = tmp_path / "out"
+    released: list[int] = []
+
+    def release() -> None:
+        released.append(len(server.requests))
+        assert not (out / "stsb.evaluation.json").exists()  # the server stops first
+
+    result = run_demo(
+        server.sampler(),
+        out,
+        model="fake/model",
+        base_url=BASE_URL,
+        stsb=stsb_items(N_STSB),
+        permutations=1,
+        release=release,
+    )
+
+    # One request per item and per live decision, the server released after the last.
+    assert len(server.requests) == N_STSB + 36 + 3
+    assert released == [len(server.requests)]
+    assert [part.key for part in result.parts] == ["stsb", "tool_use"]
+    assert [p.n_sampled_now for p in result.parts] == [N_STSB, 36]
+    assert result.parts[0].samples_path == out / "stsb.fake_model.samples.jsonl"
+    assert list(result.timings) == [
+        "stsb_sampling",
+        "tool_use_sampling",
+        "decisions",
+        "server_stop",
+        "stsb_evaluation",
+        "stsb_shuffle_test",
+        "tool_use_evaluation",
+        "tool_use_shuffle_test",
+        "total",
+    ]
+    assert result.timings["stsb_shuffle_test"] <= result.timings["stsb_evaluation"]
+    steps = [v for k, v in result.timings.items() if k != "total" and "shuffle" not in k]
+    assert result.timings["total"] >= sum(steps) - 0.5  # each step is rounded to 0.1 s
+
+    stsb = result.parts[0].evaluation
+    costs = {row["decoder"]: row["expected_cost"] for row in stsb["decoders"]}
+    assert "greedy" not in costs  # no greedy completion is drawn
+    assert {"constant", "majority", "mbr_raw", "mbr_dirichlet"} <= set(costs)
+    # The fake rates two points too high: raw MBR pays for it, calibration undoes it.
+    assert costs["mbr_raw"] > 1.0
+    assert costs["mbr_dirichlet"] < costs["mbr_raw"] - 0.5
+    assert costs["mbr_dirichlet"] < costs["constant"]
+    assert stsb["permutation_test"]["n_permutations"] == 1
+    assert stsb["meta"]["belief"] == "logprob"
+    on_disk = json.loads((out / "stsb.evaluation.json").read_text())
+    assert on_disk["decoders"] == json.loads(json.dumps(stsb["decoders"]))
+
+    # The live decisions go through the runtime and see the stored beliefs.
+    task = demo_task()
+    data = eval_arrays(task, read_samples(result.parts[1].samples_path))
+    live = server.requests[-3:]
+    assert all(r["structured_outputs"] == {"choice": list(DEMO_CHOICES)} for r in live)
+    assert [d.truth for d in result.decisions] == list(task.labels)
+    for shown in result.decisions:
+        row = data.ids.index(
+            next(i.id for i in demo_items() if i.messages[-1]["content"] == shown.text)
+        )
+        np.testing.assert_allclose(list(shown.decision.probs.values()), data.P[row])
+        decision = shown.decision
+        q = np.array(list(decision.calibrated.values()))
+        expected = q @ task.cost_matrix()
+        np.testing.assert_allclose(list(decision.expected_cost.values()), expected)
+        assert decision.action == task.action_list[int(np.argmin(expected))]
+        assert not decision.fallback
+        assert q.sum() == pytest.approx(1.0)
+        assert shown.tools
+    saved = json.loads((out / "demo.json").read_text())
+    assert saved["format"] == DEMO_FORMAT
+    assert saved["timings_s"] == result.timings
+    assert list(saved["parts"]) == ["stsb", "tool_use"]
+    assert [d["decision"]["action"] for d in saved["decisions"]] == [
+        shown.decision.action for shown in result.decisions
+    ]
+
+    # A rerun resumes: only the live decisions reach the server.
+    before = len(server.requests)
+    again = run_demo(
+        server.sampler(),
+        out,
+        model="fake/model",
+        base_url=BASE_URL,
+        stsb=stsb_items(N_STSB),
+        permutations=0,
+    )
+    assert len(server.requests) - before == 3
+    assert [p.n_sampled_now for p in again.parts] == [0, 0]
+    assert again.parts[0].evaluation["permutation_test"] is None
+    assert "stsb_shuffle_test" not in again.timings
+
+
+def test_stsb_items_name_the_shared_data_variable_when_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SHARED_DATA_ENV, str(tmp_path))
+    msg = (
+        f"{tmp_path / 'stsb' / 'sts-dev.csv'}: taskcal demo needs the STS-B dev set for its "
+        "first part and found no file there; set $TASKCAL_SHARED_DATA to the shared data "
+        "folder (the one holding stsb/sts-dev.csv), or run the tool-use part only with "
+        "--no-stsb."
+    )
+    with pytest.raises(DataFileError, match=re.escape(msg)):
+        stsb_items()
+
+
+def test_stsb_items_are_a_seeded_draw(shared_data: Path) -> None:
+    first, second = stsb_items(N_STSB), stsb_items(N_STSB)
+    assert [i.id for i in first] == [i.id for i in second]
+    assert len(first) == N_STSB
+    assert [i.id for i in stsb_items(10)] != [i.id for i in convert("stsb", None)[:10]]
+
+
+@pytest.fixture
+def fake_cli(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> FakeServer:
+    server = FakeServer(shared_data)
+    monkeypatch.setattr(workflow_cmd, "_make_sampler", lambda *args: server.sampler())
+    return server
+
+
+def test_cli_demo_with_a_running_server(fake_cli: FakeServer, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ["demo", "--base-url", BASE_URL, "--model", "fake", "--stsb-items", "12"]
+    result = CliRunner().invoke(app, [*args, "--permutations", "1", "--out-dir", str(out)])
+
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "Part 1 — STS-B dev, 12 random sentence pairs" in text
+    assert "Part 2 — 36 built-in tool-use requests" in text
+    assert "label-shuffle p" in text
+    assert "Live decisions" in text
+    assert repr("What's the weather in Paris right now?") in text
+    assert "Where the time went" in text
+    for label in ("STS-B: one-pass beliefs", "tool use: evaluation", "total"):
+        assert label in text
+    saved = json.loads((out / "demo.json").read_text())
+    assert saved["model"] == "fake"
+    task = demo_task()
+    shown = {
+        "tool_call": "next: the agent makes the tool_call with the offered tools",
+        "request_for_info": f"reply: {task.ask_text!r}",
+        "cannot_answer": f"reply: {task.abstain_text!r}",
+    }
+    for decided in saved["decisions"]:
+        assert shown[decided["decision"]["action"]] in text
+    assert "model_preparation" not in saved["timings_s"]
+
+
+def test_cli_demo_no_stsb_runs_the_tool_use_part_only(fake_cli: FakeServer, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ["demo", "--base-url", BASE_URL, "--no-stsb", "--permutations", "0"]
+    result = CliRunner().invoke(app, [*args, "--show", "1", "--out-dir", str(out)])
+
+    assert result.exit_code == 0, result.output
+    assert "Part 1 — 36 built-in tool-use requests" in result.stdout
+    saved = json.loads((out / "demo.json").read_text())
+    assert list(saved["parts"]) == ["tool_use"]
+    assert not any(key.startswith("stsb") for key in saved["timings_s"])
+    assert len(saved["decisions"]) == 1
+    assert len(fake_cli.requests) == 36 + 1
+
+
+def test_cli_demo_missing_data_fails_before_any_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SHARED_DATA_ENV, str(tmp_path))
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("no model may be prepared or served without the data")
+
+    monkeypatch.setattr(serving, "prepare_model", refuse)
+    monkeypatch.setattr(serving, "connect", refuse)
+    result = CliRunner().invoke(app, ["demo", "--out-dir", str(tmp_path / "out")])
+
+    assert result.exit_code == 2
+    assert "$TASKCAL_SHARED_DATA" in result.stderr
+    assert "--no-stsb" in result.stderr
+
+
+def test_cli_demo_prepares_serves_and_stops_the_model_before_evaluating(
+    fake_cli: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    calls: list[str] = []
+
+    def prepare(model: str) -> Path:
+        calls.append(f"prepare {model}")
+        return tmp_path / "model"
+
+    class Started:
+        def __init__(self, base_url: str | None = None, model: str | None = None) -> None:
+            calls.append(f"connect {base_url} {model}")
+            self.model = model
+
+        def __enter__(self) -> tuple[str, str]:
+            return BASE_URL, str(self.model)
+
+        def __exit__(self, *exc: object) -> None:
+            evaluated = (out / "tool_use.evaluation.json").exists()
+            calls.append(f"stop (evaluated: {evaluated})")
+
+    monkeypatch.setattr(serving, "prepare_model", prepare)
+    monkeypatch.setattr(serving, "connect", Started)
+    args = ["demo", "--model", "smollm2-135m-instruct", "--no-stsb", "--permutations", "0"]
+    result = CliRunner().invoke(app, [*args, "--out-dir", str(out)])
+
+    assert result.exit_code == 0, result.output
+    assert calls == [
+        "prepare smollm2-135m-instruct",
+        "connect None smollm2-135m-instruct",
+        "stop (evaluated: False)",
+    ]
+    timings = json.loads((out / "demo.json").read_text())["timings_s"]
+    assert list(timings)[:2] == ["model_preparation", "server_start"]
+    assert "server_stop" in timings
+
+
+def test_cli_demo_refuses_an_unknown_model_before_preparing(
+    fake_cli: FakeServer, tmp_path: Path
+) -> None:
+    args = ["demo", "--model", "no-such-model", "--no-stsb", "--out-dir", str(tmp_path)]
+    result = CliRunner().invoke(app, args)
+
+    assert result.exit_code == 2
+    assert "unknown model 'no-such-model'" in result.stderr
+
+
+def test_demo_all_names_exist() -> None:
+    import taskcal_agents.demo as module
+
+    assert len(set(module.__all__)) == len(module.__all__)
+    for name in module.__all__:
+        assert hasattr(module, name), f"taskcal_agents.demo.__all__ names missing {name!r}"
