@@ -272,6 +272,87 @@ def test_negative_permutations_rejected() -> None:
         evaluate_arrays(_arrays(n=30), n_permutations=-1)
 
 
+def test_zero_jobs_rejected() -> None:
+    msg = "jobs must be a number of processes >= 1, or negative (-1: all cores), got 0."
+    with pytest.raises(ConfigurationError, match=re.escape(msg)):
+        evaluate_arrays(_arrays(n=30), n_permutations=2, n_jobs=0)
+
+
+def test_parallel_shuffles_give_the_same_test() -> None:
+    data = _arrays(n=60, signal=0.2, seed=4)
+    make = default_factory("temperature")
+    serial = permutation_test(data, make, calibrator="temperature", n_permutations=6, seed=2)
+    ticks: list[int] = []
+    parallel = permutation_test(
+        data,
+        make,
+        calibrator="temperature",
+        n_permutations=6,
+        seed=2,
+        n_jobs=2,
+        progress=ticks.append,
+    )
+    assert parallel.null == serial.null
+    assert parallel.p_value == serial.p_value
+    assert ticks == [1] * 6
+
+
+def _stsb_like(n: int, seed: int = 0) -> EvalArrays:
+    """Ratings 0-5 with flat beliefs and a weak ordinal signal (like a 0.5B model's)."""
+    rng = np.random.default_rng(seed)
+    k = 6
+    counts = np.array([28, 38, 33, 20, 19, 12])
+    y = rng.choice(k, size=n, p=counts / counts.sum())
+    ratings = np.arange(k)
+    Z = np.log([0.045, 0.103, 0.119, 0.235, 0.289, 0.209]) + 0.12 * rng.normal(size=(n, k))
+    Z += 0.15 * np.outer((y - 2.5) / 2.5, (ratings - 2.5) / 2.5)
+    P = np.exp(Z - Z.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    labels = tuple(str(r) for r in ratings)
+    return EvalArrays(
+        P=P,
+        y=y.astype(np.intp),
+        cost=np.abs(ratings[:, None] - ratings[None, :]).astype(np.float64),
+        labels=labels,
+        actions=labels,
+        greedy=np.full(n, -1, dtype=np.intp),
+        no_sample=np.zeros(n, dtype=bool),
+        fallback=2,
+    )
+
+
+# The default evaluation at commit 1db30a0 (L-BFGS-B solver) on _stsb_like(150), 2 shuffles:
+# decoder: (expected_cost, nll, brier, ece, tce).
+PINNED_EVALUATION = {
+    "constant": (1.36, 1.7586165, 0.8222711, 0.0014634, 0.0),
+    "greedy": (1.36, None, None, None, None),
+    "majority": (2.0066667, 1.9827875, 0.8882249, 0.1641966, 0.5333333),
+    "mbr_raw": (1.5666667, 1.9827875, 0.8882249, 0.1641966, 0.5333333),
+    "mbr_temperature": (1.5866667, 1.7917602, 0.8333336, 0.0266722, 0.2266667),
+    "mbr_vector": (0.9133333, 1.5996354, 0.7772996, 0.1185810, 0.0933333),
+    "mbr_matrix": (0.84, 1.4950135, 0.7376200, 0.1376629, 0.04),
+    "mbr_dirichlet": (0.76, 1.4158025, 0.7181478, 0.0746820, -0.0266667),
+    "mbr_isotonic": (0.9666667, 2.3849399, 0.7825386, 0.1011984, 0.0),
+    "mbr_histogram": (1.3066667, 2.2465997, 0.8223203, 0.0647866, -0.1),
+}
+
+
+def test_evaluation_matches_the_pinned_lbfgs_evaluation() -> None:
+    """The solver changed (Newton's method); the evaluation and its test must not."""
+    evaluation = evaluate_arrays(_stsb_like(150), n_permutations=2)
+    for decoder, expected in PINNED_EVALUATION.items():
+        row = evaluation.row(decoder)
+        got = tuple(row[key] for key in ("expected_cost", "nll", "brier", "ece", "tce"))
+        assert got == pytest.approx(expected, abs=1e-4), decoder
+    test = evaluation.permutation
+    assert test is not None
+    assert test.statistic == pytest.approx(0.6)
+    assert test.null == pytest.approx([-0.0066667, 0.0], abs=1e-6)
+    assert test.p_value == pytest.approx(1 / 3)
+    chosen = [(c.reg_lambda_, c.reg_mu_) for c in evaluation.calibrators["dirichlet"].values()]
+    assert chosen == [(0.01, 0.01)] * 5
+
+
 # --------------------------------------------------------------------------------------
 # messages and grading
 
