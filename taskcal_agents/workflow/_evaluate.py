@@ -633,11 +633,10 @@ def permutation_test(
     rng = np.random.default_rng(seed)
     orders = [rng.permutation(data.n) for _ in range(n_permutations)]
     gaps = Parallel(n_jobs=n_jobs, return_as="generator")(
-        delayed(_gap_statistic)(X, data.y[order], data, n_folds, fold_seed, make)
-        for order in orders
+        delayed(_gap)(X, data.y[order], data, n_folds, fold_seed, make) for order in orders
     )
     null = []
-    for gap in gaps:
+    for gap, _ in gaps:
         null.append(gap)
         if progress is not None:
             progress(1)
@@ -651,18 +650,6 @@ def permutation_test(
         seed=seed,
         null=null,
     )
-
-
-def _gap_statistic(
-    P: NDArray[np.float64],
-    y: NDArray[np.intp],
-    data: EvalArrays,
-    n_folds: int,
-    seed: int,
-    make: CalibratorFactory,
-) -> float:
-    """The gap of :func:`_gap` alone (what a shuffle returns, cheap to send back)."""
-    return _gap(P, y, data, n_folds, seed, make)[0]
 
 
 def parse_calibrator_spec(spec: str) -> tuple[str, dict[str, Any]]:
