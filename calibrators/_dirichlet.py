@@ -12,9 +12,11 @@ from sklearn.model_selection import KFold, check_cv
 from calibrators._base import EPS_CONSTRAINT, N_CLASSES_CONSTRAINT
 from calibrators._linear import (
     KINDS,
+    LinearObjective,
     Regularizer,
     _LinearCalibrator,
     fit_linear,
+    minimise_linear,
     predict_linear,
 )
 from calibrators._validation import Integral, Interval, Real, StrOptions, clipped_log
@@ -33,9 +35,9 @@ class DirichletCalibrator(_LinearCalibrator):
     """Dirichlet calibration: ``q = softmax(W ln p + b)``.
 
     ``ln p`` is clipped at ``ln(eps)``. The map is fitted by minimising the weighted
-    mean negative log-likelihood plus a regulariser with scipy's L-BFGS-B, analytic
-    gradients and the identity map (``W = [I | 0]``, ``b = 0``) as starting point; the fit
-    is deterministic.
+    mean negative log-likelihood plus a regulariser with Newton's method (exact Hessian;
+    scipy's L-BFGS-B for maps of more than 128 parameters) and the identity map
+    (``W = [I | 0]``, ``b = 0``) as starting point; the fit is deterministic.
 
     With ``kind="full"``, ``W`` has shape (k, d): ``P`` may carry ``d - k`` extra input
     columns after the ``k = n_classes`` class columns (such as the share of unparsed
@@ -87,7 +89,8 @@ class DirichletCalibrator(_LinearCalibrator):
     eps : float, default=1e-12
         Probabilities are clipped to ``[eps, 1]`` before taking ``ln``.
     max_iter : int, default=1000
-        Maximum number of L-BFGS-B iterations.
+        Maximum number of optimiser iterations (Newton steps; L-BFGS-B iterations for
+        maps of more than 128 parameters).
     tol : float, default=1e-7
         Gradient tolerance of the optimiser (on standardised features).
     n_classes : int, default=None
@@ -288,19 +291,18 @@ class DirichletCalibrator(_LinearCalibrator):
             w_train = weights[train]
             if not w_train.any():
                 continue
+            objective = LinearObjective(
+                L[train], y[train], w_train, self.kind, Regularizer(), n_classes
+            )
             init = None
             for j, (lam, mu) in enumerate(candidates):
-                fitted = fit_linear(
-                    L[train],
-                    y[train],
-                    w_train,
-                    kind=self.kind,
-                    reg=Regularizer(lam=lam, mu=mu),
+                objective.set_reg(Regularizer(lam=lam, mu=mu))
+                fitted = minimise_linear(
+                    objective,
                     max_iter=self.max_iter,
                     tol=self.tol,
                     owner=type(self).__name__,
                     init=init,
-                    n_classes=n_classes,
                 )
                 init = (fitted.coef, fitted.intercept)
                 Q = predict_linear(L[test], fitted.coef, fitted.intercept)

@@ -451,6 +451,13 @@ def evaluate(
     permutations: Annotated[
         int, typer.Option(min=0, help="Label shuffles of the permutation test (0: skip).")
     ] = 200,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            help="Processes for the label shuffles (-1: all cores); the result does not "
+            "depend on it. Leave 1 on a machine shared with a model server."
+        ),
+    ] = 1,
     task: Annotated[
         Path | None,
         typer.Option(help="Task file (default: the sampling task; costs may be changed)."),
@@ -507,6 +514,7 @@ def evaluate(
                 test_calibrator=test_calibrator or None,
                 progress=lambda k: progress.advance(bar, k),
                 target_risk=target_risk,
+                n_jobs=jobs,
             )
     except TaskCalError as exc:
         raise _fail(err, exc) from exc

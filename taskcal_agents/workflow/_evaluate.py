@@ -605,13 +605,15 @@ def permutation_test(
     n_permutations: int = 200,
     seed: int = 0,
     progress: Callable[[int], None] | None = None,
+    n_jobs: int | None = None,
 ) -> PermutationTest:
     """Label-shuffle test of the cross-fitted gap between best constant and calibrated MBR.
 
     Under the null hypothesis the beliefs carry no information about the labels, so
     shuffling ``y`` against ``P`` leaves the gap's distribution unchanged. The masks of
     served items and executable actions stay with their items (they describe the
-    samples, not the label).
+    samples, not the label). Each shuffle refits the whole procedure (folds stratified
+    by the shuffled labels, every fold's calibrator with its own inner selection).
 
     Args:
         data: The evaluation arrays.
@@ -622,17 +624,25 @@ def permutation_test(
         n_permutations: The number of shuffles.
         seed: Seed of the shuffles.
         progress: Called with 1 after each shuffle.
+        n_jobs: Shuffles run in parallel in this many processes (joblib; ``None`` is 1
+            unless in a ``joblib.parallel_config`` context, -1 is all cores). The result
+            does not depend on it.
 
     Returns:
         The test result.
     """
+    from joblib import Parallel, delayed
+
     X, make, _ = calibrator_inputs(data, make)
     observed, diff = _gap(X, data.y, data, n_folds, fold_seed, make)
     rng = np.random.default_rng(seed)
+    orders = [rng.permutation(data.n) for _ in range(n_permutations)]
+    gaps = Parallel(n_jobs=n_jobs, return_as="generator")(
+        delayed(_gap)(X, data.y[order], data, n_folds, fold_seed, make) for order in orders
+    )
     null = []
-    for _ in range(n_permutations):
-        y_perm = data.y[rng.permutation(data.n)]
-        null.append(_gap(X, y_perm, data, n_folds, fold_seed, make)[0])
+    for gap, _ in gaps:
+        null.append(gap)
         if progress is not None:
             progress(1)
     exceed = sum(g >= observed - 1e-12 for g in null)
@@ -713,6 +723,7 @@ def evaluate_arrays(
     factory: Callable[[str], CalibratorFactory] = default_factory,
     progress: Callable[[int], None] | None = None,
     target_risk: float | None = None,
+    n_jobs: int | None = None,
 ) -> Evaluation:
     """Evaluate every decoder with cross-fitted calibration.
 
@@ -730,6 +741,7 @@ def evaluate_arrays(
         progress: Called with a step count as work completes (for a progress bar).
         target_risk: The risk a user accepts on the items a decoder keeps; each row's
             ``selective`` block then gives the coverage reached at it.
+        n_jobs: Processes for the label shuffles (see :func:`permutation_test`).
 
     Returns:
         The rows, the cross-fitted beliefs and actions, the per-fold calibrators and the
@@ -748,10 +760,13 @@ def evaluate_arrays(
 
     Raises:
         ConfigurationError: Bad *n_folds* (see :func:`stratified_folds`), a negative
-            *n_permutations*, or an unknown calibrator name or parameter.
+            *n_permutations*, ``n_jobs=0``, or an unknown calibrator name or parameter.
     """
     if n_permutations < 0:
         msg = f"permutations must be >= 0, got {n_permutations!r}."
+        raise ConfigurationError(msg)
+    if n_jobs == 0:
+        msg = "jobs must be a number of processes >= 1, or negative (-1: all cores), got 0."
         raise ConfigurationError(msg)
     folds = stratified_folds(data.y, n_folds, seed)
     k = data.P.shape[1]
@@ -839,6 +854,7 @@ def evaluate_arrays(
                 n_permutations=n_permutations,
                 seed=seed,
                 progress=progress,
+                n_jobs=n_jobs,
             )
         except (ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
             test_error = f"{type(exc).__name__}: {exc}"

@@ -7,11 +7,12 @@ import re
 import numpy as np
 import pytest
 from scipy.optimize import check_grad
+from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, KFold
 
 from calibrators import DirichletCalibrator, MatrixScaling, VectorScaling
-from calibrators._linear import Regularizer, _Objective
+from calibrators._linear import LinearObjective, Regularizer
 from calibrators.metrics import nll
 from tests.unit_tests.calibrators.helpers import miscalibrated, sample_labels, softmax
 
@@ -37,7 +38,7 @@ def test_analytic_gradient_matches_finite_differences(kind, reg):
     P, y, _ = miscalibrated(200, 4, seed=0)
     L = np.log(P)
     w = np.random.default_rng(1).uniform(0.5, 2.0, size=len(y))
-    objective = _Objective(L, y, w, kind, reg)
+    objective = LinearObjective(L, y, w, kind, reg)
     rng = np.random.default_rng(2)
     theta = objective.theta_from_wb(np.eye(4), np.zeros(4))
     theta = theta + rng.normal(scale=0.3, size=theta.shape)
@@ -49,7 +50,7 @@ def test_analytic_gradient_matches_finite_differences(kind, reg):
 def test_analytic_gradient_with_an_extra_column(reg):
     X, y, _, _ = extra_column_data(200, seed=0)
     w = np.random.default_rng(1).uniform(0.5, 2.0, size=len(y))
-    objective = _Objective(np.log(X), y, w, "full", reg, 3)
+    objective = LinearObjective(np.log(X), y, w, "full", reg, 3)
     rng = np.random.default_rng(2)
     theta = objective.theta_from_wb(np.eye(3, 4), np.zeros(3))
     assert theta.shape == (3 * 4 + 3,)
@@ -61,7 +62,7 @@ def test_analytic_gradient_with_an_extra_column(reg):
 @pytest.mark.parametrize("kind", KINDS)
 def test_parametrisation_round_trip(kind):
     P, y, _ = miscalibrated(50, 3, seed=1)
-    objective = _Objective(np.log(P), y, np.ones(len(y)), kind, Regularizer())
+    objective = LinearObjective(np.log(P), y, np.ones(len(y)), kind, Regularizer())
     rng = np.random.default_rng(0)
     W = np.eye(3) * 1.7 if kind == "fixed_diagonal" else rng.normal(size=(3, 3))
     if kind == "diagonal":
@@ -74,7 +75,7 @@ def test_parametrisation_round_trip(kind):
 
 def test_parametrisation_round_trip_with_an_extra_column():
     X, y, _, _ = extra_column_data(50, seed=1)
-    objective = _Objective(np.log(X), y, np.ones(len(y)), "full", Regularizer(), 3)
+    objective = LinearObjective(np.log(X), y, np.ones(len(y)), "full", Regularizer(), 3)
     rng = np.random.default_rng(0)
     W, b = rng.normal(size=(3, 4)), rng.normal(size=3)
     W2, b2 = objective.wb_from_theta(objective.theta_from_wb(W, b))
@@ -334,3 +335,127 @@ def test_auto_reg_mu_grid_is_validated():
     )
     with pytest.raises(ValueError, match=re.escape(msg)):
         DirichletCalibrator(reg_mu="auto").fit(P[:1], y[:1])
+
+
+# Fits of the L-BFGS-B solver at commit 1db30a0 (before Newton's method), default tol,
+# on miscalibrated(300, 3, seed=7): the solver changed, the maps must not.
+PINNED_LBFGS_FITS = {
+    "odir": (
+        DirichletCalibrator(reg_lambda=1e-2, reg_mu=1e-2),
+        [[0.5440399, 0.0614284, 0.0274204], [-0.0077516, 0.3814763, -0.0274194],
+         [0.0077466, -0.0614334, 0.4665061]],
+        [0.5286253, -0.1366379, -0.3919861],
+    ),
+    "odir_strong_mu": (
+        DirichletCalibrator(reg_lambda=0.1, reg_mu=1.0),
+        [[0.4336975, 0.0129912, -0.0091474], [-0.0186227, 0.4090317, 0.0091470],
+         [0.0186244, -0.0129917, 0.5723470]],
+        [0.0257298, -0.0074542, -0.0182756],
+    ),
+    "l2": (
+        DirichletCalibrator(reg_lambda=0.1),
+        [[0.6819756, 0.2498515, 0.1823618], [0.1474899, 0.5970335, 0.1459246],
+         [0.1705345, 0.1531150, 0.6717136]],
+        [0.4015487, -0.1106573, -0.2908914],
+    ),
+    "auto": (
+        DirichletCalibrator(
+            reg_lambda="auto", reg_mu="auto", reg_grid=(1e-2, 1e-1, 1.0, 10.0),
+            reg_mu_grid=(1e-2, 1.0), cv=3,
+        ),
+        [[0.5216271, 0.0158028, 0.0045756], [-0.0028365, 0.3916184, -0.0045756],
+         [0.0028365, -0.0158028, 0.4955275]],
+        [0.3004780, -0.0568218, -0.2436560],
+    ),
+    "matrix": (
+        MatrixScaling(),
+        [[0.7179348, 0.2833053, 0.2234680], [0.1369477, 0.5831000, 0.1500649],
+         [0.1451175, 0.1335947, 0.6264670]],
+        [0.6645419, -0.1669494, -0.4975925],
+    ),
+    "vector": (
+        VectorScaling(),
+        np.diag([0.5258264, 0.3932878, 0.4998837]).tolist(),
+        [-1.1944090, -1.4917031, -1.6646130],
+    ),
+    "fixed_diagonal": (
+        DirichletCalibrator(kind="fixed_diagonal"),
+        (0.4454183 * np.eye(3)).tolist(),
+        [0.0, 0.0, 0.0],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(PINNED_LBFGS_FITS))
+def test_fits_match_the_pinned_lbfgs_fits(name):
+    cal, coef, intercept = PINNED_LBFGS_FITS[name]
+    P, y, _ = miscalibrated(300, 3, seed=7)
+    fitted = clone(cal).fit(P, y)
+    np.testing.assert_allclose(fitted.coef_, coef, atol=1e-4)
+    np.testing.assert_allclose(fitted.intercept_, intercept, atol=1e-4)
+    if name == "auto":
+        assert (fitted.reg_lambda_, fitted.reg_mu_) == (10.0, 0.01)
+
+
+def test_nearly_flat_beliefs_are_recalibrated():
+    """Beliefs 10^4 times too flat: ODIR's free diagonal must undo the temperature.
+
+    The standardised features are then ~1e-4 wide and the intercept penalty is huge in
+    those coordinates; L-BFGS-B stopped at the identity map here (NLL ln 4) without a
+    warning, Newton's method reaches the true model's NLL in a few steps.
+    """
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(400, 4)) * 1.5
+    y = sample_labels(softmax(Z), rng)
+    P = softmax(1e-4 * Z)
+    cal = DirichletCalibrator(reg_lambda=1.0, reg_mu=1.0).fit(P, y)
+    assert cal.n_iter_ < 30
+    assert nll(y, cal.predict_proba(P)) < nll(y, softmax(Z)) + 0.01
+    np.testing.assert_allclose(np.diag(cal.coef_), 1e4, rtol=0.2)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("reg", REGS, ids=["none", "l2", "odir"])
+def test_analytic_hessian_matches_finite_differences(kind, reg):
+    P, y, _ = miscalibrated(200, 4, seed=0)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, size=len(y))
+    objective = LinearObjective(np.log(P), y, w, kind, reg)
+    rng = np.random.default_rng(2)
+    theta = objective.theta_from_wb(np.eye(4), np.zeros(4))
+    theta = theta + rng.normal(scale=0.3, size=theta.shape)
+    hess, _ = objective.hessian(theta)
+    eps = 1e-6
+    numeric = np.array(
+        [
+            (objective(theta + eps * e)[1] - objective(theta - eps * e)[1]) / (2 * eps)
+            for e in np.eye(theta.size)
+        ]
+    )
+    np.testing.assert_allclose(hess, numeric, atol=1e-6 * max(1.0, np.abs(hess).max()))
+    np.testing.assert_allclose(hess, hess.T, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_penalty_through_the_jacobian_equals_the_regulariser(kind):
+    """Newton-sized maps evaluate the penalty through (W, b) = J theta; same values."""
+    P, y, _ = miscalibrated(50, 4, seed=3)
+    reg = Regularizer(lam=0.3, mu=0.7)
+    objective = LinearObjective(np.log(P), y, np.ones(len(y)), kind, reg)
+    theta = np.random.default_rng(0).normal(size=objective.n_params)
+    value, grad = objective._penalty(theta)
+    W, b = objective.wb_from_theta(theta)
+    expected, gW, gb = reg.value_and_grad(W, b)
+    assert value == pytest.approx(expected, rel=1e-12)
+    np.testing.assert_allclose(grad, objective._penalty_grad_to_theta(gW, gb), atol=1e-12)
+
+
+def test_newton_and_lbfgs_reach_the_same_map(monkeypatch):
+    import calibrators._linear
+
+    P, y, _ = miscalibrated(500, 4, seed=2)
+    newton = DirichletCalibrator(reg_lambda=1e-2, reg_mu=1e-2, tol=1e-9).fit(P, y)
+    monkeypatch.setattr(calibrators._linear, "NEWTON_MAX_PARAMS", 0)
+    lbfgs = DirichletCalibrator(reg_lambda=1e-2, reg_mu=1e-2, tol=1e-9).fit(P, y)
+    np.testing.assert_allclose(newton.coef_, lbfgs.coef_, atol=1e-5)
+    np.testing.assert_allclose(newton.intercept_, lbfgs.intercept_, atol=1e-5)
+    assert newton.n_iter_ < lbfgs.n_iter_

@@ -410,12 +410,17 @@ def _fake_minimize(status: int, message: str, jac: float):
     return minimize
 
 
-def test_linear_optimiser_failure_raises_runtime_error(monkeypatch):
+def _lbfgs_only(monkeypatch):
+    """Fit every linear map with L-BFGS-B (the solver of maps above NEWTON_MAX_PARAMS)."""
     import calibrators._linear
 
-    monkeypatch.setattr(
-        calibrators._linear, "minimize", _fake_minimize(2, "ABNORMAL: LINE SEARCH FAILED", 0.5)
-    )
+    monkeypatch.setattr(calibrators._linear, "NEWTON_MAX_PARAMS", 0)
+    return calibrators._linear
+
+
+def test_linear_optimiser_failure_raises_runtime_error(monkeypatch):
+    linear = _lbfgs_only(monkeypatch)
+    monkeypatch.setattr(linear, "minimize", _fake_minimize(2, "ABNORMAL: LINE SEARCH FAILED", 0.5))
     message = (
         "MatrixScaling failed to fit. Reason from scipy.optimize.minimize (L-BFGS-B): "
         "ABNORMAL: LINE SEARCH FAILED"
@@ -425,16 +430,14 @@ def test_linear_optimiser_failure_raises_runtime_error(monkeypatch):
 
 
 def test_line_search_failure_at_a_stationary_point_is_accepted(monkeypatch):
-    import calibrators._linear
-
-    monkeypatch.setattr(
-        calibrators._linear, "minimize", _fake_minimize(2, "ABNORMAL: LINE SEARCH FAILED", 1e-9)
-    )
+    linear = _lbfgs_only(monkeypatch)
+    monkeypatch.setattr(linear, "minimize", _fake_minimize(2, "ABNORMAL: LINE SEARCH FAILED", 1e-9))
     cal = MatrixScaling().fit(P_OK, Y_OK)
     np.testing.assert_allclose(cal.coef_, np.eye(2))
 
 
-def test_iteration_limit_warns():
+def test_lbfgs_iteration_limit_warns(monkeypatch):
+    _lbfgs_only(monkeypatch)
     P, y, _ = miscalibrated(500, 4, seed=0)
     message = (
         "MatrixScaling did not converge in max_iter=1 iterations (scipy: STOP: TOTAL NO. OF "
@@ -442,6 +445,48 @@ def test_iteration_limit_warns():
     )
     with pytest.warns(ConvergenceWarning, match=exact(message)):
         MatrixScaling(max_iter=1).fit(P, y)
+
+
+def test_newton_iteration_limit_warns():
+    P, y, _ = miscalibrated(500, 4, seed=0)
+    pattern = (
+        r"^MatrixScaling did not converge in max_iter=1 iterations \(largest gradient "
+        r"component \S+ > tol=1e-07\)\. Increase max_iter, or add regularisation\.$"
+    )
+    with pytest.warns(ConvergenceWarning, match=pattern):
+        cal = MatrixScaling(max_iter=1).fit(P, y)
+    assert cal.n_iter_ == 1
+
+
+def _uphill(hess, scale, grad):
+    return grad  # an ascent direction: no step length decreases the objective
+
+
+def test_newton_stall_raises_runtime_error(monkeypatch):
+    import calibrators._linear
+
+    monkeypatch.setattr(calibrators._linear, "_newton_step", _uphill)
+    pattern = (
+        r"^MatrixScaling failed to fit: Newton's method found no step that decreases the "
+        r"objective \(largest gradient component \S+\)\.$"
+    )
+    with pytest.raises(RuntimeError, match=pattern):
+        MatrixScaling().fit(P_OK, Y_OK)
+
+
+def test_newton_stall_near_a_stationary_point_is_accepted(monkeypatch):
+    """A stall with a gradient below 1e-4 is float64's limit, not a failure."""
+    import calibrators._linear
+    from calibrators._linear import Regularizer, fit_linear
+
+    P, y, _ = miscalibrated(300, 3, seed=0)
+    L, w = np.log(P), np.ones(len(y))
+    options = {"kind": "full", "reg": Regularizer(), "max_iter": 100, "owner": "MatrixScaling"}
+    loose = fit_linear(L, y, w, tol=1e-5, **options)
+    monkeypatch.setattr(calibrators._linear, "_newton_step", _uphill)
+    stalled = fit_linear(L, y, w, tol=0.0, init=(loose.coef, loose.intercept), **options)
+    assert stalled.n_iter == 0
+    np.testing.assert_array_equal(stalled.coef, loose.coef)
 
 
 def test_temperature_optimiser_failure_raises_runtime_error(monkeypatch):

@@ -278,6 +278,26 @@ def test_evaluate_target_risk(runner: CliRunner, setup: dict[str, Path], tmp_pat
     assert json.loads(evaluation.read_text())["meta"]["target_risk"] == 0.5
 
 
+def test_evaluate_jobs(runner: CliRunner, setup: dict[str, Path], tmp_path: Path) -> None:
+    samples = tmp_path / "s.jsonl"
+    assert runner.invoke(app, _sample_args(setup, samples)).exit_code == 0
+    args = ["evaluate", "--samples", str(samples), "--folds", "3", "--permutations", "4",
+            "--calibrators", "temperature", "--test-calibrator", "temperature"]  # fmt: skip
+    result = runner.invoke(app, [*args, "--jobs", "0"])
+    assert result.exit_code == 2
+    assert (
+        "error: jobs must be a number of processes >= 1, or negative (-1: all cores), got 0."
+        in " ".join(result.stderr.split())
+    )
+    outputs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"eval{jobs}.json"
+        result = runner.invoke(app, [*args, "--jobs", jobs, "--out", str(out)])
+        assert result.exit_code == 0, result.output + result.stderr
+        outputs.append(json.loads(out.read_text())["permutation_test"])
+    assert outputs[0] == outputs[1]
+
+
 def test_report_on_bad_file(runner: CliRunner, tmp_path: Path) -> None:
     bad = tmp_path / "eval.json"
     bad.write_text('{"format": "x"}')

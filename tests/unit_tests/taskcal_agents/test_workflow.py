@@ -272,6 +272,66 @@ def test_negative_permutations_rejected() -> None:
         evaluate_arrays(_arrays(n=30), n_permutations=-1)
 
 
+def test_zero_jobs_rejected() -> None:
+    msg = "jobs must be a number of processes >= 1, or negative (-1: all cores), got 0."
+    with pytest.raises(ConfigurationError, match=re.escape(msg)):
+        evaluate_arrays(_arrays(n=30), n_permutations=2, n_jobs=0)
+
+
+def test_parallel_shuffles_give_the_same_test() -> None:
+    data = _arrays(n=60, signal=0.2, seed=4)
+    make = default_factory("temperature")
+    serial = permutation_test(data, make, calibrator="temperature", n_permutations=6, seed=2)
+    ticks: list[int] = []
+    parallel = permutation_test(
+        data,
+        make,
+        calibrator="temperature",
+        n_permutations=6,
+        seed=2,
+        n_jobs=2,
+        progress=ticks.append,
+    )
+    assert parallel.null == serial.null
+    assert parallel.p_value == serial.p_value
+    assert ticks == [1] * 6
+
+
+# The default evaluation at commit 1db30a0 (L-BFGS-B solver) of _arrays(150, 0.2, seed=7) with
+# 2 shuffles; decoder: (expected_cost, nll, brier, ece, tce).
+PINNED_EVALUATION = {
+    "constant": (0.6666667, 1.0986123, 0.6666667, 0.0, 0.0),
+    "greedy": (0.6733333, None, None, None, None),
+    "majority": (0.6733333, 0.7988052, 0.4639793, 0.2625767, 0.1533333),
+    "mbr_raw": (0.62, 0.7988052, 0.4639793, 0.2625767, 0.1533333),
+    "mbr_temperature": (0.46, 0.6696185, 0.3624868, 0.0996489, 0.0),
+    "mbr_vector": (0.4733333, 0.6880916, 0.3649947, 0.0819515, 0.0133333),
+    "mbr_matrix": (0.4866667, 0.7048210, 0.3698079, 0.0567751, -0.04),
+    "mbr_dirichlet": (0.4533333, 0.6714047, 0.3626189, 0.0965439, -0.0333333),
+    "mbr_isotonic": (0.4666667, 1.1302362, 0.3700860, 0.0872345, -0.1533333),
+    "mbr_histogram": (0.5333333, 1.4875440, 0.3931299, 0.0929293, -0.0933333),
+}
+
+
+def test_evaluation_matches_the_pinned_lbfgs_evaluation() -> None:
+    """The solver changed (Newton's method); the evaluation and its test must not.
+
+    The Dirichlet folds here pick reg_mu = 1, where L-BFGS-B needed hundreds of steps.
+    """
+    evaluation = evaluate_arrays(_arrays(n=150, signal=0.2, seed=7), n_permutations=2)
+    for decoder, expected in PINNED_EVALUATION.items():
+        row = evaluation.row(decoder)
+        got = tuple(row[key] for key in ("expected_cost", "nll", "brier", "ece", "tce"))
+        assert got == pytest.approx(expected, abs=1e-4), decoder
+    test = evaluation.permutation
+    assert test is not None
+    assert test.statistic == pytest.approx(0.2133333, abs=1e-6)
+    assert test.null == pytest.approx([0.0, 0.0066667], abs=1e-6)
+    assert test.p_value == pytest.approx(1 / 3)
+    chosen = [(c.reg_lambda_, c.reg_mu_) for c in evaluation.calibrators["dirichlet"].values()]
+    assert chosen == [(10.0, 1.0), (1.0, 1.0), (10.0, 1.0), (10.0, 1.0), (10.0, 1.0)]
+
+
 # --------------------------------------------------------------------------------------
 # messages and grading
 
