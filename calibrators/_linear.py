@@ -51,8 +51,9 @@ is this small.
 
 Such stalls (an L-BFGS-B line-search failure, or a Newton step whose effect is below
 float64 rounding and does not shrink the gradient) mean that float64 cannot decrease the
-objective any further; a larger gradient means the optimiser really failed, and ``fit``
-raises ``RuntimeError``.
+objective any further. With a larger gradient a Newton stall hands over to L-BFGS-B from
+where it stopped; an L-BFGS-B failure means the optimiser really failed, and ``fit`` raises
+``RuntimeError``.
 """
 
 NEWTON_MAX_PARAMS = 128
@@ -493,25 +494,56 @@ def minimise_linear(
     W0, b0 = init if init is not None else (np.eye(k, d), np.zeros(k))
     theta0 = objective.theta_from_wb(W0, b0)
     if objective.newton:
-        theta, n_iter, loss = _newton(objective, theta0, max_iter=max_iter, tol=tol, owner=owner)
+        try:
+            theta, n_iter, loss = _newton(
+                objective, theta0, max_iter=max_iter, tol=tol, owner=owner
+            )
+        except _NewtonStall as stall:
+            # No Newton step decreases the objective (a Hessian that misleads far from the
+            # optimum, e.g. on nearly separable folds): continue with L-BFGS-B from there.
+            theta, n_iter, loss = _lbfgs(
+                objective, stall.theta, max_iter=max_iter, tol=tol, owner=owner
+            )
+            n_iter += stall.n_iter
     else:
-        result = minimize(
-            objective,
-            theta0,
-            jac=True,
-            method="L-BFGS-B",
-            options={
-                "maxiter": max_iter,
-                "maxfun": 2 * max_iter + 20,
-                "gtol": tol,
-                "ftol": 64 * np.finfo(np.float64).eps,
-                "maxcor": 20,
-            },
-        )
-        check_optimizer_result(result, owner=owner, max_iter=max_iter)
-        theta, n_iter, loss = result.x, int(result.nit), float(result.fun)
+        theta, n_iter, loss = _lbfgs(objective, theta0, max_iter=max_iter, tol=tol, owner=owner)
     W, b = objective.wb_from_theta(theta)
     return LinearFit(coef=W, intercept=b, n_iter=n_iter, loss=loss)
+
+
+class _NewtonStall(RuntimeError):
+    """Newton's method found no step that decreases the objective (carries where it stopped)."""
+
+    def __init__(self, msg: str, theta: NDArray[np.float64], n_iter: int) -> None:
+        super().__init__(msg)
+        self.theta = theta
+        self.n_iter = n_iter
+
+
+def _lbfgs(
+    objective: LinearObjective,
+    theta0: NDArray[np.float64],
+    *,
+    max_iter: int,
+    tol: float,
+    owner: str,
+) -> tuple[NDArray[np.float64], int, float]:
+    """Minimise *objective* with L-BFGS-B from *theta0*; returns theta, n_iter, loss."""
+    result = minimize(
+        objective,
+        theta0,
+        jac=True,
+        method="L-BFGS-B",
+        options={
+            "maxiter": max_iter,
+            "maxfun": 2 * max_iter + 20,
+            "gtol": tol,
+            "ftol": 64 * np.finfo(np.float64).eps,
+            "maxcor": 20,
+        },
+    )
+    check_optimizer_result(result, owner=owner, max_iter=max_iter)
+    return result.x, int(result.nit), float(result.fun)
 
 
 def _newton(
@@ -527,7 +559,8 @@ def _newton(
     Stops when the largest gradient component is at most *tol*. A step whose effect on
     the objective is below float64 rounding is taken when it shrinks the gradient;
     when no step helps, the fit is accepted if the gradient is below
-    :data:`_ABNORMAL_GRAD_TOLERANCE` and fails otherwise.
+    :data:`_ABNORMAL_GRAD_TOLERANCE`, and :class:`_NewtonStall` is raised otherwise (the
+    caller continues with L-BFGS-B).
 
     Returns
     -------
@@ -573,7 +606,7 @@ def _newton(
                 f"{owner} failed to fit: Newton's method found no step that decreases the "
                 f"objective (largest gradient component {largest:.3g})."
             )
-            raise RuntimeError(msg)
+            raise _NewtonStall(msg, theta, n_iter)
         theta, value, grad = accepted
         n_iter += 1
         _check_finite(value, owner)

@@ -462,15 +462,32 @@ def _uphill(hess, scale, grad):
     return grad  # an ascent direction: no step length decreases the objective
 
 
-def test_newton_stall_raises_runtime_error(monkeypatch):
+def test_newton_stall_hands_over_to_lbfgs(monkeypatch):
+    """No Newton step decreases the objective: L-BFGS-B continues from there, same map."""
+    import calibrators._linear
+
+    P, y, _ = miscalibrated(300, 3, seed=1)
+    with monkeypatch.context() as m:
+        m.setattr(calibrators._linear, "NEWTON_MAX_PARAMS", 0)
+        reference = MatrixScaling().fit(P, y)
+    monkeypatch.setattr(calibrators._linear, "_newton_step", _uphill)
+    cal = MatrixScaling().fit(P, y)
+    np.testing.assert_allclose(cal.coef_, reference.coef_, atol=1e-4)
+    np.testing.assert_allclose(cal.intercept_, reference.intercept_, atol=1e-4)
+
+
+def test_newton_stall_then_lbfgs_failure_raises_runtime_error(monkeypatch):
     import calibrators._linear
 
     monkeypatch.setattr(calibrators._linear, "_newton_step", _uphill)
-    pattern = (
-        r"^MatrixScaling failed to fit: Newton's method found no step that decreases the "
-        r"objective \(largest gradient component \S+\)\.$"
+    monkeypatch.setattr(
+        calibrators._linear, "minimize", _fake_minimize(2, "ABNORMAL: LINE SEARCH FAILED", 1.0)
     )
-    with pytest.raises(RuntimeError, match=pattern):
+    message = (
+        "MatrixScaling failed to fit. Reason from scipy.optimize.minimize (L-BFGS-B): "
+        "ABNORMAL: LINE SEARCH FAILED"
+    )
+    with pytest.raises(RuntimeError, match=exact(message)):
         MatrixScaling().fit(P_OK, Y_OK)
 
 
