@@ -79,8 +79,8 @@ if [ -n "${QWEN:-}" ]; then
   $T sample --task runs/stsb150.task.yaml --data runs/stsb150.jsonl --base-url "$(cat runs/qwen_url)" \
     --model qwen2.5-coder-0.5b-instruct --belief logprob --choices 0,1,2,3,4,5 --no-greedy \
     --concurrency 2 --out runs/qwen05.stsb150.logprob.samples.jsonl
-  $T evaluate --samples runs/qwen05.stsb150.logprob.samples.jsonl --folds 5 --permutations 100 \
-    --out runs/qwen05.stsb150.eval.json
+  $T evaluate --samples runs/qwen05.stsb150.logprob.samples.jsonl --folds 5 \
+    --out runs/qwen05.stsb150.eval200.json
   kill "$QPID"
 fi
 
