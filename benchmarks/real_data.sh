@@ -71,6 +71,7 @@ $T evaluate --samples runs/nq.n8.samples.jsonl --reparse --folds 5 --out runs/nq
 if [ -n "${QWEN:-}" ]; then
   [ -n "${SERVER_PID:-}" ] && kill "$SERVER_PID" && wait "$SERVER_PID" 2>/dev/null
   $T model prepare qwen2.5-coder-0.5b-instruct
+  rm -f runs/qwen_url
   $T serve --model qwen2.5-coder-0.5b-instruct --port 8001 --url-file runs/qwen_url \
     --log-file runs/qwen_server.log &
   QPID=$!

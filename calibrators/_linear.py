@@ -502,7 +502,11 @@ def minimise_linear(
             # No Newton step decreases the objective (a Hessian that misleads far from the
             # optimum, e.g. on nearly separable folds): continue with L-BFGS-B from there.
             theta, n_iter, loss = _lbfgs(
-                objective, stall.theta, max_iter=max_iter, tol=tol, owner=owner
+                objective,
+                stall.theta,
+                max_iter=max(1, max_iter - stall.n_iter),  # one budget for both solvers
+                tol=tol,
+                owner=owner,
             )
             n_iter += stall.n_iter
     else:

@@ -468,7 +468,17 @@ class Decider:
 
         Returns:
             The decision.
+
+        Raises:
+            LabelMismatchError: The belief is not over the task's labels, in their order.
         """
+        if list(belief.labels) != list(self._labels):
+            msg = (
+                f"belief labels {list(belief.labels)!r} differ from task {self.task.name!r}'s "
+                f"labels {list(self._labels)!r}; a one-pass belief read over other choices is "
+                "relabelled with LogprobBelief.to_belief(labels=task.labels)."
+            )
+            raise LabelMismatchError(msg, expected=list(self._labels), got=list(belief.labels))
         if belief.n_parsed == 0:
             if belief.n == 0:
                 reason = "no samples were drawn"

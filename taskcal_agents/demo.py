@@ -361,8 +361,7 @@ def _evaluate_part(
 ) -> tuple[dict[str, Any], Path]:
     """Evaluate the part's items as ``taskcal evaluate`` does; write its evaluation file.
 
-    The one-pass belief draws no greedy completion, so the ``greedy`` row (which would be
-    the fallback action on every item) is left out.
+    The one-pass belief draws no greedy completion, so the evaluation has no ``greedy`` row.
     """
     from taskcal_agents.belief import DEFAULT_ALPHA
     from taskcal_agents.workflow import (
@@ -410,8 +409,6 @@ def _evaluate_part(
         },
         include_items=True,
     )
-    result["decoders"] = [row for row in result["decoders"] if row["decoder"] != "greedy"]
-    result.get("items", {}).get("actions", {}).pop("greedy", None)
     evaluation_path = write_json(result, out_dir / f"{key}.evaluation.json")
     return result, evaluation_path
 
@@ -456,7 +453,9 @@ def _decide(
             temperature=settings.temperature,
             tools=item.tools or None,
         )
-        decision = Decider(task, calibrator).decide_belief(belief.to_belief(settings.n))
+        decision = Decider(task, calibrator).decide_belief(
+            belief.to_belief(settings.n, labels=task.labels)
+        )
         text, truth = str(item.messages[-1]["content"]), str(item.label)
         out.append(ShownDecision(text, truth, tool_names_of(item.tools), decision))
     return out

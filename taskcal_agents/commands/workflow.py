@@ -135,14 +135,17 @@ def data_convert(
     if scale_min is not None:
         options["scale_min"] = scale_min
     try:
-        items = convert(name, source, limit=limit, seed=seed, balanced=balanced, **options)
         task_options = dict(options)
         if abstain_cost is not None:
-            if name != "mmlu":
-                msg = f"--abstain-cost applies to mmlu only, got the converter {name!r}."
+            if name != "mmlu" or task_out is None:
+                msg = (
+                    "--abstain-cost sets the abstain action of the MMLU task file: it needs "
+                    f"the mmlu converter and --task-out (got {name!r}, --task-out {task_out})."
+                )
                 raise ConfigurationError(msg)
             task_options["abstain_cost"] = abstain_cost
         task = default_task(name, **task_options) if task_out is not None else None
+        items = convert(name, source, limit=limit, seed=seed, balanced=balanced, **options)
     except TaskCalError as exc:
         raise _fail(err, exc) from exc
     count = write_dataset(items, out)

@@ -70,12 +70,35 @@ class LogprobBelief:
         """``{label: probability}``."""
         return {label: float(p) for label, p in zip(self.labels, self.probs, strict=True)}
 
-    def to_belief(self, n: int = 16, *, alpha: float = DEFAULT_ALPHA) -> Belief:
+    def to_belief(
+        self,
+        n: int = 16,
+        *,
+        alpha: float = DEFAULT_ALPHA,
+        labels: Sequence[str] | None = None,
+    ) -> Belief:
         """A :class:`~taskcal_agents.belief.Belief` with ``n`` pseudo-samples of these probs.
 
         Useful to feed a calibrator fitted on N-sample beliefs (with the same ``alpha``).
+
+        Args:
+            n: Pseudo-samples.
+            alpha: The Dirichlet prior of the belief.
+            labels: The task labels the choices stand for, in the choices' order (the
+                belief read over ``call, ask, refuse`` becomes one over ``tool_call,
+                request_for_info, cannot_answer``); ``None`` keeps the choices.
+
+        Raises:
+            ConfigurationError: ``labels`` does not give one label per choice.
         """
-        return Belief(self.probs * n, list(self.labels), n=n, alpha=alpha)
+        if labels is not None and len(labels) != len(self.labels):
+            msg = (
+                f"to_belief labels must give one task label per choice {list(self.labels)!r}, "
+                f"got {list(labels)!r}."
+            )
+            raise ConfigurationError(msg)
+        names = list(self.labels if labels is None else labels)
+        return Belief(self.probs * n, names, n=n, alpha=alpha)
 
 
 def check_labels(labels: Sequence[str]) -> tuple[str, ...]:

@@ -250,6 +250,7 @@ def eval_arrays(
         executable=executable,
         X=X,
         n_clusters=n_clusters,
+        has_greedy=bool(samples.settings.get("greedy", True)) and task.answer_clusters is None,
     )
 
 

@@ -130,6 +130,10 @@ class EvalArrays:
             counts and unparsed share, rows sum to 1; ``None`` when calibrators read ``P``.
         n_clusters: For a task with ``answer_clusters``, the number of meaning clusters
             among each item's answers, (n,) (0: no answer); ``None`` otherwise.
+        has_greedy: Whether a ``greedy`` row means anything: a greedy completion was drawn
+            (not with ``--no-greedy``, e.g. one-pass beliefs, where it would be the fallback
+            action on every item) and the label grades it (not under answer clustering,
+            where the label grades the modal answer). ``False`` leaves the row out.
     """
 
     P: NDArray[np.float64]
@@ -144,6 +148,7 @@ class EvalArrays:
     executable: NDArray[np.bool_] | None = None
     X: NDArray[np.float64] | None = None
     n_clusters: NDArray[np.intp] | None = None
+    has_greedy: bool = True
 
     def __post_init__(self) -> None:
         n, k = self.P.shape
@@ -804,8 +809,11 @@ def evaluate_arrays(
     add("constant", mbr(prior, data.cost), prior)
     l2a = data.label_to_action()
     if l2a is not None:
-        greedy = np.where(data.greedy >= 0, l2a[np.clip(data.greedy, 0, None)], data.fallback)
-        add("greedy", greedy.astype(np.intp), None)
+        if data.has_greedy:
+            greedy = np.where(
+                data.greedy >= 0, l2a[np.clip(data.greedy, 0, None)], data.fallback
+            )
+            add("greedy", greedy.astype(np.intp), None)
         add("majority", _with_fallback(l2a[np.argmax(data.P, axis=1)], data), data.P)
     add("mbr_raw", runtime_actions(data.P, data), data.P)
     tick(1)

@@ -358,6 +358,13 @@ def test_decide_belief_directly() -> None:
     assert decision.message is None
 
 
+def test_decide_belief_refuses_a_belief_over_other_labels() -> None:
+    # All the mass on "call", but positionally under cannot_answer: never decided silently.
+    task = tasks.tool_decision()
+    with pytest.raises(LabelMismatchError, match=r"^belief labels \['refuse', 'ask', 'call'\]"):
+        Decider(task).decide_belief(Belief([0, 0, 16], ["refuse", "ask", "call"]))
+
+
 def test_real_calibrator() -> None:
     from calibrators import make_calibrator as make
 

@@ -127,6 +127,16 @@ def test_to_belief_uses_pseudo_counts() -> None:
     assert counted.n == 20
 
 
+def test_to_belief_relabels_choices_as_task_labels() -> None:
+    belief = logprob_belief(ScriptedSampler(TABLE), "q", LABELS)
+    names = [f"label_{c}" for c in LABELS]
+    relabelled = belief.to_belief(20, labels=names)
+    assert list(relabelled.labels) == names
+    np.testing.assert_allclose(relabelled.probs, belief.to_belief(20).probs)
+    with pytest.raises(ConfigurationError, match=r"^to_belief labels must give one task label"):
+        belief.to_belief(20, labels=names[:-1])
+
+
 def test_prefix_labels_are_refused() -> None:
     with pytest.raises(
         ConfigurationError,
