@@ -810,9 +810,7 @@ def evaluate_arrays(
     l2a = data.label_to_action()
     if l2a is not None:
         if data.has_greedy:
-            greedy = np.where(
-                data.greedy >= 0, l2a[np.clip(data.greedy, 0, None)], data.fallback
-            )
+            greedy = np.where(data.greedy >= 0, l2a[np.clip(data.greedy, 0, None)], data.fallback)
             add("greedy", greedy.astype(np.intp), None)
         add("majority", _with_fallback(l2a[np.argmax(data.P, axis=1)], data), data.P)
     add("mbr_raw", runtime_actions(data.P, data), data.P)
