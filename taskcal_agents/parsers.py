@@ -124,10 +124,15 @@ _CALL_HEAD = re.compile(
 group 1 the name, group 2 an argument key after it (not followed by a JSON-schema object:
 that is a tool's definition echoed) or the end of the text right after the name."""
 
-_BETWEEN_CALLS = re.compile(r"(?:\s|[,;]|```[A-Za-z_]*|</tool_call>)*")
+_BETWEEN_CALLS = re.compile(r"(?:\s|[,;]|```[A-Za-z_]*|</tool_call>|</tools>)*")
 """What may follow a call written without tags: whitespace, separators, code fences and a
-stray closing tag (anything else means the JSON is quoted in prose, not a call)."""
-_BEFORE_CALL = re.compile(r"(?:```[A-Za-z_]*\s*)?\[?\s*$")
+stray closing tag (``</tool_call>``, or ``</tools>`` when a model wraps its call in the
+tag its prompt lists the tools in); anything else means the JSON is quoted in prose."""
+_FENCE_OPEN = re.compile(r"```[A-Za-z_]*[ \t]*\n\s*\Z")
+"""A code fence that opens right before a call."""
+_FENCE_CLOSE = re.compile(r"\s*```")
+"""The fence that closes right after a fenced call (prose may follow a closed fence)."""
+_BEFORE_CALL = re.compile(r"(?:<tools>\s*)?(?:```[A-Za-z_]*\s*)?\[?\s*$")
 """An opening code fence and list bracket right before the first call (not content)."""
 
 
@@ -294,9 +299,18 @@ def _untagged_calls(text: str) -> tuple[int, list[ToolCall | InvalidToolCall]] |
             continue
         calls = _calls_of(value, tagged=False)
         rest = _run_of_calls(text, pos) if calls else None
+        if rest is None and calls and _fenced(text, start, pos):
+            rest = []  # a call alone in a closed code fence is made, whatever prose follows
         if rest is not None:
             return start, calls + rest
     return None
+
+
+def _fenced(text: str, start: int, end: int) -> bool:
+    """Whether the JSON at ``text[start:end]`` is alone in a code fence that closes after it."""
+    return (
+        _FENCE_OPEN.search(text[:start]) is not None and _FENCE_CLOSE.match(text, end) is not None
+    )
 
 
 def parse_tool_calls(text: str) -> ContentToolCalls:
@@ -317,8 +331,11 @@ def parse_tool_calls(text: str) -> ContentToolCalls:
        ``{"tool_calls": [...]}``, or a list of those, bare or in a Markdown code fence
        (```` ```json ````). Text may come before the calls (a lead-in such as "Here is
        the call:"); after them only whitespace, separators (``,``/``;``), fences and a
-       stray ``</tool_call>``. A call-shaped object followed by other text is quoted in an
-       answer ("I would call {...} to get it."), not made. An object with other keys
+       stray ``</tool_call>`` or ``</tools>``. A call-shaped object followed by other text
+       is quoted in an answer ("I would call {...} to get it."), not made — unless it
+       stands alone in a code fence that closes after it (Qwen's "Here is how to call it:
+       ```json {...} ``` This will …"). A text that starts with a template's doubled braces
+       (``{{"name": …}}``) is read with them halved. An object with other keys
        (``"description"``: an echoed tool definition) or JSON-schema arguments is no call.
     3. A call whose JSON does not decode — cut off by ``max_tokens`` or malformed — is an
        invalid call (with its name and an ``error``), never a call; it is recognised by
@@ -362,6 +379,10 @@ def _scan(text: str) -> ContentToolCalls | None:
         found.extend(calls)
     if first is None:
         untagged = _untagged_calls(text)
+        if untagged is None and text.lstrip().startswith("{{"):
+            # A template's escaped braces written out: {{"name": ..., "arguments": {...}}}}
+            text = text.replace("{{", "{").replace("}}", "}")
+            untagged = _untagged_calls(text)
         if untagged is None:
             return None
         first, found = untagged

@@ -343,7 +343,6 @@ def test_calls_in_text(text: str, content: str, names: list[str]) -> None:
     "text",
     [
         f"I would call {CALL} to get it.",  # followed by prose: quoted, not made
-        f"```json\n{CALL}\n```\nThis returns the weather in Paris.",
         f"{CALL}\n" + '{"temperature": 21}',  # followed by other JSON (an invented result)
         '{"name": "get_weather"}',  # no argument key
         '{"name": "Alice", "age": 30}',
@@ -418,3 +417,50 @@ def test_openai_sampler_decodes_arguments_that_vllm_encoded_twice() -> None:
     assert message.tool_calls == [
         {"name": "get_weather", "args": {"city": "Paris"}, "id": "c", "type": "tool_call"}
     ]
+
+
+# Verbatim forms from Qwen2.5-Coder-1.5B-Instruct on When2Call (N = 8, T = 0.7), shortened
+# only inside the arguments: read as calls, the same on every path.
+QWEN15_FORMS = [
+    (
+        '{{"name": "set_alarm", "arguments": {"alarm_time": "2023-04-01 08:30:00", '
+        '"purpose": "Meeting with client in 1 minute"}}}}',
+        "set_alarm",
+        {"alarm_time": "2023-04-01 08:30:00", "purpose": "Meeting with client in 1 minute"},
+        "",
+    ),
+    (
+        '<tools>\n{"name": "detail_adriel_project", "arguments": {"project_name": "Project A", '
+        '"include_financials": true}}\n</tools>',
+        "detail_adriel_project",
+        {"project_name": "Project A", "include_financials": True},
+        "",
+    ),
+    (
+        "To find a Music event in New York on April 15, you can use the "
+        "`Events_3_BuyEventTickets` function. Here's an example of how to use it:\n```json\n"
+        '{\n  "name": "Events_3_BuyEventTickets",\n  "arguments": {\n    "event_name": '
+        '"Leonardo DiCaprio",\n    "number_of_tickets": 10\n  }\n}\n```\nThis will initiate a '
+        "payment request to a specified receiver for a c",
+        "Events_3_BuyEventTickets",
+        {"event_name": "Leonardo DiCaprio", "number_of_tickets": 10},
+        "To find a Music event in New York on April 15, you can use the "
+        "`Events_3_BuyEventTickets` function. Here's an example of how to use it:",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "name", "args", "content"), QWEN15_FORMS)
+def test_qwen15_call_forms(text: str, name: str, args: dict[str, Any], content: str) -> None:
+    found = parse_tool_calls(text)
+    assert [(c["name"], c["args"]) for c in found.tool_calls] == [(name, args)]
+    assert found.content == content
+    task = tasks.tool_decision()
+    assert task.parse_raw(AIMessage(content=text), tool_names=[name]) == "tool_call"
+    assert task.parse_raw(AIMessage(content=text), tool_names=["other_tool"]) is None
+
+
+def test_prose_after_an_unfenced_call_or_an_open_fence_is_still_no_call() -> None:
+    assert parse_tool_calls('I will call {"name": "f", "arguments": {}} now.').tool_calls == []
+    unclosed = 'Like this: ```json\n{"name": "f", "arguments": {}} and then more'
+    assert parse_tool_calls(unclosed).tool_calls == []
