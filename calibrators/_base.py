@@ -8,6 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from calibrators._loss import nll
 from calibrators._validation import (
     Integral,
     Interval,
@@ -25,6 +26,10 @@ EPS_CONSTRAINT = Interval(Real, 0.0, 1.0, closed="neither")
 
 N_CLASSES_CONSTRAINT: list[Any] = [Interval(Integral, 2, None, closed="left"), None]
 """Constraint of the ``n_classes`` parameter every calibrator takes."""
+
+
+FORMAT_VERSION = 1
+"""Version of the dictionary layout written by ``to_dict``."""
 
 
 class BaseCalibrator(ClassifierMixin, BaseEstimator):
@@ -142,8 +147,6 @@ class BaseCalibrator(ClassifierMixin, BaseEstimator):
         score : float
             ``-nll(y, predict_proba(P))``.
         """
-        from calibrators.metrics import nll
-
         return -nll(y, self.predict_proba(P), sample_weight=sample_weight)
 
     def to_dict(self) -> dict[str, Any]:
@@ -156,8 +159,6 @@ class BaseCalibrator(ClassifierMixin, BaseEstimator):
             "state": {...} or None}``; ``calibrators.from_dict(d)`` rebuilds the
             calibrator (fitted if it was fitted).
         """
-        from calibrators._serialization import to_dict
-
         return to_dict(self)
 
     def __sklearn_tags__(self) -> Any:
@@ -198,3 +199,59 @@ def normalise_rows(Q: NDArray[np.float64]) -> NDArray[np.float64]:
         sums[empty] = Q.shape[1]
     Q /= sums
     return Q
+
+
+def _jsonable(value: Any, owner: str, name: str) -> Any:
+    """Convert a parameter value to JSON types (numbers, strings, None, lists)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, owner, name) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    msg = (
+        f"{owner}.to_dict cannot serialise the parameter {name}={value!r}; only numbers, "
+        "strings, None and lists are JSON-able. Set it to such a value (e.g. an int for cv)."
+    )
+    raise ValueError(msg)
+
+
+def _encode(value: Any, kind: str) -> Any:
+    if kind == "int":
+        return int(value)
+    if kind == "float":
+        return float(value)
+    if kind == "float_or_none":
+        return None if value is None else float(value)
+    if kind == "array":
+        return np.asarray(value, dtype=np.float64).tolist()
+    if kind == "array_list":
+        return [np.asarray(v, dtype=np.float64).tolist() for v in value]
+    msg = f"unknown state kind {kind!r}"  # pragma: no cover - programming error
+    raise AssertionError(msg)
+
+
+def to_dict(calibrator: BaseCalibrator) -> dict[str, Any]:
+    """Return the JSON-able dictionary of a calibrator (see ``BaseCalibrator.to_dict``)."""
+    owner = type(calibrator).__name__
+    params = {
+        key: _jsonable(val, owner, key) for key, val in calibrator.get_params(deep=False).items()
+    }
+    state: dict[str, Any] | None = None
+    if hasattr(calibrator, "n_classes_"):
+        state = {"n_classes_": int(calibrator.n_classes_)}
+        n_features = int(getattr(calibrator, "n_features_in_", calibrator.n_classes_))
+        if n_features != state["n_classes_"]:
+            # Only maps reading extra input columns write it, so older readers refuse
+            # such a calibrator instead of feeding it the wrong number of columns.
+            state["n_features_in_"] = n_features
+        for name, kind in calibrator._state_attributes:
+            state[name] = _encode(getattr(calibrator, name), kind)
+    return {
+        "format_version": FORMAT_VERSION,
+        "type": type(calibrator).__name__,
+        "params": params,
+        "state": state,
+    }

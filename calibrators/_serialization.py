@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from calibrators._base import BaseCalibrator
+from calibrators._base import FORMAT_VERSION, BaseCalibrator, to_dict
 from calibrators._dirichlet import DirichletCalibrator
 from calibrators._histogram import HistogramBinning
 from calibrators._identity import IdentityCalibrator
@@ -16,9 +16,6 @@ from calibrators._linear import MatrixScaling, VectorScaling
 from calibrators._temperature import TemperatureScaling
 
 __all__ = ["CALIBRATOR_NAMES", "FORMAT_VERSION", "from_dict", "make_calibrator", "to_dict"]
-
-FORMAT_VERSION = 1
-"""Version of the dictionary layout written by ``to_dict``."""
 
 _TYPES: dict[str, type[BaseCalibrator]] = {
     cls.__name__: cls
@@ -85,38 +82,6 @@ def make_calibrator(name: str, **params: Any) -> BaseCalibrator:
     return cls(**params)
 
 
-def _jsonable(value: Any, owner: str, name: str) -> Any:
-    """Convert a parameter value to JSON types (numbers, strings, None, lists)."""
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v, owner, name) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    msg = (
-        f"{owner}.to_dict cannot serialise the parameter {name}={value!r}; only numbers, "
-        "strings, None and lists are JSON-able. Set it to such a value (e.g. an int for cv)."
-    )
-    raise ValueError(msg)
-
-
-def _encode(value: Any, kind: str) -> Any:
-    if kind == "int":
-        return int(value)
-    if kind == "float":
-        return float(value)
-    if kind == "float_or_none":
-        return None if value is None else float(value)
-    if kind == "array":
-        return np.asarray(value, dtype=np.float64).tolist()
-    if kind == "array_list":
-        return [np.asarray(v, dtype=np.float64).tolist() for v in value]
-    msg = f"unknown state kind {kind!r}"  # pragma: no cover - programming error
-    raise AssertionError(msg)
-
-
 def _decode(value: Any, kind: str) -> Any:
     if kind == "int":
         return int(value)
@@ -130,30 +95,6 @@ def _decode(value: Any, kind: str) -> Any:
         return [np.asarray(v, dtype=np.float64) for v in value]
     msg = f"unknown state kind {kind!r}"  # pragma: no cover - programming error
     raise AssertionError(msg)
-
-
-def to_dict(calibrator: BaseCalibrator) -> dict[str, Any]:
-    """Return the JSON-able dictionary of a calibrator (see ``BaseCalibrator.to_dict``)."""
-    owner = type(calibrator).__name__
-    params = {
-        key: _jsonable(val, owner, key) for key, val in calibrator.get_params(deep=False).items()
-    }
-    state: dict[str, Any] | None = None
-    if hasattr(calibrator, "n_classes_"):
-        state = {"n_classes_": int(calibrator.n_classes_)}
-        n_features = int(getattr(calibrator, "n_features_in_", calibrator.n_classes_))
-        if n_features != state["n_classes_"]:
-            # Only maps reading extra input columns write it, so older readers refuse
-            # such a calibrator instead of feeding it the wrong number of columns.
-            state["n_features_in_"] = n_features
-        for name, kind in calibrator._state_attributes:
-            state[name] = _encode(getattr(calibrator, name), kind)
-    return {
-        "format_version": FORMAT_VERSION,
-        "type": type(calibrator).__name__,
-        "params": params,
-        "state": state,
-    }
 
 
 def from_dict(d: Mapping[str, Any]) -> BaseCalibrator:
