@@ -115,11 +115,8 @@ class SampleSettings:
             raise ConfigurationError(msg)
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings as a JSON-able dict (``choices`` a list, as the header reads back)."""
-        out = asdict(self)
-        if self.choices is not None:
-            out["choices"] = list(self.choices)
-        return out
+        """The settings as a JSON-able dict."""
+        return asdict(self)
 
 
 # --------------------------------------------------------------------------------------
