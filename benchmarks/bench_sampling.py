@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             server = VLLMServer(cpu_threads=args.cpu_threads, startup_timeout=args.startup_timeout)
             with console.status("starting vLLM..."):
                 stack.enter_context(server)
-        sampler = stack.enter_context(server.sampler(timeout=600))
+        sampler = stack.enter_context(OpenAISampler.from_endpoint(server.endpoint, timeout=600))
         console.print(f"server {server.base_url}, model {server.model_name}")
         medians = run(
             sampler, tokens=args.tokens, n=args.n, repeats=args.repeats, warmup=args.warmup

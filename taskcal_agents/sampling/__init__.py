@@ -8,6 +8,8 @@ The OpenAI-compatible, offline and log-probability samplers live in the submodul
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from taskcal_agents.sampling.langchain import (
     asample_batch,
     asample_messages,
@@ -19,7 +21,21 @@ from taskcal_agents.sampling.langchain import (
     unwrap_binding,
 )
 
+if TYPE_CHECKING:
+    from taskcal_agents.sampling.openai import OpenAISampler
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OpenAISampler":  # imported on use: the openai client is a heavy import
+        from taskcal_agents.sampling.openai import OpenAISampler
+
+        return OpenAISampler
+    msg = f"module 'taskcal_agents.sampling' has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
 __all__ = [
+    "OpenAISampler",
     "asample_batch",
     "asample_messages",
     "chat_model_of",

@@ -150,7 +150,7 @@ class OfflineSampler:
                 model = str(prepare_default_model())
             kwargs: dict[str, Any] = {"seed": self.seed, "max_model_len": self.max_model_len}
             if self.device == "cpu":
-                from taskcal_agents.serving.vllm import cpu_environment
+                from taskcal_agents._vllm_cpu import cpu_environment
 
                 for key, value in cpu_environment(self.kv_cache_gib).items():
                     os.environ.setdefault(key, value)

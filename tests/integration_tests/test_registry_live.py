@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from taskcal_agents import TaskCalibratedRunnable, tasks
+from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.serving import VLLMServer
 from tests.conftest import STARTUP_TIMEOUT, stop_session_server
 from tests.integration_tests.test_runnable_live import check_decision, get_weather
@@ -83,7 +84,7 @@ def test_hermes_tool_calls_come_back_as_langchain_tool_calls(qwen_server: VLLMSe
     forced = (
         r'<tool_call>\n\{"name": "get_weather", "arguments": \{"city": "Paris"\}\}\n</tool_call>'
     )
-    with qwen_server.sampler() as sampler:
+    with OpenAISampler.from_endpoint(qwen_server.endpoint) as sampler:
         (message,) = sampler.sample(
             "What is the weather in Paris?",
             n=1,

@@ -10,6 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel
 
+from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.sampling.openai import choice_constraint, json_constraint
 from taskcal_agents.serving import ExternalServer, VLLMServer
 
@@ -22,7 +23,7 @@ PROMPT = "Pick one word: zebra-7 or quartz?"
 
 
 def test_one_request_returns_n_messages(vllm_server: VLLMServer | ExternalServer) -> None:
-    with vllm_server.sampler() as sampler:
+    with OpenAISampler.from_endpoint(vllm_server.endpoint) as sampler:
         messages = sampler.sample("Tell me a fact.", n=8, max_tokens=6)
     assert len(messages) == 8
     assert [m.response_metadata["choice_index"] for m in messages] == list(range(8))
@@ -31,7 +32,7 @@ def test_one_request_returns_n_messages(vllm_server: VLLMServer | ExternalServer
 
 
 def test_the_choice_constraint_really_fires(vllm_server: VLLMServer | ExternalServer) -> None:
-    with vllm_server.sampler() as sampler:
+    with OpenAISampler.from_endpoint(vllm_server.endpoint) as sampler:
         constrained = sampler.sample(
             PROMPT, n=16, max_tokens=8, structured_outputs=choice_constraint(ODD_LABELS)
         )
@@ -44,7 +45,7 @@ def test_the_json_schema_constraint_really_fires(vllm_server: VLLMServer | Exter
     class Verdict(BaseModel):
         answer: Literal["yes", "no"]
 
-    with vllm_server.sampler() as sampler:
+    with OpenAISampler.from_endpoint(vllm_server.endpoint) as sampler:
         messages = sampler.sample(
             "Is the sky blue? Reply in JSON.",
             n=4,
@@ -65,7 +66,7 @@ def test_top_k_reaches_the_server_and_async_works(
     # One token only: every sequence sees the same logits (the shared prompt), so top_k=1
     # must give one distinct first token, while free sampling gives several.
     async def run() -> tuple[list[AIMessage], list[AIMessage]]:
-        async with vllm_server.sampler() as sampler:
+        async with OpenAISampler.from_endpoint(vllm_server.endpoint) as sampler:
             top1 = await sampler.asample("Tell me a fact.", n=8, max_tokens=1, top_k=1)
             free = await sampler.asample("Tell me a fact.", n=16, max_tokens=1)
         return top1, free

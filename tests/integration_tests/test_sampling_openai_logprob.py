@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.sampling.logprob import logprob_belief
 from taskcal_agents.sampling.openai import choice_constraint
 from taskcal_agents.serving import ExternalServer, VLLMServer
@@ -24,7 +25,7 @@ N = 96
 def test_logprob_belief_matches_the_sampled_belief(
     vllm_server: VLLMServer | ExternalServer,
 ) -> None:
-    with vllm_server.sampler() as sampler:
+    with OpenAISampler.from_endpoint(vllm_server.endpoint) as sampler:
         one_pass = logprob_belief(sampler, PROMPT, LABELS)
         # Room for one token per character: under the choice constraint the sampler can
         # spell a label out in short pieces ("answe" was seen cut off at max_tokens=4).

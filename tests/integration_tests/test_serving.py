@@ -6,6 +6,7 @@ import httpx
 import pytest
 from langchain_core.messages import AIMessage
 
+from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.serving import ExternalServer, VLLMServer
 
 pytestmark = pytest.mark.integration
@@ -90,7 +91,7 @@ def test_hermes_tool_calls_come_back_as_langchain_tool_calls(
     forced = (
         r'<tool_call>\n\{"name": "get_weather", "arguments": \{"city": "Paris"\}\}\n</tool_call>'
     )
-    with vllm_server.sampler() as sampler:
+    with OpenAISampler.from_endpoint(vllm_server.endpoint) as sampler:
         messages = sampler.sample(
             "What is the weather in Paris?",
             n=1,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from taskcal_agents.errors import ServerError, ServerStartupError
+from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.serving.vllm import VLLMServer
 
 pytestmark = pytest.mark.integration
@@ -164,7 +165,7 @@ def test_sigterm_ignoring_server_is_killed(fake_python: str, tmp_path: Path) -> 
 
 def test_sampler_reports_a_dead_server_with_its_log(fake_python: str, tmp_path: Path) -> None:
     with _server(fake_python, tmp_path, "serve") as server:
-        sampler = server.sampler(timeout=5)
+        sampler = OpenAISampler.from_endpoint(server.endpoint, timeout=5)
         assert server.pid is not None
         os.killpg(server.pid, signal.SIGKILL)
         time.sleep(0.5)

