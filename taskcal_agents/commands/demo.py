@@ -48,7 +48,8 @@ def _server(
     base_url: str | None, model: str, err: Console, timer: StepTimer
 ) -> Iterator[tuple[str, str, Callable[[], None]]]:
     """Yield ``(base URL, served name, release)``; *release* stops a server started here."""
-    from taskcal_agents.serving import connect, get_model_spec, prepare_model
+    from taskcal_agents.models import get_model_spec, prepare_model
+    from taskcal_agents.serving import connect
 
     if base_url:
         with connect(base_url, model) as (url, name):

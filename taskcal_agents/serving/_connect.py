@@ -7,7 +7,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from taskcal_agents.serving.registry import DEFAULT_MODEL_NAME
+from taskcal_agents.models import DEFAULT_MODEL_NAME
 
 logger = logging.getLogger(__name__)
 

@@ -36,8 +36,13 @@ import httpx
 from taskcal_agents._vllm_cpu import cpu_environment, refuse_request_seed
 from taskcal_agents.endpoint import Endpoint
 from taskcal_agents.errors import ConfigurationError, ServerError, ServerStartupError
-from taskcal_agents.serving.model import prepare_model
-from taskcal_agents.serving.registry import DEFAULT_MODEL_NAME, MODELS, ModelSpec, get_model_spec
+from taskcal_agents.models import (
+    DEFAULT_MODEL_NAME,
+    MODELS,
+    ModelSpec,
+    get_model_spec,
+    prepare_model,
+)
 
 if TYPE_CHECKING:
     from types import TracebackType

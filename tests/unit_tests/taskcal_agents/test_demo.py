@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from taskcal_agents import serving
+from taskcal_agents import models, serving
 from taskcal_agents.cli import app
 from taskcal_agents.commands import workflow as workflow_cmd
 from taskcal_agents.datasets import SHARED_DATA_ENV, convert
@@ -288,7 +288,7 @@ def test_cli_demo_missing_data_fails_before_any_server(
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("no model may be prepared or served without the data")
 
-    monkeypatch.setattr(serving, "prepare_model", refuse)
+    monkeypatch.setattr(models, "prepare_model", refuse)
     monkeypatch.setattr(serving, "connect", refuse)
     result = CliRunner().invoke(app, ["demo", "--out-dir", str(tmp_path / "out")])
 
@@ -319,7 +319,7 @@ def test_cli_demo_prepares_serves_and_stops_the_model_before_evaluating(
             evaluated = (out / "tool_use.evaluation.json").exists()
             calls.append(f"stop (evaluated: {evaluated})")
 
-    monkeypatch.setattr(serving, "prepare_model", prepare)
+    monkeypatch.setattr(models, "prepare_model", prepare)
     monkeypatch.setattr(serving, "connect", Started)
     args = ["demo", "--model", "smollm2-135m-instruct", "--no-stsb", "--permutations", "0"]
     result = CliRunner().invoke(app, [*args, "--out-dir", str(out)])

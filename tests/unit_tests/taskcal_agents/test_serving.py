@@ -13,18 +13,18 @@ from typer.testing import CliRunner
 import taskcal_agents.serving as serving
 from taskcal_agents.cli import app
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.sampling import OpenAISampler
-from taskcal_agents.serving import model as model_mod
-from taskcal_agents.serving._chat_template import TOOL_CHAT_TEMPLATE
-from taskcal_agents.serving.model import (
+from taskcal_agents.models import (
     DEFAULT_MODEL_NAME,
     ModelPreparationError,
     default_model_dir,
+    get_model_spec,
     prepare_default_model,
     verify_model_dir,
-    write_manifest,
 )
-from taskcal_agents.serving.registry import get_model_spec
+from taskcal_agents.models import _prepare as model_mod
+from taskcal_agents.models._chat_template import TOOL_CHAT_TEMPLATE
+from taskcal_agents.models._prepare import write_manifest
+from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.serving.vllm import ExternalServer, VLLMServer, build_launch_spec
 
 

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from taskcal_agents.serving import DEFAULT_MODEL_NAME, connect
+from taskcal_agents.models import DEFAULT_MODEL_NAME
+from taskcal_agents.serving import connect
 from taskcal_agents.serving import vllm as vllm_module
 
 
