@@ -118,7 +118,8 @@ def serve(
     ] = None,
 ) -> None:
     """Start a vLLM OpenAI-compatible server and keep it running until interrupted."""
-    from taskcal_agents.serving.vllm import DEFAULT, VLLMServer
+    from taskcal_agents.serving import VLLMServer
+    from taskcal_agents.serving._launch import DEFAULT
 
     if device not in ("cpu", "gpu"):
         console.print(f"[red]error:[/red] --device must be 'cpu' or 'gpu', got {device!r}.")

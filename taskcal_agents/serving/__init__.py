@@ -9,13 +9,10 @@ with an :class:`~taskcal_agents.endpoint.Endpoint`, which is what samplers take.
 from __future__ import annotations
 
 from taskcal_agents.serving._connect import connect
-from taskcal_agents.serving.vllm import (
-    ExternalServer,
-    LaunchSpec,
-    VLLMServer,
-    find_free_port,
-    wait_for_server,
-)
+from taskcal_agents.serving._external import ExternalServer
+from taskcal_agents.serving._launch import LaunchSpec, find_free_port
+from taskcal_agents.serving._probe import wait_for_server
+from taskcal_agents.serving._process import VLLMServer
 
 __all__ = [
     "ExternalServer",

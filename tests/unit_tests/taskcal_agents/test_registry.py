@@ -31,7 +31,7 @@ from taskcal_agents.models import (
     verify_model_dir,
 )
 from taskcal_agents.models._prepare import recipe_id, write_manifest
-from taskcal_agents.serving.vllm import VLLMServer
+from taskcal_agents.serving import VLLMServer
 
 KNOWN = ["qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct", "smollm2-135m-instruct"]
 
