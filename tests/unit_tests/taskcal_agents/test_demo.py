@@ -24,7 +24,10 @@ from taskcal_agents import models, serving
 from taskcal_agents.cli import app
 from taskcal_agents.commands import workflow as workflow_cmd
 from taskcal_agents.datasets import SHARED_DATA_ENV, convert
-from taskcal_agents.demo import (
+from taskcal_agents.errors import DataFileError
+from taskcal_agents.sampling.openai import OpenAISampler
+from taskcal_agents.workflow import eval_arrays, read_samples
+from taskcal_agents.workflow._demo import (
     DEMO_CHOICES,
     DEMO_FORMAT,
     demo_items,
@@ -32,9 +35,6 @@ from taskcal_agents.demo import (
     run_demo,
     stsb_items,
 )
-from taskcal_agents.errors import DataFileError
-from taskcal_agents.sampling.openai import OpenAISampler
-from taskcal_agents.workflow import eval_arrays, read_samples
 
 BASE_URL = "http://fake-vllm.test/v1"
 N_STSB = 24
@@ -346,8 +346,10 @@ def test_cli_demo_refuses_an_unknown_model_before_preparing(
 
 
 def test_demo_all_names_exist() -> None:
-    import taskcal_agents.demo as module
+    import taskcal_agents.workflow._demo as module
 
     assert len(set(module.__all__)) == len(module.__all__)
     for name in module.__all__:
-        assert hasattr(module, name), f"taskcal_agents.demo.__all__ names missing {name!r}"
+        assert hasattr(module, name), (
+            f"taskcal_agents.workflow._demo.__all__ names missing {name!r}"
+        )
