@@ -13,7 +13,7 @@ Usage::
     .venv/bin/python benchmarks/bench_overhead.py --start-server
     .venv/bin/python benchmarks/bench_overhead.py --no-live    # overhead only
 
-The server is taken from ``--base-url``, else ``$TASKCAL_VLLM_BASE_URL``, else
+The server is taken from ``--base-url``, else ``$TASKCAL_BASE_URL``, else
 ``/work/dev_server_url``; ``--start-server`` starts one with
 ``taskcal_agents.serving.VLLMServer`` on the default model.
 """
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import statistics
 import sys
 import time
@@ -37,6 +36,7 @@ from langchain_core.tools import tool
 from taskcal_agents import TaskCalibratedRunnable, tasks
 from taskcal_agents.belief import DEFAULT_ALPHA
 from taskcal_agents.decision import Decider
+from taskcal_agents.endpoint import server_from_env
 from taskcal_agents.sampling import sample_messages
 
 PROMPTS = [
@@ -136,8 +136,7 @@ def server_url(args: argparse.Namespace) -> Iterator[tuple[str, str] | None]:
         with VLLMServer() as server:
             yield server.base_url, server.model_name
         return
-    url = args.base_url or os.environ.get("TASKCAL_VLLM_BASE_URL")
-    model = args.model or os.environ.get("TASKCAL_VLLM_MODEL")
+    url, model = server_from_env(args.base_url, args.model)
     dev = Path("/work/dev_server_url")
     if url is None and dev.exists():
         url = dev.read_text().strip()

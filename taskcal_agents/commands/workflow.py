@@ -18,22 +18,19 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
 from taskcal_agents.errors import ConfigurationError, TaskCalError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from taskcal_agents.task import Task
-
-DEFAULT_BASE_URL_ENV = "TASKCAL_BASE_URL"
-DEFAULT_MODEL_ENV = "TASKCAL_MODEL"
 
 
 def _consoles() -> tuple[Console, Console]:
@@ -195,10 +192,10 @@ def sample(
     out: Annotated[Path, typer.Option("--out", "-o", help="Samples JSONL (created or resumed).")],
     base_url: Annotated[
         str | None,
-        typer.Option(help=f"OpenAI-compatible server URL (default ${DEFAULT_BASE_URL_ENV})."),
+        typer.Option(help=f"OpenAI-compatible server URL (default ${BASE_URL_ENV})."),
     ] = None,
     model: Annotated[
-        str | None, typer.Option(help=f"Served model name (default ${DEFAULT_MODEL_ENV}).")
+        str | None, typer.Option(help=f"Served model name (default ${MODEL_ENV}).")
     ] = None,
     n: Annotated[int, typer.Option(min=1, help="Completions per item.")] = 16,
     temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 1.0,
@@ -248,13 +245,12 @@ def sample(
     from taskcal_agents.workflow import SampleSettings, SamplesStore, run_sampling, sample_header
 
     console, err = _consoles()
-    base_url = base_url or os.environ.get(DEFAULT_BASE_URL_ENV)
-    model = model or os.environ.get(DEFAULT_MODEL_ENV)
+    base_url, model = server_from_env(base_url, model)
     try:
         if not base_url or not model:
             msg = (
-                f"--base-url and --model are required (or set ${DEFAULT_BASE_URL_ENV} and "
-                f"${DEFAULT_MODEL_ENV}); got base_url={base_url!r}, model={model!r}."
+                f"--base-url and --model are required (or set ${BASE_URL_ENV} and "
+                f"${MODEL_ENV}); got base_url={base_url!r}, model={model!r}."
             )
             raise ConfigurationError(msg)
         task_obj = _load_task(task)

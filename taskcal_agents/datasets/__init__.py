@@ -10,7 +10,13 @@ See :mod:`taskcal_agents.datasets._format` for the rules and
 
 from __future__ import annotations
 
-from taskcal_agents.datasets._convert import (
+from taskcal_agents.datasets._format import (
+    DatasetItem,
+    parse_dataset_line,
+    read_dataset,
+    write_dataset,
+)
+from taskcal_agents.datasets._shared_data import (
     CONVERTERS,
     MMLU_LABELS,
     SHARED_DATA_ENV,
@@ -26,12 +32,6 @@ from taskcal_agents.datasets._convert import (
     round_half_up,
     select_items,
     shared_data_dir,
-)
-from taskcal_agents.datasets._format import (
-    DatasetItem,
-    parse_dataset_line,
-    read_dataset,
-    write_dataset,
 )
 from taskcal_agents.datasets._tasks import WHEN2CALL_COST, default_task
 from taskcal_agents.datasets.grading import grade_answer, normalize_answer, token_f1

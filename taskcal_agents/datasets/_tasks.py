@@ -24,6 +24,7 @@ from typing import Any
 
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.task import ParserSpec, Task
+from taskcal_agents.tasks import answer_or_abstain, rating, tool_decision
 
 WHEN2CALL_COST = ((0.0, 1.0, 2.0), (4.0, 0.0, 2.0), (4.0, 1.0, 0.0))
 """Costs of the When2Call evaluation: calling a tool when the model should ask or cannot
@@ -46,12 +47,10 @@ def default_task(name: str, **options: Any) -> Task:
     Raises:
         ConfigurationError: Unknown name.
     """
-    from taskcal_agents import tasks
-
     if name == "when2call":
-        return tasks.tool_decision(cost=[list(r) for r in WHEN2CALL_COST], name="when2call")
+        return tool_decision(cost=[list(r) for r in WHEN2CALL_COST], name="when2call")
     if name in ("simpleqa", "nq-open"):
-        return tasks.answer_or_abstain(name=name, answer_clusters="lexical")
+        return answer_or_abstain(name=name, answer_clusters="lexical")
     if name == "mmlu":
         labels = ["A", "B", "C", "D"]
         cost = [[0.0 if i == j else 1.0 for j in range(4)] for i in range(4)]
@@ -80,7 +79,7 @@ def default_task(name: str, **options: Any) -> Task:
         )
     if name == "stsb":
         low = int(options.get("scale_min", 0))
-        return tasks.rating(k=6, low=low, name="stsb")
+        return rating(k=6, low=low, name="stsb")
     msg = (
         f"default task name must be one of ['mmlu', 'nq-open', 'simpleqa', 'stsb', "
         f"'when2call'], got {name!r}."

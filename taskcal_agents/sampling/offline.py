@@ -145,7 +145,7 @@ class OfflineSampler:
                 raise ConfigurationError(msg) from exc
             model = self.model
             if model is None:
-                from taskcal_agents.serving.model import prepare_default_model
+                from taskcal_agents.models import prepare_default_model
 
                 model = str(prepare_default_model())
             kwargs: dict[str, Any] = {"seed": self.seed, "max_model_len": self.max_model_len}

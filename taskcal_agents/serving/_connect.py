@@ -7,7 +7,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from taskcal_agents.serving.registry import DEFAULT_MODEL_NAME
+from taskcal_agents.models import DEFAULT_MODEL_NAME
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ def connect(
     if base_url:
         yield base_url, model or DEFAULT_MODEL_NAME
         return
-    from taskcal_agents.serving.vllm import VLLMServer
+    from taskcal_agents.serving._process import VLLMServer
 
     logger.warning("no base URL given: starting %s with VLLMServer", model or DEFAULT_MODEL_NAME)
     with VLLMServer(model=model, **server_kwargs) as server:

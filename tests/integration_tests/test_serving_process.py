@@ -13,7 +13,7 @@ import pytest
 
 from taskcal_agents.errors import ServerError, ServerStartupError
 from taskcal_agents.sampling import OpenAISampler
-from taskcal_agents.serving.vllm import VLLMServer
+from taskcal_agents.serving import VLLMServer
 
 pytestmark = pytest.mark.integration
 

