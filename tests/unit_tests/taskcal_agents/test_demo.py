@@ -33,7 +33,7 @@ from taskcal_agents.demo import (
     stsb_items,
 )
 from taskcal_agents.errors import DataFileError
-from taskcal_agents.sampling.openai import OpenAISampler
+from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.workflow import eval_arrays, read_samples
 
 BASE_URL = "http://fake-vllm.test/v1"
