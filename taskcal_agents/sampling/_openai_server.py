@@ -296,31 +296,25 @@ class OpenAISampler:
 
     @property
     def client(self) -> openai.OpenAI:
-        """The synchronous openai client (created on first use).
-
-        Raises:
-            RuntimeError: The sampler is closed.
-        """
-        self._check_open("client")
-        if self._client is None:
-            self._client = openai.OpenAI(**self._client_options(self.http_client))
+        """The synchronous openai client (created on first use; refused once closed)."""
+        if self._client is None or self._closed:  # a closed sampler refuses here
+            self._client = openai.OpenAI(**self._client_options("client", self.http_client))
         return self._client
 
     @property
     def async_client(self) -> openai.AsyncOpenAI:
-        """The asynchronous openai client (created on first use).
-
-        Raises:
-            RuntimeError: The sampler is closed.
-        """
-        self._check_open("async_client")
-        if self._async_client is None:
-            self._async_client = openai.AsyncOpenAI(**self._client_options(self.async_http_client))
+        """The asynchronous openai client (created on first use; refused once closed)."""
+        if self._async_client is None or self._closed:  # a closed sampler refuses here
+            http_client = self.async_http_client
+            self._async_client = openai.AsyncOpenAI(
+                **self._client_options("async_client", http_client)
+            )
         return self._async_client
 
     def _client_options(
-        self, http_client: httpx.Client | httpx.AsyncClient | None
+        self, name: str, http_client: httpx.Client | httpx.AsyncClient | None
     ) -> dict[str, Any]:
+        self._check_open(name)
         return {
             "base_url": self.base_url,
             "api_key": self.api_key,
