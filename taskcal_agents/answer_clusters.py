@@ -675,8 +675,16 @@ class ChoiceSampler(Protocol):
     sampling package, does not import): every sampler of that package is one.
     """
 
-    def sample(self, messages: Any, **params: Any) -> list[AIMessage]:
-        """Return ``params["n"]`` completions of *messages*."""
+    def sample(
+        self,
+        messages: Any,
+        *,
+        n: int,
+        temperature: float,
+        max_tokens: int,
+        structured_outputs: Mapping[str, Any],
+    ) -> list[AIMessage]:
+        """Return *n* completions of *messages*."""
         ...
 
 

@@ -29,19 +29,17 @@ from taskcal_agents.sampling._chat_models import (
     unwrap_binding,
 )
 from taskcal_agents.sampling._messages import to_messages, to_openai_messages
-from taskcal_agents.sampling._protocol import Sampler
+from taskcal_agents.sampling._protocol import SampleParams, Sampler
 
 if TYPE_CHECKING:
-    from taskcal_agents.sampling._openai_server import OpenAISampler, SampleParams
-
-_LAZY = {"OpenAISampler", "SampleParams"}  # the openai client is a heavy import
+    from taskcal_agents.sampling._openai_server import OpenAISampler
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from taskcal_agents.sampling import _openai_server
+    if name == "OpenAISampler":  # imported on use: the openai client is a heavy import
+        from taskcal_agents.sampling._openai_server import OpenAISampler
 
-        return getattr(_openai_server, name)
+        return OpenAISampler
     msg = f"module 'taskcal_agents.sampling' has no attribute {name!r}"
     raise AttributeError(msg)
 

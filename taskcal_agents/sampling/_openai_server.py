@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Generator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 import openai
@@ -42,6 +42,7 @@ from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
 from taskcal_agents.sampling._choices import choice_message
 from taskcal_agents.sampling._drive import adrive, drive
 from taskcal_agents.sampling._messages import to_openai_messages
+from taskcal_agents.sampling._protocol import SampleParams
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion
@@ -200,38 +201,6 @@ def translate_error(exc: Exception, base_url: str) -> Exception:
         return SamplingError(msg)
     msg = f"OpenAISampler: sampling from {base_url!r} failed ({type(exc).__name__}: {exc})."
     return SamplingError(msg)
-
-
-class SampleParams(TypedDict, total=False):
-    """Keyword arguments of :meth:`OpenAISampler.sample` (all optional)."""
-
-    n: int
-    """Number of completions, drawn in one request (default 1)."""
-    temperature: float | None
-    """Sampling temperature (default 1.0; ``None`` leaves the server's default)."""
-    top_p: float | None
-    """Nucleus sampling mass."""
-    top_k: int | None
-    """Top-k sampling (vLLM, through ``extra_body``)."""
-    min_p: float | None
-    """Min-p sampling (vLLM, through ``extra_body``)."""
-    max_tokens: int | None
-    """Completion length limit."""
-    stop: str | Sequence[str] | None
-    """Stop strings."""
-    tools: Sequence[Any] | None
-    """OpenAI tool dicts, LangChain tools, pydantic models or functions."""
-    tool_choice: str | Mapping[str, Any] | None
-    """``"auto"``, ``"required"``, ``"none"`` or a named function."""
-    structured_outputs: Mapping[str, Any] | None
-    """vLLM constraint, see :func:`~taskcal_agents.constraints.choice_constraint` and
-    :func:`~taskcal_agents.constraints.json_constraint`."""
-    logprobs: int | None
-    """Number of top log-probabilities per token (0-20) to return in ``response_metadata``."""
-    seed: int | None
-    """Per-request seed (refused when ``allow_seed`` is false)."""
-    extra_body: Mapping[str, Any] | None
-    """More vLLM request fields."""
 
 
 class OpenAISampler:
@@ -443,7 +412,6 @@ def _error_detail(exc: openai.APIStatusError) -> str:
 
 __all__ = [
     "OpenAISampler",
-    "SampleParams",
     "build_request",
     "choice_to_message",
     "response_to_messages",
