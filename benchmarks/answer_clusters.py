@@ -210,7 +210,7 @@ def main() -> None:
         )
     )
     if args.base_url:
-        from taskcal_agents.sampling.openai import OpenAISampler
+        from taskcal_agents.sampling import OpenAISampler
 
         with OpenAISampler(args.base_url, args.model) as sampler:
             judged = predict(

@@ -34,8 +34,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.sampling.logprob import logprob_belief
-from taskcal_agents.sampling.openai import OpenAISampler
 from taskcal_agents.serving import ExternalServer, VLLMServer
 
 PROMPT = (

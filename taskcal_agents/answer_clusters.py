@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from taskcal_agents.constraints import choice_constraint
 from taskcal_agents.datasets.grading import (
     DEFAULT_MAX_CONTAINMENT_TOKENS,
     contains_tokens,
@@ -668,10 +669,22 @@ class EntailmentJudgeFactory(Protocol):
 
 
 class ChoiceSampler(Protocol):
-    """What the judge needs: ``sample`` with a ``structured_outputs`` choice constraint."""
+    """What the judge needs: ``sample`` with a ``structured_outputs`` choice constraint.
 
-    def sample(self, messages: Any, **params: Any) -> list[AIMessage]:
-        """Return ``params["n"]`` completions of *messages*."""
+    The sync half of :class:`taskcal_agents.sampling.Sampler` (which this module, below the
+    sampling package, does not import): every sampler of that package is one.
+    """
+
+    def sample(
+        self,
+        messages: Any,
+        *,
+        n: int,
+        temperature: float,
+        max_tokens: int,
+        structured_outputs: Mapping[str, Any],
+    ) -> list[AIMessage]:
+        """Return *n* completions of *messages*."""
         ...
 
 
@@ -689,7 +702,7 @@ def entailment_judge(
     ``N * (N - 1)`` questions.
 
     Args:
-        sampler: An :class:`~taskcal_agents.sampling.openai.OpenAISampler` (or
+        sampler: An :class:`~taskcal_agents.sampling.OpenAISampler` (or
             ``OfflineSampler``, or anything with that ``sample``).
         question: The question both answers answer.
         prompt: The prompt, with ``{question}``, ``{a}`` and ``{b}``.
@@ -713,8 +726,6 @@ def entailment_judge(
             f"{{question}}, {{a}} and {{b}}, got {prompt!r} ({type(exc).__name__}: {exc})."
         )
         raise ConfigurationError(msg) from exc
-    from taskcal_agents.sampling.openai import choice_constraint  # openai: a heavy import
-
     constraint = choice_constraint(ENTAILMENT_CHOICES)
     cache: dict[tuple[str, str], bool] = {}
 

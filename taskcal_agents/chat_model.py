@@ -28,7 +28,7 @@ from typing_extensions import override
 from taskcal_agents.decision import Decision
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.runnable import TaskCalibratedRunnable
-from taskcal_agents.sampling.langchain import unwrap_binding
+from taskcal_agents.sampling import unwrap_binding
 from taskcal_agents.task import Task
 
 __all__ = ["DECISION_METADATA_KEY", "TaskCalibratedChatModel"]

@@ -103,7 +103,7 @@ def _is_system(message: Any, index: int) -> bool:
     msg = (
         "with_task_prompt parameter 'messages' must hold LangChain messages or OpenAI-style "
         f"dicts with a 'role', got messages[{index}] = {message!r}; convert the input with "
-        "taskcal_agents.sampling.langchain.to_messages first."
+        "taskcal_agents.sampling.to_messages first."
     )
     raise ConfigurationError(msg)
 

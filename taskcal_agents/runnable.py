@@ -32,7 +32,7 @@ from taskcal_agents.belief import DEFAULT_ALPHA
 from taskcal_agents.decision import Decider, Decision, decide_from_messages
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.prompting import with_task_prompt
-from taskcal_agents.sampling.langchain import (
+from taskcal_agents.sampling import (
     asample_batch,
     bound_tool_names,
     chat_model_of,

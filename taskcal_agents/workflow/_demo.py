@@ -483,7 +483,7 @@ def run_demo(
     CPU-heavy evaluation), then each part's evaluation.
 
     Args:
-        sampler: An :class:`~taskcal_agents.sampling.openai.OpenAISampler` (or any object
+        sampler: An :class:`~taskcal_agents.sampling.OpenAISampler` (or any object
             with its ``sample`` method that returns ``logprobs``).
         out_dir: Where the samples, evaluation files and ``demo.json`` go.
         model: The served model name (recorded; it names the samples files).

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage
 
@@ -42,26 +42,11 @@ from taskcal_agents.datasets import DatasetItem, grade_answer, normalize_answer
 from taskcal_agents.errors import ConfigurationError, SamplingError, UnparseableOutputError
 from taskcal_agents.parsers import UNPARSED_REASONS, tool_names_of, unparsed_reason
 from taskcal_agents.prompting import with_task_prompt
+from taskcal_agents.sampling import Sampler
 from taskcal_agents.workflow._store import SamplesStore
 
 if TYPE_CHECKING:
     from taskcal_agents.task import Task
-
-
-class Sampler(Protocol):
-    """What the runner needs from a sampler (e.g. ``OpenAISampler``)."""
-
-    def sample(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        n: int,
-        temperature: float,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        max_tokens: int | None = None,
-    ) -> list[AIMessage]:
-        """Return *n* completions of *messages*."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -346,7 +331,7 @@ def sample_item(
         question = question_of(messages)
         try:
             entails = (
-                entailment_judge(sampler, question=question or "")  # type: ignore[arg-type]
+                entailment_judge(sampler, question=question or "")
                 if spec.method == "entailment"
                 else None
             )

@@ -24,7 +24,7 @@ from taskcal_agents.answer_clusters import (
 )
 from taskcal_agents.datasets import CONVERTERS, shared_data_dir
 from taskcal_agents.errors import ConfigurationError, DataFileError, SamplingError
-from taskcal_agents.sampling.openai import OpenAISampler
+from taskcal_agents.sampling import OpenAISampler
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -25,7 +25,7 @@ from taskcal_agents.cli import app
 from taskcal_agents.commands import workflow as workflow_cmd
 from taskcal_agents.datasets import SHARED_DATA_ENV, convert
 from taskcal_agents.errors import DataFileError
-from taskcal_agents.sampling.openai import OpenAISampler
+from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.workflow import eval_arrays, read_samples
 from taskcal_agents.workflow._demo import (
     DEMO_CHOICES,

@@ -20,7 +20,7 @@ MODULES = [
     "taskcal_agents.prompting",
     "taskcal_agents.runnable",
     "taskcal_agents.sampling",
-    "taskcal_agents.sampling.langchain",
+    "taskcal_agents.sampling._chat_models",
     "taskcal_agents.task",
     "taskcal_agents.tasks",
 ]
@@ -53,10 +53,10 @@ def test_module_all_is_defined(module_name: str) -> None:
         assert hasattr(module, name), f"{module_name}.__all__ names missing {name!r}"
 
 
-def test_sampling_package_reexports_langchain_sampler() -> None:
-    from taskcal_agents.sampling import langchain
+def test_sampling_package_reexports_chat_model_sampler() -> None:
+    from taskcal_agents.sampling import _chat_models
 
-    assert set(langchain.__all__) <= set(sampling.__all__)
+    assert set(_chat_models.__all__) <= set(sampling.__all__)
 
 
 def test_import_is_lazy() -> None:

@@ -29,8 +29,7 @@ from taskcal_agents.prompting import (
     with_task_prompt,
 )
 from taskcal_agents.runnable import TaskCalibratedRunnable
-from taskcal_agents.sampling.langchain import to_messages
-from taskcal_agents.sampling.openai import OpenAISampler
+from taskcal_agents.sampling import OpenAISampler, to_messages
 from taskcal_agents.workflow import SampleSettings, SamplesStore, run_sampling, sample_header
 from tests.unit_tests.taskcal_agents.test_middleware import CountingHandler, run_hook
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
@@ -216,7 +215,7 @@ def test_a_message_of_another_type_is_refused() -> None:
         ConfigurationError,
         match=r"^with_task_prompt parameter 'messages' must hold LangChain messages or "
         r"OpenAI-style dicts with a 'role', got messages\[1\] = \('user', 'hi'\); convert "
-        r"the input with taskcal_agents\.sampling\.langchain\.to_messages first\.$",
+        r"the input with taskcal_agents\.sampling\.to_messages first\.$",
     ):
         with_task_prompt([HumanMessage(content="x"), ("user", "hi")], PROMPT)
 

@@ -12,15 +12,10 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
+from taskcal_agents.constraints import choice_constraint, json_constraint
 from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
-from taskcal_agents.sampling.openai import (
-    OpenAISampler,
-    build_request,
-    choice_constraint,
-    json_constraint,
-    to_openai_messages,
-    translate_error,
-)
+from taskcal_agents.sampling import OpenAISampler, to_openai_messages
+from taskcal_agents.sampling._openai_server import build_request, translate_error
 
 BASE_URL = "http://fake-vllm.test/v1"
 

@@ -34,9 +34,8 @@ from taskcal_agents.parsers import (
     with_tool_calls,
 )
 from taskcal_agents.runnable import TaskCalibratedRunnable
-from taskcal_agents.sampling import sample_messages
+from taskcal_agents.sampling import OpenAISampler, sample_messages
 from taskcal_agents.sampling.offline import completion_to_message
-from taskcal_agents.sampling.openai import OpenAISampler
 from tests.unit_tests.taskcal_agents.test_middleware import middleware, scripted
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import RecordingChatModel
 

@@ -14,17 +14,22 @@ Two strategies, chosen per model:
 Temperature and seed are passed as call keyword arguments; the caller's model object is
 never modified. Several inputs can be sampled together (:func:`sample_batch`) so that
 ``max_concurrency`` bounds all model calls of a batch, not each input separately.
+
+The sync and async paths share everything but the calls themselves: a plan
+(:class:`_Plan`) splits the work into units, each a sans-IO protocol that yields
+:class:`_Call` requests (``generate``, ``invoke`` or ``batch``), and the two drivers make the
+calls (``generate`` or ``agenerate``…) with threads or tasks. :class:`ChatModelSampler` is
+the :class:`~taskcal_agents.sampling.Sampler` over a chat model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
-from langchain_core.prompt_values import PromptValue
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langchain_core.runnables.config import (
     ensure_config,
@@ -36,26 +41,21 @@ from langchain_core.runnables.utils import gather_with_concurrency
 from pydantic import ValidationError
 
 from taskcal_agents.errors import ConfigurationError, SamplingError
+from taskcal_agents.sampling._choices import malformed_message
+from taskcal_agents.sampling._drive import adrive, drive
+from taskcal_agents.sampling._messages import to_messages
 
 __all__ = [
+    "ChatModelSampler",
     "asample_batch",
     "asample_messages",
+    "bound_tool_names",
     "chat_model_of",
     "sample_batch",
     "sample_messages",
     "supports_n",
-    "to_messages",
     "unwrap_binding",
 ]
-
-
-def to_messages(input_: LanguageModelInput) -> list[BaseMessage]:
-    """Convert chat-model input (string, messages, message-likes, prompt value) to messages."""
-    if isinstance(input_, PromptValue):
-        return input_.to_messages()
-    if isinstance(input_, str):
-        return [HumanMessage(content=input_)]
-    return convert_to_messages(input_)
 
 
 def unwrap_binding(
@@ -122,6 +122,31 @@ def _as_ai_message(output: Any) -> AIMessage:
     raise SamplingError(msg)
 
 
+@dataclass(frozen=True)
+class _Call:
+    """One model call, named by its sync method; the async driver calls ``a`` + method."""
+
+    target: Runnable[Any, Any]
+    method: str  # "generate", "invoke" or "batch"
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+    def run(self) -> Any:
+        return getattr(self.target, self.method)(*self.args, **self.kwargs)
+
+    async def arun(self) -> Any:
+        return await getattr(self.target, "a" + self.method)(*self.args, **self.kwargs)
+
+
+_Unit = Generator[_Call, Any, Any]
+"""A unit of work: a sans-IO protocol yielding model calls, returning its outcome."""
+
+_MAX_TOP_UPS = 3
+
+_Results = list[list[AIMessage] | BaseException]
+"""Per input, its ``n`` messages or the exception that stopped it."""
+
+
 @dataclass
 class _Plan:
     """How to draw N samples for each of several inputs (shared by sync and async)."""
@@ -136,12 +161,8 @@ class _Plan:
     chat: BaseChatModel | None = None
     bound_configs: list[Any] = field(default_factory=list)
 
-    @property
-    def one_call(self) -> bool:
-        return self.chat is not None
-
-    def generate_args(self, i: int, n: int) -> tuple[list[list[BaseMessage]], dict[str, Any]]:
-        """Arguments of ``chat.generate`` for input i asking for ``n`` choices."""
+    def generate(self, i: int, n: int) -> _Call:
+        """The ``chat.generate`` call for input i asking for ``n`` choices."""
         cfg = ensure_config(merge_configs(*self.bound_configs, self.configs[i]))
         kwargs = {
             **self.call_kwargs,
@@ -154,28 +175,32 @@ class _Plan:
         }
         if self.seed is not None:
             kwargs["seed"] = self.seed
-        return [to_messages(self.inputs[i])], kwargs
+        chat = cast("BaseChatModel", self.chat)
+        return _Call(chat, "generate", ([to_messages(self.inputs[i])],), kwargs)
 
-    def flat(self) -> tuple[list[Any], list[RunnableConfig], list[dict[str, Any]]]:
-        """N copies of every input with their configs and per-sample kwargs."""
+    def units(self) -> tuple[list[_Unit], Callable[[list[Any]], _Results]]:
+        """The units to run concurrently and how their outcomes become the results."""
+        if self.chat is not None:  # one request with n per input, topped up
+            return [_top_ups(self, i) for i in range(len(self.inputs))], list
         inputs = [x for x in self.inputs for _ in range(self.n)]
         configs = [
             patch_config(c, max_concurrency=self.max_concurrency)
             for c in self.configs
             for _ in range(self.n)
         ]
-        if self.seed is None:
-            kwargs = [self.call_kwargs] * len(inputs)
-        else:
-            kwargs = [
-                {**self.call_kwargs, "seed": self.seed + j}
-                for _ in self.inputs
-                for j in range(self.n)
-            ]
-        return inputs, configs, kwargs
+        if self.seed is None:  # one batch call over N copies of every input
+            kwargs = {"return_exceptions": True, **self.call_kwargs}
+            batch = _Call(self.model, "batch", (inputs, configs), kwargs)
+            return [_one(batch, catch=False)], lambda outcomes: self.regroup(outcomes[0])
+        seeds = [self.seed + j for _ in self.inputs for j in range(self.n)]
+        calls = [
+            _Call(self.model, "invoke", (x, c), {**self.call_kwargs, "seed": s})
+            for x, c, s in zip(inputs, configs, seeds, strict=True)
+        ]
+        return [_one(call) for call in calls], self.regroup
 
-    def regroup(self, flat: Sequence[Any]) -> list[list[AIMessage] | BaseException]:
-        out: list[list[AIMessage] | BaseException] = []
+    def regroup(self, flat: Sequence[Any]) -> _Results:
+        out: _Results = []
         for i in range(len(self.inputs)):
             chunk = flat[i * self.n : (i + 1) * self.n]
             error = next((x for x in chunk if isinstance(x, BaseException)), None)
@@ -188,17 +213,64 @@ class _Plan:
                 out.append(exc)
         return out
 
+    def short(self, got: int) -> SamplingError:
+        msg = (
+            f"{type(self.chat).__name__} returned {got} of the {self.n} requested choices "
+            f"after {_MAX_TOP_UPS + 1} requests; check that the server supports the 'n' "
+            "parameter or pass use_n=False."
+        )
+        return SamplingError(msg)
+
+
+def _one(call: _Call, *, catch: bool = True) -> _Unit:
+    """The unit of one call: its result, or (with *catch*) the exception it raised."""
+    try:
+        return (yield call)
+    except Exception as exc:
+        if not catch:
+            raise
+        return exc
+
+
+def _choices(result: Any) -> list[AIMessage]:
+    return [_as_ai_message(g.message) for g in result.generations[0]]
+
+
+def _top_ups(plan: _Plan, i: int) -> _Unit:
+    """Input i's n choices from requests with ``n``, topped up when a server returns fewer.
+
+    langchain-openai fails a whole ``n``-choice response over one malformed choice (say,
+    tool-call arguments that are a JSON list): the rest is then drawn one by one, and a
+    choice that fails again becomes :func:`~taskcal_agents.sampling._choices.malformed_message`.
+    """
+    samples: list[AIMessage] = []
+    try:
+        for _ in range(_MAX_TOP_UPS + 1):  # a server may return fewer than n choices
+            try:
+                samples += _choices((yield plan.generate(i, plan.n - len(samples))))
+            except ValidationError:  # one malformed choice: draw the rest one by one
+                for _ in range(plan.n - len(samples)):
+                    try:
+                        samples += _choices((yield plan.generate(i, 1)))
+                    except ValidationError as exc:
+                        samples.append(malformed_message(exc))
+            if len(samples) >= plan.n:
+                return samples[: plan.n]
+    except Exception as exc:
+        return exc
+    return plan.short(len(samples))
+
 
 def _plan(
     model: Runnable[Any, Any],
     inputs: Sequence[Any],
     *,
     n: int,
-    temperature: float | None,
-    seed: int | None,
-    config: RunnableConfig | Sequence[RunnableConfig] | None,
-    use_n: bool | None,
-    kwargs: dict[str, Any],
+    temperature: float | None = None,
+    seed: int | None = None,
+    config: RunnableConfig | Sequence[RunnableConfig] | None = None,
+    use_n: bool | None = None,
+    **kwargs: Any,
 ) -> _Plan:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         msg = f"sample_messages parameter 'n' must be an integer >= 1, got {n!r}."
@@ -250,128 +322,28 @@ def _plan(
     return plan
 
 
-def _choices(result: Any) -> list[AIMessage]:
-    return [_as_ai_message(g.message) for g in result.generations[0]]
+def _run_unit(unit: _Unit) -> Any:
+    return drive(unit, _Call.run)
 
 
-_MAX_TOP_UPS = 3
+async def _arun_unit(unit: _Unit) -> Any:
+    return await adrive(unit, _Call.arun)
 
 
-def malformed_sample(exc: ValidationError) -> AIMessage:
-    """The stand-in for a completion the chat model could not even turn into a message.
-
-    langchain-openai fails the whole ``n``-choice response when one choice is malformed
-    (say, tool-call arguments that are a JSON list, not an object). Such a choice is
-    redrawn alone; if it fails again it becomes this empty message, which every parser
-    leaves unparsed, so it is counted in ``n_unparsed``, never dropped.
-    """
-    error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return AIMessage(content="", response_metadata={"taskcal_malformed": error})
+def _run(plan: _Plan) -> _Results:
+    """The sync driver: units in threads (at most ``max_concurrency``), one unit inline."""
+    units, finish = plan.units()
+    if len(units) == 1:
+        return finish([_run_unit(units[0])])
+    with get_executor_for_config({"max_concurrency": plan.max_concurrency}) as ex:
+        return finish(list(ex.map(_run_unit, units)))
 
 
-def _run_one_call(plan: _Plan, i: int) -> list[AIMessage] | BaseException:
-    chat = cast("BaseChatModel", plan.chat)
-    samples: list[AIMessage] = []
-    try:
-        for _ in range(_MAX_TOP_UPS + 1):  # a server may return fewer than n choices
-            messages, kwargs = plan.generate_args(i, plan.n - len(samples))
-            try:
-                samples += _choices(chat.generate(messages, **kwargs))
-            except ValidationError:  # one malformed choice: draw the rest one by one
-                for _ in range(plan.n - len(samples)):
-                    messages, kwargs = plan.generate_args(i, 1)
-                    try:
-                        samples += _choices(chat.generate(messages, **kwargs))
-                    except ValidationError as exc:
-                        samples.append(malformed_sample(exc))
-            if len(samples) >= plan.n:
-                return samples[: plan.n]
-    except Exception as exc:
-        return exc
-    return _short(plan, len(samples))
-
-
-async def _arun_one_call(plan: _Plan, i: int) -> list[AIMessage] | BaseException:
-    chat = cast("BaseChatModel", plan.chat)
-    samples: list[AIMessage] = []
-    try:
-        for _ in range(_MAX_TOP_UPS + 1):
-            messages, kwargs = plan.generate_args(i, plan.n - len(samples))
-            try:
-                samples += _choices(await chat.agenerate(messages, **kwargs))
-            except ValidationError:  # see _run_one_call
-                for _ in range(plan.n - len(samples)):
-                    messages, kwargs = plan.generate_args(i, 1)
-                    try:
-                        samples += _choices(await chat.agenerate(messages, **kwargs))
-                    except ValidationError as exc:
-                        samples.append(malformed_sample(exc))
-            if len(samples) >= plan.n:
-                return samples[: plan.n]
-    except Exception as exc:
-        return exc
-    return _short(plan, len(samples))
-
-
-def _short(plan: _Plan, got: int) -> SamplingError:
-    msg = (
-        f"{type(plan.chat).__name__} returned {got} of the {plan.n} requested choices after "
-        f"{_MAX_TOP_UPS + 1} requests; check that the server supports the 'n' parameter or "
-        "pass use_n=False."
-    )
-    return SamplingError(msg)
-
-
-def _invoke_one(model: Runnable[Any, Any], x: Any, cfg: RunnableConfig, kw: dict[str, Any]) -> Any:
-    try:
-        return model.invoke(x, cfg, **kw)
-    except Exception as exc:
-        return exc
-
-
-async def _ainvoke_one(
-    model: Runnable[Any, Any], x: Any, cfg: RunnableConfig, kw: dict[str, Any]
-) -> Any:
-    try:
-        return await model.ainvoke(x, cfg, **kw)
-    except Exception as exc:
-        return exc
-
-
-def _run(plan: _Plan) -> list[list[AIMessage] | BaseException]:
-    if plan.one_call:
-        if len(plan.inputs) == 1:
-            return [_run_one_call(plan, 0)]
-        with get_executor_for_config({"max_concurrency": plan.max_concurrency}) as ex:
-            return list(ex.map(lambda i: _run_one_call(plan, i), range(len(plan.inputs))))
-    inputs, configs, kwargs = plan.flat()
-    if plan.seed is None:
-        outputs = plan.model.batch(inputs, configs, return_exceptions=True, **plan.call_kwargs)
-    else:
-        with get_executor_for_config(configs[0]) as ex:
-            outputs = list(ex.map(_invoke_one, [plan.model] * len(inputs), inputs, configs, kwargs))
-    return plan.regroup(outputs)
-
-
-async def _arun(plan: _Plan) -> list[list[AIMessage] | BaseException]:
-    if plan.one_call:
-        return await gather_with_concurrency(
-            plan.max_concurrency, *(_arun_one_call(plan, i) for i in range(len(plan.inputs)))
-        )
-    inputs, configs, kwargs = plan.flat()
-    if plan.seed is None:
-        outputs = await plan.model.abatch(
-            inputs, configs, return_exceptions=True, **plan.call_kwargs
-        )
-    else:
-        outputs = await gather_with_concurrency(
-            plan.max_concurrency,
-            *(
-                _ainvoke_one(plan.model, x, c, k)
-                for x, c, k in zip(inputs, configs, kwargs, strict=True)
-            ),
-        )
-    return plan.regroup(outputs)
+async def _arun(plan: _Plan) -> _Results:
+    """The async driver: units as tasks, at most ``max_concurrency`` at a time."""
+    units, finish = plan.units()
+    outcomes = await gather_with_concurrency(plan.max_concurrency, *map(_arun_unit, units))
+    return finish(list(outcomes))
 
 
 def sample_batch(
@@ -408,28 +380,16 @@ def sample_batch(
     """
     plan = _plan(
         model, inputs, n=n, temperature=temperature, seed=seed, config=config, use_n=use_n,
-        kwargs=kwargs,
+        **kwargs,
     )  # fmt: skip
     return _run(plan)
 
 
 async def asample_batch(
-    model: Runnable[Any, Any],
-    inputs: Sequence[LanguageModelInput],
-    *,
-    n: int,
-    temperature: float | None = None,
-    seed: int | None = None,
-    config: RunnableConfig | Sequence[RunnableConfig] | None = None,
-    use_n: bool | None = None,
-    **kwargs: Any,
+    model: Runnable[Any, Any], inputs: Sequence[LanguageModelInput], *, n: int, **options: Any
 ) -> list[list[AIMessage] | BaseException]:
-    """Async :func:`sample_batch`."""
-    plan = _plan(
-        model, inputs, n=n, temperature=temperature, seed=seed, config=config, use_n=use_n,
-        kwargs=kwargs,
-    )  # fmt: skip
-    return await _arun(plan)
+    """Async :func:`sample_batch`, with the same keyword arguments (``temperature``…)."""
+    return await _arun(_plan(model, inputs, n=n, **options))
 
 
 def _unwrap_result(result: list[AIMessage] | BaseException) -> list[AIMessage]:
@@ -476,19 +436,45 @@ def sample_messages(
 
 
 async def asample_messages(
-    model: Runnable[Any, Any],
-    input: LanguageModelInput,
-    *,
-    n: int,
-    temperature: float | None = None,
-    seed: int | None = None,
-    config: RunnableConfig | None = None,
-    use_n: bool | None = None,
-    **kwargs: Any,
+    model: Runnable[Any, Any], input: LanguageModelInput, *, n: int, **options: Any
 ) -> list[AIMessage]:
-    """Async :func:`sample_messages`."""
-    results = await asample_batch(
-        model, [input], n=n, temperature=temperature, seed=seed, config=config, use_n=use_n,
-        **kwargs,
-    )  # fmt: skip
-    return _unwrap_result(results[0])
+    """Async :func:`sample_messages`, with the same keyword arguments (``temperature``…)."""
+    return _unwrap_result((await asample_batch(model, [input], n=n, **options))[0])
+
+
+class ChatModelSampler:
+    """The :class:`~taskcal_agents.sampling.Sampler` over a LangChain chat model.
+
+    ``sample``/``asample`` are :func:`sample_messages`/:func:`asample_messages` with this
+    sampler's model, config and ``use_n``.
+
+    Args:
+        model: A chat model, a binding of one, or a Runnable producing messages.
+        config: The runnable config of every call (callbacks, ``max_concurrency``…).
+        use_n: Force (``True``) or forbid (``False``) one request with ``n``.
+    """
+
+    def __init__(
+        self,
+        model: Runnable[Any, Any],
+        *,
+        config: RunnableConfig | None = None,
+        use_n: bool | None = None,
+    ) -> None:
+        self.model = model
+        self.config = config
+        self.use_n = use_n
+
+    def sample(self, messages: Any, *, n: int = 1, **params: Any) -> list[AIMessage]:
+        """Draw ``n`` completions (``params``: ``temperature``, ``seed``, model kwargs)."""
+        return sample_messages(self.model, messages, n=n, **self._options(params))
+
+    async def asample(self, messages: Any, *, n: int = 1, **params: Any) -> list[AIMessage]:
+        """Async :meth:`sample`."""
+        return await asample_messages(self.model, messages, n=n, **self._options(params))
+
+    def _options(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"config": self.config, "use_n": self.use_n, **params}
+
+    def __repr__(self) -> str:
+        return f"ChatModelSampler(model={self.model!r})"

@@ -12,83 +12,40 @@ vLLM extensions go through ``extra_body``: ``top_k``, ``min_p`` and ``structured
 (``{"choice": [...]}``, ``{"json": schema}``, ``{"regex": ...}``, ``{"grammar": ...}``). The
 old ``guided_*`` fields are silently ignored by current vLLM, so they are refused here.
 
-The request is built and the response converted by pure functions that the sync and async
-paths share; openai/httpx errors are translated into :class:`~taskcal_agents.errors.ServerError`
-(the server is unreachable or failed) and :class:`~taskcal_agents.errors.SamplingError` (it
-rejected the request or returned the wrong number of choices).
+One request is one sans-IO exchange (:meth:`OpenAISampler._exchange`: build the request,
+receive the response or the error, convert), driven by ``sample`` and ``asample``; each
+choice is converted by :func:`~taskcal_agents.sampling._choices.choice_message`, the
+treatment every sampler shares. openai/httpx errors are translated into
+:class:`~taskcal_agents.errors.ServerError` (the server is unreachable or failed) and
+:class:`~taskcal_agents.errors.SamplingError` (it rejected the request or returned the wrong
+number of choices).
+
+An httpx client handed in (``http_client``, ``async_http_client``) stays the caller's: the
+sampler never closes it. A closed sampler refuses to sample.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from collections.abc import Callable, Generator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 import openai
-from langchain_core.exceptions import OutputParserException
-from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_messages
-from langchain_core.output_parsers.openai_tools import make_invalid_tool_call, parse_tool_call
-from langchain_core.prompt_values import PromptValue
+from langchain_core.messages import AIMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import BaseModel
 
 from taskcal_agents._vllm_cpu import refuse_request_seed
+from taskcal_agents.constraints import LEGACY_GUIDED_FIELDS, check_structured_outputs
 from taskcal_agents.endpoint import Endpoint
 from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
-from taskcal_agents.parsers import with_tool_calls
+from taskcal_agents.sampling._choices import choice_message
+from taskcal_agents.sampling._drive import adrive, drive
+from taskcal_agents.sampling._messages import to_openai_messages
+from taskcal_agents.sampling._protocol import SampleParams
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion
-
-STRUCTURED_OUTPUT_KINDS = ("choice", "json", "regex", "grammar", "json_object", "structural_tag")
-"""The constraint keys of vLLM's ``structured_outputs`` (exactly one per request)."""
-
-_STRUCTURED_OUTPUT_OPTIONS = ("disable_any_whitespace", "disable_additional_properties")
-_LEGACY_GUIDED = ("guided_choice", "guided_json", "guided_regex", "guided_grammar")
-
-
-def choice_constraint(labels: Sequence[str]) -> dict[str, Any]:
-    """``structured_outputs`` that force the completion to be exactly one of *labels*.
-
-    Raises:
-        ConfigurationError: *labels* is empty, has duplicates or non-strings.
-    """
-    labels = list(labels)
-    if not labels or not all(isinstance(label, str) and label for label in labels):
-        msg = f"choice_constraint: labels must be non-empty strings, got {labels!r}."
-        raise ConfigurationError(msg)
-    if len(set(labels)) != len(labels):
-        msg = f"choice_constraint: labels must be distinct, got {labels!r}."
-        raise ConfigurationError(msg)
-    return {"choice": labels}
-
-
-def json_constraint(schema: Mapping[str, Any] | type[BaseModel]) -> dict[str, Any]:
-    """``structured_outputs`` that force a JSON object following *schema* (or a pydantic model)."""
-    if isinstance(schema, type) and issubclass(schema, BaseModel):
-        return {"json": schema.model_json_schema()}
-    return {"json": dict(schema)}
-
-
-def to_openai_messages(messages: Any) -> list[dict[str, Any]]:
-    """Convert chat input (a string, LangChain messages, a prompt value or OpenAI dicts).
-
-    OpenAI-format dicts (with a ``role``) pass through unchanged.
-    """
-    if isinstance(messages, str):
-        return [{"role": "user", "content": messages}]
-    if isinstance(messages, PromptValue):
-        messages = messages.to_messages()
-    if isinstance(messages, BaseMessage):
-        messages = [messages]
-    if isinstance(messages, Sequence) and all(
-        isinstance(m, Mapping) and "role" in m for m in messages
-    ):
-        return [dict(m) for m in messages]
-    converted = convert_to_openai_messages(messages)
-    return converted if isinstance(converted, list) else [converted]
 
 
 def build_request(
@@ -151,9 +108,11 @@ def build_request(
     if min_p is not None:
         body["min_p"] = min_p
     if structured_outputs is not None:
-        body["structured_outputs"] = check_structured_outputs(structured_outputs)
+        body["structured_outputs"] = check_structured_outputs(
+            structured_outputs, owner="OpenAISampler.sample"
+        )
     for key, value in (extra_body or {}).items():
-        if key in _LEGACY_GUIDED:
+        if key in LEGACY_GUIDED_FIELDS:
             msg = (
                 f"OpenAISampler.sample: extra_body[{key!r}] is silently ignored by current vLLM; "
                 "use structured_outputs={'choice': [...]} (or 'json', 'regex', 'grammar')."
@@ -163,28 +122,6 @@ def build_request(
     if body:
         request["extra_body"] = body
     return request
-
-
-def check_structured_outputs(constraint: Mapping[str, Any]) -> dict[str, Any]:
-    """Validate vLLM ``structured_outputs``: exactly one constraint kind, known options only.
-
-    Raises:
-        ConfigurationError: No kind, several kinds, or an unknown key.
-    """
-    kinds = [key for key in constraint if key in STRUCTURED_OUTPUT_KINDS]
-    unknown = [
-        key
-        for key in constraint
-        if key not in STRUCTURED_OUTPUT_KINDS and key not in _STRUCTURED_OUTPUT_OPTIONS
-    ]
-    if len(kinds) != 1 or unknown:
-        msg = (
-            "OpenAISampler.sample: structured_outputs must hold exactly one of "
-            f"{list(STRUCTURED_OUTPUT_KINDS)!r} (plus the options "
-            f"{list(_STRUCTURED_OUTPUT_OPTIONS)!r}), got keys {list(constraint)!r}."
-        )
-        raise ConfigurationError(msg)
-    return dict(constraint)
 
 
 def response_to_messages(
@@ -222,58 +159,25 @@ def _parses_tool_calls(request: Mapping[str, Any]) -> bool:
 def choice_to_message(
     choice: Any, response: Any, usage: dict[str, Any] | None, *, parse_content: bool = False
 ) -> AIMessage:
-    """Convert one chat-completion choice; malformed tool calls go to ``invalid_tool_calls``.
+    """Convert one chat-completion choice by the shared rules (``sampling._choices``).
 
-    Arguments that decode to a string holding a JSON object (vLLM's hermes parser encodes
-    ``"arguments": "{...}"`` once more) are decoded. With ``parse_content``, a choice with
-    no tool call from the server has its content read by
-    :func:`~taskcal_agents.parsers.with_tool_calls`: a call written there becomes a real
-    tool call (the content keeps the text before it) and ``finish_reason`` ``"stop"``
-    becomes ``"tool_calls"``, as the server reports a call its parser found.
+    With ``parse_content``, a choice with no tool call from the server has the calls
+    written in its content read (vLLM's hermes parser leaves a call written as bare JSON or
+    in a code fence in the content).
     """
-    message = choice.message
-    tool_calls = []
-    invalid_tool_calls = []
-    for raw in message.tool_calls or []:
-        raw_dict = raw.model_dump()
-        try:
-            parsed = parse_tool_call(raw_dict, return_id=True)
-        except OutputParserException as exc:
-            invalid_tool_calls.append(make_invalid_tool_call(raw_dict, str(exc)))
-            continue
-        if parsed is None:
-            continue
-        if isinstance(parsed.get("args"), str):
-            with contextlib.suppress(ValueError):
-                parsed["args"] = json.loads(parsed["args"])
-        if not isinstance(parsed.get("args"), dict):
-            error = f"Function arguments must be a JSON object, got {parsed.get('args')!r}."
-            invalid_tool_calls.append(make_invalid_tool_call(raw_dict, error))
-            continue
-        tool_calls.append(parsed)
-    metadata: dict[str, Any] = {
-        "finish_reason": choice.finish_reason,
-        "model_name": response.model,
-        "choice_index": choice.index,
-    }
+    metadata: dict[str, Any] = {"model_name": response.model, "choice_index": choice.index}
     if usage is not None:
         metadata["request_usage"] = usage
     if choice.logprobs is not None:
         metadata["logprobs"] = choice.logprobs.model_dump()
-    result = AIMessage(
-        content=message.content or "",
-        tool_calls=tool_calls,
-        invalid_tool_calls=invalid_tool_calls,
-        response_metadata=metadata,
+    return choice_message(
+        choice.message.content,
+        finish_reason=choice.finish_reason,
+        raw_tool_calls=[raw.model_dump() for raw in choice.message.tool_calls or []],
+        read_content=parse_content,
+        metadata=metadata,
         id=f"{response.id}-{choice.index}",
     )
-    if not parse_content or tool_calls or invalid_tool_calls:
-        return result
-    result = with_tool_calls(result)
-    if result.tool_calls and choice.finish_reason == "stop":
-        metadata = {**metadata, "finish_reason": "tool_calls"}
-        result = result.model_copy(update={"response_metadata": metadata})
-    return result
 
 
 def translate_error(exc: Exception, base_url: str) -> Exception:
@@ -299,37 +203,6 @@ def translate_error(exc: Exception, base_url: str) -> Exception:
     return SamplingError(msg)
 
 
-class SampleParams(TypedDict, total=False):
-    """Keyword arguments of :meth:`OpenAISampler.sample` (all optional)."""
-
-    n: int
-    """Number of completions, drawn in one request (default 1)."""
-    temperature: float | None
-    """Sampling temperature (default 1.0; ``None`` leaves the server's default)."""
-    top_p: float | None
-    """Nucleus sampling mass."""
-    top_k: int | None
-    """Top-k sampling (vLLM, through ``extra_body``)."""
-    min_p: float | None
-    """Min-p sampling (vLLM, through ``extra_body``)."""
-    max_tokens: int | None
-    """Completion length limit."""
-    stop: str | Sequence[str] | None
-    """Stop strings."""
-    tools: Sequence[Any] | None
-    """OpenAI tool dicts, LangChain tools, pydantic models or functions."""
-    tool_choice: str | Mapping[str, Any] | None
-    """``"auto"``, ``"required"``, ``"none"`` or a named function."""
-    structured_outputs: Mapping[str, Any] | None
-    """vLLM constraint, see :func:`choice_constraint` and :func:`json_constraint`."""
-    logprobs: int | None
-    """Number of top log-probabilities per token (0-20) to return in ``response_metadata``."""
-    seed: int | None
-    """Per-request seed (refused when ``allow_seed`` is false)."""
-    extra_body: Mapping[str, Any] | None
-    """More vLLM request fields."""
-
-
 class OpenAISampler:
     """Draw N chat completions in one request from an OpenAI-compatible server.
 
@@ -345,8 +218,9 @@ class OpenAISampler:
             error (``VLLMServer.ensure_alive`` raises one with the server's log tail).
         default_params: Defaults for :meth:`sample`'s keyword arguments
             (see :class:`SampleParams`).
-        http_client: httpx client for the sync path (proxies, custom transports, tests).
-        async_http_client: httpx client for the async path.
+        http_client: httpx client for the sync path (proxies, custom transports, tests);
+            it stays the caller's to close.
+        async_http_client: httpx client for the async path; it stays the caller's to close.
     """
 
     def __init__(
@@ -375,6 +249,7 @@ class OpenAISampler:
         self.async_http_client = async_http_client
         self._client: openai.OpenAI | None = None
         self._async_client: openai.AsyncOpenAI | None = None
+        self._closed = False
 
     @classmethod
     def from_endpoint(cls, endpoint: Endpoint, **kwargs: Any) -> OpenAISampler:
@@ -390,29 +265,32 @@ class OpenAISampler:
 
     @property
     def client(self) -> openai.OpenAI:
-        """The synchronous openai client (created on first use)."""
-        if self._client is None:
-            self._client = openai.OpenAI(
-                base_url=self.base_url,
-                api_key=self.api_key,
-                timeout=self.timeout,
-                max_retries=self.max_retries,
-                http_client=self.http_client,
-            )
+        """The synchronous openai client (created on first use; refused once closed)."""
+        if self._client is None or self._closed:  # a closed sampler refuses here
+            self._client = openai.OpenAI(**self._client_options("client", self.http_client))
         return self._client
 
     @property
     def async_client(self) -> openai.AsyncOpenAI:
-        """The asynchronous openai client (created on first use)."""
-        if self._async_client is None:
+        """The asynchronous openai client (created on first use; refused once closed)."""
+        if self._async_client is None or self._closed:  # a closed sampler refuses here
+            http_client = self.async_http_client
             self._async_client = openai.AsyncOpenAI(
-                base_url=self.base_url,
-                api_key=self.api_key,
-                timeout=self.timeout,
-                max_retries=self.max_retries,
-                http_client=self.async_http_client,
+                **self._client_options("async_client", http_client)
             )
         return self._async_client
+
+    def _client_options(
+        self, name: str, http_client: httpx.Client | httpx.AsyncClient | None
+    ) -> dict[str, Any]:
+        self._check_open(name)
+        return {
+            "base_url": self.base_url,
+            "api_key": self.api_key,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "http_client": http_client,
+        }
 
     def request(self, messages: Any, **params: Unpack[SampleParams]) -> dict[str, Any]:
         """The request :meth:`sample` would send (defaults applied)."""
@@ -440,21 +318,21 @@ class OpenAISampler:
             ServerError: The server is unreachable, timed out or failed (5xx).
             SamplingError: The server rejected the request or returned too few choices.
         """
-        request = self.request(messages, **params)
-        try:
-            response = self.client.chat.completions.create(**request)
-        except openai.OpenAIError as exc:
-            self._check_health(exc)
-            raise translate_error(exc, self.base_url) from exc
-        return response_to_messages(
-            response, request["n"], parse_content=_parses_tool_calls(request)
-        )
+        self._check_open("sample")
+        return drive(self._exchange(messages, params), self._create)
 
     async def asample(self, messages: Any, **params: Unpack[SampleParams]) -> list[AIMessage]:
         """Async :meth:`sample`."""
+        self._check_open("asample")
+        return await adrive(self._exchange(messages, params), self._acreate)
+
+    def _exchange(
+        self, messages: Any, params: Mapping[str, Any]
+    ) -> Generator[dict[str, Any], ChatCompletion, list[AIMessage]]:
+        """One request as a sans-IO exchange: yields the request, receives the response."""
         request = self.request(messages, **params)
         try:
-            response = await self.async_client.chat.completions.create(**request)
+            response = yield request
         except openai.OpenAIError as exc:
             self._check_health(exc)
             raise translate_error(exc, self.base_url) from exc
@@ -462,18 +340,34 @@ class OpenAISampler:
             response, request["n"], parse_content=_parses_tool_calls(request)
         )
 
+    def _create(self, request: dict[str, Any]) -> ChatCompletion:
+        return self.client.chat.completions.create(**request)  # type: ignore[no-any-return]
+
+    async def _acreate(self, request: dict[str, Any]) -> ChatCompletion:
+        return await self.async_client.chat.completions.create(**request)  # type: ignore[no-any-return]
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` or :meth:`aclose` was called."""
+        return self._closed
+
     def close(self) -> None:
-        """Close the synchronous client's connections."""
-        if self._client is not None:
+        """Close the synchronous connections; the sampler refuses to sample afterwards.
+
+        An ``http_client`` handed in is left open (it is the caller's). Use :meth:`aclose`
+        when the async path was used.
+        """
+        self._closed = True
+        if self._client is not None and self.http_client is None:
             self._client.close()
-            self._client = None
+        self._client = None
 
     async def aclose(self) -> None:
-        """Close both clients' connections."""
+        """Close both clients' connections (not those of httpx clients handed in)."""
         self.close()
-        if self._async_client is not None:
+        if self._async_client is not None and self.async_http_client is None:
             await self._async_client.close()
-            self._async_client = None
+        self._async_client = None
 
     def __enter__(self) -> OpenAISampler:
         return self
@@ -489,6 +383,14 @@ class OpenAISampler:
 
     def __repr__(self) -> str:
         return f"OpenAISampler(base_url={self.base_url!r}, model={self.model!r})"
+
+    def _check_open(self, name: str) -> None:
+        if self._closed:
+            msg = (
+                f"OpenAISampler.{name}: the sampler is closed; create a new OpenAISampler "
+                f"(for example OpenAISampler({self.base_url!r}, {self.model!r}))."
+            )
+            raise RuntimeError(msg)
 
     def _check_health(self, exc: Exception) -> None:
         if self.health_check is None:
@@ -509,15 +411,9 @@ def _error_detail(exc: openai.APIStatusError) -> str:
 
 
 __all__ = [
-    "STRUCTURED_OUTPUT_KINDS",
     "OpenAISampler",
-    "SampleParams",
     "build_request",
-    "check_structured_outputs",
-    "choice_constraint",
     "choice_to_message",
-    "json_constraint",
     "response_to_messages",
-    "to_openai_messages",
     "translate_error",
 ]
