@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from calibrators._loss import nll
+from calibrators._scoring import nll
 from calibrators._validation import (
     Integral,
     Interval,

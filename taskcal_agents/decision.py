@@ -27,6 +27,8 @@ from langchain_core.messages import AIMessage
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
+from calibrators import expected_costs as _expected_costs
+from calibrators import least_cost_actions, mbr_actions
 from taskcal_agents.answer_clusters import AnswerClusters, EntailmentJudgeFactory, cluster_samples
 from taskcal_agents.belief import DEFAULT_ALPHA, Belief, check_alpha
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
@@ -58,13 +60,19 @@ tool call cannot be extracted, e.g. JSON cut off by ``max_tokens``, carries out 
 
 
 def expected_costs(q: NDArray[np.float64], cost: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Return the expected cost of each action under q: Σ_ℓ q(ℓ)·C[ℓ, a], shape ``(m,)``."""
-    return np.asarray(q, dtype=np.float64) @ np.asarray(cost, dtype=np.float64)
+    """Return the expected cost of each action under q: Σ_ℓ q(ℓ)·C[ℓ, a], shape ``(m,)``.
+
+    The decision kernel's :func:`calibrators.expected_costs` (also takes ``(n, k)`` rows).
+    """
+    return _expected_costs(q, cost)
 
 
 def mbr_action(q: NDArray[np.float64], cost: NDArray[np.float64]) -> int:
-    """Return the minimum-Bayes-risk action index (ties go to the first action)."""
-    return int(np.argmin(expected_costs(q, cost)))
+    """Return the minimum-Bayes-risk action index (ties go to the first action).
+
+    The decision kernel's :func:`calibrators.mbr_actions` on one belief.
+    """
+    return int(mbr_actions(np.asarray(q)[None, :], cost)[0])
 
 
 def executable_mbr(
@@ -74,7 +82,8 @@ def executable_mbr(
 
     The one rule shared by :class:`Decider` and the evaluation: per row, the action of
     least expected cost among the executable ones (ties go to the first action). A row
-    with no executable action keeps its unrestricted MBR action.
+    with no executable action keeps its unrestricted MBR action. The choice is the
+    decision kernel's (:func:`calibrators.least_cost_actions`).
 
     Args:
         expected_costs: Expected cost of each action, shape ``(n, m)``.
@@ -95,11 +104,9 @@ def executable_mbr(
             f"got {ec.shape} and {ok.shape}."
         )
         raise ConfigurationError(msg)
-    best = np.argmin(ec, axis=1)
-    restricted = np.argmin(np.where(ok, ec, np.inf), axis=1)
-    rows = np.arange(ec.shape[0])
-    replaced = ~ok[rows, best] & ok.any(axis=1)
-    return np.where(replaced, restricted, best).astype(np.intp), replaced
+    best = least_cost_actions(ec, check_input=False)
+    chosen = least_cost_actions(ec, allowed=ok, check_input=False)
+    return chosen, chosen != best
 
 
 def carries_out(
@@ -490,7 +497,7 @@ class Decider:
             )  # fmt: skip
         p = belief.probs
         q = self.calibrate(self.calibrator_input(belief))
-        ec = q @ self._cost
+        ec = _expected_costs(q, self._cost, check_input=False)
         if labels is None:
             labels = [self.task.parse_raw(m, tool_names=tool_names) for m in messages]
         # The MBR action; if only a sample can carry it out (a tool call with its arguments)
@@ -500,9 +507,10 @@ class Decider:
         action = self._actions[int(chosen[0])]
         reason = None
         if replaced[0]:
+            unrestricted = self._actions[int(least_cost_actions(ec[None, :])[0])]
             reason = (
-                f"MBR chose {self._actions[int(np.argmin(ec))]!r}, but no sample carried it "
-                f"out; took the cheapest action that can be carried out, {action!r}"
+                f"MBR chose {unrestricted!r}, but no sample carried it out; took the cheapest "
+                f"action that can be carried out, {action!r}"
             )
         message = self.representative(
             action, messages, labels, tool_names=tool_names, clusters=clusters
@@ -544,7 +552,7 @@ class Decider:
             belief = Belief(np.zeros(len(self._labels)), self._labels, n=len(messages),
                             n_unparsed=len(messages), alpha=self.alpha)  # fmt: skip
         p = belief.probs
-        ec = p @ self._cost
+        ec = _expected_costs(p, self._cost, check_input=False)
         action = self.task.default_action
         if labels is None:
             labels = [self.task.parse_raw(m, tool_names=tool_names) for m in messages]

@@ -30,6 +30,7 @@ from langchain_core.messages import AIMessage
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from calibrators import minimax_action
 from taskcal_agents.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.parsers import Parser, get_parser, with_offered_tools
@@ -38,14 +39,6 @@ __all__ = ["TASK_FORMAT_VERSION", "AnswerClusterSpec", "ParserSpec", "Task", "mi
 
 TASK_FORMAT_VERSION = 1
 """The ``format_version`` written to and accepted from task files."""
-
-
-def minimax_action(cost: NDArray[np.float64]) -> int:
-    """Return the action whose worst-case cost is smallest: argmin_a max_ℓ C[ℓ, a].
-
-    Ties go to the first such action.
-    """
-    return int(np.argmin(np.asarray(cost, dtype=np.float64).max(axis=0)))
 
 
 class ParserSpec(BaseModel):
