@@ -101,13 +101,13 @@ def overhead_rows(
     decider: Decider, samples: list[AIMessage], repeats: int
 ) -> list[tuple[str, list[float]]]:
     task = decider.task
-    labels = [task.parse_raw(m) for m in samples]
+    labels = [task.parse_completion(m) for m in samples]
     belief = task.belief_from_labels(labels, alpha=decider.alpha)
     x = decider.calibrator_input(belief)
     q = decider.calibrate(x)
     cost = task.cost_matrix()
     return [
-        ("parse (g_T) x N", timed(lambda: [task.parse_raw(m) for m in samples], repeats)),
+        ("parse (g_T) x N", timed(lambda: [task.parse_completion(m) for m in samples], repeats)),
         ("belief", timed(lambda: task.belief_from_labels(labels, alpha=decider.alpha), repeats)),
         ("calibrate", timed(lambda: decider.calibrate(x), repeats)),
         ("MBR", timed(lambda: mbr_action(q, cost), repeats)),

@@ -424,7 +424,7 @@ class Decider:
             The decision; the fallback action (flagged, with its reason) when there are
             no samples or none could be parsed.
         """
-        labels = [self.task.parse_raw(m, tool_names=tool_names) for m in messages]
+        labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
         clusters = None
         if self.task.answer_clusters is not None:
             entails = None
@@ -499,7 +499,7 @@ class Decider:
         q = self.calibrate(self.calibrator_input(belief))
         ec = _expected_costs(q, self._cost, check_input=False)
         if labels is None:
-            labels = [self.task.parse_raw(m, tool_names=tool_names) for m in messages]
+            labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
         # The MBR action; if only a sample can carry it out (a tool call with its arguments)
         # and none does, take the cheapest action that can be carried out, and say so.
         executable = carried_actions(self.task, messages, labels, tool_names=tool_names)
@@ -555,7 +555,7 @@ class Decider:
         ec = _expected_costs(p, self._cost, check_input=False)
         action = self.task.default_action
         if labels is None:
-            labels = [self.task.parse_raw(m, tool_names=tool_names) for m in messages]
+            labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
         probs = dict(zip(self._labels, p.tolist(), strict=True))
         return Decision(
             task=self.task.name,
