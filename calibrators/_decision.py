@@ -29,7 +29,8 @@ def _check_beliefs(P: ArrayLike, name: str) -> NDArray[np.float64]:
     """
     arr = np.asarray(P)
     if arr.ndim == 1:
-        return check_probabilities(arr.reshape(1, -1), name=name)[0]
+        row: NDArray[np.float64] = check_probabilities(arr.reshape(1, -1), name=name)[0]
+        return row
     if arr.ndim == 2 and arr.shape[0] == 0:
         return np.asarray(arr, dtype=np.float64)
     return check_probabilities(arr, name=name)
@@ -141,7 +142,7 @@ def least_cost_actions(
     [2]
     """
     R = _check_expected_costs(expected_costs) if check_input else np.asarray(expected_costs)
-    best = np.argmin(R, axis=1).astype(np.intp)
+    best: NDArray[np.intp] = np.argmin(R, axis=1).astype(np.intp)
     if allowed is None:
         return best
     ok = np.asarray(allowed)
@@ -152,7 +153,8 @@ def least_cost_actions(
         )
         raise ValueError(msg)
     restricted = np.argmin(np.where(ok, R, np.inf), axis=1).astype(np.intp)
-    return np.where(ok.any(axis=1), restricted, best)
+    actions: NDArray[np.intp] = np.where(ok.any(axis=1), restricted, best)
+    return actions
 
 
 def mbr_actions(

@@ -118,12 +118,12 @@ def _binned_gap(
     """Per-bin mean confidence, frequency, weight on equal-width bins, and the ECE."""
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     bins = np.searchsorted(edges[1:-1], conf)
-    weight = np.bincount(bins, weights=w, minlength=n_bins)
+    weight = np.bincount(bins, weights=w, minlength=n_bins).astype(np.float64, copy=False)
     sum_conf = np.bincount(bins, weights=w * conf, minlength=n_bins)
     sum_hit = np.bincount(bins, weights=w * hit, minlength=n_bins)
     nonempty = weight > 0
-    mean_conf = np.full(n_bins, np.nan)
-    freq = np.full(n_bins, np.nan)
+    mean_conf: NDArray[np.float64] = np.full(n_bins, np.nan)
+    freq: NDArray[np.float64] = np.full(n_bins, np.nan)
     mean_conf[nonempty] = sum_conf[nonempty] / weight[nonempty]
     freq[nonempty] = sum_hit[nonempty] / weight[nonempty]
     gap = float(np.sum(np.abs(sum_hit - sum_conf)) / w.sum())

@@ -397,8 +397,8 @@ class Decider:
                 f"{q.tolist()!r}."
             )
             raise ConfigurationError(msg)
-        row = q[0]
-        return row / row.sum()
+        row: NDArray[np.float64] = q[0] / q[0].sum()
+        return row
 
     def decide(
         self,
@@ -488,11 +488,11 @@ class Decider:
             raise LabelMismatchError(msg, expected=list(self._labels), got=list(belief.labels))
         if belief.n_parsed == 0:
             if belief.n == 0:
-                reason = "no samples were drawn"
+                why = "no samples were drawn"
             else:
-                reason = f"all {belief.n} samples were unparsed by parser {self.task.parser.name!r}"
+                why = f"all {belief.n} samples were unparsed by parser {self.task.parser.name!r}"
             return self.fallback(
-                reason, belief=belief, messages=messages, labels=labels,
+                why, belief=belief, messages=messages, labels=labels,
                 tool_names=tool_names, return_samples=return_samples, clusters=clusters,
             )  # fmt: skip
         p = belief.probs
@@ -505,7 +505,7 @@ class Decider:
         executable = carried_actions(self.task, messages, labels, tool_names=tool_names)
         chosen, replaced = executable_mbr(ec[None, :], executable[None, :])
         action = self._actions[int(chosen[0])]
-        reason = None
+        reason: str | None = None
         if replaced[0]:
             unrestricted = self._actions[int(least_cost_actions(ec[None, :])[0])]
             reason = (

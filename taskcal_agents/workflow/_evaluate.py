@@ -412,7 +412,7 @@ def _probability_scores(
     Q: NDArray[np.float64],
     y: NDArray[np.intp],
     cost: NDArray[np.float64],
-    tce: Callable[[NDArray[np.float64]], float] | None,
+    tce: Callable[[NDArray[np.float64]], float | None] | None,
 ) -> dict[str, float | None]:
     from calibrators import metrics
 
@@ -444,7 +444,7 @@ def score_actions(
     data: EvalArrays,
     probs: NDArray[np.float64] | None = None,
     *,
-    tce: Callable[[NDArray[np.float64]], float] | None = None,
+    tce: Callable[[NDArray[np.float64]], float | None] | None = None,
 ) -> dict[str, Any]:
     """Score one decoder's actions (and the probabilities it decided on, if any).
 
@@ -452,8 +452,9 @@ def score_actions(
         actions: Action index per item, (n,).
         data: The evaluation arrays.
         probs: The beliefs behind the actions, (n, k), for NLL, Brier, ECE and TCE.
-        tce: Maps beliefs to their TCE (e.g. :func:`crossfit_tce` with the folds fixed);
-            ``None`` leaves ``tce`` empty.
+        tce: Maps beliefs to their TCE (e.g. :func:`crossfit_tce` with the folds fixed;
+            it may return ``None`` when the TCE cannot be estimated); ``None`` leaves
+            ``tce`` empty.
 
     Returns:
         ``expected_cost`` (mean realised cost), ``cost_se`` (its standard error),
