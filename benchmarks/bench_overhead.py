@@ -35,7 +35,7 @@ from langchain_core.tools import tool
 
 from taskcal_agents import TaskCalibratedRunnable, tasks
 from taskcal_agents.belief import DEFAULT_ALPHA
-from taskcal_agents.decision import Decider
+from taskcal_agents.decision import Decider, mbr_action
 from taskcal_agents.endpoint import server_from_env
 from taskcal_agents.sampling import sample_messages
 
@@ -101,16 +101,16 @@ def overhead_rows(
     decider: Decider, samples: list[AIMessage], repeats: int
 ) -> list[tuple[str, list[float]]]:
     task = decider.task
-    labels = [task.parse_raw(m) for m in samples]
+    labels = [task.parse_completion(m) for m in samples]
     belief = task.belief_from_labels(labels, alpha=decider.alpha)
     x = decider.calibrator_input(belief)
     q = decider.calibrate(x)
     cost = task.cost_matrix()
     return [
-        ("parse (g_T) x N", timed(lambda: [task.parse_raw(m) for m in samples], repeats)),
+        ("parse (g_T) x N", timed(lambda: [task.parse_completion(m) for m in samples], repeats)),
         ("belief", timed(lambda: task.belief_from_labels(labels, alpha=decider.alpha), repeats)),
         ("calibrate", timed(lambda: decider.calibrate(x), repeats)),
-        ("MBR", timed(lambda: int(np.argmin(q @ cost)), repeats)),
+        ("MBR", timed(lambda: mbr_action(q, cost), repeats)),
         ("total: Decider.decide", timed(lambda: decider.decide(samples), repeats)),
     ]
 

@@ -9,7 +9,9 @@ columns (such as the share of unparsed samples): set their ``n_classes`` paramet
 ``P.shape[1]``; the other maps need one input column per class and say so when asked
 otherwise (:attr:`BaseCalibrator.reads_extra_columns`). Fitted calibrators serialise to JSON-able
 dictionaries with :meth:`~BaseCalibrator.to_dict` and come back with
-:func:`from_dict`. Metrics live in :mod:`calibrators.metrics`.
+:func:`from_dict`. Metrics live in :mod:`calibrators.metrics`. The decision kernel
+(:func:`expected_costs`, :func:`mbr_actions` with the one tie rule: lowest index,
+:func:`minimax_action`) is what every cost-aware decision of ``taskcal_agents`` calls.
 
 Only numpy, scipy and scikit-learn are imported.
 """
@@ -18,6 +20,12 @@ from __future__ import annotations
 
 from calibrators import metrics
 from calibrators._base import BaseCalibrator
+from calibrators._decision import (
+    expected_costs,
+    least_cost_actions,
+    mbr_actions,
+    minimax_action,
+)
 from calibrators._dirichlet import DirichletCalibrator
 from calibrators._histogram import HistogramBinning
 from calibrators._identity import IdentityCalibrator
@@ -45,7 +53,11 @@ __all__ = [
     "VectorScaling",
     "check_cost_matrix",
     "check_probabilities",
+    "expected_costs",
     "from_dict",
+    "least_cost_actions",
     "make_calibrator",
+    "mbr_actions",
     "metrics",
+    "minimax_action",
 ]

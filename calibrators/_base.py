@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from calibrators._loss import nll
+from calibrators._scoring import nll
 from calibrators._validation import (
     Integral,
     Interval,
@@ -32,7 +32,7 @@ FORMAT_VERSION = 1
 """Version of the dictionary layout written by ``to_dict``."""
 
 
-class BaseCalibrator(ClassifierMixin, BaseEstimator):
+class BaseCalibrator(ClassifierMixin, BaseEstimator):  # type: ignore[misc]  # sklearn: untyped
     """Base class of the calibration maps: ``fit``, ``predict_proba``, ``predict``.
 
     Subclasses implement ``_fit(P, y, sample_weight, n_classes)`` and
@@ -124,7 +124,8 @@ class BaseCalibrator(ClassifierMixin, BaseEstimator):
             Index of the largest calibrated probability (lowest index on ties).
         """
         Q = self.predict_proba(P)
-        return self.classes_[np.argmax(Q, axis=1)]
+        predicted: NDArray[np.intp] = self.classes_[np.argmax(Q, axis=1)]
+        return predicted
 
     def score(self, P: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
         """Return the negative mean log-loss of the calibrated probabilities.

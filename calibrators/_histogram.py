@@ -20,7 +20,8 @@ def _weighted_quantiles(
     order = np.argsort(values, kind="stable")
     v, cw = values[order], np.cumsum(weights[order])
     idx = np.searchsorted(cw, qs * cw[-1], side="left")
-    return v[np.minimum(idx, v.size - 1)]
+    quantiles: NDArray[np.float64] = v[np.minimum(idx, v.size - 1)]
+    return quantiles
 
 
 class HistogramBinning(BaseCalibrator):

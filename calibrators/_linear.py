@@ -201,8 +201,8 @@ class LinearObjective:
             self.s = s
         if kind == "full":
             Xt = np.vstack([Xt, np.ones((1, n))])  # the intercept's input
-        self.Xt = Xt
-        self.n_params = {"full": k * (d + 1), "diagonal": 2 * k, "fixed_diagonal": 1}[kind]
+        self.Xt: NDArray[np.float64] = Xt
+        self.n_params: int = {"full": k * (d + 1), "diagonal": 2 * k, "fixed_diagonal": 1}[kind]
         self._Z = np.empty((k, n))
         self._outer: NDArray[np.float64] | None = None
         self._J: NDArray[np.float64] | None = None
@@ -299,7 +299,7 @@ class LinearObjective:
 
     def _penalty(self, theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         """Penalty and its gradient in ``theta``."""
-        if self._R is not None:
+        if self._R is not None and self._J is not None:  # both set by set_reg
             dev = theta @ self._J - self._T
             weighted = self._D * dev
             return float(weighted @ dev), self._J @ (2.0 * weighted)
@@ -338,7 +338,8 @@ class LinearObjective:
         G = Q * self.w
         G[self.y, self.cols] -= self.w
         if self.kind == "full":
-            return (G @ self.Xt.T).ravel()
+            grad: NDArray[np.float64] = (G @ self.Xt.T).ravel()
+            return grad
         if self.kind == "diagonal":
             return np.concatenate([np.einsum("ij,ij->i", G, self.Xt), G.sum(axis=1)])
         return np.array([float(np.einsum("ij,ij->", G, self.Xt))])
@@ -362,7 +363,7 @@ class LinearObjective:
             C = Qw[pairs_k] * Q[pairs_k2]
             C *= -1.0
             C[same] += Qw
-            H = np.empty((k * dt, k * dt))
+            H: NDArray[np.float64] = np.empty((k * dt, k * dt))
             H.flat[flat] = (C @ self._outer.T).ravel()[source]
             return H
         if self.kind == "diagonal":
@@ -635,7 +636,7 @@ def _newton_step(
         shifted.flat[diag] += ridge
         _, step, info = dposv(shifted, -grad, lower=1, overwrite_a=1)
         if info == 0:
-            return step
+            return np.asarray(step, dtype=np.float64)
         ridge *= 100.0
     return -grad / ridge  # not even nearly positive semi-definite: a gradient step
 

@@ -7,8 +7,9 @@ deprecation, so ``pyproject.toml`` pins the scikit-learn minor version.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -53,7 +54,18 @@ __all__ = [
 ROW_SUM_TOLERANCE = 1e-6
 """Largest accepted deviation of a probability row sum from 1."""
 
-fit_context = _fit_context
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def fit_context(*, prefer_skip_nested_validation: bool) -> Callable[[_F], _F]:
+    """Return scikit-learn's ``_fit_context`` decorator (checks the parameters, then fits).
+
+    Typed here because scikit-learn ships no type information.
+    """
+    decorator: Callable[[_F], _F] = _fit_context(
+        prefer_skip_nested_validation=prefer_skip_nested_validation
+    )
+    return decorator
 
 
 def single_blas_thread() -> Any:
@@ -278,7 +290,10 @@ def check_sample_weight(sample_weight: ArrayLike | None, n_samples: int) -> NDAr
         msg = "sample_weight must not be all zero; give at least one row a positive weight."
         raise ValueError(msg)
     placeholder = np.empty((n_samples, 1))
-    return _check_sample_weight(arr, placeholder, dtype=np.float64, ensure_non_negative=True)
+    checked: NDArray[np.float64] = _check_sample_weight(
+        arr, placeholder, dtype=np.float64, ensure_non_negative=True
+    )
+    return checked
 
 
 def check_cost_matrix(
@@ -346,7 +361,8 @@ def check_cost_matrix(
 
 def clipped_log(P: NDArray[np.float64], eps: float) -> NDArray[np.float64]:
     """Return ``ln(max(P, eps))``, so that zero probabilities give finite features."""
-    return np.log(np.maximum(P, eps))
+    log: NDArray[np.float64] = np.log(np.maximum(P, eps))
+    return log
 
 
 def _reject_sparse(P: Any) -> None:

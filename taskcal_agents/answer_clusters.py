@@ -599,7 +599,7 @@ def cluster_samples(
     Args:
         task: An answer-or-abstain task.
         messages: The sampled completions.
-        labels: Their parsed labels (:meth:`~taskcal_agents.task.Task.parse_raw`).
+        labels: Their parsed labels (:meth:`~taskcal_agents.task.Task.parse_completion`).
         question: The question (:func:`question_of`).
         entails: The judge, for ``method: entailment``.
 

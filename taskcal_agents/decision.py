@@ -27,6 +27,8 @@ from langchain_core.messages import AIMessage
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
+from calibrators import expected_costs as _expected_costs
+from calibrators import least_cost_actions, mbr_actions
 from taskcal_agents.answer_clusters import AnswerClusters, EntailmentJudgeFactory, cluster_samples
 from taskcal_agents.belief import DEFAULT_ALPHA, Belief, check_alpha
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
@@ -58,13 +60,19 @@ tool call cannot be extracted, e.g. JSON cut off by ``max_tokens``, carries out 
 
 
 def expected_costs(q: NDArray[np.float64], cost: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Return the expected cost of each action under q: Σ_ℓ q(ℓ)·C[ℓ, a], shape ``(m,)``."""
-    return np.asarray(q, dtype=np.float64) @ np.asarray(cost, dtype=np.float64)
+    """Return the expected cost of each action under q: Σ_ℓ q(ℓ)·C[ℓ, a], shape ``(m,)``.
+
+    The decision kernel's :func:`calibrators.expected_costs` (also takes ``(n, k)`` rows).
+    """
+    return _expected_costs(q, cost)
 
 
 def mbr_action(q: NDArray[np.float64], cost: NDArray[np.float64]) -> int:
-    """Return the minimum-Bayes-risk action index (ties go to the first action)."""
-    return int(np.argmin(expected_costs(q, cost)))
+    """Return the minimum-Bayes-risk action index (ties go to the first action).
+
+    The decision kernel's :func:`calibrators.mbr_actions` on one belief.
+    """
+    return int(mbr_actions(np.asarray(q)[None, :], cost)[0])
 
 
 def executable_mbr(
@@ -74,7 +82,8 @@ def executable_mbr(
 
     The one rule shared by :class:`Decider` and the evaluation: per row, the action of
     least expected cost among the executable ones (ties go to the first action). A row
-    with no executable action keeps its unrestricted MBR action.
+    with no executable action keeps its unrestricted MBR action. The choice is the
+    decision kernel's (:func:`calibrators.least_cost_actions`).
 
     Args:
         expected_costs: Expected cost of each action, shape ``(n, m)``.
@@ -95,11 +104,9 @@ def executable_mbr(
             f"got {ec.shape} and {ok.shape}."
         )
         raise ConfigurationError(msg)
-    best = np.argmin(ec, axis=1)
-    restricted = np.argmin(np.where(ok, ec, np.inf), axis=1)
-    rows = np.arange(ec.shape[0])
-    replaced = ~ok[rows, best] & ok.any(axis=1)
-    return np.where(replaced, restricted, best).astype(np.intp), replaced
+    best = least_cost_actions(ec, check_input=False)
+    chosen = least_cost_actions(ec, allowed=ok, check_input=False)
+    return chosen, chosen != best
 
 
 def carries_out(
@@ -390,8 +397,8 @@ class Decider:
                 f"{q.tolist()!r}."
             )
             raise ConfigurationError(msg)
-        row = q[0]
-        return row / row.sum()
+        row: NDArray[np.float64] = q[0] / q[0].sum()
+        return row
 
     def decide(
         self,
@@ -417,7 +424,7 @@ class Decider:
             The decision; the fallback action (flagged, with its reason) when there are
             no samples or none could be parsed.
         """
-        labels = [self.task.parse_raw(m, tool_names=tool_names) for m in messages]
+        labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
         clusters = None
         if self.task.answer_clusters is not None:
             entails = None
@@ -481,28 +488,29 @@ class Decider:
             raise LabelMismatchError(msg, expected=list(self._labels), got=list(belief.labels))
         if belief.n_parsed == 0:
             if belief.n == 0:
-                reason = "no samples were drawn"
+                why = "no samples were drawn"
             else:
-                reason = f"all {belief.n} samples were unparsed by parser {self.task.parser.name!r}"
+                why = f"all {belief.n} samples were unparsed by parser {self.task.parser.name!r}"
             return self.fallback(
-                reason, belief=belief, messages=messages, labels=labels,
+                why, belief=belief, messages=messages, labels=labels,
                 tool_names=tool_names, return_samples=return_samples, clusters=clusters,
             )  # fmt: skip
         p = belief.probs
         q = self.calibrate(self.calibrator_input(belief))
-        ec = q @ self._cost
+        ec = _expected_costs(q, self._cost, check_input=False)
         if labels is None:
-            labels = [self.task.parse_raw(m, tool_names=tool_names) for m in messages]
+            labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
         # The MBR action; if only a sample can carry it out (a tool call with its arguments)
         # and none does, take the cheapest action that can be carried out, and say so.
         executable = carried_actions(self.task, messages, labels, tool_names=tool_names)
         chosen, replaced = executable_mbr(ec[None, :], executable[None, :])
         action = self._actions[int(chosen[0])]
-        reason = None
+        reason: str | None = None
         if replaced[0]:
+            unrestricted = self._actions[int(least_cost_actions(ec[None, :])[0])]
             reason = (
-                f"MBR chose {self._actions[int(np.argmin(ec))]!r}, but no sample carried it "
-                f"out; took the cheapest action that can be carried out, {action!r}"
+                f"MBR chose {unrestricted!r}, but no sample carried it out; took the cheapest "
+                f"action that can be carried out, {action!r}"
             )
         message = self.representative(
             action, messages, labels, tool_names=tool_names, clusters=clusters
@@ -544,10 +552,10 @@ class Decider:
             belief = Belief(np.zeros(len(self._labels)), self._labels, n=len(messages),
                             n_unparsed=len(messages), alpha=self.alpha)  # fmt: skip
         p = belief.probs
-        ec = p @ self._cost
+        ec = _expected_costs(p, self._cost, check_input=False)
         action = self.task.default_action
         if labels is None:
-            labels = [self.task.parse_raw(m, tool_names=tool_names) for m in messages]
+            labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
         probs = dict(zip(self._labels, p.tolist(), strict=True))
         return Decision(
             task=self.task.name,

@@ -695,8 +695,8 @@ def _with_tool_names(parser: ToolDecisionParser, offered: tuple[str, ...]) -> To
 def tool_names_of(tools: Sequence[Any]) -> tuple[str, ...]:
     """The names of offered *tools*: names, LangChain tools, OpenAI tool dicts or functions.
 
-    What :func:`with_offered_tools`, :meth:`Task.parse_raw
-    <taskcal_agents.task.Task.parse_raw>` and the ``Decider`` take as ``tool_names``. A
+    What :func:`with_offered_tools`, :meth:`Task.parse_completion
+    <taskcal_agents.task.Task.parse_completion>` and the ``Decider`` take as ``tool_names``. A
     provider's built-in tool without a function name (``{"type": "web_search"}``) has no
     name a completion could call, and is left out.
     """

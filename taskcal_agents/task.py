@@ -30,6 +30,7 @@ from langchain_core.messages import AIMessage
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from calibrators import minimax_action
 from taskcal_agents.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.parsers import Parser, get_parser, with_offered_tools
@@ -38,14 +39,6 @@ __all__ = ["TASK_FORMAT_VERSION", "AnswerClusterSpec", "ParserSpec", "Task", "mi
 
 TASK_FORMAT_VERSION = 1
 """The ``format_version`` written to and accepted from task files."""
-
-
-def minimax_action(cost: NDArray[np.float64]) -> int:
-    """Return the action whose worst-case cost is smallest: argmin_a max_ℓ C[ℓ, a].
-
-    Ties go to the first such action.
-    """
-    return int(np.argmin(np.asarray(cost, dtype=np.float64).max(axis=0)))
 
 
 class ParserSpec(BaseModel):
@@ -332,12 +325,14 @@ class Task(BaseModel):
 
     # -------------------------------------------------------------------- parsing
 
-    def parse_raw(
+    def parse_completion(
         self, message: AIMessage, *, tool_names: Sequence[str] | None = None
     ) -> str | None:
-        """Return the task label ``message`` expresses, or ``None`` if unparsed.
+        """Return the task label the parser g_T reads from a completion, ``None`` if unparsed.
 
-        Parser outputs outside the task's labels count as unparsed.
+        Parser outputs outside the task's labels count as unparsed. No ``unparsed``
+        policy is applied: :meth:`belief_from_labels` applies it to these labels, and
+        :meth:`parse` is this method followed by the policy.
 
         Args:
             message: The completion.
@@ -352,10 +347,10 @@ class Task(BaseModel):
         """Return the label of ``message`` after the ``unparsed`` policy.
 
         ``None`` means the sample is unparsed (policies ``"drop"`` and ``"other"``).
-        ``tool_names`` as in :meth:`parse_raw`.
+        ``tool_names`` as in :meth:`parse_completion`.
         """
-        label = with_offered_tools(self._parser, tool_names)(message)
-        return label if label in self._label_index else self._unparsed_as
+        label = self.parse_completion(message, tool_names=tool_names)
+        return self._unparsed_as if label is None else label
 
     def belief(self, messages: Sequence[AIMessage], *, alpha: float = DEFAULT_ALPHA) -> Belief:
         """Parse ``messages`` and return their belief (unparsed ones counted).
@@ -367,7 +362,7 @@ class Task(BaseModel):
         Returns:
             The belief over the task labels.
         """
-        return self.belief_from_labels([self.parse_raw(m) for m in messages], alpha=alpha)
+        return self.belief_from_labels([self.parse_completion(m) for m in messages], alpha=alpha)
 
     def belief_from_labels(
         self, labels: Sequence[str | None], *, alpha: float = DEFAULT_ALPHA
@@ -375,7 +370,7 @@ class Task(BaseModel):
         """Return the belief of already parsed samples under the ``unparsed`` policy.
 
         Args:
-            labels: One label per sample (from :meth:`parse_raw`), ``None`` if unparsed.
+            labels: One label per sample (from :meth:`parse_completion`), ``None`` if unparsed.
             alpha: The symmetric Dirichlet prior.
 
         Returns:

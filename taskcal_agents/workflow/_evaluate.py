@@ -26,8 +26,9 @@ The scores are those of what the runtime (:class:`~taskcal_agents.decision.Decid
 would do:
 
 - Every MBR decoder takes the cheapest action its item's samples can carry out
-  (:func:`~taskcal_agents.decision.executable_mbr` on ``EvalArrays.executable``: a
-  ``tool_call`` needs a sample that makes a tool call), the rule the runtime applies.
+  (:func:`calibrators.mbr_actions` with ``allowed=EvalArrays.executable``: a ``tool_call``
+  needs a sample that makes a tool call), the rule the runtime applies
+  (:func:`~taskcal_agents.decision.executable_mbr`).
 - Decoders that read samples take the task's fallback action on items without any usable
   sample, as the runtime does.
 - Calibration maps are fitted on the served rows only (items with a usable sample):
@@ -70,7 +71,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from taskcal_agents.decision import executable_mbr
+from calibrators import mbr_actions
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.workflow._selective import action_confidence, selective_summary
 
@@ -240,19 +241,21 @@ def stratified_folds(y: NDArray[np.intp], n_folds: int, seed: int) -> NDArray[np
     return folds
 
 
-def mbr(Q: NDArray[np.float64], cost: NDArray[np.float64]) -> NDArray[np.intp]:
-    """MBR actions: argmin_a Σ_ℓ Q[i, ℓ] C[ℓ, a] per row (ties → first action)."""
-    return np.argmin(Q @ cost, axis=1).astype(np.intp)
+mbr = mbr_actions
+"""MBR actions: argmin_a Σ_ℓ Q[i, ℓ] C[ℓ, a] per row (ties → first action); the decision
+kernel's :func:`calibrators.mbr_actions`."""
 
 
 def runtime_actions(Q: NDArray[np.float64], data: EvalArrays) -> NDArray[np.intp]:
     """The actions the runtime takes on beliefs *Q*.
 
-    MBR among the executable actions (:func:`~taskcal_agents.decision.executable_mbr`),
-    the fallback action on items without a usable sample.
+    MBR among the executable actions (the decision kernel's :func:`calibrators.mbr_actions`
+    with ``allowed``, the rule of :func:`~taskcal_agents.decision.executable_mbr`), the
+    fallback action on items without a usable sample.
     """
     assert data.executable is not None  # filled in by EvalArrays.__post_init__
-    actions, _ = executable_mbr(Q @ data.cost, data.executable)
+    allowed = np.asarray(data.executable, dtype=bool)
+    actions = mbr_actions(Q, data.cost, allowed=allowed)
     actions[data.no_sample] = data.fallback
     return actions
 
@@ -409,7 +412,7 @@ def _probability_scores(
     Q: NDArray[np.float64],
     y: NDArray[np.intp],
     cost: NDArray[np.float64],
-    tce: Callable[[NDArray[np.float64]], float] | None,
+    tce: Callable[[NDArray[np.float64]], float | None] | None,
 ) -> dict[str, float | None]:
     from calibrators import metrics
 
@@ -441,7 +444,7 @@ def score_actions(
     data: EvalArrays,
     probs: NDArray[np.float64] | None = None,
     *,
-    tce: Callable[[NDArray[np.float64]], float] | None = None,
+    tce: Callable[[NDArray[np.float64]], float | None] | None = None,
 ) -> dict[str, Any]:
     """Score one decoder's actions (and the probabilities it decided on, if any).
 
@@ -449,8 +452,9 @@ def score_actions(
         actions: Action index per item, (n,).
         data: The evaluation arrays.
         probs: The beliefs behind the actions, (n, k), for NLL, Brier, ECE and TCE.
-        tce: Maps beliefs to their TCE (e.g. :func:`crossfit_tce` with the folds fixed);
-            ``None`` leaves ``tce`` empty.
+        tce: Maps beliefs to their TCE (e.g. :func:`crossfit_tce` with the folds fixed;
+            it may return ``None`` when the TCE cannot be estimated); ``None`` leaves
+            ``tce`` empty.
 
     Returns:
         ``expected_cost`` (mean realised cost), ``cost_se`` (its standard error),

@@ -171,10 +171,10 @@ def safe_parse(
 ) -> str | None:
     """The task label of *message* before the unparsed policy (``None`` if unparsed).
 
-    *tool_names* are the tools offered to the call (see :meth:`Task.parse_raw`).
+    *tool_names* are the tools offered to the call (see :meth:`Task.parse_completion`).
     """
     try:
-        return task.parse_raw(message, tool_names=tool_names)
+        return task.parse_completion(message, tool_names=tool_names)
     except UnparseableOutputError:
         return None
 

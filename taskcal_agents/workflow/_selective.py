@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from calibrators import expected_costs
 from taskcal_agents.errors import ConfigurationError
 
 CURVE_POINTS = 101
@@ -97,7 +98,8 @@ def action_confidence(
         The margin per item, shape (n,), finite.
 
     Raises:
-        ConfigurationError: Non-finite or mis-shaped inputs, or action indices out of range.
+        ConfigurationError: Non-finite or mis-shaped inputs, rows of ``Q`` that are not
+            probability distributions, a negative cost, or action indices out of range.
     """
     owner = "action_confidence"
     Q_ = _finite_array(Q, "Q", 2, owner)
@@ -133,7 +135,11 @@ def action_confidence(
                 f"dtype {mask.dtype} and shape {mask.shape!r}."
             )
             raise ConfigurationError(msg)
-    R = Q_ @ C
+    try:
+        R = expected_costs(Q_, C)
+    except ValueError as exc:
+        msg = f"{owner}: {exc}"
+        raise ConfigurationError(msg) from exc
     rows = np.arange(n)
     chosen = R[rows, acts]
     others = mask.copy()

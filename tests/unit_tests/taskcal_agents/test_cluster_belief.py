@@ -119,7 +119,10 @@ def test_dataset_tasks_cluster_open_answers() -> None:
 def test_belief_is_the_share_of_the_modal_cluster() -> None:
     task = cluster_task()
     clusters, labels = cluster_samples(
-        task, messages(SAMPLES), [task.parse_raw(m) for m in messages(SAMPLES)], question=QUESTION
+        task,
+        messages(SAMPLES),
+        [task.parse_completion(m) for m in messages(SAMPLES)],
+        question=QUESTION,
     )
     assert clusters is not None
     assert clusters.n_clusters == 2

@@ -437,13 +437,13 @@ def test_default_tasks(tmp_path: Path) -> None:
     assert mmlu.labels == list(ds.MMLU_LABELS)
     from langchain_core.messages import AIMessage
 
-    assert mmlu.parse_raw(AIMessage(content="The answer is C.")) == "C"
+    assert mmlu.parse_completion(AIMessage(content="The answer is C.")) == "C"
     stsb = ds.default_task("stsb", scale_min=1)
     assert stsb.labels == ["1", "2", "3", "4", "5", "6"]
     assert stsb.cost_matrix()[0, 5] == 5.0
     stsb0 = ds.default_task("stsb")
     assert stsb0.labels == ["0", "1", "2", "3", "4", "5"]
-    assert stsb0.parse_raw(AIMessage(content="Similarity: 0")) == "0"
+    assert stsb0.parse_completion(AIMessage(content="Similarity: 0")) == "0"
     with pytest.raises(ConfigurationError, match=r"^default task name must be one of"):
         ds.default_task("squad")
     path = when2call.to_file(tmp_path / "t.yaml")

@@ -163,11 +163,11 @@ def test_parse_policies() -> None:
     drop = make()
     assert drop.parse(question) == "request_for_info"
     assert drop.parse(junk) is None
-    assert drop.parse_raw(junk) is None
+    assert drop.parse_completion(junk) is None
     mapped = make(unparsed="as:cannot_answer")
     assert mapped.unparsed_as == "cannot_answer"
     assert mapped.parse(junk) == "cannot_answer"
-    assert mapped.parse_raw(junk) is None
+    assert mapped.parse_completion(junk) is None
 
 
 def test_other_policy() -> None:
@@ -184,7 +184,7 @@ def test_other_policy() -> None:
     assert (belief.n, belief.n_unparsed) == (3, 2)
     np.testing.assert_allclose(belief.probs, [2 / 9, 1 / 3 + 2 / 9, 2 / 9])
     np.testing.assert_allclose(belief.features, [0, 1 / 3, 0, 2 / 3])
-    same = task.belief_from_labels([task.parse_raw(m) for m in msgs], alpha=0)
+    same = task.belief_from_labels([task.parse_completion(m) for m in msgs], alpha=0)
     np.testing.assert_array_equal(same.features, belief.features)
 
 

@@ -455,8 +455,8 @@ def test_qwen15_call_forms(text: str, name: str, args: dict[str, Any], content: 
     assert [(c["name"], c["args"]) for c in found.tool_calls] == [(name, args)]
     assert found.content == content
     task = tasks.tool_decision()
-    assert task.parse_raw(AIMessage(content=text), tool_names=[name]) == "tool_call"
-    assert task.parse_raw(AIMessage(content=text), tool_names=["other_tool"]) is None
+    assert task.parse_completion(AIMessage(content=text), tool_names=[name]) == "tool_call"
+    assert task.parse_completion(AIMessage(content=text), tool_names=["other_tool"]) is None
 
 
 def test_prose_after_an_unfenced_call_or_an_open_fence_is_still_no_call() -> None:

@@ -603,7 +603,7 @@ def test_grading_falls_back_to_samples_when_greedy_abstains() -> None:
         id="q", messages=[{"role": "user", "content": "Q"}], meta={"references": ["Lima"]}
     )
     samples = [AIMessage(content=c) for c in ["Lima.", "I don't know.", "lima", "Quito"]]
-    labels = [task.parse_raw(m) for m in samples]
+    labels = [task.parse_completion(m) for m in samples]
     grading = wf.grade_item(task, item, AIMessage(content="I don't know."), samples, labels)
     assert (grading["from"], grading["answer"], grading["label"]) == ("samples", "Lima.", "answer")
     none = wf.grade_item(task, item, AIMessage(content="I don't know."), samples[1:2], labels[1:2])
