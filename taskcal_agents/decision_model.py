@@ -233,7 +233,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel):
             labels=labels,
             cost=self.costs.get(question_id, default),
             parser=ParserSpec(
-                name="taskcal_agents.decisions:LabelParser", options={"labels": labels}
+                name="taskcal_agents.decision_model:LabelParser", options={"labels": labels}
             ),
         )
 
