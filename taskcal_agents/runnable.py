@@ -153,6 +153,13 @@ def _advance(
         return stop.value  # type: ignore[no-any-return]
 
 
+_Inputs = list[LanguageModelInput]
+_Configs = list[RunnableConfig]
+_Managers = list[CallbackManagerForChainRun]
+_AsyncManagers = list[AsyncCallbackManagerForChainRun]
+_Results = list[Decision | Exception]
+
+
 def _raise_or_return(result: Decision | Exception) -> Decision:
     if isinstance(result, Exception):
         raise result
@@ -406,12 +413,8 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     # -------------------------------------------------------------------- batch
 
     def _batch(
-        self,
-        inputs: list[LanguageModelInput],
-        run_manager: list[CallbackManagerForChainRun],
-        config: list[RunnableConfig],
-        **kwargs: Any,
-    ) -> list[Decision | Exception]:
+        self, inputs: _Inputs, run_manager: _Managers, config: _Configs, **kwargs: Any
+    ) -> _Results:
         steps = self._attempts(inputs, run_manager, config, kwargs)
         step = _advance(steps)
         while isinstance(step, _Attempt):
@@ -434,12 +437,8 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         )
 
     async def _abatch(
-        self,
-        inputs: list[LanguageModelInput],
-        run_manager: list[AsyncCallbackManagerForChainRun],
-        config: list[RunnableConfig],
-        **kwargs: Any,
-    ) -> list[Decision | Exception]:
+        self, inputs: _Inputs, run_manager: _AsyncManagers, config: _Configs, **kwargs: Any
+    ) -> _Results:
         steps = self._attempts(inputs, run_manager, config, kwargs)
         step = _advance(steps)
         while isinstance(step, _Attempt):
