@@ -175,8 +175,23 @@ class CalibratorArtefact:
 
     def __post_init__(self) -> None:
         self.labels = [str(label) for label in self.labels]
-        if self.task is not None and self.task_name is None:
+        if self.task is None:
+            return
+        if self.task_name is None:
             self.task_name = self.task.name
+        if self.task_name != self.task.name:
+            msg = (
+                f"CalibratorArtefact: task_name {self.task_name!r} differs from its task's name "
+                f"{self.task.name!r}; record the task the calibrator was fitted for."
+            )
+            raise ConfigurationError(msg)
+        if self.labels != list(self.task.labels):
+            msg = (
+                f"CalibratorArtefact: labels {self.labels!r} differ from those of its task "
+                f"{self.task.name!r} {self.task.labels!r}; record the task the calibrator was "
+                "fitted for."
+            )
+            raise LabelMismatchError(msg, expected=list(self.task.labels), got=self.labels)
 
     # ---------------------------------------------------------------- JSON form
 

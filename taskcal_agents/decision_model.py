@@ -46,7 +46,7 @@ from langchain_core.decisions import (
 )
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 from typing_extensions import override
 
 from taskcal_agents.artefact import as_artefact, resolve_calibrator
@@ -192,10 +192,14 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     system_prompt: str = _SYSTEM
     """The system message sent before each question."""
 
-    @field_validator("calibrators", mode="after")
-    @classmethod
-    def _load_artefacts(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return {qid: as_artefact(c) or c for qid, c in value.items()}
+    def __init__(self, **kwargs: Any) -> None:
+        """Validate the fields; read the artefact files among ``calibrators``.
+
+        Raises:
+            DataFileError: If an artefact path cannot be read.
+        """
+        super().__init__(**kwargs)
+        self.calibrators = {qid: as_artefact(c) or c for qid, c in self.calibrators.items()}
 
     @model_validator(mode="before")
     @classmethod
