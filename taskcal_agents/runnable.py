@@ -68,11 +68,15 @@ def split_retry(
 ) -> tuple[Runnable[Any, Any], RunnableRetry[Any, Any] | None]:
     """Take the ``with_retry()`` layer out of ``model``'s bindings.
 
+    ``llm.with_retry()`` is a ``RunnableRetry`` (a ``RunnableBindingBase``, which the
+    sampler does not look through), and ``llm.bind_tools(...).with_retry()`` puts it under
+    the tool binding.
+
     Returns:
-        ``model`` with every ``RunnableRetry`` layer among its outer bindings replaced by
-        a plain ``RunnableBinding`` (bound keyword arguments and config kept), so the
-        sampler finds the chat model and its ``n`` support; and the outermost
-        ``RunnableRetry`` (whose policy the caller applies), or ``None``.
+        ``model`` with every ``RunnableRetry`` layer among its bindings replaced by a plain
+        ``RunnableBinding`` (bound keyword arguments and config kept; the other layers
+        copied), so the sampler finds the chat model and its ``n`` support; and the
+        outermost ``RunnableRetry`` (whose policy the caller applies), or ``None``.
     """
     layers: list[RunnableBindingBase[Any, Any]] = []
     retry: RunnableRetry[Any, Any] | None = None
@@ -85,6 +89,9 @@ def split_retry(
     if retry is None:
         return model, None
     for layer in reversed(layers):
+        if not isinstance(layer, RunnableRetry):
+            core = layer.model_copy(update={"bound": core})
+            continue
         core = RunnableBinding(
             bound=core,
             kwargs=layer.kwargs,
