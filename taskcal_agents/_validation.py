@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Literal, overload
 
 from taskcal_agents.errors import ConfigurationError
 
@@ -35,6 +36,30 @@ def _bound(minimum: float | None, maximum: float | None) -> str:
     return ""
 
 
+@overload
+def check_int(
+    value: object,
+    subject: str,
+    *,
+    minimum: int | None = ...,
+    maximum: int | None = ...,
+    optional: Literal[False] = ...,
+    kind: str = ...,
+    note: str = ...,
+    hint: str = ...,
+) -> int: ...
+@overload
+def check_int(
+    value: object,
+    subject: str,
+    *,
+    minimum: int | None = ...,
+    maximum: int | None = ...,
+    optional: bool,
+    kind: str = ...,
+    note: str = ...,
+    hint: str = ...,
+) -> int | None: ...
 def check_int(
     value: object,
     subject: str,
@@ -63,16 +88,36 @@ def check_int(
     """
     if value is None and optional:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Integral)
-        or (minimum is not None and value < minimum)
-        or (maximum is not None and value > maximum)
-    ):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise _fail(value, subject, kind, _bound(minimum, maximum), optional, note, hint)
-    return int(value)
+    number = int(value)
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+        raise _fail(value, subject, kind, _bound(minimum, maximum), optional, note, hint)
+    return number
 
 
+@overload
+def check_number(
+    value: object,
+    subject: str,
+    *,
+    minimum: float | None = ...,
+    optional: Literal[False] = ...,
+    kind: str = ...,
+    note: str = ...,
+    hint: str = ...,
+) -> float: ...
+@overload
+def check_number(
+    value: object,
+    subject: str,
+    *,
+    minimum: float | None = ...,
+    optional: bool,
+    kind: str = ...,
+    note: str = ...,
+    hint: str = ...,
+) -> float | None: ...
 def check_number(
     value: object,
     subject: str,
@@ -89,11 +134,11 @@ def check_number(
     """
     if value is None and optional:
         return None
+    number = float(value) if isinstance(value, numbers.Real) else math.nan
     if (
         isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-        or (minimum is not None and value < minimum)
+        or not math.isfinite(number)
+        or (minimum is not None and number < minimum)
     ):
         raise _fail(value, subject, kind, _bound(minimum, None), optional, note, hint)
-    return float(value)
+    return number

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -108,7 +108,8 @@ class _RetryPolicy:
     """How often and after how long a failed sampling call is retried."""
 
     attempts: int
-    retry_on: tuple[type[BaseException], ...] = (Exception,)
+    retry_on: tuple[type[BaseException], ...] | Callable[[BaseException], bool] = (Exception,)
+    """The exception types to retry, or a predicate (``with_retry``'s forms)."""
     initial: float = 0.0
     exp_base: float = 2.0
     jitter: float = 0.0
@@ -117,13 +118,14 @@ class _RetryPolicy:
     @classmethod
     def of(cls, retry: RunnableRetry[Any, Any]) -> _RetryPolicy:
         """The policy of a ``with_retry()`` layer (tenacity's exponential jitter wait)."""
+        retry_on = retry.retry_exception_types
         if not retry.wait_exponential_jitter:
-            return cls(retry.max_attempt_number, tuple(retry.retry_exception_types))
+            return cls(retry.max_attempt_number, retry_on)
         params = {"initial": 1.0, "exp_base": 2.0, "jitter": 1.0, "max": float("inf")}
-        params.update(retry.exponential_jitter_params or {})
+        params.update({k: float(v) for k, v in (retry.exponential_jitter_params or {}).items()})
         return cls(
             retry.max_attempt_number,
-            tuple(retry.retry_exception_types),
+            retry_on,
             initial=params["initial"],
             exp_base=params["exp_base"],
             jitter=params["jitter"],
@@ -139,7 +141,11 @@ class _RetryPolicy:
 
     def retries(self, result: Any) -> bool:
         """Whether ``result`` is a failure to retry (never a control-flow signal)."""
-        return isinstance(result, self.retry_on) and not _is_control_flow(result)
+        if not isinstance(result, Exception) or _is_control_flow(result):
+            return False
+        if isinstance(self.retry_on, tuple):
+            return isinstance(result, self.retry_on)
+        return bool(self.retry_on(result))
 
 
 @dataclass(frozen=True)

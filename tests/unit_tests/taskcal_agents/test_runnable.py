@@ -22,7 +22,12 @@ from taskcal_agents import tasks
 from taskcal_agents.chat_model import TaskCalibratedChatModel
 from taskcal_agents.decision import Decision
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError, SamplingError
-from taskcal_agents.runnable import TaskCalibratedRunnable, decide_from_messages, split_retry
+from taskcal_agents.runnable import (
+    TaskCalibratedRunnable,
+    _RetryPolicy,
+    decide_from_messages,
+    split_retry,
+)
 from taskcal_agents.sampling.langchain import chat_model_of, supports_n
 from tests.unit_tests.taskcal_agents.test_decision import FakeCalibrator
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
@@ -454,3 +459,24 @@ def test_chat_model_bind_tools_keeps_the_retry_layer() -> None:
     bound.invoke("weather?")
     assert len(server.requests) == 2
     assert server.requests[1]["tools"][0]["function"]["name"] == "get_weather"
+
+
+def test_with_retry_predicate_and_wait() -> None:
+    # langchain also takes a predicate for which errors to retry
+    retrying = (
+        Flaky(1)
+        .model()
+        .with_retry(
+            retry_if_exception_type=lambda exc: isinstance(exc, ConnectionError),
+            wait_exponential_jitter=False,
+        )
+    )
+    runnable = TaskCalibratedRunnable(retrying, tasks.tool_decision(), n_samples=1)
+    assert runnable.invoke("x").fallback is False
+    # tenacity's exponential jitter: initial * exp_base ** (retry - 1) + U(0, jitter), capped
+    _, retry = split_retry(
+        generic([]).with_retry(exponential_jitter_params={"initial": 0.5, "jitter": 0, "max": 1.5})
+    )
+    assert retry is not None
+    policy = _RetryPolicy.of(retry)
+    assert [policy.wait(attempt) for attempt in (1, 2, 3, 4)] == [0.0, 0.5, 1.0, 1.5]
