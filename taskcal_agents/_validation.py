@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Literal, overload
 
 from taskcal_agents.errors import ConfigurationError
 
@@ -36,30 +35,6 @@ def _bound(minimum: float | None, maximum: float | None) -> str:
     return ""
 
 
-@overload
-def check_int(
-    value: object,
-    subject: str,
-    *,
-    minimum: int | None = ...,
-    maximum: int | None = ...,
-    optional: Literal[False] = ...,
-    kind: str = ...,
-    note: str = ...,
-    hint: str = ...,
-) -> int: ...
-@overload
-def check_int(
-    value: object,
-    subject: str,
-    *,
-    minimum: int | None = ...,
-    maximum: int | None = ...,
-    optional: bool,
-    kind: str = ...,
-    note: str = ...,
-    hint: str = ...,
-) -> int | None: ...
 def check_int(
     value: object,
     subject: str,
@@ -70,15 +45,15 @@ def check_int(
     kind: str = "an int",
     note: str = "",
     hint: str = "",
-) -> int | None:
-    """Return ``value`` if it is an int (not a bool) in ``[minimum, maximum]``.
+) -> None:
+    """Check that ``value`` is an int (not a bool) in ``[minimum, maximum]``.
 
     Args:
         value: The value to check.
         subject: Who checks what, e.g. ``"Foo parameter 'n'"``.
         minimum: The smallest value allowed, or ``None``.
         maximum: The largest value allowed, or ``None``.
-        optional: Whether ``None`` is allowed (and returned).
+        optional: Whether ``None`` is allowed.
         kind: How the message names the type (``"an int"``, ``"an integer"``).
         note: Text put in parentheses after the bound.
         hint: Text after the value, saying what to pass instead.
@@ -87,37 +62,17 @@ def check_int(
         ConfigurationError: If the value is not such an int.
     """
     if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return
+    ok = not isinstance(value, bool) and isinstance(value, numbers.Integral)
+    number = int(value) if ok else 0  # type: ignore[call-overload]
+    if (
+        not ok
+        or (minimum is not None and number < minimum)
+        or (maximum is not None and number > maximum)
+    ):
         raise _fail(value, subject, kind, _bound(minimum, maximum), optional, note, hint)
-    number = int(value)
-    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
-        raise _fail(value, subject, kind, _bound(minimum, maximum), optional, note, hint)
-    return number
 
 
-@overload
-def check_number(
-    value: object,
-    subject: str,
-    *,
-    minimum: float | None = ...,
-    optional: Literal[False] = ...,
-    kind: str = ...,
-    note: str = ...,
-    hint: str = ...,
-) -> float: ...
-@overload
-def check_number(
-    value: object,
-    subject: str,
-    *,
-    minimum: float | None = ...,
-    optional: bool,
-    kind: str = ...,
-    note: str = ...,
-    hint: str = ...,
-) -> float | None: ...
 def check_number(
     value: object,
     subject: str,
@@ -127,18 +82,14 @@ def check_number(
     kind: str = "a finite number",
     note: str = "",
     hint: str = "",
-) -> float | None:
-    """Return ``value`` as a float if it is a finite real number (not a bool) >= ``minimum``.
+) -> None:
+    """Check that ``value`` is a finite real number (not a bool) >= ``minimum``.
 
     Arguments and errors as :func:`check_int`.
     """
     if value is None and optional:
-        return None
-    number = float(value) if isinstance(value, numbers.Real) else math.nan
-    if (
-        isinstance(value, bool)
-        or not math.isfinite(number)
-        or (minimum is not None and number < minimum)
-    ):
+        return
+    real = not isinstance(value, bool) and isinstance(value, numbers.Real)
+    number = float(value) if real else math.nan  # type: ignore[arg-type]
+    if not math.isfinite(number) or (minimum is not None and number < minimum):
         raise _fail(value, subject, kind, _bound(minimum, None), optional, note, hint)
-    return number

@@ -284,10 +284,8 @@ class TaskCalibrationMiddleware(
             owner=owner,
         )
 
-        n_samples = check_int(n_samples, f"{owner} parameter 'n_samples'", minimum=1)
-        temperature = check_number(
-            temperature, f"{owner} parameter 'temperature'", minimum=0, optional=True
-        )
+        check_int(n_samples, f"{owner} parameter 'n_samples'", minimum=1)
+        check_number(temperature, f"{owner} parameter 'temperature'", minimum=0, optional=True)
         for name, value, allowed in (
             ("sampling", sampling, ("auto", "model", "handler")),
             ("decide_on", decide_on, ("user_turn", "every_call")),
@@ -296,9 +294,7 @@ class TaskCalibrationMiddleware(
             if value not in allowed:
                 msg = f"{owner} parameter {name!r} must be one of {allowed!r}, got {value!r}."
                 raise ConfigurationError(msg)
-        max_concurrency = check_int(
-            max_concurrency, f"{owner} parameter 'max_concurrency'", minimum=1, optional=True
-        )
+        check_int(max_concurrency, f"{owner} parameter 'max_concurrency'", minimum=1, optional=True)
 
         self.task: Task = task
         """The task: labels, actions, cost matrix and parser."""
