@@ -28,7 +28,7 @@ from taskcal_agents.runnable import (
     decide_from_messages,
     split_retry,
 )
-from taskcal_agents.sampling.langchain import chat_model_of, supports_n
+from taskcal_agents.sampling import chat_model_of, supports_n
 from tests.unit_tests.taskcal_agents.test_decision import FakeCalibrator
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
     FakeOpenAIServer,
