@@ -22,7 +22,6 @@ from langchain_openai import ChatOpenAI
 
 from taskcal_agents import Decision, TaskCalibratedRunnable
 from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
-from taskcal_agents.middleware import load_calibrator
 from taskcal_agents.serving import connect
 from taskcal_agents.tasks import answer_or_abstain
 
@@ -69,9 +68,9 @@ def main(
     task = answer_or_abstain(wrong_answer_cost=4.0, abstain_cost=1.0)
     # A calibrator fitted with `taskcal fit` on labelled questions corrects the model's
     # overconfidence; without one the raw (smoothed) belief is used.
-    fitted = load_calibrator(calibrator).calibrator if calibrator else None
+    # The artefact's path is enough: its labels are checked and its α is used.
     decider = TaskCalibratedRunnable(
-        llm, task, calibrator=fitted, n_samples=n_samples, temperature=1.0
+        llm, task, calibrator=calibrator or None, n_samples=n_samples, temperature=1.0
     )
     chain = PROMPT | decider | RunnableLambda(render)
     questions = QUESTIONS[:limit]

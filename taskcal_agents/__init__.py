@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from taskcal_agents.belief import Belief
     from taskcal_agents.chat_model import TaskCalibratedChatModel
     from taskcal_agents.decision import Decider, Decision, decide_from_messages
-    from taskcal_agents.decisions import TaskCalibratedDecisionModel
+    from taskcal_agents.decision_model import TaskCalibratedDecisionModel
     from taskcal_agents.middleware import TaskCalibrationMiddleware
     from taskcal_agents.runnable import TaskCalibratedRunnable
     from taskcal_agents.sampling import asample_messages, sample_messages
@@ -33,7 +33,7 @@ _EXPORTS: dict[str, str] = {
     "ParserSpec": "taskcal_agents.task",
     "Task": "taskcal_agents.task",
     "TaskCalibratedChatModel": "taskcal_agents.chat_model",
-    "TaskCalibratedDecisionModel": "taskcal_agents.decisions",
+    "TaskCalibratedDecisionModel": "taskcal_agents.decision_model",
     "TaskCalibratedRunnable": "taskcal_agents.runnable",
     "TaskCalibrationMiddleware": "taskcal_agents.middleware",
     "asample_messages": "taskcal_agents.sampling",

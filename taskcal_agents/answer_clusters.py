@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from taskcal_agents._validation import check_int
 from taskcal_agents.constraints import choice_constraint
 from taskcal_agents.datasets.grading import (
     DEFAULT_MAX_CONTAINMENT_TOKENS,
@@ -230,16 +231,12 @@ def answer_tokens(text: str) -> list[str]:
 
 
 def _check_max_containment(owner: str, max_containment_tokens: object) -> None:
-    if (
-        isinstance(max_containment_tokens, bool)
-        or not isinstance(max_containment_tokens, int)
-        or max_containment_tokens < 0
-    ):
-        msg = (
-            f"{owner}: max_containment_tokens must be an int >= 0 (0 turns containment off), "
-            f"got {max_containment_tokens!r}."
-        )
-        raise ConfigurationError(msg)
+    check_int(
+        max_containment_tokens,
+        f"{owner}: max_containment_tokens",
+        minimum=0,
+        note="0 turns containment off",
+    )
 
 
 def _tokens_equivalent(

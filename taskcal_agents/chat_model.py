@@ -25,9 +25,10 @@ from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool
 from typing_extensions import override
 
+from taskcal_agents.artefact import CalibratorLike
 from taskcal_agents.decision import Decision
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.runnable import TaskCalibratedRunnable
+from taskcal_agents.runnable import TaskCalibratedRunnable, split_retry
 from taskcal_agents.sampling import unwrap_binding
 from taskcal_agents.task import Task
 
@@ -46,7 +47,9 @@ class TaskCalibratedChatModel(BaseChatModel):
     (``TaskCalibratedChatModel(model, task, calibrator, n_samples=16, ...)``) or from one
     (``runnable=...``). Keyword arguments that are fields of the runnable go to it; the
     rest (``callbacks``, ``tags``, ``cache``…) to the chat model. ``bind_tools`` binds the
-    tools to the wrapped model and returns a new ``TaskCalibratedChatModel``.
+    tools to the wrapped model and returns a new ``TaskCalibratedChatModel``. ``calibrator``
+    is a fitted calibrator, a :class:`~taskcal_agents.artefact.CalibratorArtefact` or the
+    path of an artefact file, as for the runnable.
 
     When the chosen action has no message to send (an action no sample expressed),
     the reply is an empty ``AIMessage``; the decision is in its metadata either way.
@@ -59,7 +62,7 @@ class TaskCalibratedChatModel(BaseChatModel):
         self,
         model: Runnable[Any, Any] | None = None,
         task: Task | None = None,
-        calibrator: Any = None,
+        calibrator: CalibratorLike | None = None,
         *,
         runnable: TaskCalibratedRunnable | None = None,
         **kwargs: Any,
@@ -184,7 +187,8 @@ class TaskCalibratedChatModel(BaseChatModel):
         Raises:
             ConfigurationError: If the wrapped model does not support ``bind_tools``.
         """
-        core, bound_kwargs, bound_configs, _ = unwrap_binding(self.runnable.model)
+        sampled, retry = split_retry(self.runnable.model)
+        core, bound_kwargs, bound_configs, _ = unwrap_binding(sampled)
         if not isinstance(core, BaseChatModel):
             msg = (
                 f"TaskCalibratedChatModel.bind_tools needs a wrapped chat model, got "
@@ -207,4 +211,6 @@ class TaskCalibratedChatModel(BaseChatModel):
         config = merge_configs(*bound_configs)
         if config:
             inner = inner.with_config(config)
+        if retry is not None:  # keep the with_retry() policy
+            inner = retry.model_copy(update={"bound": inner, "kwargs": {}, "config": {}})
         return self.with_model(inner)

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from calibrators import expected_costs as _expected_costs
 from calibrators import least_cost_actions, mbr_actions
 from taskcal_agents.answer_clusters import AnswerClusters, EntailmentJudgeFactory, cluster_samples
+from taskcal_agents.artefact import check_calibrator
 from taskcal_agents.belief import DEFAULT_ALPHA, Belief, check_alpha
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
 from taskcal_agents.parsers import (
@@ -204,14 +205,6 @@ class Decision(BaseModel):
         return self.model_dump(mode="json", exclude={"message", "samples"})
 
 
-def _n_classes(calibrator: Any) -> int | None:
-    n = getattr(calibrator, "n_classes_", None)
-    if n is not None:
-        return int(n)
-    classes = getattr(calibrator, "classes_", None)
-    return None if classes is None else len(classes)
-
-
 def _reads_features(task: Task, calibrator: Any) -> bool:
     """Whether ``calibrator`` reads the k + 1 belief features rather than p̂.
 
@@ -220,72 +213,6 @@ def _reads_features(task: Task, calibrator: Any) -> bool:
     """
     n = getattr(calibrator, "n_features_in_", None)
     return n is not None and int(n) == task.n_features != len(task.labels)
-
-
-def check_calibrator(task: Task, calibrator: Any) -> None:
-    """Check that a fitted calibrator matches the task's labels.
-
-    A calibrator needs ``predict_proba`` and ``n_classes_`` (or ``classes_``) equal to the
-    number of task labels; if it carries label metadata (``labels_`` or ``labels``), it
-    must equal ``task.labels``. Its ``n_features_in_`` (when present) must be k, the
-    width of p̂, or, under the ``"other"`` unparsed policy, k + 1, the width of the belief
-    features.
-
-    Raises:
-        ConfigurationError: If the calibrator is unusable or its class or input count
-            differs.
-        LabelMismatchError: If its labels differ from the task's.
-    """
-    if calibrator is None:
-        return
-    if not callable(getattr(calibrator, "predict_proba", None)):
-        msg = (
-            f"calibrator for task {task.name!r} must have a predict_proba method, got "
-            f"{calibrator!r}; pass a fitted calibrators estimator or None."
-        )
-        raise ConfigurationError(msg)
-    k = len(task.labels)
-    n = _n_classes(calibrator)
-    if n is None:
-        msg = (
-            f"calibrator {type(calibrator).__name__} for task {task.name!r} is not fitted "
-            "(it has no n_classes_ or classes_); fit it on beliefs of this task first."
-        )
-        raise ConfigurationError(msg)
-    if n != k:
-        msg = (
-            f"calibrator {type(calibrator).__name__} was fitted on {n} classes but task "
-            f"{task.name!r} has {k} labels {task.labels!r}; fit the calibrator on this task's "
-            "beliefs."
-        )
-        raise ConfigurationError(msg)
-    n_features = getattr(calibrator, "n_features_in_", None)
-    if n_features is not None and int(n_features) not in (k, task.n_features):
-        if task.unparsed_evidence:
-            widths = f"{k} (p̂) or {task.n_features} (p̂'s counts plus the unparsed share)"
-        else:
-            widths = (
-                f"{k} (p̂; {k + 1} inputs, with the unparsed share, need the task's "
-                "unparsed: other policy)"
-            )
-        msg = (
-            f"calibrator {type(calibrator).__name__} was fitted on {int(n_features)} input "
-            f"columns but task {task.name!r} (unparsed: {task.unparsed}) feeds it {widths}; "
-            "fit the calibrator on this task's beliefs."
-        )
-        raise ConfigurationError(msg)
-    for attr in ("labels_", "labels"):
-        labels = getattr(calibrator, attr, None)
-        if labels is not None and not callable(labels):
-            got = [str(label) for label in labels]
-            if got != list(task.labels):
-                msg = (
-                    f"calibrator {type(calibrator).__name__} has labels {got!r} but task "
-                    f"{task.name!r} has labels {task.labels!r} (same order required); fit "
-                    "the calibrator on this task's beliefs."
-                )
-                raise LabelMismatchError(msg, expected=list(task.labels), got=got)
-            break
 
 
 class Decider:

@@ -12,7 +12,7 @@ question, or an abstention (both end the run, since they make no tool call). The
 
 Per-deployment configuration comes from files: a task file (YAML or JSON, see
 :meth:`Task.from_file <taskcal_agents.task.Task.from_file>`) and the calibrator artefact
-written by ``taskcal fit`` (see :func:`load_calibrator`).
+written by ``taskcal fit`` (see :class:`~taskcal_agents.artefact.CalibratorArtefact`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from __future__ import annotations
 import asyncio
 import operator
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -48,11 +48,19 @@ except ImportError as exc:
     )
     raise ImportError(_msg, name=exc.name) from exc
 
+from taskcal_agents._validation import check_int, check_number
 from taskcal_agents.answer_clusters import question_of
-from taskcal_agents.belief import DEFAULT_ALPHA
+from taskcal_agents.artefact import (
+    Calibrator,
+    CalibratorArtefact,
+    CalibratorLike,
+    as_artefact,
+    resolve_calibrator,
+)
 from taskcal_agents.chat_model import DECISION_METADATA_KEY
 from taskcal_agents.decision import Decider, Decision
-from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
+from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.options import DEFAULT_N_SAMPLES, DEFAULT_TEMPERATURE, SamplingOptions
 from taskcal_agents.parsers import tool_names_of
 from taskcal_agents.prompting import request_with_task_prompt
 from taskcal_agents.sampling import asample_messages, sample_messages
@@ -90,85 +98,17 @@ class TaskCalibrationState(AgentState[ResponseT]):
     taskcal_decisions: NotRequired[Annotated[list[dict[str, Any]], _OMIT_FROM_INPUT, operator.add]]
 
 
-# ----------------------------------------------------------------------- artefacts
-
-
-class CalibratorArtefact:
-    """A calibrator artefact read from JSON: the calibrator plus its task metadata.
-
-    Attributes:
-        calibrator: The fitted calibrator rebuilt with :func:`calibrators.from_dict`.
-        labels: The task labels the calibrator was fitted on, in order.
-        task: The task recorded in the artefact (a :class:`Task` when the artefact holds
-            the full task, else ``None``).
-        task_name: The task's name as recorded, or ``None``.
-        alpha: The Dirichlet prior the calibrator was fitted with, or ``None``.
-        path: The file the artefact was read from.
-    """
-
-    __slots__ = ("alpha", "calibrator", "labels", "path", "task", "task_name")
-
-    def __init__(
-        self,
-        *,
-        calibrator: Any,
-        labels: list[str],
-        task: Task | None,
-        task_name: str | None,
-        alpha: float | None,
-        path: Path,
-    ) -> None:
-        self.calibrator = calibrator
-        self.labels = labels
-        self.task = task
-        self.task_name = task_name
-        self.alpha = alpha
-        self.path = path
-
-
 def load_calibrator(path: str | os.PathLike[str]) -> CalibratorArtefact:
     """Read a calibrator artefact written by ``taskcal fit``.
 
-    The file is the JSON written by :func:`taskcal_agents.workflow.make_artefact`:
-    ``{"format": "taskcal.calibrator", "format_version": 1, "task": <name>, "labels":
-    [...], "alpha": ..., "task_spec": <the full task or null>, "calibrator": {...}, ...}``.
-
-    Args:
-        path: The artefact file.
-
-    Returns:
-        The artefact, with the full task when the file records it.
+    The same as :meth:`CalibratorArtefact.load
+    <taskcal_agents.artefact.CalibratorArtefact.load>`.
 
     Raises:
         DataFileError: If the file cannot be read, is not a calibrator artefact, has
             another format version, or its calibrator or task cannot be rebuilt.
     """
-    from taskcal_agents.workflow import load_artefact
-
-    calibrator, data = load_artefact(path)
-    path = Path(path)
-    task: Task | None = None
-    spec = data.get("task_spec")
-    if isinstance(spec, Mapping):
-        fields = {k: v for k, v in spec.items() if k != "format_version"}
-        try:
-            task = Task.model_validate(fields)
-        except ValueError as exc:
-            msg = f"calibrator artefact field 'task_spec' is not a valid task: {exc}"
-            raise DataFileError(msg, path=str(path)) from exc
-    alpha = data.get("alpha")
-    if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, int | float)):
-        msg = f"calibrator artefact field 'alpha' must be a number, got {alpha!r}."
-        raise DataFileError(msg, path=str(path))
-    task_name = data.get("task")
-    return CalibratorArtefact(
-        calibrator=calibrator,
-        labels=[str(label) for label in data.get("labels") or []],
-        task=task,
-        task_name=task_name if isinstance(task_name, str) else None,
-        alpha=None if alpha is None else float(alpha),
-        path=path,
-    )
+    return CalibratorArtefact.load(path)
 
 
 # ------------------------------------------------------------------------ helpers
@@ -209,6 +149,32 @@ def _first_ai(response: ModelResponse[Any]) -> AIMessage | None:
 _SENTINEL: Any = object()
 
 
+@dataclass(frozen=True)
+class _Draw:
+    """What the hook asks its driver to draw: N handler calls or N model samples."""
+
+    mode: Literal["model", "handler"]
+    request: ModelRequest[Any]
+    """The agent's request (its model is bound as the agent binds it)."""
+    sample_request: ModelRequest[Any]
+    """The request the samples are drawn with (task prompt, temperature)."""
+
+
+def _drive_step(
+    steps: Generator[_Draw, list[Any], ExtendedModelResponse[Any]],
+    drawn: list[Any] | None = None,
+    *,
+    error: Exception | None = None,
+) -> _Draw | ExtendedModelResponse[Any]:
+    """Advance ``steps`` (start it, send ``drawn`` or throw ``error``): the next draw or the end."""
+    try:
+        if error is not None:
+            return steps.throw(error)
+        return steps.send(drawn)  # type: ignore[arg-type]  # None starts the generator
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
 class TaskCalibrationMiddleware(
     AgentMiddleware[TaskCalibrationState[ResponseT], ContextT, ResponseT]
 ):
@@ -246,9 +212,9 @@ class TaskCalibrationMiddleware(
         self,
         *,
         task: Task | str | os.PathLike[str] | None = None,
-        calibrator: Any = None,
-        n_samples: int = 8,
-        temperature: float | None = 1.0,
+        calibrator: CalibratorLike | None = None,
+        n_samples: int = DEFAULT_N_SAMPLES,
+        temperature: float | None = DEFAULT_TEMPERATURE,
         alpha: float = _SENTINEL,
         sampling: SamplingMode = "auto",
         decide_on: DecideOn = "user_turn",
@@ -263,9 +229,12 @@ class TaskCalibrationMiddleware(
             task: The task (tool call / ask / abstain, e.g.
                 :func:`taskcal_agents.tasks.tool_decision`) or the path of a task file.
                 May be omitted when ``calibrator`` is an artefact holding the full task.
-            calibrator: A fitted calibrator, the path of a calibrator artefact, or
-                ``None`` to decide on the raw belief.
-            n_samples: The number of completions N drawn per decision.
+            calibrator: A fitted calibrator, a
+                :class:`~taskcal_agents.artefact.CalibratorArtefact`, the path of an
+                artefact file, or ``None`` to decide on the raw belief; checked against
+                the task by :func:`~taskcal_agents.artefact.resolve_calibrator`.
+            n_samples: The number of completions N drawn per decision (default
+                :data:`~taskcal_agents.options.DEFAULT_N_SAMPLES`).
             temperature: The sampling temperature passed per call; ``None`` keeps the
                 model's own setting.
             alpha: The Dirichlet smoothing prior of the belief. Default: the artefact's
@@ -299,11 +268,7 @@ class TaskCalibrationMiddleware(
         """
         super().__init__()
         owner = type(self).__name__
-        artefact: CalibratorArtefact | None = None
-        if isinstance(calibrator, str | os.PathLike):
-            artefact = load_calibrator(calibrator)
-            calibrator = artefact.calibrator
-
+        artefact = as_artefact(calibrator)
         if task is None:
             if artefact is None or artefact.task is None:
                 msg = (
@@ -320,28 +285,15 @@ class TaskCalibrationMiddleware(
                 f"{owner} parameter 'task' must be a Task or the path of a task file, got {task!r}."
             )
             raise ConfigurationError(msg)
+        resolved = resolve_calibrator(
+            artefact or calibrator,
+            task,
+            alpha=None if alpha is _SENTINEL else alpha,
+            owner=owner,
+        )
 
-        if artefact is not None and artefact.labels != list(task.labels):
-            msg = (
-                f"{owner}: calibrator artefact {str(artefact.path)!r} was fitted on labels "
-                f"{artefact.labels!r} but task {task.name!r} has labels {task.labels!r}; "
-                "fit a calibrator for this task with `taskcal fit`."
-            )
-            raise LabelMismatchError(msg, expected=list(task.labels), got=artefact.labels)
-
-        if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
-            msg = f"{owner} parameter 'n_samples' must be an int >= 1, got {n_samples!r}."
-            raise ConfigurationError(msg)
-        if temperature is not None and (
-            isinstance(temperature, bool)
-            or not isinstance(temperature, int | float)
-            or not 0 <= temperature < float("inf")
-        ):
-            msg = (
-                f"{owner} parameter 'temperature' must be a finite number >= 0 or None, got "
-                f"{temperature!r}."
-            )
-            raise ConfigurationError(msg)
+        check_int(n_samples, f"{owner} parameter 'n_samples'", minimum=1)
+        check_number(temperature, f"{owner} parameter 'temperature'", minimum=0, optional=True)
         for name, value, allowed in (
             ("sampling", sampling, ("auto", "model", "handler")),
             ("decide_on", decide_on, ("user_turn", "every_call")),
@@ -350,27 +302,16 @@ class TaskCalibrationMiddleware(
             if value not in allowed:
                 msg = f"{owner} parameter {name!r} must be one of {allowed!r}, got {value!r}."
                 raise ConfigurationError(msg)
-        if max_concurrency is not None and (
-            isinstance(max_concurrency, bool)
-            or not isinstance(max_concurrency, int)
-            or max_concurrency < 1
-        ):
-            msg = (
-                f"{owner} parameter 'max_concurrency' must be an int >= 1 or None, got "
-                f"{max_concurrency!r}."
-            )
-            raise ConfigurationError(msg)
-        if alpha is _SENTINEL:
-            alpha = DEFAULT_ALPHA if artefact is None or artefact.alpha is None else artefact.alpha
+        check_int(max_concurrency, f"{owner} parameter 'max_concurrency'", minimum=1, optional=True)
 
         self.task: Task = task
         """The task: labels, actions, cost matrix and parser."""
-        self.calibrator: Any = calibrator
+        self.calibrator: Calibrator | None = resolved.calibrator
         """The fitted calibrator, or ``None``."""
-        self.n_samples = n_samples
-        """The number of completions drawn per decision."""
-        self.temperature = None if temperature is None else float(temperature)
-        """The sampling temperature, or ``None`` for the model's own."""
+        self.options = SamplingOptions(
+            n_samples=n_samples, temperature=temperature, alpha=resolved.alpha
+        )
+        """N, temperature and α (see :class:`~taskcal_agents.options.SamplingOptions`)."""
         self.sampling: SamplingMode = sampling
         """How samples are drawn (``"auto"``, ``"model"`` or ``"handler"``)."""
         self.decide_on: DecideOn = decide_on
@@ -381,9 +322,22 @@ class TaskCalibrationMiddleware(
         """The most concurrent model calls when sampling without ``n``."""
         self.use_task_prompt = bool(use_task_prompt)
         """Whether ``task.prompt`` is added to the sampled requests' system message."""
-        self._decider = Decider(task, calibrator, alpha=alpha, judge=judge)
-        self.alpha: float = self._decider.alpha
+        self._decider = Decider(task, self.calibrator, alpha=resolved.alpha, judge=judge)
+
+    @property
+    def n_samples(self) -> int:
+        """The number of completions drawn per decision."""
+        return self.options.n_samples
+
+    @property
+    def temperature(self) -> float | None:
+        """The sampling temperature, or ``None`` for the model's own."""
+        return self.options.temperature
+
+    @property
+    def alpha(self) -> float:
         """The Dirichlet smoothing prior of the belief."""
+        return self.options.alpha
 
     # ------------------------------------------------------------ pure steps
 
@@ -455,6 +409,58 @@ class TaskCalibrationMiddleware(
     def _samples(responses: Sequence[ModelResponse[Any]]) -> list[AIMessage]:
         return [m for m in map(_first_ai, responses) if m is not None]
 
+    def _model_call(self, draw: _Draw) -> dict[str, Any]:
+        """The arguments of ``sample_messages`` for ``sampling="model"``."""
+        return {
+            "model": _bound_model(draw.request),
+            "input": _model_input(draw.sample_request),
+            "n": self.n_samples,
+            "temperature": self.temperature,
+            "config": {"max_concurrency": self._workers()},
+        }
+
+    def _steps(
+        self, request: ModelRequest[Any]
+    ) -> Generator[_Draw, list[Any], ExtendedModelResponse[Any]]:
+        """The hook without I/O: yield one draw, receive its result, return the response.
+
+        The sync and async hooks drive it (:func:`_drive_step`); a failed draw is thrown
+        into it and becomes the fallback decision or propagates, per ``on_error``.
+        """
+        responses: list[ModelResponse[Any]] = []
+        try:
+            mode = self._mode(request)
+            drawn = yield _Draw(mode, request, self._sample_request(request))
+            if mode == "handler":
+                responses = drawn
+                drawn = self._samples(responses)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            if self.on_error == "raise":
+                raise
+            return self._respond(self._fallback(exc))
+        return self._respond(self._decide(request, drawn), responses)
+
+    def _draw(self, draw: _Draw, handler: Callable[[ModelRequest[Any]], Any]) -> list[Any]:
+        if draw.mode == "model":
+            return sample_messages(**self._model_call(draw))
+        with ContextThreadPoolExecutor(max_workers=self._workers()) as pool:
+            return list(pool.map(lambda _: handler(draw.sample_request), range(self.n_samples)))
+
+    async def _adraw(
+        self, draw: _Draw, handler: Callable[[ModelRequest[Any]], Awaitable[Any]]
+    ) -> list[Any]:
+        if draw.mode == "model":
+            return await asample_messages(**self._model_call(draw))
+        semaphore = asyncio.Semaphore(self._workers())
+
+        async def one() -> Any:
+            async with semaphore:
+                return await handler(draw.sample_request)
+
+        return list(await asyncio.gather(*(one() for _ in range(self.n_samples))))
+
     # ------------------------------------------------------------------ hooks
 
     @override
@@ -477,30 +483,16 @@ class TaskCalibrationMiddleware(
         """
         if not self._should_decide(request):
             return handler(request)
-        responses: list[ModelResponse[Any]] = []
-        try:
-            sample_request = self._sample_request(request)
-            if self._mode(request) == "handler":
-                with ContextThreadPoolExecutor(max_workers=self._workers()) as pool:
-                    responses = list(
-                        pool.map(lambda _: handler(sample_request), range(self.n_samples))
-                    )
-                samples = self._samples(responses)
+        steps = self._steps(request)
+        step = _drive_step(steps)
+        while isinstance(step, _Draw):
+            try:
+                drawn = self._draw(step, handler)
+            except Exception as exc:
+                step = _drive_step(steps, error=exc)
             else:
-                samples = sample_messages(
-                    _bound_model(request),
-                    _model_input(sample_request),
-                    n=self.n_samples,
-                    temperature=self.temperature,
-                    config={"max_concurrency": self._workers()},
-                )
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            if self.on_error == "raise":
-                raise
-            return self._respond(self._fallback(exc))
-        return self._respond(self._decide(request, samples), responses)
+                step = _drive_step(steps, drawn)
+        return step
 
     @override
     async def awrap_model_call(
@@ -519,30 +511,13 @@ class TaskCalibrationMiddleware(
         """
         if not self._should_decide(request):
             return await handler(request)
-        responses: list[ModelResponse[Any]] = []
-        try:
-            sample_request = self._sample_request(request)
-            if self._mode(request) == "handler":
-                semaphore = asyncio.Semaphore(self._workers())
-
-                async def one() -> ModelResponse[Any]:
-                    async with semaphore:
-                        return await handler(sample_request)
-
-                responses = list(await asyncio.gather(*(one() for _ in range(self.n_samples))))
-                samples = self._samples(responses)
+        steps = self._steps(request)
+        step = _drive_step(steps)
+        while isinstance(step, _Draw):
+            try:
+                drawn = await self._adraw(step, handler)
+            except Exception as exc:
+                step = _drive_step(steps, error=exc)
             else:
-                samples = await asample_messages(
-                    _bound_model(request),
-                    _model_input(sample_request),
-                    n=self.n_samples,
-                    temperature=self.temperature,
-                    config={"max_concurrency": self._workers()},
-                )
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            if self.on_error == "raise":
-                raise
-            return self._respond(self._fallback(exc))
-        return self._respond(self._decide(request, samples), responses)
+                step = _drive_step(steps, drawn)
+        return step

@@ -41,6 +41,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall
 
+from taskcal_agents._validation import check_int
 from taskcal_agents.errors import ConfigurationError
 
 __all__ = [
@@ -898,18 +899,20 @@ class RatingParser:
     low: int = 1
 
     def __post_init__(self) -> None:
-        if not isinstance(self.k, int) or isinstance(self.k, bool) or self.k < 2:
-            msg = (
-                f"RatingParser option 'k' must be an integer >= 2, got {self.k!r}; "
-                "pass k=5 for a 1-5 scale."
-            )
-            raise ConfigurationError(msg)
-        if not isinstance(self.low, int) or isinstance(self.low, bool):
-            msg = (
-                f"RatingParser option 'low' must be an integer (the lowest level), got "
-                f"{self.low!r}; pass low=0 for a 0…k−1 scale."
-            )
-            raise ConfigurationError(msg)
+        check_int(
+            self.k,
+            "RatingParser option 'k'",
+            minimum=2,
+            kind="an integer",
+            hint="pass k=5 for a 1-5 scale",
+        )
+        check_int(
+            self.low,
+            "RatingParser option 'low'",
+            kind="an integer",
+            note="the lowest level",
+            hint="pass low=0 for a 0…k−1 scale",
+        )
         labels = tuple(self.labels) or tuple(str(i) for i in range(self.low, self.low + self.k))
         if len(labels) != self.k:
             msg = (

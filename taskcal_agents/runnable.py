@@ -12,8 +12,10 @@ Wrap any chat model once and use the result anywhere a LangChain Runnable fits::
 from __future__ import annotations
 
 import asyncio
+import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.callbacks import (
@@ -22,15 +24,23 @@ from langchain_core.callbacks import (
 )
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
+from langchain_core.runnables import (
+    Runnable,
+    RunnableBinding,
+    RunnableConfig,
+    RunnableSerializable,
+)
+from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.config import patch_config
+from langchain_core.runnables.retry import RunnableRetry
 from pydantic import ConfigDict, Field, PrivateAttr
 from typing_extensions import override
 
 from taskcal_agents.answer_clusters import question_of
-from taskcal_agents.belief import DEFAULT_ALPHA
+from taskcal_agents.artefact import CalibratorLike, resolve_calibrator
 from taskcal_agents.decision import Decider, Decision, decide_from_messages
 from taskcal_agents.errors import ConfigurationError, SamplingError
+from taskcal_agents.options import SamplingOptions
 from taskcal_agents.prompting import with_task_prompt
 from taskcal_agents.sampling import (
     asample_batch,
@@ -41,7 +51,7 @@ from taskcal_agents.sampling import (
 )
 from taskcal_agents.task import Task
 
-__all__ = ["TaskCalibratedRunnable", "decide_from_messages"]
+__all__ = ["TaskCalibratedRunnable", "decide_from_messages", "split_retry"]
 
 
 def _is_control_flow(exc: BaseException) -> bool:
@@ -53,13 +63,123 @@ def _is_control_flow(exc: BaseException) -> bool:
     return isinstance(exc, GraphBubbleUp)
 
 
+def split_retry(
+    model: Runnable[Any, Any],
+) -> tuple[Runnable[Any, Any], RunnableRetry[Any, Any] | None]:
+    """Take the ``with_retry()`` layer out of ``model``'s bindings.
+
+    ``llm.with_retry()`` is a ``RunnableRetry`` (a ``RunnableBindingBase``, which the
+    sampler does not look through), and ``llm.bind_tools(...).with_retry()`` puts it under
+    the tool binding.
+
+    Returns:
+        ``model`` with every ``RunnableRetry`` layer among its bindings replaced by a plain
+        ``RunnableBinding`` (bound keyword arguments and config kept; the other layers
+        copied), so the sampler finds the chat model and its ``n`` support; and the
+        outermost ``RunnableRetry`` (whose policy the caller applies), or ``None``.
+    """
+    layers: list[RunnableBindingBase[Any, Any]] = []
+    retry: RunnableRetry[Any, Any] | None = None
+    core = model
+    while isinstance(core, RunnableBindingBase):
+        if retry is None and isinstance(core, RunnableRetry):
+            retry = core
+        layers.append(core)
+        core = core.bound
+    if retry is None:
+        return model, None
+    for layer in reversed(layers):
+        if not isinstance(layer, RunnableRetry):
+            core = layer.model_copy(update={"bound": core})
+            continue
+        core = RunnableBinding(
+            bound=core,
+            kwargs=layer.kwargs,
+            config=layer.config,
+            config_factories=layer.config_factories,
+            custom_input_type=layer.custom_input_type,
+            custom_output_type=layer.custom_output_type,
+        )
+    return core, retry
+
+
+@dataclass(frozen=True)
+class _RetryPolicy:
+    """How often and after how long a failed sampling call is retried."""
+
+    attempts: int
+    retry_on: tuple[type[BaseException], ...] | Callable[[BaseException], bool] = (Exception,)
+    """The exception types to retry, or a predicate (``with_retry``'s forms)."""
+    initial: float = 0.0
+    exp_base: float = 2.0
+    jitter: float = 0.0
+    max_wait: float = float("inf")
+
+    @classmethod
+    def of(cls, retry: RunnableRetry[Any, Any]) -> _RetryPolicy:
+        """The policy of a ``with_retry()`` layer (tenacity's exponential jitter wait)."""
+        retry_on = retry.retry_exception_types
+        if not retry.wait_exponential_jitter:
+            return cls(retry.max_attempt_number, retry_on)
+        params = {"initial": 1.0, "exp_base": 2.0, "jitter": 1.0, "max": float("inf")}
+        params.update({k: float(v) for k, v in (retry.exponential_jitter_params or {}).items()})
+        return cls(
+            retry.max_attempt_number,
+            retry_on,
+            initial=params["initial"],
+            exp_base=params["exp_base"],
+            jitter=params["jitter"],
+            max_wait=params["max"],
+        )
+
+    def wait(self, attempt: int) -> float:
+        """Seconds to wait before ``attempt`` (the first retry is attempt 2)."""
+        if attempt < 2:
+            return 0.0
+        delay = self.initial * self.exp_base ** (attempt - 2)
+        return min(delay + (random.uniform(0, self.jitter) if self.jitter else 0.0), self.max_wait)
+
+    def retries(self, result: Any) -> bool:
+        """Whether ``result`` is a failure to retry (never a control-flow signal)."""
+        if not isinstance(result, Exception) or _is_control_flow(result):
+            return False
+        if isinstance(self.retry_on, tuple):
+            return isinstance(result, self.retry_on)
+        return bool(self.retry_on(result))
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """One sampling call the drivers make: wait, then ``sample_batch(**call)``."""
+
+    wait: float
+    call: dict[str, Any] = field(default_factory=dict)
+
+
+def _advance(
+    steps: Generator[_Attempt, Any, list[Decision | Exception]], drawn: Any = None
+) -> _Attempt | list[Decision | Exception]:
+    """Send ``drawn`` into ``steps`` (``None`` starts it): the next attempt or the end."""
+    try:
+        return steps.send(drawn)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+_Inputs = list[LanguageModelInput]
+_Configs = list[RunnableConfig]
+_Managers = list[CallbackManagerForChainRun]
+_AsyncManagers = list[AsyncCallbackManagerForChainRun]
+_Results = list[Decision | Exception]
+
+
 def _raise_or_return(result: Decision | Exception) -> Decision:
     if isinstance(result, Exception):
         raise result
     return result
 
 
-class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision]):
+class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision], SamplingOptions):
     """Turn a chat model into a calibrated, cost-aware decision maker.
 
     Each call draws ``n_samples`` completions (one request with ``n`` for
@@ -72,13 +192,19 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision])
         model: The chat model (tools bound with ``bind_tools`` are kept) or a Runnable
             producing ``AIMessage``/``str``.
         task: The task.
-        calibrator: A fitted calibrator for the task's labels, or ``None``.
-        **kwargs: The other fields below.
+        calibrator: A fitted calibrator for the task's labels, a
+            :class:`~taskcal_agents.artefact.CalibratorArtefact`, the path of an artefact
+            file (its α is used unless ``alpha`` is given), or ``None``.
+        **kwargs: The other fields below and those of
+            :class:`~taskcal_agents.options.SamplingOptions` (``n_samples``,
+            ``temperature``, ``alpha``).
 
     Raises:
-        ConfigurationError: If the calibrator does not match the task, or temperature/seed
-            are set for a model that is not a chat model.
-        LabelMismatchError: If the calibrator's labels differ from the task's.
+        ConfigurationError: If the calibrator does not match the task, temperature/seed
+            are set for a model that is not a chat model, or retries are set both here
+            and by ``with_retry()``.
+        LabelMismatchError: If the calibrator's (artefact's) labels differ from the task's.
+        DataFileError: If an artefact path cannot be read.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -88,22 +214,19 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision])
     task: Task
     """The task: labels, actions, cost matrix and parser."""
     calibrator: Any = None
-    """A fitted calibrator, or ``None``: ``predict_proba`` on ``(n, k)`` beliefs p̂, or on
+    """The fitted calibrator, or ``None``: ``predict_proba`` on ``(n, k)`` beliefs p̂, or on
     ``(n, k + 1)`` belief features under the task's ``unparsed: other`` policy (see
-    :class:`~taskcal_agents.decision.Decider`)."""
-    n_samples: int = Field(default=16, ge=1)
-    """The number of samples N per decision."""
-    temperature: float | None = Field(default=1.0, ge=0)
-    """Sampling temperature passed per call (``None``: the model's own setting)."""
+    :class:`~taskcal_agents.artefact.Calibrator`). Given as a calibrator, a
+    :class:`~taskcal_agents.artefact.CalibratorArtefact` or an artefact path; checked
+    against the task by :func:`~taskcal_agents.artefact.resolve_calibrator`."""
     seed: int | None = None
     """Base sampling seed passed per call (``None``: unseeded)."""
-    alpha: float = Field(default=DEFAULT_ALPHA, ge=0)
-    """Dirichlet smoothing prior of the belief (use the calibrator's fitting value)."""
     on_error: Literal["raise", "fallback"] = "raise"
     """After the retries fail: raise :class:`~taskcal_agents.errors.SamplingError`, or
     return the task's fallback decision flagged with the error."""
     max_retries: int = Field(default=0, ge=0)
-    """How many times a failed sampling call is retried."""
+    """How many times a failed sampling call is retried. Or wrap the model with
+    ``model.with_retry(...)``: its policy is applied here (not both)."""
     retry_wait: float = Field(default=0.0, ge=0)
     """Seconds to wait before the first retry; doubles after each retry."""
     return_samples: bool = False
@@ -126,12 +249,27 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision])
         self,
         model: Runnable[Any, Any] | None = None,
         task: Task | None = None,
-        calibrator: Any = None,
+        calibrator: CalibratorLike | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(model=model, task=task, calibrator=calibrator, **kwargs)
+        explicit = "alpha" in self.model_fields_set
+        resolved = resolve_calibrator(
+            self.calibrator,
+            self.task,
+            alpha=self.alpha if explicit else None,
+            owner=type(self).__name__,
+        )
+        self.calibrator, self.alpha = resolved.calibrator, resolved.alpha
         self._decider = Decider(self.task, self.calibrator, alpha=self.alpha, judge=self.judge)
-        if chat_model_of(self.model) is None and (
+        sampled, retry = split_retry(self.model)
+        if retry is not None and {"max_retries", "retry_wait"} & self.model_fields_set:
+            msg = (
+                "TaskCalibratedRunnable takes retries from 'max_retries'/'retry_wait' or from "
+                "the model's with_retry() layer, not both; drop one of them."
+            )
+            raise ConfigurationError(msg)
+        if chat_model_of(sampled) is None and (
             self.temperature is not None or self.seed is not None
         ):
             msg = (
@@ -182,7 +320,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision])
         if not isinstance(result, BaseException) and result is not None:
             return self._decider.decide(
                 result,
-                tool_names=bound_tool_names(self.model),
+                tool_names=bound_tool_names(split_retry(self.model)[0]),
                 return_samples=self.return_samples,
                 question=question,
             )
@@ -201,21 +339,55 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision])
         )
         raise SamplingError(msg) from error
 
-    def _retry_config(
-        self,
-        config: RunnableConfig,
-        run_manager: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun,
-        attempt: int,
-    ) -> RunnableConfig:
-        tag = f"retry:attempt:{attempt}" if attempt > 1 else None
-        return patch_config(config, callbacks=run_manager.get_child(tag))
+    def _retry_policy(self, retry: RunnableRetry[Any, Any] | None) -> _RetryPolicy:
+        if retry is not None:
+            return _RetryPolicy.of(retry)
+        return _RetryPolicy(self.max_retries + 1, initial=self.retry_wait)
 
-    def _pending(self, results: Sequence[Any]) -> list[int]:
-        return [
-            i
-            for i, r in enumerate(results)
-            if isinstance(r, BaseException) and not _is_control_flow(r)
-        ]
+    def _attempts(
+        self,
+        inputs: list[LanguageModelInput],
+        run_manager: Sequence[CallbackManagerForChainRun | AsyncCallbackManagerForChainRun],
+        config: list[RunnableConfig],
+        kwargs: dict[str, Any],
+    ) -> Generator[_Attempt, list[Any], list[Decision | Exception]]:
+        """The batch with its retries, without I/O: yield each sampling call, then decide.
+
+        Each attempt samples the inputs whose last attempt failed (a retryable error), as
+        one ``sample_batch`` call so ``max_concurrency`` bounds them all; its child runs
+        are tagged ``retry:attempt:<k>`` from the second attempt on, as ``with_retry()``
+        tags them. The sync and async drivers only sleep and sample (:func:`_advance`).
+        """
+        sampled, retry = split_retry(self.model)
+        policy = self._retry_policy(retry)
+        prepared = [self._prepare(x) for x in inputs]
+        results: list[Any] = [None] * len(inputs)
+        pending = list(range(len(inputs)))
+        attempt = 0
+        while pending and attempt < policy.attempts:
+            attempt += 1
+            tag = f"retry:attempt:{attempt}" if attempt > 1 else None
+            configs = [
+                patch_config(config[i], callbacks=run_manager[i].get_child(tag)) for i in pending
+            ]
+            call = {
+                "model": sampled,
+                "inputs": [prepared[i] for i in pending],
+                "config": configs,
+                **self._sample_args(),
+                **kwargs,
+            }
+            drawn = yield _Attempt(policy.wait(attempt), call)
+            for i, r in zip(pending, drawn, strict=True):
+                results[i] = r
+            pending = [i for i, r in zip(pending, drawn, strict=True) if policy.retries(r)]
+        out: list[Decision | Exception] = []
+        for r, x in zip(results, prepared, strict=True):
+            try:
+                out.append(self._finish(r, attempt, self._question(x)))
+            except Exception as exc:
+                out.append(exc)
+        return out
 
     # ------------------------------------------------------------------- invoke
 
@@ -254,42 +426,14 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision])
     # -------------------------------------------------------------------- batch
 
     def _batch(
-        self,
-        inputs: list[LanguageModelInput],
-        run_manager: list[CallbackManagerForChainRun],
-        config: list[RunnableConfig],
-        **kwargs: Any,
-    ) -> list[Decision | Exception]:
-        prepared = [self._prepare(x) for x in inputs]
-        results: list[Any] = [None] * len(inputs)
-        pending = list(range(len(inputs)))
-        attempt = 0
-        while pending and attempt <= self.max_retries:
-            attempt += 1
-            if attempt > 1 and self.retry_wait:
-                time.sleep(self.retry_wait * 2 ** (attempt - 2))
-            drawn = sample_batch(
-                self.model,
-                [prepared[i] for i in pending],
-                config=[self._retry_config(config[i], run_manager[i], attempt) for i in pending],
-                **self._sample_args(),
-                **kwargs,
-            )
-            for i, r in zip(pending, drawn, strict=True):
-                results[i] = r
-            pending = [pending[j] for j in self._pending(drawn)]
-        return self._finish_all(results, attempt, [self._question(x) for x in prepared])
-
-    def _finish_all(
-        self, results: list[Any], attempts: int, questions: Sequence[str | None]
-    ) -> list[Decision | Exception]:
-        out: list[Decision | Exception] = []
-        for r, question in zip(results, questions, strict=True):
-            try:
-                out.append(self._finish(r, attempts, question))
-            except Exception as exc:
-                out.append(exc)
-        return out
+        self, inputs: _Inputs, run_manager: _Managers, config: _Configs, **kwargs: Any
+    ) -> _Results:
+        steps = self._attempts(inputs, run_manager, config, kwargs)
+        step = _advance(steps)
+        while isinstance(step, _Attempt):
+            time.sleep(step.wait)
+            step = _advance(steps, sample_batch(**step.call))
+        return step
 
     @override
     def batch(
@@ -306,31 +450,14 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision])
         )
 
     async def _abatch(
-        self,
-        inputs: list[LanguageModelInput],
-        run_manager: list[AsyncCallbackManagerForChainRun],
-        config: list[RunnableConfig],
-        **kwargs: Any,
-    ) -> list[Decision | Exception]:
-        prepared = [self._prepare(x) for x in inputs]
-        results: list[Any] = [None] * len(inputs)
-        pending = list(range(len(inputs)))
-        attempt = 0
-        while pending and attempt <= self.max_retries:
-            attempt += 1
-            if attempt > 1 and self.retry_wait:
-                await asyncio.sleep(self.retry_wait * 2 ** (attempt - 2))
-            drawn = await asample_batch(
-                self.model,
-                [prepared[i] for i in pending],
-                config=[self._retry_config(config[i], run_manager[i], attempt) for i in pending],
-                **self._sample_args(),
-                **kwargs,
-            )
-            for i, r in zip(pending, drawn, strict=True):
-                results[i] = r
-            pending = [pending[j] for j in self._pending(drawn)]
-        return self._finish_all(results, attempt, [self._question(x) for x in prepared])
+        self, inputs: _Inputs, run_manager: _AsyncManagers, config: _Configs, **kwargs: Any
+    ) -> _Results:
+        steps = self._attempts(inputs, run_manager, config, kwargs)
+        step = _advance(steps)
+        while isinstance(step, _Attempt):
+            await asyncio.sleep(step.wait)
+            step = _advance(steps, await asample_batch(**step.call))
+        return step
 
     @override
     async def abatch(

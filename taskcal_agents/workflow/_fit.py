@@ -1,6 +1,7 @@
 """Fitting a calibration map on a samples file, and its JSON artefact.
 
-Artefact layout (``format_version`` 1)::
+The artefact is a :class:`~taskcal_agents.artefact.CalibratorArtefact`, written and read
+by that class (``format_version`` 1)::
 
     {"format": "taskcal.calibrator", "format_version": 1,
      "task": "when2call", "labels": [...], "actions": [...], "alpha": 0.1,
@@ -31,17 +32,18 @@ on new data.
 
 from __future__ import annotations
 
-import datetime as _dt
-import json
 import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
+from taskcal_agents._jsonfile import write_json as write_json
+from taskcal_agents.artefact import ARTEFACT_FORMAT as ARTEFACT_FORMAT
+from taskcal_agents.artefact import ARTEFACT_FORMAT_VERSION as ARTEFACT_FORMAT_VERSION
+from taskcal_agents.artefact import CalibratorArtefact
+from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.task import Task
 from taskcal_agents.workflow._evaluate import (
     EvalArrays,
     calibrator_inputs,
@@ -50,9 +52,6 @@ from taskcal_agents.workflow._evaluate import (
     runtime_actions,
     stratified_folds,
 )
-
-ARTEFACT_FORMAT = "taskcal.calibrator"
-ARTEFACT_FORMAT_VERSION = 1
 
 
 def _scores(Q: NDArray[np.float64], data: EvalArrays) -> dict[str, float]:
@@ -149,41 +148,28 @@ def make_artefact(
     samples: dict[str, Any] | None = None,
     task_spec: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON-able calibrator artefact (see the module docstring).
+    """The JSON-able calibrator artefact (see :mod:`taskcal_agents.artefact`).
 
     ``task`` holds the task's name (what loaders compare); ``task_spec`` the full task
     (labels, costs, parser) the calibrator was fitted for, for reproducibility.
     """
-    return {
-        "format": ARTEFACT_FORMAT,
-        "format_version": ARTEFACT_FORMAT_VERSION,
-        "task": task_name,
-        "labels": list(labels),
-        "actions": list(actions),
-        "alpha": float(alpha),
-        "task_spec": task_spec,
-        "calibrator_name": calibrator_name,
-        "calibrator": calibrator.to_dict(),
-        "fit_metrics": fit_metrics,
-        "samples": samples or {},
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-    }
-
-
-def write_json(obj: Any, path: str | os.PathLike[str]) -> Path:
-    """Write *obj* as indented JSON, atomically (temporary file, then rename)."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=2, allow_nan=True)
-            fh.write("\n")
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return p
+    task = None
+    if task_spec is not None:
+        task = Task.model_validate({k: v for k, v in task_spec.items() if k != "format_version"})
+    artefact = CalibratorArtefact(
+        calibrator=calibrator,
+        labels=list(labels),
+        alpha=float(alpha),
+        task_name=task_name,
+        task=task,
+        metadata={
+            "actions": list(actions),
+            "calibrator_name": calibrator_name,
+            "fit_metrics": fit_metrics,
+            "samples": samples or {},
+        },
+    )
+    return artefact.to_dict()
 
 
 def load_artefact(
@@ -207,53 +193,6 @@ def load_artefact(
             format version, or its calibrator cannot be rebuilt.
         LabelMismatchError: The artefact is for another task or other labels.
     """
-    from calibrators import from_dict
-
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        msg = "calibrator artefact not found; write one with `taskcal fit` or check the path."
-        raise DataFileError(msg, path=str(p)) from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        line = getattr(exc, "lineno", None)
-        msg = f"calibrator artefact is not valid JSON: {exc}."
-        raise DataFileError(msg, path=str(p), line=line) from exc
-    if not isinstance(data, dict) or data.get("format") != ARTEFACT_FORMAT:
-        got = data.get("format") if isinstance(data, dict) else type(data).__name__
-        msg = (
-            f"not a calibrator artefact: expected format {ARTEFACT_FORMAT!r}, got {got!r}; "
-            "write one with `taskcal fit`."
-        )
-        raise DataFileError(msg, path=str(p))
-    if data.get("format_version") != ARTEFACT_FORMAT_VERSION:
-        msg = (
-            f"format_version must be {ARTEFACT_FORMAT_VERSION}, got "
-            f"{data.get('format_version')!r}; refit with this version of taskcal."
-        )
-        raise DataFileError(msg, path=str(p))
-    if task_name is not None and data.get("task") != task_name:
-        msg = (
-            f"calibrator artefact {p} was fitted for task {data.get('task')!r}, not for task "
-            f"{task_name!r}; fit one on samples of this task with `taskcal fit`."
-        )
-        raise LabelMismatchError(msg, expected=list(labels or []), got=data.get("labels") or [])
-    if labels is not None and data.get("labels") != list(labels):
-        msg = (
-            f"calibrator artefact {p} has labels {data.get('labels')!r}, but the task has "
-            f"labels {list(labels)!r}; fit one on samples of this task with `taskcal fit`."
-        )
-        raise LabelMismatchError(msg, expected=list(labels), got=data.get("labels") or [])
-    try:
-        calibrator = from_dict(data["calibrator"])
-    except (KeyError, TypeError, ValueError) as exc:
-        msg = f"calibrator artefact holds no valid calibrator: {exc}."
-        raise DataFileError(msg, path=str(p)) from exc
-    n_classes = getattr(calibrator, "n_classes_", None)
-    if n_classes is not None and n_classes != len(data.get("labels") or []):
-        msg = (
-            f"calibrator has {n_classes} classes but the artefact lists labels "
-            f"{data.get('labels')!r}; the file is inconsistent: refit it."
-        )
-        raise DataFileError(msg, path=str(p))
-    return calibrator, data
+    artefact = CalibratorArtefact.load(path)
+    artefact.check_for(task_name=task_name, labels=labels)
+    return artefact.calibrator, artefact.to_dict()

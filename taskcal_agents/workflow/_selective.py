@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from calibrators import expected_costs
+from taskcal_agents._validation import check_int
 from taskcal_agents.errors import ConfigurationError
 
 CURVE_POINTS = 101
@@ -214,9 +215,7 @@ class RiskCoverage:
         Raises:
             ConfigurationError: *max_points* is below 2.
         """
-        if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 2:
-            msg = f"RiskCoverage.curve_points: max_points must be an int >= 2, got {max_points!r}."
-            raise ConfigurationError(msg)
+        check_int(max_points, "RiskCoverage.curve_points: max_points", minimum=2)
         grid = np.linspace(0.0, 1.0, max_points)[1:]
         # tolerate rounding of the grid (e.g. 0.07 vs 7/100 items) so exact hits count
         idx = np.searchsorted(self.coverage, grid + 1e-12, side="right") - 1

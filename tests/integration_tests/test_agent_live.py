@@ -19,7 +19,7 @@ from langchain_core.decisions import Choice
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
-from taskcal_agents.decisions import TaskCalibratedDecisionModel
+from taskcal_agents.decision_model import TaskCalibratedDecisionModel
 from taskcal_agents.middleware import (
     DECISION_METADATA_KEY,
     TaskCalibrationMiddleware,

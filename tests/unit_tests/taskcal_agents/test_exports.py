@@ -14,7 +14,7 @@ MODULES = [
     "taskcal_agents.belief",
     "taskcal_agents.chat_model",
     "taskcal_agents.decision",
-    "taskcal_agents.decisions",
+    "taskcal_agents.decision_model",
     "taskcal_agents.middleware",
     "taskcal_agents.parsers",
     "taskcal_agents.prompting",

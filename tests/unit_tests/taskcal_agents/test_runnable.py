@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 from langchain_core.language_models.fake_chat_models import (
@@ -12,13 +14,21 @@ from langchain_core.language_models.fake_chat_models import (
 )
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableLambda, RunnableSerializable
+from langchain_core.runnables.retry import RunnableRetry
 from langchain_core.tracers.context import collect_runs
 from pydantic import ValidationError
 
 from taskcal_agents import tasks
+from taskcal_agents.chat_model import TaskCalibratedChatModel
 from taskcal_agents.decision import Decision
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError, SamplingError
-from taskcal_agents.runnable import TaskCalibratedRunnable, decide_from_messages
+from taskcal_agents.runnable import (
+    TaskCalibratedRunnable,
+    _RetryPolicy,
+    decide_from_messages,
+    split_retry,
+)
+from taskcal_agents.sampling import chat_model_of, supports_n
 from tests.unit_tests.taskcal_agents.test_decision import FakeCalibrator
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
     FakeOpenAIServer,
@@ -370,3 +380,103 @@ def test_calls_to_tools_that_were_not_bound_are_never_sent(mode: str) -> None:
     # unbound: no tool list to check against, so any tool counts
     unbound = TaskCalibratedRunnable(model, tasks.tool_decision(), n_samples=4, temperature=None)
     assert invoke(unbound, "x", mode).counts["tool_call"] == 4
+
+
+# ------------------------------------------------------------------ with_retry()
+
+
+class FailsOnce(FakeOpenAIServer):
+    """A fake OpenAI server whose first request fails with a 500."""
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        if not self.requests:
+            self.requests.append(json.loads(request.content))
+            return httpx.Response(500, json={"error": {"message": "overloaded"}})
+        return super().__call__(request)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_with_retry_on_a_chat_openai_keeps_n_and_retries(mode: str) -> None:
+    server = FailsOnce()
+    model = server.chat_openai().bind_tools([get_weather])
+    retrying = model.with_retry(stop_after_attempt=2, wait_exponential_jitter=False)
+    sampled, retry = split_retry(retrying)  # with_retry() went under the tool binding
+    assert retry is not None
+    assert retry.max_attempt_number == 2
+    assert split_retry(sampled) == (sampled, None)
+    assert chat_model_of(sampled) is chat_model_of(model)
+    assert supports_n(sampled)
+    runnable = TaskCalibratedRunnable(retrying, tasks.tool_decision(), n_samples=6)
+    with collect_runs() as cb:
+        decision = invoke(runnable, "weather?", mode)
+    assert [r["n"] for r in server.requests] == [6, 6]  # one request with n, retried once
+    assert server.requests[1]["tools"][0]["function"]["name"] == "get_weather"
+    assert decision.fallback is False
+    assert decision.n_samples == 6
+    tags = [tag for c in cb.traced_runs[0].child_runs for tag in (c.tags or [])]
+    assert "retry:attempt:2" in tags
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_with_retry_on_a_fake_chat_model_that_fails_once(mode: str) -> None:
+    model = Flaky(1).model()
+    runnable = TaskCalibratedRunnable(
+        model.with_retry(wait_exponential_jitter=False), tasks.tool_decision(), n_samples=2
+    )
+    decision = invoke(runnable, "x", mode)
+    assert decision.action == "request_for_info"
+    assert decision.fallback is False
+    assert model.i == 2 + 2  # both samples of the failed attempt, then both again
+
+
+def test_with_retry_policy_is_applied() -> None:
+    # stop after one attempt, and only retry ValueError: a ConnectionError is final
+    for retrying in (
+        Flaky(1).model().with_retry(stop_after_attempt=1, wait_exponential_jitter=False),
+        Flaky(1).model().with_retry(retry_if_exception_type=(ValueError,)),
+    ):
+        runnable = TaskCalibratedRunnable(retrying, tasks.tool_decision(), n_samples=1)
+        with pytest.raises(SamplingError, match=re.escape("after 1 attempt(s): ConnectionError")):
+            runnable.invoke("x")
+
+
+def test_retries_come_from_one_place() -> None:
+    msg = (
+        "TaskCalibratedRunnable takes retries from 'max_retries'/'retry_wait' or from the "
+        "model's with_retry() layer, not both; drop one of them."
+    )
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(msg)}$"):
+        TaskCalibratedRunnable(generic([]).with_retry(), tasks.tool_decision(), max_retries=2)
+
+
+def test_chat_model_bind_tools_keeps_the_retry_layer() -> None:
+    server = FailsOnce()
+    retrying = server.chat_openai().with_retry(stop_after_attempt=2, wait_exponential_jitter=False)
+    chat = TaskCalibratedChatModel(retrying, tasks.tool_decision(), n_samples=3)
+    bound = chat.bind_tools([get_weather])
+    assert isinstance(bound.runnable.model, RunnableRetry)
+    assert bound.runnable.model.max_attempt_number == 2
+    bound.invoke("weather?")
+    assert len(server.requests) == 2
+    assert server.requests[1]["tools"][0]["function"]["name"] == "get_weather"
+
+
+def test_with_retry_predicate_and_wait() -> None:
+    # langchain also takes a predicate for which errors to retry
+    retrying = (
+        Flaky(1)
+        .model()
+        .with_retry(
+            retry_if_exception_type=lambda exc: isinstance(exc, ConnectionError),
+            wait_exponential_jitter=False,
+        )
+    )
+    runnable = TaskCalibratedRunnable(retrying, tasks.tool_decision(), n_samples=1)
+    assert runnable.invoke("x").fallback is False
+    # tenacity's exponential jitter: initial * exp_base ** (retry - 1) + U(0, jitter), capped
+    _, retry = split_retry(
+        generic([]).with_retry(exponential_jitter_params={"initial": 0.5, "jitter": 0, "max": 1.5})
+    )
+    assert retry is not None
+    policy = _RetryPolicy.of(retry)
+    assert [policy.wait(attempt) for attempt in (1, 2, 3, 4)] == [0.0, 0.5, 1.0, 1.5]

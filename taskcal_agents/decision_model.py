@@ -7,7 +7,7 @@ the calibrated distribution, so callers can apply their own thresholds::
 
     from langchain_core.decisions import Choice
 
-    classifier = TaskCalibratedDecisionModel(chat_model=llm, n_samples=8)
+    classifier = TaskCalibratedDecisionModel(chat_model=llm)
     response = classifier.invoke({
         "state": "Stripe fails whenever I connect my account.",
         "questions": {"team": Choice(
@@ -17,9 +17,10 @@ the calibrated distribution, so callers can apply their own thresholds::
     })
     response.choices["team"].choice, response.choices["team"].probabilities
 
-Per question (by its ID) a fitted calibrator and a cost matrix can be given; both are
-indexed by the question's labels in ``criteria`` order (``"yes"``, ``"no"`` for a
-``Noul``; the levels ``"0"``, ``"1"``, … for a ``Score``).
+Per question (by its ID) a calibrator (fitted, a
+:class:`~taskcal_agents.artefact.CalibratorArtefact` or an artefact path) and a cost
+matrix can be given; both are indexed by the question's labels in ``criteria`` order
+(``"yes"``, ``"no"`` for a ``Noul``; the levels ``"0"``, ``"1"``, … for a ``Score``).
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import Field, model_validator
 from typing_extensions import override
 
-from taskcal_agents.belief import DEFAULT_ALPHA
+from taskcal_agents.artefact import as_artefact, resolve_calibrator
 from taskcal_agents.decision import Decider, Decision
 from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.options import SamplingOptions
 from taskcal_agents.parsers import ChoiceParser, message_text, normalize_text
 from taskcal_agents.sampling import asample_messages, sample_messages
 from taskcal_agents.task import ParserSpec, Task
@@ -160,7 +162,7 @@ def _question_labels(question: Question) -> tuple[list[str], list[str]]:
     raise ConfigurationError(msg)
 
 
-class TaskCalibratedDecisionModel(BaseDecisionModel):
+class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     """Answer decision questions with calibrated, cost-aware sampling of a chat model.
 
     Each question becomes a task whose labels are its options. N completions are drawn
@@ -180,18 +182,24 @@ class TaskCalibratedDecisionModel(BaseDecisionModel):
     """The chat model that is sampled."""
     model: str = ""
     """Model name reported in responses and traces (default: the chat model's)."""
-    n_samples: int = Field(default=8, ge=1)
-    """The number of completions drawn per question."""
-    temperature: float | None = Field(default=1.0, ge=0.0)
-    """Sampling temperature; ``None`` keeps the model's own."""
-    alpha: float = Field(default=DEFAULT_ALPHA, ge=0.0)
-    """The Dirichlet smoothing prior of the belief."""
     calibrators: dict[str, Any] = Field(default_factory=dict)
-    """Fitted calibrators by question ID (classes in the question's label order)."""
+    """Calibrators by question ID (classes in the question's label order): each a fitted
+    calibrator, a :class:`~taskcal_agents.artefact.CalibratorArtefact` or the path of an
+    artefact file (read at construction). An artefact's labels must be the question's,
+    in order, and its α is used unless ``alpha`` is given."""
     costs: dict[str, list[list[float]]] = Field(default_factory=dict)
     """Cost matrices by question ID (row = true label, column = chosen label)."""
     system_prompt: str = _SYSTEM
     """The system message sent before each question."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        """Validate the fields; read the artefact files among ``calibrators``.
+
+        Raises:
+            DataFileError: If an artefact path cannot be read.
+        """
+        super().__init__(**kwargs)
+        self.calibrators = {qid: as_artefact(c) or c for qid, c in self.calibrators.items()}
 
     @model_validator(mode="before")
     @classmethod
@@ -233,7 +241,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel):
             labels=labels,
             cost=self.costs.get(question_id, default),
             parser=ParserSpec(
-                name="taskcal_agents.decisions:LabelParser", options={"labels": labels}
+                name="taskcal_agents.decision_model:LabelParser", options={"labels": labels}
             ),
         )
 
@@ -253,7 +261,13 @@ class TaskCalibratedDecisionModel(BaseDecisionModel):
 
     def _decider(self, question_id: str, question: Question) -> Decider:
         task = self.task_for(question_id, question)
-        return Decider(task, self.calibrators.get(question_id), alpha=self.alpha)
+        resolved = resolve_calibrator(
+            self.calibrators.get(question_id),
+            task,
+            alpha=self.alpha if "alpha" in self.model_fields_set else None,
+            owner=f"{type(self).__name__} question {question_id!r}",
+        )
+        return Decider(task, resolved.calibrator, alpha=resolved.alpha)
 
     @staticmethod
     def _answer(question: Question, decision: Decision) -> Any:

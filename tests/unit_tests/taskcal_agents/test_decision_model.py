@@ -19,7 +19,7 @@ from langchain_core.decisions import (
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
-from taskcal_agents.decisions import LabelParser, TaskCalibratedDecisionModel, render_state
+from taskcal_agents.decision_model import LabelParser, TaskCalibratedDecisionModel, render_state
 from taskcal_agents.errors import ConfigurationError
 
 TEAM = Choice(

@@ -1,0 +1,419 @@
+"""What counts as a calibrator, and the calibrator artefact every front door accepts.
+
+A front door (:class:`~taskcal_agents.runnable.TaskCalibratedRunnable`,
+:class:`~taskcal_agents.chat_model.TaskCalibratedChatModel`,
+:class:`~taskcal_agents.middleware.TaskCalibrationMiddleware`,
+:class:`~taskcal_agents.decision_model.TaskCalibratedDecisionModel`) takes a fitted
+:class:`Calibrator`, a :class:`CalibratorArtefact` or the path of an artefact file, and
+hands it to :func:`resolve_calibrator`, the one place where it is loaded and checked
+against the task (labels and their order, class count, input width, α).
+
+The artefact file is the JSON written by ``taskcal fit`` (``format_version`` 1)::
+
+    {"format": "taskcal.calibrator", "format_version": 1,
+     "task": "when2call", "labels": [...], "actions": [...], "alpha": 0.1,
+     "task_spec": {...Task.model_dump()...} or null,
+     "calibrator_name": "dirichlet", "calibrator": {...calibrator.to_dict()...},
+     "fit_metrics": {...}, "samples": {...}, "created": "2026-01-01T00:00:00+00:00"}
+
+Shipped calibrators record no label names (their ``classes_`` is ``arange(k)``), so a
+bare calibrator can be checked for its class count only; an artefact records the labels
+in order, and they must equal the task's.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from taskcal_agents._jsonfile import write_json
+from taskcal_agents.belief import DEFAULT_ALPHA, check_alpha
+from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
+from taskcal_agents.task import Task
+
+__all__ = [
+    "ARTEFACT_FORMAT",
+    "ARTEFACT_FORMAT_VERSION",
+    "Calibrator",
+    "CalibratorArtefact",
+    "CalibratorLike",
+    "ResolvedCalibrator",
+    "as_artefact",
+    "check_calibrator",
+    "resolve_calibrator",
+]
+
+ARTEFACT_FORMAT = "taskcal.calibrator"
+"""The ``format`` field of a calibrator artefact file."""
+ARTEFACT_FORMAT_VERSION = 1
+"""The ``format_version`` written and read."""
+
+
+@runtime_checkable
+class Calibrator(Protocol):
+    """A fitted calibration map, as a front door uses it.
+
+    ``predict_proba`` maps an ``(n, k)`` matrix of beliefs p̂ (or, under the task's
+    ``unparsed: other`` policy, an ``(n, k + 1)`` matrix of belief features when its
+    ``n_features_in_`` is k + 1) to ``(n, k)`` calibrated probabilities. The class count
+    k is read from ``n_classes_`` (or ``len(classes_)``); label names, when the map has
+    them, from ``labels_`` (or ``labels``). Every :mod:`calibrators` estimator is one.
+    """
+
+    def predict_proba(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Return the calibrated probabilities, shape ``(n, k)``."""
+        ...
+
+
+def _n_classes(calibrator: Any) -> int | None:
+    n = getattr(calibrator, "n_classes_", None)
+    if n is not None:
+        return int(n)
+    classes = getattr(calibrator, "classes_", None)
+    return None if classes is None else len(classes)
+
+
+def check_calibrator(task: Task, calibrator: Any) -> None:
+    """Check that a fitted calibrator matches the task's labels.
+
+    A calibrator needs ``predict_proba`` and ``n_classes_`` (or ``classes_``) equal to the
+    number of task labels; if it carries label metadata (``labels_`` or ``labels``), it
+    must equal ``task.labels``. Its ``n_features_in_`` (when present) must be k, the
+    width of p̂, or, under the ``"other"`` unparsed policy, k + 1, the width of the belief
+    features.
+
+    Raises:
+        ConfigurationError: If the calibrator is unusable or its class or input count
+            differs.
+        LabelMismatchError: If its labels differ from the task's.
+    """
+    if calibrator is None:
+        return
+    if not callable(getattr(calibrator, "predict_proba", None)):
+        msg = (
+            f"calibrator for task {task.name!r} must have a predict_proba method, got "
+            f"{calibrator!r}; pass a fitted calibrators estimator or None."
+        )
+        raise ConfigurationError(msg)
+    k = len(task.labels)
+    n = _n_classes(calibrator)
+    if n is None:
+        msg = (
+            f"calibrator {type(calibrator).__name__} for task {task.name!r} is not fitted "
+            "(it has no n_classes_ or classes_); fit it on beliefs of this task first."
+        )
+        raise ConfigurationError(msg)
+    if n != k:
+        msg = (
+            f"calibrator {type(calibrator).__name__} was fitted on {n} classes but task "
+            f"{task.name!r} has {k} labels {task.labels!r}; fit the calibrator on this task's "
+            "beliefs."
+        )
+        raise ConfigurationError(msg)
+    n_features = getattr(calibrator, "n_features_in_", None)
+    if n_features is not None and int(n_features) not in (k, task.n_features):
+        if task.unparsed_evidence:
+            widths = f"{k} (p̂) or {task.n_features} (p̂'s counts plus the unparsed share)"
+        else:
+            widths = (
+                f"{k} (p̂; {k + 1} inputs, with the unparsed share, need the task's "
+                "unparsed: other policy)"
+            )
+        msg = (
+            f"calibrator {type(calibrator).__name__} was fitted on {int(n_features)} input "
+            f"columns but task {task.name!r} (unparsed: {task.unparsed}) feeds it {widths}; "
+            "fit the calibrator on this task's beliefs."
+        )
+        raise ConfigurationError(msg)
+    for attr in ("labels_", "labels"):
+        labels = getattr(calibrator, attr, None)
+        if labels is not None and not callable(labels):
+            got = [str(label) for label in labels]
+            if got != list(task.labels):
+                msg = (
+                    f"calibrator {type(calibrator).__name__} has labels {got!r} but task "
+                    f"{task.name!r} has labels {task.labels!r} (same order required); fit "
+                    "the calibrator on this task's beliefs."
+                )
+                raise LabelMismatchError(msg, expected=list(task.labels), got=got)
+            break
+
+
+@dataclass(kw_only=True)
+class CalibratorArtefact:
+    """A fitted calibrator with what it was fitted for: labels (in order), α and task.
+
+    Build one with :meth:`load` (a file written by ``taskcal fit``) or directly, and write
+    it with :meth:`save`. Every front door accepts it in place of a bare calibrator.
+
+    Attributes:
+        calibrator: The fitted calibrator.
+        labels: The task labels the calibrator was fitted on, in order.
+        alpha: The Dirichlet prior the beliefs were smoothed with, or ``None``.
+        task_name: The task's name as recorded, or ``None``.
+        task: The full task when recorded (``task_spec``), else ``None``.
+        metadata: The other recorded fields (``actions``, ``calibrator_name``,
+            ``fit_metrics``, ``samples``, ``created``), as written.
+        path: The file it was read from or last saved to, or ``None``.
+    """
+
+    calibrator: Calibrator
+    labels: list[str]
+    alpha: float | None = None
+    task_name: str | None = None
+    task: Task | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    def __post_init__(self) -> None:
+        self.labels = [str(label) for label in self.labels]
+        if self.task is None:
+            return
+        if self.task_name is None:
+            self.task_name = self.task.name
+        if self.task_name != self.task.name:
+            msg = (
+                f"CalibratorArtefact: task_name {self.task_name!r} differs from its task's name "
+                f"{self.task.name!r}; record the task the calibrator was fitted for."
+            )
+            raise ConfigurationError(msg)
+        if self.labels != list(self.task.labels):
+            msg = (
+                f"CalibratorArtefact: labels {self.labels!r} differ from those of its task "
+                f"{self.task.name!r} {self.task.labels!r}; record the task the calibrator was "
+                "fitted for."
+            )
+            raise LabelMismatchError(msg, expected=list(self.task.labels), got=self.labels)
+
+    # ---------------------------------------------------------------- JSON form
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON-able artefact (the file format of the module docstring)."""
+        to_dict = getattr(self.calibrator, "to_dict", None)
+        if not callable(to_dict):
+            msg = (
+                f"CalibratorArtefact: calibrator {type(self.calibrator).__name__} has no "
+                "to_dict(), so it cannot be saved; use a calibrators estimator."
+            )
+            raise ConfigurationError(msg)
+        meta = self.metadata
+        actions = meta.get("actions", None if self.task is None else self.task.action_list)
+        return {
+            "format": ARTEFACT_FORMAT,
+            "format_version": ARTEFACT_FORMAT_VERSION,
+            "task": self.task_name,
+            "labels": list(self.labels),
+            "actions": None if actions is None else list(actions),
+            "alpha": None if self.alpha is None else float(self.alpha),
+            "task_spec": None if self.task is None else self.task.model_dump(mode="json"),
+            "calibrator_name": meta.get("calibrator_name", type(self.calibrator).__name__),
+            "calibrator": to_dict(),
+            "fit_metrics": meta.get("fit_metrics", {}),
+            "samples": meta.get("samples") or {},
+            "created": meta.get("created")
+            or _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            **{k: v for k, v in meta.items() if k not in _WRITTEN},
+        }
+
+    @classmethod
+    def from_dict(
+        cls, data: Mapping[str, Any], *, path: str | os.PathLike[str] | None = None
+    ) -> CalibratorArtefact:
+        """Rebuild an artefact (and its calibrator) from its JSON form.
+
+        Raises:
+            DataFileError: If ``data`` is not a calibrator artefact of this format
+                version, or its calibrator, task or α cannot be rebuilt.
+        """
+        from calibrators import from_dict
+
+        where = "<dict>" if path is None else str(path)
+        if not isinstance(data, Mapping) or data.get("format") != ARTEFACT_FORMAT:
+            got = data.get("format") if isinstance(data, Mapping) else type(data).__name__
+            msg = (
+                f"not a calibrator artefact: expected format {ARTEFACT_FORMAT!r}, got {got!r}; "
+                "write one with `taskcal fit`."
+            )
+            raise DataFileError(msg, path=where)
+        if data.get("format_version") != ARTEFACT_FORMAT_VERSION:
+            msg = (
+                f"format_version must be {ARTEFACT_FORMAT_VERSION}, got "
+                f"{data.get('format_version')!r}; refit with this version of taskcal."
+            )
+            raise DataFileError(msg, path=where)
+        try:
+            calibrator = from_dict(data["calibrator"])
+        except (KeyError, TypeError, ValueError) as exc:
+            msg = f"calibrator artefact holds no valid calibrator: {exc}."
+            raise DataFileError(msg, path=where) from exc
+        labels = [str(label) for label in data.get("labels") or []]
+        n_classes = getattr(calibrator, "n_classes_", None)
+        if n_classes is not None and n_classes != len(labels):
+            msg = (
+                f"calibrator has {n_classes} classes but the artefact lists labels "
+                f"{data.get('labels')!r}; the file is inconsistent: refit it."
+            )
+            raise DataFileError(msg, path=where)
+        task: Task | None = None
+        spec = data.get("task_spec")
+        if isinstance(spec, Mapping):
+            fields = {k: v for k, v in spec.items() if k != "format_version"}
+            try:
+                task = Task.model_validate(fields)
+            except ValueError as exc:
+                msg = f"calibrator artefact field 'task_spec' is not a valid task: {exc}"
+                raise DataFileError(msg, path=where) from exc
+        alpha = data.get("alpha")
+        if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, int | float)):
+            msg = f"calibrator artefact field 'alpha' must be a number, got {alpha!r}."
+            raise DataFileError(msg, path=where)
+        task_name = data.get("task")
+        known = {"format", "format_version", "task", "labels", "alpha", "task_spec", "calibrator"}
+        return cls(
+            calibrator=calibrator,
+            labels=labels,
+            alpha=None if alpha is None else float(alpha),
+            task_name=task_name if isinstance(task_name, str) else None,
+            task=task,
+            metadata={k: v for k, v in data.items() if k not in known},
+            path=None if path is None else Path(path),
+        )
+
+    # -------------------------------------------------------------------- files
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> CalibratorArtefact:
+        """Read an artefact file written by ``taskcal fit`` (or :meth:`save`).
+
+        Raises:
+            DataFileError: If the file is missing, not JSON, not a calibrator artefact,
+                of another format version, or its calibrator or task cannot be rebuilt.
+        """
+        p = Path(path)
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            msg = "calibrator artefact not found; write one with `taskcal fit` or check the path."
+            raise DataFileError(msg, path=str(p)) from exc
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            line = getattr(exc, "lineno", None)
+            msg = f"calibrator artefact is not valid JSON: {exc}."
+            raise DataFileError(msg, path=str(p), line=line) from exc
+        return cls.from_dict(data, path=p)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the artefact as JSON, atomically; return the path (also set on ``path``)."""
+        self.path = write_json(self.to_dict(), path)
+        return self.path
+
+    # ---------------------------------------------------------------- checking
+
+    def check_for(self, *, task_name: str | None = None, labels: list[str] | None = None) -> None:
+        """Check that the artefact was fitted for the task ``task_name`` and ``labels``.
+
+        Raises:
+            LabelMismatchError: If it was fitted for another task or other labels.
+        """
+        where = "" if self.path is None else f" {self.path}"
+        if task_name is not None and self.task_name != task_name:
+            msg = (
+                f"calibrator artefact{where} was fitted for task {self.task_name!r}, not for "
+                f"task {task_name!r}; fit one on samples of this task with `taskcal fit`."
+            )
+            raise LabelMismatchError(msg, expected=list(labels or []), got=self.labels)
+        if labels is not None and self.labels != list(labels):
+            msg = (
+                f"calibrator artefact{where} has labels {self.labels!r}, but the task has "
+                f"labels {list(labels)!r}; fit one on samples of this task with `taskcal fit`."
+            )
+            raise LabelMismatchError(msg, expected=list(labels), got=self.labels)
+
+
+_WRITTEN = frozenset(
+    {"format", "format_version", "task", "labels", "actions", "alpha", "task_spec"}
+    | {"calibrator_name", "calibrator", "fit_metrics", "samples", "created"}
+)
+"""The fields :meth:`CalibratorArtefact.to_dict` writes itself; other metadata follows them."""
+
+CalibratorLike = Calibrator | CalibratorArtefact | str | os.PathLike[str]
+"""What a front door's ``calibrator`` parameter accepts (besides ``None``)."""
+
+
+class ResolvedCalibrator(NamedTuple):
+    """What :func:`resolve_calibrator` returns."""
+
+    calibrator: Calibrator | None
+    """The calibrator, checked against the task (``None``: decide on the raw belief)."""
+    alpha: float
+    """The Dirichlet prior to use: the explicit one, else the artefact's, else the default."""
+    artefact: CalibratorArtefact | None
+    """The artefact, when one was given or loaded."""
+
+
+def as_artefact(calibrator: CalibratorLike | None) -> CalibratorArtefact | None:
+    """Return ``calibrator`` as an artefact: loaded from a path, as is, or ``None``.
+
+    Raises:
+        DataFileError: If a path cannot be read as an artefact.
+    """
+    if isinstance(calibrator, str | os.PathLike):
+        return CalibratorArtefact.load(calibrator)
+    return calibrator if isinstance(calibrator, CalibratorArtefact) else None
+
+
+def resolve_calibrator(
+    calibrator: CalibratorLike | None,
+    task: Task,
+    *,
+    alpha: float | None = None,
+    owner: str,
+) -> ResolvedCalibrator:
+    """Turn a front door's ``calibrator`` argument into a calibrator checked for ``task``.
+
+    The one place where a calibrator, an artefact or an artefact path is accepted: a path
+    is loaded, an artefact's labels must be the task's labels in the task's order, the
+    calibrator's class count (and input width, and labels when it records them) must
+    match the task, and α is the explicit one, else the artefact's, else
+    :data:`~taskcal_agents.belief.DEFAULT_ALPHA`.
+
+    Args:
+        calibrator: A fitted calibrator, a :class:`CalibratorArtefact`, the path of an
+            artefact file, or ``None``.
+        task: The task it must fit.
+        alpha: The Dirichlet prior given explicitly, or ``None`` to take the artefact's.
+        owner: The front door's name, for error messages.
+
+    Raises:
+        DataFileError: If a path cannot be read as an artefact.
+        LabelMismatchError: If the artefact's (or calibrator's) labels differ from the
+            task's, or are in another order.
+        ConfigurationError: If the class count, input width or α is invalid.
+    """
+    artefact = as_artefact(calibrator)
+    if artefact is not None:
+        if artefact.labels != list(task.labels):
+            where = (
+                repr(str(artefact.path))
+                if artefact.path is not None
+                else f"for task {artefact.task_name!r}"
+            )
+            msg = (
+                f"{owner}: calibrator artefact {where} was fitted on labels "
+                f"{artefact.labels!r} but task {task.name!r} has labels {task.labels!r}; "
+                "fit a calibrator for this task with `taskcal fit`."
+            )
+            raise LabelMismatchError(msg, expected=list(task.labels), got=artefact.labels)
+        calibrator = artefact.calibrator
+        if alpha is None:
+            alpha = artefact.alpha
+    check_calibrator(task, calibrator)
+    value = check_alpha(DEFAULT_ALPHA if alpha is None else alpha, owner=owner)
+    return ResolvedCalibrator(calibrator, value, artefact)  # type: ignore[arg-type]
