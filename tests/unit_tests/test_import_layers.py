@@ -1,0 +1,214 @@
+"""The import graph is layered: no module imports a module of a higher layer.
+
+Every ``import`` counts, including those inside functions (a lazy import is still a
+dependency); only ``if TYPE_CHECKING:`` blocks are exempt. The layers, low to high::
+
+    0  calibrators · errors · endpoint · _vllm_cpu · _validation · _jsonfile
+    1  belief · options
+    2  parsers · prompting · constraints
+    3  task · tasks · answer_clusters · datasets · models
+    4  decision · artefact
+    5  sampling | serving            (side by side: neither imports the other)
+    6  runnable · chat_model · middleware · decision_model
+    7  workflow
+    8  commands · cli · taskcal_agents (the lazy facade)
+
+Inside a layer imports may go either way, but never in a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("calibrators", "taskcal_agents")
+
+LAYERS: dict[str, int] = {
+    "calibrators": 0,
+    "taskcal_agents.errors": 0,
+    "taskcal_agents.endpoint": 0,
+    "taskcal_agents._vllm_cpu": 0,
+    "taskcal_agents._validation": 0,
+    "taskcal_agents._jsonfile": 0,
+    "taskcal_agents.belief": 1,
+    "taskcal_agents.options": 1,
+    "taskcal_agents.parsers": 2,
+    "taskcal_agents.prompting": 2,
+    "taskcal_agents.constraints": 2,
+    "taskcal_agents.task": 3,
+    "taskcal_agents.tasks": 3,
+    "taskcal_agents.answer_clusters": 3,
+    "taskcal_agents.datasets": 3,
+    "taskcal_agents.models": 3,
+    "taskcal_agents.decision": 4,
+    "taskcal_agents.artefact": 4,
+    "taskcal_agents.sampling": 5,
+    "taskcal_agents.serving": 5,
+    "taskcal_agents.runnable": 6,
+    "taskcal_agents.chat_model": 6,
+    "taskcal_agents.middleware": 6,
+    "taskcal_agents.decision_model": 6,
+    "taskcal_agents.workflow": 7,
+    "taskcal_agents.commands": 8,
+    "taskcal_agents.cli": 8,
+    "taskcal_agents": 8,
+}
+"""Layer of each module or package (the longest matching prefix wins)."""
+
+SIDE_BY_SIDE = ("taskcal_agents.sampling", "taskcal_agents.serving")
+"""Two packages on one layer that must not import each other."""
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {
+        _module_name(path): path for package in PACKAGES for path in (ROOT / package).rglob("*.py")
+    }
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    return "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Every module of ours that *name* imports (function bodies included)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    exempt = {
+        id(sub)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and _is_type_checking(node)
+        for sub in ast.walk(node)
+    }
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in exempt:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            # ``from pkg import mod`` depends on ``pkg.mod``; ``from mod import name`` on ``mod``.
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+            found.add(module)
+    return found
+
+
+def _resolve(target: str, modules: dict[str, Path]) -> str | None:
+    while target and target not in modules:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def _layer(module: str) -> int:
+    prefix = module
+    while prefix:
+        if prefix in LAYERS and (prefix != "taskcal_agents" or module == prefix):
+            return LAYERS[prefix]
+        prefix = prefix.rpartition(".")[0]
+    msg = f"module {module!r} has no layer: add it (or its package) to LAYERS in {__file__}."
+    raise AssertionError(msg)
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        edges = set()
+        for target in _imports(name, path):
+            resolved = _resolve(target, modules)
+            if resolved is None or resolved == name:
+                continue
+            # A module's own packages are imported on the way to it; the root facade is not.
+            if name.startswith(f"{resolved}.") and resolved not in PACKAGES:
+                continue
+            edges.add(resolved)
+        graph[name] = edges
+    return graph
+
+
+GRAPH = _graph()
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in GRAPH:
+        _layer(module)
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_no_upward_import(module: str) -> None:
+    upward = sorted(t for t in GRAPH[module] if _layer(t) > _layer(module))
+    assert not upward, f"{module} (layer {_layer(module)}) imports higher layers: " + ", ".join(
+        f"{t} (layer {_layer(t)})" for t in upward
+    )
+
+
+def test_sampling_and_serving_stay_side_by_side() -> None:
+    crossing = sorted(
+        (source, target)
+        for source, targets in GRAPH.items()
+        for target in targets
+        for a, b in (SIDE_BY_SIDE, SIDE_BY_SIDE[::-1])
+        if (source == a or source.startswith(f"{a}."))
+        and (target == b or target.startswith(f"{b}."))
+    )
+    assert not crossing, f"sampling and serving import each other: {crossing}"
+
+
+def test_no_import_cycle() -> None:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in GRAPH[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in GRAPH:
+        if node not in index:
+            visit(node)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_the_walk_sees_imports_inside_functions(tmp_path: Path) -> None:
+    source = tmp_path / "probe.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    import taskcal_agents.workflow\n"
+        "def f():\n    from taskcal_agents.sampling import OpenAISampler\n"
+    )
+    found = _imports("taskcal_agents.probe", source)
+    assert "taskcal_agents.sampling.OpenAISampler" in found
+    assert "taskcal_agents.workflow" not in found
