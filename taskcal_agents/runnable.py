@@ -163,7 +163,8 @@ def _advance(
     try:
         return steps.send(drawn)
     except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+        result: list[Decision | Exception] = stop.value
+        return result
 
 
 _Inputs = list[LanguageModelInput]
