@@ -87,7 +87,9 @@ class TaskCalibratedChatModel(BaseChatModel):
                 f"sampling options, not both; got runnable and {sorted(runnable_kwargs)!r}."
             )
             raise ConfigurationError(msg)
-        super().__init__(runnable=runnable, **kwargs)
+        # pydantic validates this model's fields; mypy types BaseChatModel's
+        # dataclass-transform __init__ with its own fields only.
+        super().__init__(runnable=runnable, **kwargs)  # type: ignore[call-arg]
 
     @property
     def task(self) -> Task:

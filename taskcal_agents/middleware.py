@@ -155,7 +155,8 @@ def _drive_step(
             return steps.throw(error)
         return steps.send(drawn)  # type: ignore[arg-type]  # None starts the generator
     except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+        response: ExtendedModelResponse[Any] = stop.value
+        return response
 
 
 class TaskCalibrationMiddleware(

@@ -69,14 +69,16 @@ __all__ = [
 
 @runtime_checkable
 class Parser(Protocol):
-    """The parser protocol g_T: one completion → one label or ``None``.
+    """The parser protocol g_T: one completion → one label or ``None``."""
 
-    Attributes:
-        labels: The labels the parser can return, or ``None`` when it cannot say in
-            advance (then the task filters out-of-set values as unparsed).
-    """
+    @property
+    def labels(self) -> tuple[str, ...] | None:
+        """The labels the parser can return, or ``None`` when it cannot say in advance.
 
-    labels: tuple[str, ...] | None
+        With ``None`` the task filters out-of-set values as unparsed. Read-only, so a frozen
+        dataclass's field or a plain attribute satisfies it.
+        """
+        ...
 
     def __call__(self, message: AIMessage) -> str | None:
         """Return the label that ``message`` expresses, or ``None``."""
@@ -391,10 +393,10 @@ def _scan(text: str) -> ContentToolCalls | None:
     invalid = [c for c in found if c["type"] == "invalid_tool_call"]
     for i, call in enumerate(valid):
         call["id"] = _tool_call_id(call["name"], call["args"], i)
-    for i, call in enumerate(invalid):
-        call["id"] = _tool_call_id(call["name"] or "", {"args": call["args"]}, len(valid) + i)
+    for i, bad in enumerate(invalid):
+        bad["id"] = _tool_call_id(bad["name"] or "", {"args": bad["args"]}, len(valid) + i)
     content = _BEFORE_CALL.sub("", text[:first]).strip()
-    return ContentToolCalls(content, valid, invalid)  # type: ignore[arg-type]
+    return ContentToolCalls(content, valid, invalid)
 
 
 def _tool_call_id(name: str, args: Mapping[str, Any], index: int) -> str:
@@ -565,14 +567,14 @@ def _call_names(message: AIMessage) -> tuple[list[str], list[str]]:
     ``invalid_tool_calls`` and the invalid calls :func:`parse_tool_calls` finds in the
     content (typically JSON cut off by ``max_tokens``).
     """
-    partial = [c["name"] for c in message.invalid_tool_calls if c.get("name")]
+    partial = [name for c in message.invalid_tool_calls if (name := c.get("name"))]
     content = message.content
     if isinstance(content, str) and "{" not in content:
         return [c["name"] for c in message.tool_calls], partial
     found = _scan(message_text(message))
     if found is None:
         return [c["name"] for c in message.tool_calls], partial
-    partial += [c["name"] for c in found.invalid_tool_calls if c["name"]]
+    partial += [name for c in found.invalid_tool_calls if (name := c["name"])]
     return [c["name"] for c in message.tool_calls or found.tool_calls], partial
 
 
@@ -943,8 +945,8 @@ class RatingParser:
             label = self._label(match.group(1))
             if label is not None:
                 return label
-        match = _WORD_ALONE.match(text)
-        return self._label(match.group(1)) if match is not None else None
+        alone = _WORD_ALONE.match(text)
+        return self._label(alone.group(1)) if alone is not None else None
 
 
 # ------------------------------------------------------------------------------- choice

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -118,7 +118,8 @@ class _RetryPolicy:
         if not retry.wait_exponential_jitter:
             return cls(retry.max_attempt_number, retry_on)
         params = {"initial": 1.0, "exp_base": 2.0, "jitter": 1.0, "max": float("inf")}
-        params.update({k: float(v) for k, v in (retry.exponential_jitter_params or {}).items()})
+        given: Mapping[str, Any] = retry.exponential_jitter_params or {}
+        params.update({k: float(v) for k, v in given.items()})
         return cls(
             retry.max_attempt_number,
             retry_on,
@@ -159,7 +160,8 @@ def _advance(
     try:
         return steps.send(drawn)
     except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+        result: list[Decision | Exception] = stop.value
+        return result
 
 
 _Inputs = list[LanguageModelInput]
@@ -248,7 +250,9 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         calibrator: CalibratorLike | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(model=model, task=task, calibrator=calibrator, **kwargs)
+        # pydantic validates this model's fields; mypy types RunnableSerializable's
+        # dataclass-transform __init__ with its own fields only.
+        super().__init__(model=model, task=task, calibrator=calibrator, **kwargs)  # type: ignore[call-arg]
         explicit = "alpha" in self.model_fields_set
         resolved = resolve_calibrator(
             self.calibrator,

@@ -20,6 +20,7 @@ An answer-or-abstain task on free-form questions may cluster its N answers by me
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -390,7 +391,7 @@ class Task(BaseModel):
     # ---------------------------------------------------------------------- files
 
     @classmethod
-    def from_file(cls, path: str | Path) -> Task:
+    def from_file(cls, path: str | os.PathLike[str]) -> Task:
         """Load a task from a YAML (``.yaml``/``.yml``) or JSON (``.json``) file.
 
         Raises:
@@ -420,7 +421,7 @@ class Task(BaseModel):
             raise DataFileError(msg, path=str(path))
         return cls.model_validate(data)
 
-    def to_file(self, path: str | Path) -> Path:
+    def to_file(self, path: str | os.PathLike[str]) -> Path:
         """Write the task to YAML or JSON (by suffix) with its ``format_version``.
 
         Returns:

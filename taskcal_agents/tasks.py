@@ -133,7 +133,8 @@ def answer_or_abstain(
         parser=ParserSpec(name="answer_or_abstain"),
         unparsed=unparsed,
         abstain_action="abstain",
-        answer_clusters=answer_clusters,
+        # A method name is the field's shorthand, expanded by its before-validator.
+        answer_clusters=answer_clusters,  # type: ignore[arg-type]
         **fields,
     )
 

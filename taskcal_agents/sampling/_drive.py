@@ -67,7 +67,8 @@ def drive(
     step = _Step(protocol)
     while not step.done:
         step.settle(*_outcome(call, step.request))
-    return step.result  # type: ignore[no-any-return]
+    result: ResultT = step.result
+    return result
 
 
 async def adrive(
@@ -78,4 +79,5 @@ async def adrive(
     step = _Step(protocol)
     while not step.done:
         step.settle(*await _aoutcome(call, step.request))
-    return step.result  # type: ignore[no-any-return]
+    result: ResultT = step.result
+    return result

@@ -340,10 +340,12 @@ class OpenAISampler:
         )
 
     def _create(self, request: dict[str, Any]) -> ChatCompletion:
-        return self.client.chat.completions.create(**request)  # type: ignore[no-any-return]
+        response: ChatCompletion = self.client.chat.completions.create(**request)
+        return response
 
     async def _acreate(self, request: dict[str, Any]) -> ChatCompletion:
-        return await self.async_client.chat.completions.create(**request)  # type: ignore[no-any-return]
+        response: ChatCompletion = await self.async_client.chat.completions.create(**request)
+        return response
 
     @property
     def closed(self) -> bool:

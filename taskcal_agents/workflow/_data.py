@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from langchain_core.messages import AIMessage
@@ -178,7 +178,7 @@ def eval_arrays(
             labels = list(record.get("labels") or [])
             g_label = record.get("greedy_label")
         true = record.get("label")
-        checks = [("sample label", x) for x in labels if x is not None]
+        checks: list[tuple[str, Any]] = [("sample label", x) for x in labels if x is not None]
         checks += [("greedy_label", g_label)] if g_label is not None else []
         checks += [("label", true)]
         for what, value in checks:
@@ -232,7 +232,7 @@ def eval_arrays(
             executable[i] = carried_actions(task, messages, labels, tool_names=offered)
         else:  # labels without their messages: nothing sampled can be carried out
             executable[i] = carried_actions(task, [], [])
-        y[i] = task.label_index(true)
+        y[i] = task.label_index(cast(str, true))  # checked above, or a grade: a task label
         if g_label is not None:
             greedy[i] = task.label_index(g_label)
         elif task.unparsed_as is not None and record.get("greedy") is not None:

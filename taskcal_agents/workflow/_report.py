@@ -238,7 +238,9 @@ def plot_reliability(
     labels = evaluation["task"]["labels"]
     if sources is None:
         test = (evaluation.get("permutation_test") or {}).get("calibrator")
-        sources = [s for s in dict.fromkeys(["raw", "temperature", test]) if s in probs]
+        sources = [
+            s for s in dict.fromkeys(["raw", "temperature", test]) if s is not None and s in probs
+        ]
     rows = [None, *range(len(labels))] if len(labels) <= 6 else [None]
     fig = _figure(figsize=(3.2 * len(sources), 3.0 * len(rows)), layout="constrained")
     axes = fig.subplots(len(rows), len(sources), squeeze=False)
