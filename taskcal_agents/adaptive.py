@@ -32,7 +32,7 @@ from langchain_core.messages import AIMessage
 from numpy.typing import ArrayLike, NDArray
 
 from calibrators import expected_costs
-from taskcal_agents.decision import Decider, carried_actions, executable_mbr
+from taskcal_agents.decision import Decider, Decision, carried_actions, executable_mbr
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.options import AdaptiveSampling
 from taskcal_agents.task import Task
@@ -45,6 +45,7 @@ __all__ = [
     "outcome_counts",
     "stop_check",
     "stop_check_messages",
+    "with_stop",
 ]
 
 
@@ -268,3 +269,21 @@ def stop_check_messages(
     labels = [task.parse_completion(m, tool_names=tool_names) for m in messages]
     executable = carried_actions(task, messages, labels, tool_names=tool_names)
     return stop_check(decider, outcome_counts(task, labels), n_max, adaptive, executable=executable)
+
+
+def with_stop(decision: Decision, check: StopCheck | None, n_max: int) -> Decision:
+    """Record in ``decision`` where adaptive N stopped.
+
+    Args:
+        decision: The decision on the samples drawn (``n_samples`` of them).
+        check: The stopping rule's last verdict (``None``: no check was made).
+        n_max: N.
+
+    Returns:
+        A copy with ``stopped_early`` (fewer than N samples were drawn) and
+        ``change_probability`` (the last estimate when it stopped early, else 0: at N
+        nothing can change).
+    """
+    stopped = decision.n_samples < n_max
+    p = check.change_probability if check is not None and stopped else 0.0
+    return decision.model_copy(update={"stopped_early": stopped, "change_probability": p})

@@ -36,7 +36,7 @@ from langchain_core.runnables.retry import RunnableRetry
 from pydantic import ConfigDict, Field, PrivateAttr
 from typing_extensions import override
 
-from taskcal_agents.adaptive import StopCheck, check_adaptive, stop_check_messages
+from taskcal_agents.adaptive import StopCheck, check_adaptive, stop_check_messages, with_stop
 from taskcal_agents.answer_clusters import question_of
 from taskcal_agents.artefact import CalibratorLike, resolve_calibrator
 from taskcal_agents.decision import Decider, Decision, decide_from_messages
@@ -347,11 +347,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
                 return_samples=self.return_samples,
                 question=question,
             )
-            if self.adaptive is None:
-                return decision
-            stopped = check is not None and check.n_drawn < self.n_samples
-            p = check.change_probability if stopped and check is not None else 0.0
-            return decision.model_copy(update={"stopped_early": stopped, "change_probability": p})
+            return decision if self.adaptive is None else with_stop(decision, check, self.n_samples)
         error = result if result is not None else RuntimeError("no result")
         if _is_control_flow(error):
             raise error
