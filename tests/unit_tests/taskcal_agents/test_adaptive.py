@@ -227,7 +227,7 @@ def test_chat_model_takes_the_option(mode: str) -> None:
         server.chat_openai(), CHOICE, adaptive=AdaptiveSampling(epsilon=0.01, first=2)
     )
     reply = decide(chat, mode)
-    assert [r["n"] for r in server.requests] == [2]
+    assert [r["n"] for r in server.requests] == [2, 2]  # 2 of 2 is not settled, 4 of 4 is
     assert reply.response_metadata["taskcal_decision"]["stopped_early"] is True
 
 
