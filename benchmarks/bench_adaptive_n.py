@@ -8,7 +8,8 @@ runtime's (:meth:`Decider.decide` on the messages) with an honest calibrator: Di
 calibration (the workflow's default, ODIR with inner CV) cross-fitted on 5 stratified
 folds of the same file by the workflow's own code (``eval_arrays``, ``stratified_folds``,
 ``calibrator_inputs``, ``crossfit_calibrators`` on the served items), so an item is never
-decided by a map fitted on it. No server is needed.
+decided by a map fitted on it (``--calibrator raw``: MBR on the raw belief). No server
+is needed.
 
 Printed per ε: mean samples per decision, the share of decisions identical to full-N MBR,
 and the mean realised cost (against the item's label) of the adaptive decision minus the
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,8 +46,11 @@ def replay(path: Path, *, n_max: int, folds: int, calibrator: str, first: int) -
     """Per item: the rule's estimate after each round and the decision at each prefix."""
     task, samples, data = load_eval_arrays(path)
     fold = stratified_folds(data.y, folds, seed=0)
-    X, make, _ = calibrator_inputs(data, default_factory(calibrator))
-    fitted = crossfit_calibrators(X, data.y, fold, make, fit_mask=data.served)
+    if calibrator == "raw":  # MBR on the raw belief: no calibrator
+        fitted: dict[int, Any] = dict.fromkeys(range(folds))
+    else:
+        X, make, _ = calibrator_inputs(data, default_factory(calibrator))
+        fitted = crossfit_calibrators(X, data.y, fold, make, fit_mask=data.served)
     rounds = AdaptiveSampling(epsilon=0.5, first=first).rounds(n_max)
     cost = task.cost_matrix()
     probs = np.ones((data.n, len(rounds)))  # P(change) after each round (0 at N)
@@ -71,7 +76,7 @@ def replay(path: Path, *, n_max: int, folds: int, calibrator: str, first: int) -
             else:
                 probs[i, r] = 0.0
     return {"task": task.name, "n": data.n, "rounds": rounds, "p": probs, "cost": costs,
-            "actions": actions}  # fmt: skip
+            "actions": actions, "action_names": task.action_list}  # fmt: skip
 
 
 def table(result: dict, epsilons: tuple[float, ...]) -> list[tuple]:
@@ -94,17 +99,25 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=16, help="N, the full draw")
     parser.add_argument("--first", type=int, default=4, help="samples in the first round")
     parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--calibrator", default="dirichlet")
+    parser.add_argument(
+        "--calibrator", default="dirichlet", help="a workflow calibrator spec, or raw (none)"
+    )
     args = parser.parse_args()
     for path in args.samples:
         start = time.perf_counter()
         result = replay(
             path, n_max=args.n, folds=args.folds, calibrator=args.calibrator, first=args.first
         )
+        how = "no calibrator" if args.calibrator == "raw" else f"{args.calibrator} cross-fitted"
         print(
             f"\n{path.name}: task {result['task']}, {result['n']} items, rounds "
-            f"{result['rounds']}, {args.calibrator} cross-fitted on {args.folds} folds "
+            f"{result['rounds']}, {how} on {args.folds} folds "
             f"({time.perf_counter() - start:.0f} s)"
+        )
+        full = np.bincount(result["actions"][:, -1], minlength=len(result["action_names"]))
+        shown = ", ".join(f"{a} {c}" for a, c in zip(result["action_names"], full, strict=True))
+        print(
+            f"full-N actions: {shown}; mean cost at N={args.n}: {result['cost'][:, -1].mean():.4f}"
         )
         print("| ε | mean samples | saved | identical to N=16 | Δ cost vs N=16 (± paired SE) |")
         print("|---|---|---|---|---|")

@@ -15,6 +15,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from taskcal_agents.adaptive import AdaptiveSampling
     from taskcal_agents.belief import Belief
     from taskcal_agents.chat_model import TaskCalibratedChatModel
     from taskcal_agents.decision import Decider, Decision, decide_from_messages
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "AdaptiveSampling": "taskcal_agents.adaptive",
     "Belief": "taskcal_agents.belief",
     "Decider": "taskcal_agents.decision",
     "Decision": "taskcal_agents.decision",
@@ -42,6 +44,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "AdaptiveSampling",
     "Belief",
     "Decider",
     "Decision",

@@ -265,3 +265,10 @@ def test_middleware_refuses_a_bad_epsilon() -> None:
         ConfigurationError, match="parameter 'adaptive' must be an AdaptiveSampling"
     ):
         TaskCalibrationMiddleware(task=tasks.tool_decision(), adaptive=2.0)
+
+
+def test_decision_model_refuses_adaptive_rather_than_ignoring_it() -> None:
+    from taskcal_agents.decision_model import TaskCalibratedDecisionModel
+
+    with pytest.raises(ConfigurationError, match="'adaptive' is not supported yet"):
+        TaskCalibratedDecisionModel(chat_model=RecordingChatModel(responses=["A"]), adaptive=0.01)

@@ -10,6 +10,7 @@ import taskcal_agents
 from taskcal_agents import sampling
 
 MODULES = [
+    "taskcal_agents.adaptive",
     "taskcal_agents.answer_clusters",
     "taskcal_agents.belief",
     "taskcal_agents.chat_model",
