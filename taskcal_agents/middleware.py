@@ -322,17 +322,17 @@ class TaskCalibrationMiddleware(
         self.calibrator: Calibrator | None = resolved.calibrator
         """The fitted calibrator, or ``None``."""
         try:
-            adaptive = SamplingOptions(adaptive=adaptive).adaptive
+            checked = SamplingOptions.model_validate({"adaptive": adaptive}).adaptive
         except ValueError as exc:
             msg = (
                 f"{owner} parameter 'adaptive' must be an AdaptiveSampling, its epsilon in "
                 f"(0, 1) or None, got {adaptive!r} ({exc.__class__.__name__})."
             )
             raise ConfigurationError(msg) from exc
-        if adaptive is not None:
+        if checked is not None:
             check_adaptive(task, owner)
         self.options = SamplingOptions(
-            n_samples=n_samples, temperature=temperature, alpha=resolved.alpha, adaptive=adaptive
+            n_samples=n_samples, temperature=temperature, alpha=resolved.alpha, adaptive=checked
         )
         """N, temperature and α (see :class:`~taskcal_agents.options.SamplingOptions`)."""
         self.sampling: SamplingMode = sampling
