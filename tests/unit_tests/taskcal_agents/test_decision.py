@@ -11,16 +11,16 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from langchain_core.messages import AIMessage
 
+from calibrators import expected_costs
 from taskcal_agents import tasks
+from taskcal_agents.artefact import check_calibrator
 from taskcal_agents.belief import Belief
 from taskcal_agents.decision import (
     Decider,
     Decision,
     carried_actions,
-    check_calibrator,
     decide_from_messages,
     executable_mbr,
-    expected_costs,
     mbr_action,
 )
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
