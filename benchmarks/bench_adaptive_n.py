@@ -29,15 +29,15 @@ import numpy as np
 
 from taskcal_agents.adaptive import AdaptiveSampling, stop_check_messages
 from taskcal_agents.decision import Decider
-from taskcal_agents.workflow import (
+from taskcal_agents.workflow import load_eval_arrays
+from taskcal_agents.workflow._evaluate import (
     calibrator_inputs,
     crossfit_calibrators,
-    load_eval_arrays,
-    message_from_dict,
+    default_factory,
     paired_difference,
     stratified_folds,
 )
-from taskcal_agents.workflow._evaluate import default_factory
+from taskcal_agents.workflow._runner import message_from_dict
 
 EPSILONS = (0.001, 0.005, 0.01, 0.02, 0.05)
 
