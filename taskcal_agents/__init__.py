@@ -15,6 +15,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from taskcal_agents.adaptive import AdaptiveSampling
     from taskcal_agents.artefact import CalibratorArtefact
     from taskcal_agents.belief import Belief
     from taskcal_agents.chat_model import TaskCalibratedChatModel
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "AdaptiveSampling": "taskcal_agents.adaptive",
     "Belief": "taskcal_agents.belief",
     "CalibratorArtefact": "taskcal_agents.artefact",
     "Decider": "taskcal_agents.decision",
@@ -46,6 +48,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "AdaptiveSampling",
     "Belief",
     "CalibratorArtefact",
     "Decider",

@@ -189,6 +189,12 @@ class Decision(BaseModel):
     n_clusters: int | None = None
     """Under answer clustering: the number of meaning clusters among the sampled answers
     (``None`` for tasks that do not cluster)."""
+    # Adaptive N (taskcal_agents.adaptive), set by the front doors that sample in rounds.
+    stopped_early: bool = False
+    """Whether adaptive N stopped before N samples (``n_samples`` is what was drawn)."""
+    change_probability: float | None = None
+    """Under adaptive N, the estimated probability, at the last check, that drawing up to
+    N would change the action (0 at N; ``None`` without adaptive N)."""
 
     def to_metadata(self) -> dict[str, Any]:
         """Return a JSON-able dict without the messages (for ``response_metadata``)."""
@@ -298,24 +304,31 @@ class Decider:
 
         Args:
             x: The calibrator input (see :meth:`calibrator_input`): p̂, or the k + 1 belief
-                features for a calibrator fitted on them.
+                features for a calibrator fitted on them; one row ``(d,)`` or a matrix
+                ``(n, d)`` (one ``predict_proba`` call, q of the same shape).
 
         Raises:
             ConfigurationError: If the calibrator returns a wrongly shaped or invalid row.
         """
         if self.calibrator is None:
             return x
-        q = np.asarray(self.calibrator.predict_proba(x[None, :]), dtype=np.float64)
+        X = np.atleast_2d(x)
+        q = np.asarray(self.calibrator.predict_proba(X), dtype=np.float64)
         k = len(self._labels)
-        if q.shape != (1, k) or not np.all(np.isfinite(q)) or np.any(q < 0) or q.sum() <= 0:
+        if (
+            q.shape != (X.shape[0], k)
+            or not np.all(np.isfinite(q))
+            or np.any(q < 0)
+            or np.any(q.sum(axis=1) <= 0)
+        ):
             msg = (
                 f"calibrator {type(self.calibrator).__name__}.predict_proba must return one "
                 f"row of {k} finite probabilities >= 0 for task {self.task.name!r}, got "
                 f"{q.tolist()!r}."
             )
             raise ConfigurationError(msg)
-        row: NDArray[np.float64] = q[0] / q[0].sum()
-        return row
+        rows: NDArray[np.float64] = q / q.sum(axis=1, keepdims=True)
+        return rows[0] if np.ndim(x) == 1 else rows
 
     def decide(
         self,

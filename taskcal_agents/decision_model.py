@@ -197,8 +197,15 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
 
         Raises:
             DataFileError: If an artefact path cannot be read.
+            ConfigurationError: If ``adaptive`` is set (not supported here yet).
         """
         super().__init__(**kwargs)
+        if self.adaptive is not None:
+            msg = (
+                "TaskCalibratedDecisionModel parameter 'adaptive' is not supported yet (it "
+                f"always draws all n_samples), got {self.adaptive!r}; pass adaptive=None."
+            )
+            raise ConfigurationError(msg)
         self.calibrators = {qid: as_artefact(c) or c for qid, c in self.calibrators.items()}
 
     @model_validator(mode="before")

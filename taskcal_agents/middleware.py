@@ -49,6 +49,7 @@ except ImportError as exc:
     raise ImportError(_msg, name=exc.name) from exc
 
 from taskcal_agents._validation import check_int, check_number
+from taskcal_agents.adaptive import StopCheck, check_adaptive, stop_check_messages, with_stop
 from taskcal_agents.answer_clusters import question_of
 from taskcal_agents.artefact import (
     Calibrator,
@@ -59,7 +60,12 @@ from taskcal_agents.artefact import (
 from taskcal_agents.chat_model import DECISION_METADATA_KEY
 from taskcal_agents.decision import Decider, Decision
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.options import DEFAULT_N_SAMPLES, DEFAULT_TEMPERATURE, SamplingOptions
+from taskcal_agents.options import (
+    DEFAULT_N_SAMPLES,
+    DEFAULT_TEMPERATURE,
+    AdaptiveSampling,
+    SamplingOptions,
+)
 from taskcal_agents.parsers import tool_names_of
 from taskcal_agents.prompting import request_with_task_prompt
 from taskcal_agents.sampling import asample_messages, sample_messages
@@ -134,13 +140,15 @@ _SENTINEL: Any = object()
 
 @dataclass(frozen=True)
 class _Draw:
-    """What the hook asks its driver to draw: N handler calls or N model samples."""
+    """What the hook asks its driver to draw: ``n`` handler calls or ``n`` model samples."""
 
     mode: Literal["model", "handler"]
     request: ModelRequest[Any]
     """The agent's request (its model is bound as the agent binds it)."""
     sample_request: ModelRequest[Any]
     """The request the samples are drawn with (task prompt, temperature)."""
+    n: int
+    """How many samples this draw (one round) asks for."""
 
 
 def _drive_step(
@@ -206,6 +214,7 @@ class TaskCalibrationMiddleware(
         max_concurrency: int | None = None,
         use_task_prompt: bool = True,
         judge: Any = None,
+        adaptive: AdaptiveSampling | float | None = None,
     ) -> None:
         """Validate and store the configuration.
 
@@ -244,6 +253,10 @@ class TaskCalibrationMiddleware(
                 the judge of a question (see :class:`~taskcal_agents.decision.Decider`).
                 Under answer clustering the question is the text of the request's last
                 user message.
+            adaptive: Adaptive N (:class:`~taskcal_agents.options.AdaptiveSampling`, or its
+                ε as a number): draw in rounds (one call with ``n`` per round, or that many
+                handler calls) and stop once more samples would change the action with
+                probability below ε; ``None`` draws all N at once.
 
         Raises:
             ConfigurationError: If a parameter is invalid.
@@ -292,8 +305,18 @@ class TaskCalibrationMiddleware(
         """The task: labels, actions, cost matrix and parser."""
         self.calibrator: Calibrator | None = resolved.calibrator
         """The fitted calibrator, or ``None``."""
+        try:
+            checked = SamplingOptions.model_validate({"adaptive": adaptive}).adaptive
+        except ValueError as exc:
+            msg = (
+                f"{owner} parameter 'adaptive' must be an AdaptiveSampling, its epsilon in "
+                f"(0, 1) or None, got {adaptive!r} ({exc.__class__.__name__})."
+            )
+            raise ConfigurationError(msg) from exc
+        if checked is not None:
+            check_adaptive(task, owner)
         self.options = SamplingOptions(
-            n_samples=n_samples, temperature=temperature, alpha=resolved.alpha
+            n_samples=n_samples, temperature=temperature, alpha=resolved.alpha, adaptive=checked
         )
         """N, temperature and α (see :class:`~taskcal_agents.options.SamplingOptions`)."""
         self.sampling: SamplingMode = sampling
@@ -323,6 +346,11 @@ class TaskCalibrationMiddleware(
         """The Dirichlet smoothing prior of the belief."""
         return self.options.alpha
 
+    @property
+    def adaptive(self) -> AdaptiveSampling | None:
+        """Adaptive N, or ``None`` (all N samples at once)."""
+        return self.options.adaptive
+
     # ------------------------------------------------------------ pure steps
 
     def _should_decide(self, request: ModelRequest[Any]) -> bool:
@@ -348,14 +376,26 @@ class TaskCalibrationMiddleware(
             }
         return request.override(**overrides) if overrides else request
 
-    def _workers(self) -> int:
-        return min(self.n_samples, self.max_concurrency or self.n_samples)
+    def _workers(self, n: int) -> int:
+        return min(n, self.max_concurrency or n)
 
-    def _decide(self, request: ModelRequest[Any], samples: Sequence[AIMessage]) -> Decision:
+    def _decide(
+        self,
+        request: ModelRequest[Any],
+        samples: Sequence[AIMessage],
+        check: StopCheck | None = None,
+    ) -> Decision:
         question = None if self.task.answer_clusters is None else question_of(request.messages)
-        return self._decider.decide(
+        decision = self._decider.decide(
             samples, tool_names=tool_names_of(request.tools), question=question
         )
+        return decision if self.adaptive is None else with_stop(decision, check, self.n_samples)
+
+    def _rounds(self) -> tuple[int, ...]:
+        """The cumulative sample counts after each round: ``(n_samples,)`` without adaptive N."""
+        if self.adaptive is None:
+            return (self.n_samples,)
+        return self.adaptive.rounds(self.n_samples)
 
     def _fallback(self, exc: Exception) -> Decision:
         reason = f"sampling failed with {type(exc).__name__}: {exc}"
@@ -398,52 +438,69 @@ class TaskCalibrationMiddleware(
         return {
             "model": _bound_model(draw.request),
             "input": _model_input(draw.sample_request),
-            "n": self.n_samples,
+            "n": draw.n,
             "temperature": self.temperature,
-            "config": {"max_concurrency": self._workers()},
+            "config": {"max_concurrency": self._workers(draw.n)},
         }
 
     def _steps(
         self, request: ModelRequest[Any]
     ) -> Generator[_Draw, list[Any], ExtendedModelResponse[Any]]:
-        """The hook without I/O: yield one draw, receive its result, return the response.
+        """The hook without I/O: yield each round's draw, receive it, return the response.
 
+        Without adaptive N there is one draw of N; with it, one per round until the
+        stopping rule says stop (:func:`~taskcal_agents.adaptive.stop_check_messages`).
         The sync and async hooks drive it (:func:`_drive_step`); a failed draw is thrown
         into it and becomes the fallback decision or propagates, per ``on_error``.
         """
         responses: list[ModelResponse[Any]] = []
+        samples: list[AIMessage] = []
+        check: StopCheck | None = None
         try:
             mode = self._mode(request)
-            drawn = yield _Draw(mode, request, self._sample_request(request))
-            if mode == "handler":
-                responses = drawn
-                drawn = self._samples(responses)
+            sample_request = self._sample_request(request)
+            done = 0
+            for total in self._rounds():
+                drawn = yield _Draw(mode, request, sample_request, total - done)
+                done = total
+                if mode == "handler":
+                    responses += drawn
+                    drawn = self._samples(drawn)
+                samples += drawn
+                if self.adaptive is None or total >= self.n_samples:
+                    break
+                check = stop_check_messages(
+                    self._decider, samples, self.n_samples, self.adaptive,
+                    tool_names=tool_names_of(request.tools),
+                )  # fmt: skip
+                if check.stop:
+                    break
         except GraphBubbleUp:
             raise
         except Exception as exc:
             if self.on_error == "raise":
                 raise
             return self._respond(self._fallback(exc))
-        return self._respond(self._decide(request, drawn), responses)
+        return self._respond(self._decide(request, samples, check), responses)
 
     def _draw(self, draw: _Draw, handler: Callable[[ModelRequest[Any]], Any]) -> list[Any]:
         if draw.mode == "model":
             return sample_messages(**self._model_call(draw))
-        with ContextThreadPoolExecutor(max_workers=self._workers()) as pool:
-            return list(pool.map(lambda _: handler(draw.sample_request), range(self.n_samples)))
+        with ContextThreadPoolExecutor(max_workers=self._workers(draw.n)) as pool:
+            return list(pool.map(lambda _: handler(draw.sample_request), range(draw.n)))
 
     async def _adraw(
         self, draw: _Draw, handler: Callable[[ModelRequest[Any]], Awaitable[Any]]
     ) -> list[Any]:
         if draw.mode == "model":
             return await asample_messages(**self._model_call(draw))
-        semaphore = asyncio.Semaphore(self._workers())
+        semaphore = asyncio.Semaphore(self._workers(draw.n))
 
         async def one() -> Any:
             async with semaphore:
                 return await handler(draw.sample_request)
 
-        return list(await asyncio.gather(*(one() for _ in range(self.n_samples))))
+        return list(await asyncio.gather(*(one() for _ in range(draw.n))))
 
     # ------------------------------------------------------------------ hooks
 

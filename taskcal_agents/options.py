@@ -4,17 +4,22 @@
 (and through it :class:`~taskcal_agents.chat_model.TaskCalibratedChatModel`),
 :class:`~taskcal_agents.middleware.TaskCalibrationMiddleware` and
 :class:`~taskcal_agents.decision_model.TaskCalibratedDecisionModel` all take: the number
-of samples N, the sampling temperature and the belief's Dirichlet prior α. The pydantic
-front doors inherit its fields; the middleware validates its arguments into one.
+of samples N, the sampling temperature, the belief's Dirichlet prior α and, optionally,
+adaptive N (:class:`AdaptiveSampling`: draw in rounds and stop once more samples would
+hardly change the action; the rule is :mod:`taskcal_agents.adaptive`). The pydantic front
+doors inherit its fields; the middleware validates its arguments into one.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from taskcal_agents.belief import DEFAULT_ALPHA
+from taskcal_agents.errors import ConfigurationError
 
-__all__ = ["DEFAULT_N_SAMPLES", "DEFAULT_TEMPERATURE", "SamplingOptions"]
+__all__ = ["DEFAULT_N_SAMPLES", "DEFAULT_TEMPERATURE", "AdaptiveSampling", "SamplingOptions"]
 
 DEFAULT_N_SAMPLES = 16
 """The default number of samples N per decision, at every front door.
@@ -30,6 +35,48 @@ DEFAULT_TEMPERATURE = 1.0
 """The default sampling temperature: the model's own distribution, unsharpened."""
 
 
+class AdaptiveSampling(BaseModel):
+    """Adaptive N: draw the N samples in rounds and stop once the action is settled.
+
+    The rounds are cumulative sample counts ``first, 2·first, 4·first, …`` capped at N
+    (:meth:`rounds`: 4, 8, 16 for N = 16); one request per round. After each round the
+    stopping rule of :mod:`taskcal_agents.adaptive` estimates the probability that
+    finishing the draw to N would change the action, and sampling stops when it is below
+    ``epsilon`` (always at N).
+
+    Attributes:
+        epsilon: Stop when the estimated probability of a change is below this.
+        first: Samples in the first round.
+        draws: Monte-Carlo draws of the estimate.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    epsilon: float = Field(gt=0, lt=1)
+    """Stop when the estimated probability that N samples would change the action is below
+    this (in (0, 1); smaller: more samples, fewer changed decisions)."""
+    first: int = Field(default=4, ge=1)
+    """Samples in the first round; each later round doubles the count drawn so far."""
+    draws: int = Field(default=256, ge=16)
+    """Monte-Carlo draws from the posterior predictive per check."""
+
+    def rounds(self, n_max: int) -> tuple[int, ...]:
+        """The cumulative sample counts after each round, ending at ``n_max``.
+
+        Raises:
+            ConfigurationError: If ``n_max`` is not an integer >= 1.
+        """
+        if isinstance(n_max, bool) or not isinstance(n_max, int) or n_max < 1:
+            msg = (
+                f"AdaptiveSampling.rounds parameter 'n_max' must be an integer >= 1, got {n_max!r}."
+            )
+            raise ConfigurationError(msg)
+        out = [min(self.first, n_max)]
+        while out[-1] < n_max:
+            out.append(min(2 * out[-1], n_max))
+        return tuple(out)
+
+
 class SamplingOptions(BaseModel):
     """How a front door samples and smooths: N, temperature and α.
 
@@ -38,6 +85,7 @@ class SamplingOptions(BaseModel):
         temperature: Sampling temperature passed per call (``None``: the model's own).
         alpha: Dirichlet smoothing prior of the belief (use the calibrator's fitting
             value; a calibrator artefact records it).
+        adaptive: Adaptive N (draw in rounds, stop when settled), or ``None``: all N.
     """
 
     n_samples: int = Field(default=DEFAULT_N_SAMPLES, ge=1)
@@ -46,3 +94,15 @@ class SamplingOptions(BaseModel):
     """Sampling temperature passed per call (``None``: the model's own setting)."""
     alpha: float = Field(default=DEFAULT_ALPHA, ge=0)
     """Dirichlet smoothing prior of the belief (use the calibrator's fitting value)."""
+    adaptive: AdaptiveSampling | None = None
+    """Adaptive N (:class:`AdaptiveSampling`, or its ``epsilon`` as a number): draw in rounds
+    and stop once more samples would change the action with probability below ε;
+    ``None`` draws all N at once."""
+
+    @field_validator("adaptive", mode="before")
+    @classmethod
+    def _epsilon_alone(cls, value: Any) -> Any:
+        """A bare number is the ε of :class:`AdaptiveSampling` with its other defaults."""
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return AdaptiveSampling(epsilon=value)
+        return value

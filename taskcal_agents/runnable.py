@@ -36,6 +36,7 @@ from langchain_core.runnables.retry import RunnableRetry
 from pydantic import ConfigDict, Field, PrivateAttr
 from typing_extensions import override
 
+from taskcal_agents.adaptive import StopCheck, check_adaptive, stop_check_messages, with_stop
 from taskcal_agents.answer_clusters import question_of
 from taskcal_agents.artefact import CalibratorLike, resolve_calibrator
 from taskcal_agents.decision import Decider, Decision
@@ -171,6 +172,10 @@ _AsyncManagers = list[AsyncCallbackManagerForChainRun]
 _Results = list[Decision | Exception]
 
 
+_GO_ON = StopCheck(stop=False, change_probability=1.0, n_drawn=0, n_max=0)
+"""A stand-in verdict for an input not checked yet."""
+
+
 def _raise_or_return(result: Decision | Exception) -> Decision:
     if isinstance(result, Exception):
         raise result
@@ -195,7 +200,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             file (its α is used unless ``alpha`` is given), or ``None``.
         **kwargs: The other fields below and those of
             :class:`~taskcal_agents.options.SamplingOptions` (``n_samples``,
-            ``temperature``, ``alpha``).
+            ``temperature``, ``alpha``, ``adaptive``).
 
     Raises:
         ConfigurationError: If the calibrator does not match the task, temperature/seed
@@ -278,6 +283,8 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
                 "temperature=None and seed=None to sample it with its own settings."
             )
             raise ConfigurationError(msg)
+        if self.adaptive is not None:
+            check_adaptive(self.task, type(self).__name__)
 
     @property
     def decider(self) -> Decider:
@@ -296,13 +303,24 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             return input_
         return with_task_prompt(to_messages(input_), self.task.prompt)
 
-    def _sample_args(self) -> dict[str, Any]:
+    def _sample_args(self, n: int, drawn: int) -> dict[str, Any]:
+        """The sampling arguments of a round of ``n`` after ``drawn`` samples.
+
+        The seed moves on by the samples drawn so far, so a later round draws new samples
+        (and N concurrent calls get the seeds they would get in one round).
+        """
         return {
-            "n": self.n_samples,
+            "n": n,
             "temperature": self.temperature,
-            "seed": self.seed,
+            "seed": None if self.seed is None else self.seed + drawn,
             "use_n": self.use_n,
         }
+
+    def _rounds(self) -> tuple[int, ...]:
+        """The cumulative sample counts after each round: ``(n_samples,)`` without adaptive N."""
+        if self.adaptive is None:
+            return (self.n_samples,)
+        return self.adaptive.rounds(self.n_samples)
 
     def _question(self, input_: LanguageModelInput) -> str | None:
         """The question under answer clustering (``None`` for tasks that do not cluster)."""
@@ -315,15 +333,21 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         result: list[AIMessage] | BaseException | None,
         attempts: int,
         question: str | None = None,
+        check: StopCheck | None = None,
     ) -> Decision:
-        """Decide from samples, or handle the final error per ``on_error``."""
+        """Decide from samples, or handle the final error per ``on_error``.
+
+        With adaptive N the decision records whether the draw stopped early and the
+        stopping rule's last estimate (``check``; 0 when all N were drawn).
+        """
         if not isinstance(result, BaseException) and result is not None:
-            return self._decider.decide(
+            decision = self._decider.decide(
                 result,
                 tool_names=bound_tool_names(split_retry(self.model)[0]),
                 return_samples=self.return_samples,
                 question=question,
             )
+            return decision if self.adaptive is None else with_stop(decision, check, self.n_samples)
         error = result if result is not None else RuntimeError("no result")
         if _is_control_flow(error):
             raise error
@@ -351,40 +375,65 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         config: list[RunnableConfig],
         kwargs: dict[str, Any],
     ) -> Generator[_Attempt, list[Any], list[Decision | Exception]]:
-        """The batch with its retries, without I/O: yield each sampling call, then decide.
+        """The batch in rounds with their retries, without I/O: yield each call, then decide.
 
-        Each attempt samples the inputs whose last attempt failed (a retryable error), as
+        Without adaptive N there is one round of ``n_samples``; with it, the rounds of
+        :meth:`AdaptiveSampling.rounds <taskcal_agents.options.AdaptiveSampling.rounds>`,
+        and after each round an input whose stopping rule says stop
+        (:func:`~taskcal_agents.adaptive.stop_check_messages`) draws no more. Each attempt
+        samples the inputs of the round whose last attempt failed (a retryable error), as
         one ``sample_batch`` call so ``max_concurrency`` bounds them all; its child runs
         are tagged ``retry:attempt:<k>`` from the second attempt on, as ``with_retry()``
-        tags them. The sync and async drivers only sleep and sample (:func:`_advance`).
+        tags them. An input whose round fails for good gets that error (``on_error``).
+        The sync and async drivers only sleep and sample (:func:`_advance`).
         """
         sampled, retry = split_retry(self.model)
         policy = self._retry_policy(retry)
+        tool_names = bound_tool_names(sampled)
         prepared = [self._prepare(x) for x in inputs]
-        results: list[Any] = [None] * len(inputs)
-        pending = list(range(len(inputs)))
-        attempt = 0
-        while pending and attempt < policy.attempts:
-            attempt += 1
-            tag = f"retry:attempt:{attempt}" if attempt > 1 else None
-            configs = [
-                patch_config(config[i], callbacks=run_manager[i].get_child(tag)) for i in pending
-            ]
-            call = {
-                "model": sampled,
-                "inputs": [prepared[i] for i in pending],
-                "config": configs,
-                **self._sample_args(),
-                **kwargs,
-            }
-            drawn = yield _Attempt(policy.wait(attempt), call)
-            for i, r in zip(pending, drawn, strict=True):
-                results[i] = r
-            pending = [i for i, r in zip(pending, drawn, strict=True) if policy.retries(r)]
+        samples: list[list[AIMessage]] = [[] for _ in inputs]
+        errors: list[BaseException | None] = [None] * len(inputs)
+        attempts = [0] * len(inputs)
+        checks: list[StopCheck | None] = [None] * len(inputs)
+        active = list(range(len(inputs)))
+        drawn_before = 0
+        for total in self._rounds():
+            pending, attempt = list(active), 0
+            while pending and attempt < policy.attempts:
+                attempt += 1
+                tag = f"retry:attempt:{attempt}" if attempt > 1 else None
+                configs = [
+                    patch_config(config[i], callbacks=run_manager[i].get_child(tag))
+                    for i in pending
+                ]
+                call = {
+                    "model": sampled,
+                    "inputs": [prepared[i] for i in pending],
+                    "config": configs,
+                    **self._sample_args(total - drawn_before, drawn_before),
+                    **kwargs,
+                }
+                drawn = yield _Attempt(policy.wait(attempt), call)
+                for i, r in zip(pending, drawn, strict=True):
+                    attempts[i], errors[i] = attempt, r if isinstance(r, BaseException) else None
+                    if errors[i] is None:
+                        samples[i] = [*samples[i], *r]
+                pending = [i for i, r in zip(pending, drawn, strict=True) if policy.retries(r)]
+            active = [i for i in active if errors[i] is None]
+            drawn_before = total
+            if self.adaptive is not None and total < self.n_samples:
+                for i in active:
+                    checks[i] = stop_check_messages(
+                        self._decider, samples[i], self.n_samples, self.adaptive,
+                        tool_names=tool_names,
+                    )  # fmt: skip
+                active = [i for i in active if not (checks[i] or _GO_ON).stop]
         out: list[Decision | Exception] = []
-        for r, x in zip(results, prepared, strict=True):
+        for i, x in enumerate(prepared):
             try:
-                out.append(self._finish(r, attempt, self._question(x)))
+                out.append(
+                    self._finish(errors[i] or samples[i], attempts[i], self._question(x), checks[i])
+                )
             except Exception as exc:
                 out.append(exc)
         return out

@@ -229,6 +229,20 @@ def sample(
             "label in order (default: the labels)."
         ),
     ] = None,
+    adaptive: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Adaptive N: draw 4, 8, ... up to --n samples and stop once the probability "
+            "that --n samples would change the calibrated MBR action is below EPS (needs "
+            "--artefact); records say where they stopped (stopped_at).",
+        ),
+    ] = None,
+    artefact: Annotated[
+        Path | None,
+        typer.Option(help="With --adaptive: the calibrator artefact (`taskcal fit`) to decide by."),
+    ] = None,
 ) -> None:
     """Sample N completions (+ a greedy one) per item into a resumable samples file.
 
@@ -269,7 +283,9 @@ def sample(
             base_url=base_url,
             belief=belief,
             choices=tuple(_split_names(choices)) if choices else None,
+            adaptive=adaptive,
         )
+        decider = _adaptive_decider(task_obj, adaptive, artefact)
         sampler = _make_sampler(base_url, model, api_key, timeout)
         store = SamplesStore.open(out, sample_header(task_obj, settings, str(data)))
     except TaskCalError as exc:
@@ -311,6 +327,7 @@ def sample(
                 concurrency=concurrency,
                 max_failures=max_failures,
                 on_record=on_record,
+                decider=decider,
             )
         except TaskCalError as exc:
             raise _fail(err, exc) from exc
@@ -335,6 +352,32 @@ def sample(
     if report.failures or report.interrupted:
         err.print("Run the same command again to retry: finished items are kept.")
         raise typer.Exit(code=1)
+
+
+def _adaptive_decider(task: Task, adaptive: float | None, artefact: Path | None) -> Any:
+    """The decider ``taskcal sample --adaptive`` stops by (``None`` without --adaptive).
+
+    Raises:
+        ConfigurationError: --adaptive without --artefact, or --artefact without --adaptive.
+        LabelMismatchError: The artefact was fitted for other labels.
+        DataFileError: The artefact cannot be read.
+    """
+    if adaptive is None:
+        if artefact is not None:
+            msg = "--artefact is only used with --adaptive EPS; drop it or pass --adaptive."
+            raise ConfigurationError(msg)
+        return None
+    if artefact is None:
+        msg = (
+            f"--adaptive {adaptive} needs --artefact FIT.json: the stopping rule watches the "
+            "calibrated MBR action, so fit a calibrator first (`taskcal fit`)."
+        )
+        raise ConfigurationError(msg)
+    from taskcal_agents.artefact import resolve_calibrator
+    from taskcal_agents.decision import Decider
+
+    resolved = resolve_calibrator(artefact, task, owner="taskcal sample")
+    return Decider(task, resolved.calibrator, alpha=resolved.alpha)
 
 
 # --------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage
 
 from taskcal_agents._validation import check_int
+from taskcal_agents.adaptive import AdaptiveSampling, StopCheck, check_adaptive, stop_check_messages
 from taskcal_agents.answer_clusters import (
     AnswerClusters,
     cluster_samples,
@@ -49,6 +50,7 @@ from taskcal_agents.sampling import Sampler
 from taskcal_agents.workflow._store import SamplesStore
 
 if TYPE_CHECKING:
+    from taskcal_agents.decision import Decider
     from taskcal_agents.task import Task
 
 
@@ -76,6 +78,10 @@ class SampleSettings:
     choices: tuple[str, ...] | None = None
     """With ``belief="logprob"``: the string the model must emit for each task label, in
     label order (default: the labels themselves). The task's prompt should ask for them."""
+    adaptive: float | None = None
+    """Adaptive N: draw in rounds (4, 8, … up to ``n``) and stop once the stopping rule of
+    :mod:`taskcal_agents.adaptive` puts the probability that ``n`` samples would change the
+    action below this ε (needs the calibrator's decider); ``None``: all ``n``."""
 
     def __post_init__(self) -> None:
         check_int(self.n, "SampleSettings parameter 'n'", minimum=1, kind="an integer")
@@ -93,6 +99,21 @@ class SampleSettings:
             raise ConfigurationError(msg)
         if self.choices is not None:
             object.__setattr__(self, "choices", tuple(self.choices))
+        if self.adaptive is not None:
+            if self.belief != "samples":
+                msg = (
+                    "SampleSettings parameter 'adaptive' needs belief='samples' (it stops a "
+                    f"draw of samples early), got belief={self.belief!r}."
+                )
+                raise ConfigurationError(msg)
+            try:
+                AdaptiveSampling(epsilon=self.adaptive)
+            except ValueError as exc:
+                msg = (
+                    f"SampleSettings parameter 'adaptive' must be an epsilon in (0, 1) or None, "
+                    f"got {self.adaptive!r}."
+                )
+                raise ConfigurationError(msg) from exc
         if self.max_tokens is not None and self.max_tokens < 1:
             msg = (
                 "SampleSettings parameter 'max_tokens' must be >= 1 or None, got "
@@ -256,8 +277,46 @@ def _logprob_belief(sampler: Any, messages: Any, choices: list[str], **options: 
     return logprob_belief(sampler, messages, choices, **options)
 
 
+def _draw(
+    sampler: Sampler,
+    messages: Any,
+    settings: SampleSettings,
+    tools: Any,
+    decider: Decider | None,
+    tool_names: Sequence[str],
+) -> tuple[list[AIMessage], StopCheck | None]:
+    """The N samples of an item, or with adaptive N the rounds until the rule stops.
+
+    Returns:
+        The samples and the last stopping-rule verdict (``None`` without adaptive N).
+    """
+    options = {"temperature": settings.temperature, "tools": tools}
+    options["max_tokens"] = settings.max_tokens
+    if settings.adaptive is None or decider is None:
+        return sampler.sample(messages, n=settings.n, **options), None
+    rule = AdaptiveSampling(epsilon=settings.adaptive)
+    samples: list[AIMessage] = []
+    check: StopCheck | None = None
+    for total in rule.rounds(settings.n):
+        drawn = sampler.sample(messages, n=total - len(samples), **options)
+        if len(drawn) != total - len(samples):
+            return [*samples, *drawn], check  # the caller reports the wrong count
+        samples += drawn
+        if total >= settings.n:
+            break
+        check = stop_check_messages(decider, samples, settings.n, rule, tool_names=tool_names)
+        if check.stop:
+            break
+    return samples, check
+
+
 def sample_item(
-    task: Task, item: DatasetItem, sampler: Sampler, settings: SampleSettings
+    task: Task,
+    item: DatasetItem,
+    sampler: Sampler,
+    settings: SampleSettings,
+    *,
+    decider: Decider | None = None,
 ) -> dict[str, Any]:
     """Sample, parse (and grade) one item; return its record.
 
@@ -270,13 +329,28 @@ def sample_item(
     ``unparsed_reasons`` (``{"length": 5, "unoffered_tool": 2}``, see
     :func:`~taskcal_agents.parsers.unparsed_reason`).
 
+    With ``settings.adaptive`` the samples are drawn in rounds and stop by the rule of
+    :mod:`taskcal_agents.adaptive` under ``decider`` (the calibrator's task, map and α);
+    the record says where in ``stopped_at`` (the samples drawn, ``n`` if it never stopped
+    early) and ``change_probability`` (the rule's last estimate, 0 at ``n``).
+
     Raises:
         SamplingError: The sampler failed or returned the wrong number of completions.
+        ConfigurationError: ``settings.adaptive`` without ``decider``.
     """
+    if settings.adaptive is not None and decider is None:
+        msg = (
+            "sample_item: SampleSettings.adaptive needs the decider whose action the stopping "
+            "rule watches; pass decider=Decider(task, calibrator, alpha=...) (`taskcal sample "
+            "--adaptive EPS --artefact FIT.json`)."
+        )
+        raise ConfigurationError(msg)
     messages = build_messages(task, item)
     tools = item.tools or None
+    names = offered_tool_names(item)
     start = time.perf_counter()
     lp: Any = None
+    check: StopCheck | None = None
     try:
         if settings.belief == "logprob":
             samples = []
@@ -288,13 +362,7 @@ def sample_item(
                 tools=tools,
             )
         else:
-            samples = sampler.sample(
-                messages,
-                n=settings.n,
-                temperature=settings.temperature,
-                tools=tools,
-                max_tokens=settings.max_tokens,
-            )
+            samples, check = _draw(sampler, messages, settings, tools, decider, names)
         greedy = (
             sampler.sample(
                 messages, n=1, temperature=0.0, tools=tools, max_tokens=settings.max_tokens
@@ -307,10 +375,10 @@ def sample_item(
     except Exception as exc:
         msg = f"sampling item {item.id!r} failed: {type(exc).__name__}: {exc}"
         raise SamplingError(msg) from exc
-    if lp is None and len(samples) != settings.n:
-        msg = f"sampling item {item.id!r}: asked for n={settings.n}, got {len(samples)} samples."
+    wanted = settings.n if check is None or not check.stop else check.n_drawn
+    if lp is None and len(samples) != wanted:
+        msg = f"sampling item {item.id!r}: asked for n={wanted}, got {len(samples)} samples."
         raise SamplingError(msg)
-    names = offered_tool_names(item)
     labels = [task.parse_completion(m, tool_names=names) for m in samples]
     spec = task.answer_clusters
     clusters: AnswerClusters | None = None
@@ -347,6 +415,10 @@ def sample_item(
         "greedy": message_to_dict(greedy) if greedy is not None else None,
         "elapsed_s": round(time.perf_counter() - start, 4),
     }
+    if settings.adaptive is not None:
+        record["stopped_at"] = len(samples)
+        stopped = len(samples) < settings.n and check is not None
+        record["change_probability"] = check.change_probability if stopped and check else 0.0
     if clusters is not None and spec is not None:
         record["clusters"] = clusters_record(clusters, method=spec.method, question=question)
     if lp is not None:
@@ -461,6 +533,7 @@ def run_sampling(
     concurrency: int = 4,
     max_failures: int = 10,
     on_record: Callable[[dict[str, Any] | None], None] | None = None,
+    decider: Decider | None = None,
 ) -> SamplingReport:
     """Sample every item not yet in *store*, with at most *concurrency* requests in flight.
 
@@ -473,6 +546,8 @@ def run_sampling(
         concurrency: Items sampled at once (>= 1).
         max_failures: Stop after this many failed items (the server is probably down).
         on_record: Called after each finished item with its record (``None`` on failure).
+        decider: With ``settings.adaptive``: the calibrator's decider the stopping rule
+            watches (see :func:`sample_item`).
 
     Returns:
         The report; failed items are not written, so a rerun retries them.
@@ -483,6 +558,15 @@ def run_sampling(
     check_int(concurrency, "concurrency", minimum=1, kind="an integer")
     check_items(task, items)
     check_settings(task, settings)
+    if settings.adaptive is not None:
+        check_adaptive(task, "SampleSettings")
+        if decider is None or decider.task.labels != task.labels:
+            msg = (
+                "run_sampling: SampleSettings.adaptive needs the decider of a calibrator for "
+                f"task {task.name!r} (its labels {task.labels!r}); pass decider=... "
+                "(`taskcal sample --adaptive EPS --artefact FIT.json`)."
+            )
+            raise ConfigurationError(msg)
     todo = [item for item in items if item.id not in store.done]
     report = SamplingReport(total=len(items), skipped=len(items) - len(todo))
     pending: dict[Future[dict[str, Any]], str] = {}
@@ -494,7 +578,8 @@ def run_sampling(
             item = next(queue, None)
             if item is None:
                 return
-            pending[pool.submit(sample_item, task, item, sampler, settings)] = item.id
+            future = pool.submit(sample_item, task, item, sampler, settings, decider=decider)
+            pending[future] = item.id
 
     try:
         refill()

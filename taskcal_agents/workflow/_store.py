@@ -33,7 +33,7 @@ SAMPLES_FORMAT = "taskcal.samples"
 SAMPLES_FORMAT_VERSION = 1
 
 #: Settings that must agree between a samples file and a run that resumes it.
-RESUME_KEYS = ("n", "temperature", "greedy", "max_tokens", "model", "belief", "choices")
+RESUME_KEYS = ("n", "temperature", "greedy", "max_tokens", "model", "belief", "choices", "adaptive")
 
 
 @dataclass

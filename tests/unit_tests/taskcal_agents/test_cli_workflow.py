@@ -354,3 +354,33 @@ def test_sigkill_of_taskcal_sample(setup: dict[str, Path], tmp_path: Path) -> No
     assert sorted(samples_file.records) == [f"item-{i:03d}" for i in range(30)]
     assert counts == sorted(counts)
     assert counts[0] >= 3 and counts[-1] < 30, f"not killed mid-run: {counts}"
+
+
+def test_sample_adaptive_stops_early_and_records_where(
+    runner: CliRunner, setup: dict[str, Path], tmp_path: Path
+) -> None:
+    full, adaptive = tmp_path / "full.jsonl", tmp_path / "adaptive.jsonl"
+    result = runner.invoke(app, _sample_args(setup, full))
+    assert result.exit_code == 0, result.output + result.stderr
+    artefact = tmp_path / "cal.json"
+    fit = ["fit", "--samples", str(full), "--calibrator", "temperature", "-o", str(artefact)]
+    assert runner.invoke(app, fit).exit_code == 0
+    # --adaptive needs the calibrator it decides by
+    result = runner.invoke(app, _sample_args(setup, adaptive, "--adaptive", "0.05"))
+    assert result.exit_code == 2
+    assert "--adaptive 0.05 needs --artefact FIT.json" in " ".join(result.stderr.split())
+    args = _sample_args(setup, adaptive, "--adaptive", "0.05", "--artefact", str(artefact))
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output + result.stderr
+    records = read_samples(adaptive).records.values()
+    stops = [r["stopped_at"] for r in records]
+    assert all(len(r["samples"]) == len(r["labels"]) == r["stopped_at"] for r in records)
+    assert set(stops) <= {4, 8} and min(stops) == 4 and sum(stops) < 8 * len(stops)
+    assert all(r["change_probability"] < 0.05 for r in records if r["stopped_at"] < 8)
+    assert "stopped_at" not in next(iter(read_samples(full).records.values()))
+    # resuming with another epsilon is refused; the same one resumes
+    result = runner.invoke(app, [*args[:-4], "--adaptive", "0.1", "--artefact", str(artefact)])
+    assert result.exit_code == 2
+    assert "adaptive=0.05" in result.stderr
+    result = runner.invoke(app, args)
+    assert "0 items sampled now, 30 already there" in result.output

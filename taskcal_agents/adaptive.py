@@ -1,0 +1,289 @@
+"""Adaptive N: stop sampling once more samples would hardly change the action.
+
+After m of N samples, with outcome counts c (one per task label, then the unparsed
+samples, as the parser g_T reads them), the stopping rule asks: if the remaining N − m
+samples were drawn, how likely is the decision to change? Under the posterior
+p ~ Dirichlet(α + c) and the future counts ~ Multinomial(N − m, p),
+
+    P(change) = P( action(c + future) ≠ action(c) ),
+
+where action(·) is what :class:`~taskcal_agents.decision.Decider` does with those samples:
+the belief built by the task's own rule (:meth:`Task.belief_from_labels
+<taskcal_agents.task.Task.belief_from_labels>`), the Decider's calibration, and MBR among
+the executable actions through the one decision kernel
+(:func:`~taskcal_agents.decision.executable_mbr`); the task's fallback action when no sample
+is parsed. A sampled action (a tool call) that no sample carries out yet becomes executable
+when a future sample takes its label. P(change) is estimated from ``draws`` Monte-Carlo
+draws (one ``predict_proba`` call on the distinct outcomes) with a seed derived from the
+counts, so the rule is a pure function. Sampling stops when P(change) < ε, and always at
+N (:func:`stop_check`). The rounds and ε are :class:`~taskcal_agents.options.AdaptiveSampling`.
+
+The rule needs counts that are multinomial: a task that clusters open answers
+(``answer_clusters``) is refused (:func:`check_adaptive`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from langchain_core.messages import AIMessage
+from numpy.typing import ArrayLike, NDArray
+
+from calibrators import expected_costs
+from taskcal_agents.decision import Decider, Decision, carried_actions, executable_mbr
+from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.options import AdaptiveSampling
+from taskcal_agents.task import Task
+
+__all__ = [
+    "AdaptiveSampling",
+    "StopCheck",
+    "change_probability",
+    "check_adaptive",
+    "outcome_counts",
+    "stop_check",
+    "stop_check_messages",
+    "with_stop",
+]
+
+
+@dataclass(frozen=True)
+class StopCheck:
+    """The stopping rule's verdict after ``n_drawn`` of ``n_max`` samples.
+
+    Attributes:
+        stop: Whether to stop sampling (P(change) < ε, or ``n_drawn >= n_max``).
+        change_probability: The estimated probability that drawing up to ``n_max`` would
+            change the action (0 at ``n_max``).
+        n_drawn: The samples drawn so far.
+        n_max: The most samples the rule would draw (N).
+    """
+
+    stop: bool
+    change_probability: float
+    n_drawn: int
+    n_max: int
+
+
+def check_adaptive(task: Task, owner: str) -> None:
+    """Refuse adaptive N for a task whose counts are not multinomial.
+
+    Raises:
+        ConfigurationError: If ``task`` clusters open answers (``answer_clusters``): the
+            modal cluster's share is not a count the posterior predictive can extend.
+    """
+    if task.answer_clusters is not None:
+        msg = (
+            f"{owner} parameter 'adaptive' cannot be used with task {task.name!r}: it clusters "
+            "open answers (answer_clusters), and the modal cluster's share is not a label "
+            "count the stopping rule can extend; pass adaptive=None to draw all N samples."
+        )
+        raise ConfigurationError(msg)
+
+
+def outcome_counts(task: Task, labels: Sequence[str | None]) -> NDArray[np.int64]:
+    """Count parsed labels into the rule's outcomes: one per task label, then unparsed.
+
+    Args:
+        task: The task.
+        labels: One label per sample as :meth:`Task.parse_completion
+            <taskcal_agents.task.Task.parse_completion>` reads it (``None``: unparsed,
+            before the task's ``unparsed`` policy, which the belief applies).
+
+    Returns:
+        The counts, shape ``(k + 1,)``.
+
+    Raises:
+        ConfigurationError: If a label is not one of the task's.
+    """
+    k = len(task.labels)
+    counts = np.zeros(k + 1, dtype=np.int64)
+    for label in labels:
+        if label is None:
+            counts[k] += 1
+        elif label in task.labels:
+            counts[task.label_index(label)] += 1
+        else:
+            msg = (
+                f"outcome_counts got label {label!r}, which is not one of task {task.name!r}'s "
+                f"labels {task.labels!r}; pass None for an unparsed sample."
+            )
+            raise ConfigurationError(msg)
+    return counts
+
+
+def _seed(counts: NDArray[np.int64], n_max: int, draws: int) -> np.random.Generator:
+    """The generator of the estimate: seeded by the counts, so the rule is reproducible."""
+    return np.random.default_rng(np.random.SeedSequence([*counts.tolist(), n_max, draws]))
+
+
+def _actions(
+    decider: Decider, counts: NDArray[np.int64], executable: NDArray[np.bool_]
+) -> NDArray[np.intp]:
+    """The Decider's action for each row of outcome counts and executable actions.
+
+    The beliefs are built by the task's rule from the counts (as label lists), calibrated
+    in one call and decided by executable MBR; rows without a parsed sample take the
+    task's fallback action, as :meth:`Decider.decide_belief` does.
+    """
+    task = decider.task
+    outcomes = [*task.labels, None]
+    beliefs = [
+        task.belief_from_labels(
+            [o for o, c in zip(outcomes, row.tolist(), strict=True) for _ in range(c)],
+            alpha=decider.alpha,
+        )
+        for row in counts
+    ]
+    q = decider.calibrate(np.stack([decider.calibrator_input(b) for b in beliefs]))
+    chosen, _ = executable_mbr(expected_costs(q, task.cost_matrix()), executable)
+    no_parsed = np.array([b.n_parsed == 0 for b in beliefs])
+    chosen[no_parsed] = task.action_index(task.default_action)
+    return chosen
+
+
+def change_probability(
+    decider: Decider,
+    counts: ArrayLike,
+    n_max: int,
+    *,
+    executable: ArrayLike | None = None,
+    draws: int = 256,
+) -> float:
+    """The posterior-predictive probability that drawing up to ``n_max`` changes the action.
+
+    Args:
+        decider: The task, calibrator and α that decide.
+        counts: Outcome counts so far, shape ``(k + 1,)``: per task label, then unparsed
+            (:func:`outcome_counts`).
+        n_max: The number of samples N the draw would reach.
+        executable: Which actions the samples so far can carry out, shape ``(m,)``
+            (:func:`~taskcal_agents.decision.carried_actions`); ``None``: all.
+        draws: Monte-Carlo draws.
+
+    Returns:
+        The estimate, in [0, 1]; 0 when ``counts`` already hold ``n_max`` samples or more.
+
+    Raises:
+        ConfigurationError: If the counts, ``n_max``, ``executable`` or ``draws`` are
+            invalid.
+    """
+    task = decider.task
+    k, m = len(task.labels), len(task.action_list)
+    c = np.asarray(counts)
+    if c.shape != (k + 1,) or not np.all(c >= 0) or not np.all(c == np.round(c)):
+        msg = (
+            f"change_probability parameter 'counts' must hold {k + 1} integer counts >= 0 (one "
+            f"per label of {task.labels!r}, then the unparsed count), got {c.tolist()!r}."
+        )
+        raise ConfigurationError(msg)
+    c = c.astype(np.int64)
+    if isinstance(n_max, bool) or not isinstance(n_max, int | np.integer) or n_max < 1:
+        msg = f"change_probability parameter 'n_max' must be an integer >= 1, got {n_max!r}."
+        raise ConfigurationError(msg)
+    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
+        msg = f"change_probability parameter 'draws' must be an integer >= 1, got {draws!r}."
+        raise ConfigurationError(msg)
+    ok = np.ones(m, dtype=bool) if executable is None else np.asarray(executable)
+    if ok.shape != (m,) or ok.dtype != np.bool_:
+        msg = (
+            f"change_probability parameter 'executable' must be {m} booleans (one per action "
+            f"of {task.action_list!r}) or None, got {np.asarray(executable).tolist()!r}."
+        )
+        raise ConfigurationError(msg)
+    remaining = int(n_max) - int(c.sum())
+    if remaining <= 0:
+        return 0.0
+    rng = _seed(c, int(n_max), draws)
+    concentration = c + decider.alpha
+    p = np.zeros((draws, k + 1))
+    positive = concentration > 0  # α = 0: an unseen outcome has probability 0
+    p[:, positive] = rng.dirichlet(concentration[positive], size=draws)
+    future = rng.multinomial(remaining, p)
+    # A sampled action becomes executable when a future sample takes its label.
+    grows = np.zeros((draws, m), dtype=bool)
+    for a in task.sampled_actions:
+        if a in task.labels:
+            grows[:, task.action_index(a)] = future[:, task.label_index(a)] > 0
+    rows = np.concatenate([(c + future), ok | grows], axis=1).astype(np.int64)
+    rows = np.concatenate([np.append(c, ok)[None, :].astype(np.int64), rows])
+    distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+    actions = _actions(decider, distinct[:, : k + 1], distinct[:, k + 1 :].astype(bool))
+    per_row = actions[np.ravel(inverse)]
+    return float(np.mean(per_row[1:] != per_row[0]))
+
+
+def stop_check(
+    decider: Decider,
+    counts: ArrayLike,
+    n_max: int,
+    adaptive: AdaptiveSampling,
+    *,
+    executable: ArrayLike | None = None,
+) -> StopCheck:
+    """Apply the stopping rule: stop when P(change) < ε or N is reached.
+
+    Args:
+        decider: The task, calibrator and α that decide.
+        counts: Outcome counts so far (:func:`outcome_counts`).
+        n_max: N.
+        adaptive: ε and the number of Monte-Carlo draws.
+        executable: Which actions the samples so far can carry out (``None``: all).
+
+    Returns:
+        The verdict.
+    """
+    p = change_probability(decider, counts, n_max, executable=executable, draws=adaptive.draws)
+    n_drawn = int(np.asarray(counts).sum())
+    return StopCheck(
+        stop=n_drawn >= n_max or p < adaptive.epsilon,
+        change_probability=p,
+        n_drawn=n_drawn,
+        n_max=int(n_max),
+    )
+
+
+def stop_check_messages(
+    decider: Decider,
+    messages: Sequence[AIMessage],
+    n_max: int,
+    adaptive: AdaptiveSampling,
+    *,
+    tool_names: Sequence[str] | None = None,
+) -> StopCheck:
+    """:func:`stop_check` on sampled messages, parsed as :meth:`Decider.decide` parses them.
+
+    Args:
+        decider: The task, calibrator and α that decide.
+        messages: The samples drawn so far.
+        n_max: N.
+        adaptive: ε and the number of Monte-Carlo draws.
+        tool_names: The offered tools (see :meth:`Decider.decide`).
+
+    Returns:
+        The verdict.
+    """
+    task = decider.task
+    labels = [task.parse_completion(m, tool_names=tool_names) for m in messages]
+    executable = carried_actions(task, messages, labels, tool_names=tool_names)
+    return stop_check(decider, outcome_counts(task, labels), n_max, adaptive, executable=executable)
+
+
+def with_stop(decision: Decision, check: StopCheck | None, n_max: int) -> Decision:
+    """Record in ``decision`` where adaptive N stopped.
+
+    Args:
+        decision: The decision on the samples drawn (``n_samples`` of them).
+        check: The stopping rule's last verdict (``None``: no check was made).
+        n_max: N.
+
+    Returns:
+        A copy with ``stopped_early`` (fewer than N samples were drawn) and
+        ``change_probability`` (the last estimate when it stopped early, else 0: at N
+        nothing can change).
+    """
+    stopped = decision.n_samples < n_max
+    p = check.change_probability if check is not None and stopped else 0.0
+    return decision.model_copy(update={"stopped_early": stopped, "change_probability": p})

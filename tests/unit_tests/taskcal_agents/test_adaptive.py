@@ -1,0 +1,274 @@
+"""Adaptive N: the stopping rule alone, then through the Runnable, chat model and middleware."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from langchain_core.messages import AIMessage
+from pydantic import ValidationError
+
+from taskcal_agents import tasks
+from taskcal_agents.adaptive import (
+    AdaptiveSampling,
+    change_probability,
+    check_adaptive,
+    outcome_counts,
+    stop_check,
+)
+from taskcal_agents.chat_model import TaskCalibratedChatModel
+from taskcal_agents.decision import Decider
+from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.middleware import TaskCalibrationMiddleware
+from taskcal_agents.runnable import TaskCalibratedRunnable
+from tests.unit_tests.taskcal_agents.test_middleware import CountingHandler, make_request, unwrap
+from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
+    FakeOpenAIServer,
+    RecordingChatModel,
+    completion,
+)
+
+MODES = ["sync", "async"]
+CHOICE = tasks.multiple_choice(["Paris", "London", "Rome"])  # labels A, B, C; 0-1 cost
+COUNTS_GRID = [[4, 0, 0, 0], [3, 1, 0, 0], [2, 2, 0, 0], [1, 1, 1, 1], [6, 2, 0, 0], [0, 0, 0, 4]]
+EPSILONS = [0.001, 0.01, 0.05, 0.2, 0.5]
+
+
+class ConstantCalibrator:
+    """A fitted calibrator stand-in that returns the same q for every row."""
+
+    def __init__(self, q: list[float]) -> None:
+        self.q = np.asarray(q)
+        self.n_classes_ = len(q)
+        self.classes_ = np.arange(len(q))
+        self.calls = 0
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        return np.tile(self.q, (np.asarray(X).shape[0], 1))
+
+
+# ------------------------------------------------------------------ the pure rule
+
+
+def test_rounds_double_from_first_and_end_at_n() -> None:
+    assert AdaptiveSampling(epsilon=0.01).rounds(16) == (4, 8, 16)
+    assert AdaptiveSampling(epsilon=0.01, first=3).rounds(20) == (3, 6, 12, 20)
+    assert AdaptiveSampling(epsilon=0.01, first=8).rounds(5) == (5,)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"epsilon": 0}, {"epsilon": 1}, {"epsilon": -0.1}, {"epsilon": 0.1, "first": 0}]
+)
+def test_bad_epsilon_or_first_is_refused(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        AdaptiveSampling(**kwargs)
+
+
+def test_bad_n_max_for_rounds_is_refused() -> None:
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape(
+            "AdaptiveSampling.rounds parameter 'n_max' must be an integer >= 1, got 0."
+        ),
+    ):
+        AdaptiveSampling(epsilon=0.01).rounds(0)
+
+
+def test_unanimous_samples_stop_early_and_split_ones_do_not() -> None:
+    decider = Decider(CHOICE)
+    rule = AdaptiveSampling(epsilon=0.01)
+    unanimous = stop_check(decider, [4, 0, 0, 0], 16, rule)
+    split = stop_check(decider, [2, 2, 0, 0], 16, rule)
+    assert unanimous.stop and unanimous.change_probability < 0.01
+    assert not split.stop and split.change_probability > 0.2
+
+
+@pytest.mark.parametrize("counts", COUNTS_GRID)
+def test_stopping_is_monotone_in_epsilon(counts: list[int]) -> None:
+    decider = Decider(CHOICE)
+    stops = [stop_check(decider, counts, 16, AdaptiveSampling(epsilon=e)).stop for e in EPSILONS]
+    assert stops == sorted(stops)  # once it stops at some ε, it stops at every larger ε
+
+
+def test_at_n_it_always_stops() -> None:
+    decider = Decider(CHOICE)
+    check = stop_check(decider, [8, 8, 0, 0], 16, AdaptiveSampling(epsilon=1e-9))
+    assert (check.stop, check.change_probability, check.n_drawn) == (True, 0.0, 16)
+
+
+def test_the_estimate_is_reproducible_and_seeded_by_the_counts() -> None:
+    decider = Decider(CHOICE)
+    first = change_probability(decider, [3, 1, 0, 0], 16)
+    assert change_probability(decider, [3, 1, 0, 0], 16) == first
+    assert 0 < first < 1
+
+
+def test_the_calibrator_is_what_decides() -> None:
+    # A map that ignores its input never lets more samples change the action.
+    calibrator = ConstantCalibrator([0.2, 0.7, 0.1])
+    decider = Decider(CHOICE, calibrator)
+    assert change_probability(decider, [2, 2, 0, 0], 16) == 0.0
+    assert calibrator.calls == 1  # one predict_proba call for all draws
+
+
+def test_a_tool_call_no_sample_carries_out_yet_can_become_executable() -> None:
+    task = tasks.tool_decision()
+    decider = Decider(task, ConstantCalibrator([0.9, 0.05, 0.05]))
+    # Without an executable tool call, MBR takes the next action; a future tool-call
+    # sample makes the call executable and changes the action.
+    blocked = np.array([False, True, True])
+    assert change_probability(decider, [1, 0, 0, 3], 16, executable=blocked) > 0.5
+    assert change_probability(decider, [1, 0, 0, 3], 16) == 0.0
+
+
+def test_outcome_counts_and_bad_input() -> None:
+    assert outcome_counts(CHOICE, ["A", None, "B", "A"]).tolist() == [2, 1, 0, 1]
+    decider = Decider(CHOICE)
+    with pytest.raises(ConfigurationError, match="must hold 4 integer counts >= 0"):
+        change_probability(decider, [1, 2], 16)
+    with pytest.raises(ConfigurationError, match="must be 3 booleans"):
+        change_probability(decider, [1, 0, 0, 0], 16, executable=[True])
+
+
+def test_answer_clusters_are_refused() -> None:
+    task = tasks.answer_or_abstain(answer_clusters="lexical")
+    with pytest.raises(ConfigurationError, match="clusters open answers"):
+        check_adaptive(task, "X")
+
+
+# ------------------------------------------------------------------ the front doors
+
+
+class UnanimousServer(FakeOpenAIServer):
+    """A fake OpenAI server whose every choice is the text ``answer``."""
+
+    def __init__(self, answers: list[str]) -> None:
+        super().__init__()
+        self.answers = answers
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        self.requests.append(body)
+        n = body.get("n", 1)
+        start = sum(r.get("n", 1) for r in self.requests[:-1])
+        return httpx.Response(
+            200,
+            json=completion(
+                [{"content": self.answers[(start + i) % len(self.answers)]} for i in range(n)]
+            ),
+        )
+
+
+def decide(runnable: Any, mode: str) -> Any:
+    if mode == "sync":
+        return runnable.invoke("Capital of France?")
+    return asyncio.run(runnable.ainvoke("Capital of France?"))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_runnable_one_request_per_round_stops_when_samples_agree(mode: str) -> None:
+    server = UnanimousServer(["Paris"])
+    runnable = TaskCalibratedRunnable(
+        server.chat_openai(), CHOICE, n_samples=16, adaptive=0.01, seed=7
+    )
+    decision = decide(runnable, mode)
+    assert [r["n"] for r in server.requests] == [4]
+    assert (decision.action, decision.n_samples, decision.stopped_early) == ("A", 4, True)
+    assert decision.change_probability is not None and decision.change_probability < 0.01
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_runnable_draws_all_n_when_samples_split(mode: str) -> None:
+    server = UnanimousServer(["Paris", "London"])
+    runnable = TaskCalibratedRunnable(
+        server.chat_openai(), CHOICE, n_samples=16, adaptive=0.01, seed=7
+    )
+    decision = decide(runnable, mode)
+    assert [r["n"] for r in server.requests] == [4, 4, 8]
+    assert [r["seed"] for r in server.requests] == [7, 11, 15]  # each round new samples
+    assert (decision.n_samples, decision.stopped_early, decision.change_probability) == (
+        16,
+        False,
+        0.0,
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_runnable_without_n_draws_fewer_calls_when_samples_agree(mode: str) -> None:
+    agree = RecordingChatModel(responses=["Paris"])
+    split = RecordingChatModel(responses=["Paris", "London"])
+    for model, calls in ((agree, 4), (split, 16)):
+        runnable = TaskCalibratedRunnable(model, CHOICE, n_samples=16, adaptive=0.01)
+        decision = decide(runnable, mode)
+        assert len(model.calls) == calls == decision.n_samples
+
+
+def test_runnable_without_adaptive_is_unchanged() -> None:
+    server = UnanimousServer(["Paris"])
+    decision = decide(TaskCalibratedRunnable(server.chat_openai(), CHOICE, n_samples=16), "sync")
+    assert [r["n"] for r in server.requests] == [16]
+    assert (decision.n_samples, decision.stopped_early, decision.change_probability) == (
+        16,
+        False,
+        None,
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_chat_model_takes_the_option(mode: str) -> None:
+    server = UnanimousServer(["Paris"])
+    chat = TaskCalibratedChatModel(
+        server.chat_openai(), CHOICE, adaptive=AdaptiveSampling(epsilon=0.01, first=2)
+    )
+    reply = decide(chat, mode)
+    assert [r["n"] for r in server.requests] == [2, 2]  # 2 of 2 is not settled, 4 of 4 is
+    assert reply.response_metadata["taskcal_decision"]["stopped_early"] is True
+
+
+def test_front_doors_refuse_answer_clusters() -> None:
+    task = tasks.answer_or_abstain(answer_clusters="lexical")
+    with pytest.raises(ConfigurationError, match="clusters open answers"):
+        TaskCalibratedRunnable(RecordingChatModel(responses=["x"]), task, adaptive=0.01)
+    with pytest.raises(ConfigurationError, match="clusters open answers"):
+        TaskCalibrationMiddleware(task=task, adaptive=0.01)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_middleware_stops_early_when_samples_agree(mode: str) -> None:
+    call = AIMessage(
+        content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c"}]
+    )
+    mw = TaskCalibrationMiddleware(
+        task=tasks.tool_decision(), n_samples=16, sampling="handler", adaptive=0.05
+    )
+    agree = CountingHandler([call] * 16)
+    split = CountingHandler(["Which city?", "Sorry, I can't help."] * 8)
+    for handler, n in ((agree, 4), (split, 16)):
+        request = make_request()
+        if mode == "sync":
+            result = mw.wrap_model_call(request, handler)
+        else:
+            result = asyncio.run(mw.awrap_model_call(request, handler.acall))
+        _, record = unwrap(result)
+        assert len(handler.requests) == n == record["n_samples"]
+        assert record["stopped_early"] is (n < 16)
+
+
+def test_middleware_refuses_a_bad_epsilon() -> None:
+    with pytest.raises(
+        ConfigurationError, match="parameter 'adaptive' must be an AdaptiveSampling"
+    ):
+        TaskCalibrationMiddleware(task=tasks.tool_decision(), adaptive=2.0)
+
+
+def test_decision_model_refuses_adaptive_rather_than_ignoring_it() -> None:
+    from taskcal_agents.decision_model import TaskCalibratedDecisionModel
+
+    with pytest.raises(ConfigurationError, match="'adaptive' is not supported yet"):
+        TaskCalibratedDecisionModel(chat_model=RecordingChatModel(responses=["A"]), adaptive=0.01)
