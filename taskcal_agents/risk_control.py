@@ -673,8 +673,13 @@ def calibrate_risk(
             msg = (
                 f"risk limit {str(spec)!r} could not be certified at δ = {delta} on {curve.n} "
                 f"items (empirical risk {float(curve.risk[m - 1]):.4g} at the most lenient "
-                f"threshold {float(lam[-1]):g}); the guard will always downgrade. Use more "
-                "calibration items, a larger α or δ, or better beliefs."
+                f"threshold {float(lam[-1]):g}); the guard will always downgrade"
+                + (
+                    " (to the safe actions, whose own cost is not certified either)"
+                    if spec.kind == "cost"
+                    else ""
+                )
+                + ". Use more calibration items, a larger α or δ, or better beliefs."
             )
             warnings.warn(msg, RiskNotCertifiedWarning, stacklevel=2)
     return RiskControl(

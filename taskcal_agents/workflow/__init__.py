@@ -41,6 +41,7 @@ from taskcal_agents.workflow._evaluate import (
 from taskcal_agents.workflow._fit import (
     ARTEFACT_FORMAT,
     ARTEFACT_FORMAT_VERSION,
+    crossfit_beliefs,
     fit_calibrator,
     fit_risk_control,
     load_artefact,
@@ -107,6 +108,7 @@ __all__ = [
     "action_confidence",
     "build_messages",
     "calibrator_inputs",
+    "crossfit_beliefs",
     "crossfit_calibrated",
     "crossfit_calibrators",
     "crossfit_tce",

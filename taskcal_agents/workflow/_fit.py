@@ -148,6 +148,35 @@ def fit_calibrator(
     return calibrator, metrics
 
 
+def crossfit_beliefs(
+    data: EvalArrays,
+    name: str,
+    *,
+    params: dict[str, Any] | None = None,
+    folds: int = 5,
+    seed: int = 0,
+) -> NDArray[np.float64]:
+    """Cross-fitted calibrated beliefs of every item, as the evaluation computes them.
+
+    Each of *folds* stratified, seeded folds is calibrated by the map *name* fitted on
+    the served rows of the other folds (:func:`crossfit_calibrated`, reading p̂ or the
+    belief features as :func:`calibrator_inputs` says).
+
+    Raises:
+        ConfigurationError: Unknown calibrator, bad *folds*, or a fit that fails.
+    """
+    X, make, _ = calibrator_inputs(data, default_factory(name, **(params or {})))
+    try:
+        return crossfit_calibrated(
+            X, data.y, stratified_folds(data.y, folds, seed), make, fit_mask=data.served
+        )
+    except (ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
+        if isinstance(exc, ConfigurationError):
+            raise
+        msg = f"cannot cross-fit calibrator {name!r}: {exc}"
+        raise ConfigurationError(msg) from exc
+
+
 def fit_risk_control(
     task: Task,
     data: EvalArrays,
@@ -186,16 +215,7 @@ def fit_risk_control(
         ConfigurationError: Invalid spec, δ, folds, or a fit that fails.
     """
     RiskGuard(task, spec)  # check the spec against the task before fitting anything
-    X, make, _ = calibrator_inputs(data, default_factory(name, **(params or {})))
-    try:
-        Q = crossfit_calibrated(
-            X, data.y, stratified_folds(data.y, folds, seed), make, fit_mask=data.served
-        )
-    except (ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
-        if isinstance(exc, ConfigurationError):
-            raise
-        msg = f"cannot cross-fit calibrator {name!r} for the risk control: {exc}"
-        raise ConfigurationError(msg) from exc
+    Q = crossfit_beliefs(data, name, params=params, folds=folds, seed=seed)
     return calibrate_risk(
         task, spec, Q, data.y, delta=delta, actions=runtime_actions(Q, data),
         guardable=data.served, executable=data.executable,
