@@ -95,11 +95,11 @@ def _check_level(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | np.number):
         msg = f"{what} must be a number in (0, 1), got {value!r}."
         raise ConfigurationError(msg)
-    value = float(value)
-    if not 0.0 < value < 1.0:
-        msg = f"{what} must lie strictly between 0 and 1, got {value!r}."
+    level = float(value)
+    if not 0.0 < level < 1.0:
+        msg = f"{what} must lie strictly between 0 and 1, got {level!r}."
         raise ConfigurationError(msg)
-    return value
+    return level
 
 
 # --------------------------------------------------------------------------------------
@@ -247,7 +247,8 @@ class RiskGuard:
     def scores(self, Q: NDArray[np.float64], actions: NDArray[np.intp]) -> NDArray[np.float64]:
         """The score ``s = 1 − Σ_ℓ q(ℓ)·L[ℓ, a]`` of each row's action, (n,)."""
         expected = expected_costs(Q, self.loss, check_input=False)
-        return 1.0 - expected[np.arange(len(actions)), actions]
+        s: NDArray[np.float64] = 1.0 - expected[np.arange(len(actions)), actions]
+        return s
 
     def downgrades(
         self, Q: NDArray[np.float64], executable: NDArray[np.bool_] | None = None
@@ -476,7 +477,8 @@ def hoeffding_bentkus_pvalues(risk: ArrayLike, n: int, alpha: float) -> NDArray[
         h1 = np.where(r > 0, r * np.log(r / alpha), 0.0) + (1 - r) * np.log((1 - r) / (1 - alpha))
     hoeffding = np.exp(-n * h1)
     bentkus = math.e * stats.binom.cdf(np.ceil(np.round(n * r_hat, 9)), n, alpha)
-    return np.minimum(np.minimum(hoeffding, bentkus), 1.0).astype(np.float64)
+    p: NDArray[np.float64] = np.minimum(np.minimum(hoeffding, bentkus), 1.0).astype(np.float64)
+    return p
 
 
 # --------------------------------------------------------------------------------------
@@ -547,7 +549,7 @@ class RiskControl:
                 threshold=threshold,
                 certified=bool(data["certified"]),
                 n=int(data["n"]),
-                n_taken=int(data.get("n_taken", data["n"])),
+                n_taken=int(data["n_taken"] if "n_taken" in data else data["n"]),
                 risk=float(data["risk"]),
                 coverage=float(data["coverage"]),
                 method=str(data["method"]),
