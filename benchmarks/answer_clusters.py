@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from taskcal_agents.answer_clusters import answers_equivalent, entailment_judge
-from taskcal_agents.datasets import CONVERTERS, convert, shared_data_dir
+from taskcal_agents.datasets import CONVERTERS, convert
+from taskcal_agents.datasets._shared_data import shared_data_dir
 from taskcal_agents.errors import DataFileError
 
 PAIRS = Path(__file__).resolve().parents[1] / "tests" / "data" / "answer_pairs" / "pairs.jsonl"

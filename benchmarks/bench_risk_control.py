@@ -45,7 +45,9 @@ from taskcal_agents.risk_control import (
     risk_curve,
 )
 from taskcal_agents.task import Task
-from taskcal_agents.workflow import crossfit_beliefs, load_eval_arrays, runtime_actions
+from taskcal_agents.workflow import load_eval_arrays
+from taskcal_agents.workflow._evaluate import runtime_actions
+from taskcal_agents.workflow._fit import crossfit_beliefs
 
 
 def default_kind(task: Task) -> str:

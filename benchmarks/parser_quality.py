@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from taskcal_agents.parsers import Parser, get_parser, unparsed_reason, with_offered_tools
-from taskcal_agents.workflow import message_from_dict
+from taskcal_agents.workflow._runner import message_from_dict
 
 DEFAULT_SET = (
     Path(__file__).resolve().parents[1] / "tests" / "data" / "parser_quality" / "completions.jsonl"

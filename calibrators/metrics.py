@@ -22,13 +22,10 @@ from calibrators._decision import mbr_actions
 from calibrators._decision_metrics import expected_cost, tce
 from calibrators._reliability import ReliabilityDiagram, reliability_diagram
 from calibrators._scoring import brier, classwise_ece, ece, nll
-from calibrators._validation import check_cost_matrix, check_probabilities
 
 __all__ = [
     "ReliabilityDiagram",
     "brier",
-    "check_cost_matrix",
-    "check_probabilities",
     "classwise_ece",
     "ece",
     "expected_cost",

@@ -15,11 +15,13 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from taskcal_agents.artefact import CalibratorArtefact
     from taskcal_agents.belief import Belief
     from taskcal_agents.chat_model import TaskCalibratedChatModel
     from taskcal_agents.decision import Decider, Decision, decide_from_messages
     from taskcal_agents.decision_model import TaskCalibratedDecisionModel
     from taskcal_agents.middleware import TaskCalibrationMiddleware
+    from taskcal_agents.options import SamplingOptions
     from taskcal_agents.runnable import TaskCalibratedRunnable
     from taskcal_agents.sampling import asample_messages, sample_messages
     from taskcal_agents.task import ParserSpec, Task
@@ -28,9 +30,11 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     "Belief": "taskcal_agents.belief",
+    "CalibratorArtefact": "taskcal_agents.artefact",
     "Decider": "taskcal_agents.decision",
     "Decision": "taskcal_agents.decision",
     "ParserSpec": "taskcal_agents.task",
+    "SamplingOptions": "taskcal_agents.options",
     "Task": "taskcal_agents.task",
     "TaskCalibratedChatModel": "taskcal_agents.chat_model",
     "TaskCalibratedDecisionModel": "taskcal_agents.decision_model",
@@ -43,9 +47,11 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "Belief",
+    "CalibratorArtefact",
     "Decider",
     "Decision",
     "ParserSpec",
+    "SamplingOptions",
     "Task",
     "TaskCalibratedChatModel",
     "TaskCalibratedDecisionModel",

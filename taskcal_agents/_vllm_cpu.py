@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from taskcal_agents._validation import check_int
 from taskcal_agents.errors import ConfigurationError
 
 REQUEST_SEED_REFUSAL = (
@@ -40,12 +41,13 @@ def cpu_environment(kv_cache_gib: int = 1, cpu_threads: int | None = None) -> di
         ConfigurationError: *kv_cache_gib* is not a whole number >= 1, or *cpu_threads* is
             not between 1 and the number of usable CPUs.
     """
-    if isinstance(kv_cache_gib, bool) or not isinstance(kv_cache_gib, int) or kv_cache_gib < 1:
-        msg = (
-            "VLLMServer: kv_cache_gib must be a whole number of GiB >= 1 "
-            f"(VLLM_CPU_KVCACHE_SPACE takes whole GiB only), got {kv_cache_gib!r}."
-        )
-        raise ConfigurationError(msg)
+    check_int(
+        kv_cache_gib,
+        "VLLMServer: kv_cache_gib",
+        minimum=1,
+        kind="a whole number of GiB",
+        note="VLLM_CPU_KVCACHE_SPACE takes whole GiB only",
+    )
     cpus = _available_cpus()
     threads = len(cpus) if cpu_threads is None else cpu_threads
     if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= len(cpus):

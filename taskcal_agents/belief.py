@@ -45,7 +45,7 @@ from numpy.typing import NDArray
 
 from taskcal_agents.errors import ConfigurationError
 
-__all__ = ["DEFAULT_ALPHA", "Belief"]
+__all__ = ["DEFAULT_ALPHA", "Belief", "check_alpha"]
 
 DEFAULT_ALPHA = 0.1
 """Default symmetric Dirichlet smoothing prior α added to each label count."""

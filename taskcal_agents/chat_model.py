@@ -29,7 +29,7 @@ from taskcal_agents.artefact import CalibratorLike
 from taskcal_agents.decision import Decision
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.runnable import TaskCalibratedRunnable, split_retry
-from taskcal_agents.sampling import unwrap_binding
+from taskcal_agents.sampling._chat_models import unwrap_binding
 from taskcal_agents.task import Task
 
 __all__ = ["DECISION_METADATA_KEY", "TaskCalibratedChatModel"]

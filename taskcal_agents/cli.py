@@ -10,6 +10,8 @@ import typer
 
 from taskcal_agents.commands import demo, serving, workflow
 
+__all__ = ["app", "main"]
+
 app = typer.Typer(
     name="taskcal",
     help="Task-calibrated, cost-aware decisions for LLM agents.",

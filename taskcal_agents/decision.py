@@ -49,7 +49,6 @@ __all__ = [
     "Decision",
     "carried_actions",
     "carries_out",
-    "check_calibrator",
     "decide_from_messages",
     "executable_mbr",
     "expected_costs",

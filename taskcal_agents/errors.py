@@ -5,19 +5,16 @@ Hierarchy::
     TaskCalError                      base of everything raised here
     ├── ConfigurationError (ValueError)     bad task / cost matrix / calibrator / option
     │   └── LabelMismatchError               calibrator or data labels differ from the task's
-    ├── UnparseableOutputError (OutputParserException)  a completion g_T cannot map to a label
     ├── DataFileError (ValueError)           a bad line in a dataset, samples or artefact file
     ├── SamplingError (RuntimeError)         the model failed to produce samples
     └── ServerError (RuntimeError)           the vLLM server failed to start, died or answered badly
         └── ServerStartupError               it did not become healthy in time
 
-Every exception inherits the built-in (or LangChain) type that callers already catch, and
+Every exception inherits the built-in type that callers already catch, and
 carries its data as attributes.
 """
 
 from __future__ import annotations
-
-from langchain_core.exceptions import OutputParserException
 
 
 class TaskCalError(Exception):
@@ -40,10 +37,6 @@ class LabelMismatchError(ConfigurationError):
         super().__init__(msg)
         self.expected = list(expected)
         self.got = list(got)
-
-
-class UnparseableOutputError(TaskCalError, OutputParserException):
-    """A completion could not be mapped to a task label by the parser (g_T)."""
 
 
 class DataFileError(TaskCalError, ValueError):
@@ -89,5 +82,4 @@ __all__ = [
     "ServerError",
     "ServerStartupError",
     "TaskCalError",
-    "UnparseableOutputError",
 ]

@@ -52,7 +52,6 @@ from taskcal_agents._validation import check_int, check_number
 from taskcal_agents.answer_clusters import question_of
 from taskcal_agents.artefact import (
     Calibrator,
-    CalibratorArtefact,
     CalibratorLike,
     as_artefact,
     resolve_calibrator,
@@ -72,12 +71,9 @@ if TYPE_CHECKING:
     from langchain_core.runnables import Runnable
 
 __all__ = [
-    "DECISION_METADATA_KEY",
-    "CalibratorArtefact",
     "TaskCalibrationMiddleware",
     "TaskCalibrationState",
     "decision_from_message",
-    "load_calibrator",
 ]
 
 _OMIT_FROM_INPUT = OmitFromSchema(input=True, output=False)
@@ -97,19 +93,6 @@ class TaskCalibrationState(AgentState[ResponseT]):
 
     # The reducer must come last in ``Annotated``: LangGraph reads the last item.
     taskcal_decisions: NotRequired[Annotated[list[dict[str, Any]], _OMIT_FROM_INPUT, operator.add]]
-
-
-def load_calibrator(path: str | os.PathLike[str]) -> CalibratorArtefact:
-    """Read a calibrator artefact written by ``taskcal fit``.
-
-    The same as :meth:`CalibratorArtefact.load
-    <taskcal_agents.artefact.CalibratorArtefact.load>`.
-
-    Raises:
-        DataFileError: If the file cannot be read, is not a calibrator artefact, has
-            another format version, or its calibrator or task cannot be rebuilt.
-    """
-    return CalibratorArtefact.load(path)
 
 
 # ------------------------------------------------------------------------ helpers

@@ -949,8 +949,6 @@ class RatingParser:
 
 # ------------------------------------------------------------------------------- choice
 
-_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
 
 @dataclass(frozen=True)
 class ChoiceParser:

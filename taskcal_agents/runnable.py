@@ -38,20 +38,16 @@ from typing_extensions import override
 
 from taskcal_agents.answer_clusters import question_of
 from taskcal_agents.artefact import CalibratorLike, resolve_calibrator
-from taskcal_agents.decision import Decider, Decision, decide_from_messages
+from taskcal_agents.decision import Decider, Decision
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.options import SamplingOptions
 from taskcal_agents.prompting import with_task_prompt
-from taskcal_agents.sampling import (
-    asample_batch,
-    bound_tool_names,
-    chat_model_of,
-    sample_batch,
-    to_messages,
-)
+from taskcal_agents.sampling import asample_batch, sample_batch
+from taskcal_agents.sampling._chat_models import bound_tool_names, chat_model_of
+from taskcal_agents.sampling._messages import to_messages
 from taskcal_agents.task import Task
 
-__all__ = ["TaskCalibratedRunnable", "decide_from_messages", "split_retry"]
+__all__ = ["TaskCalibratedRunnable", "split_retry"]
 
 
 def _is_control_flow(exc: BaseException) -> bool:

@@ -35,7 +35,7 @@ from taskcal_agents.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.parsers import Parser, get_parser, with_offered_tools
 
-__all__ = ["TASK_FORMAT_VERSION", "AnswerClusterSpec", "ParserSpec", "Task", "minimax_action"]
+__all__ = ["TASK_FORMAT_VERSION", "AnswerClusterSpec", "ParserSpec", "Task"]
 
 TASK_FORMAT_VERSION = 1
 """The ``format_version`` written to and accepted from task files."""

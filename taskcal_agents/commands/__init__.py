@@ -1,0 +1,3 @@
+"""The ``taskcal`` sub-commands, one module per group; :mod:`taskcal_agents.cli` registers them."""
+
+__all__: list[str] = []

@@ -21,6 +21,8 @@ import typer
 from taskcal_agents.errors import TaskCalError
 from taskcal_agents.workflow._demo import DEMO_MODEL, DEMO_PERMUTATIONS, STSB_ITEMS
 
+__all__ = ["demo", "register"]
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -68,7 +70,7 @@ def _server(
 
 
 def _print_part(part: DemoPart, console: Console) -> None:
-    from taskcal_agents.workflow import rich_table, verdict
+    from taskcal_agents.workflow._report import rich_table, verdict
 
     title = f"{part.title}: one-pass logprob belief, {part.evaluation['folds']}-fold cross-fitted"
     console.print(rich_table(part.evaluation, title=title))

@@ -15,6 +15,8 @@ from rich.console import Console
 
 from taskcal_agents.errors import ConfigurationError, ServerError
 
+__all__ = ["model_list", "model_prepare", "register", "serve"]
+
 console = Console(stderr=True)
 
 model_app = typer.Typer(
@@ -32,7 +34,8 @@ CacheDir = Annotated[
 @model_app.command("list")
 def model_list(cache_dir: CacheDir = None) -> None:
     """List the registry: name, GGUF size, upstream licence, whether prepared, folder."""
-    from taskcal_agents.models import DEFAULT_MODEL_NAME, MODELS, model_dir, verify_model_dir
+    from taskcal_agents.models import DEFAULT_MODEL_NAME, MODELS, model_dir
+    from taskcal_agents.models._prepare import verify_model_dir
 
     rows = [("name", "size", "licence", "prepared", "path")]
     for spec in MODELS.values():

@@ -29,6 +29,8 @@ import typer
 from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
 from taskcal_agents.errors import ConfigurationError, TaskCalError
 
+__all__ = ["data_check", "data_convert", "evaluate", "fit", "register", "report", "sample"]
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -245,7 +247,8 @@ def sample(
     )
 
     from taskcal_agents.datasets import read_dataset
-    from taskcal_agents.workflow import SampleSettings, SamplesStore, run_sampling, sample_header
+    from taskcal_agents.workflow._runner import SampleSettings, run_sampling, sample_header
+    from taskcal_agents.workflow._store import SamplesStore
 
     console, err = _consoles()
     base_url, model = server_from_env(base_url, model)
@@ -389,14 +392,10 @@ def fit(
 
     from rich.table import Table
 
+    from taskcal_agents._jsonfile import write_json
     from taskcal_agents.risk_control import RiskGuard, RiskNotCertifiedWarning
-    from taskcal_agents.workflow import (
-        fit_calibrator,
-        fit_risk_control,
-        load_eval_arrays,
-        make_artefact,
-        write_json,
-    )
+    from taskcal_agents.workflow._data import load_eval_arrays
+    from taskcal_agents.workflow._fit import fit_calibrator, fit_risk_control, make_artefact
 
     console, err = _consoles()
     risk = None
@@ -534,15 +533,10 @@ def evaluate(
     """Compare decoders (constant, greedy, majority, MBR raw/calibrated) with cross-fitting."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from taskcal_agents.workflow import (
-        evaluate_arrays,
-        evaluation_to_dict,
-        load_eval_arrays,
-        rich_table,
-        task_summary,
-        verdict,
-        write_json,
-    )
+    from taskcal_agents._jsonfile import write_json
+    from taskcal_agents.workflow._data import load_eval_arrays, task_summary
+    from taskcal_agents.workflow._evaluate import evaluate_arrays, evaluation_to_dict
+    from taskcal_agents.workflow._report import rich_table, verdict
 
     console, err = _consoles()
     names = _split_names(calibrators)
@@ -635,7 +629,7 @@ def report(
     out_dir: Annotated[Path, typer.Option(help="Folder for the figures and summary.md.")],
 ) -> None:
     """Reliability diagrams, a cost-by-decoder figure and a markdown summary."""
-    from taskcal_agents.workflow import load_evaluation, write_report
+    from taskcal_agents.workflow._report import load_evaluation, write_report
 
     console, err = _consoles()
     try:

@@ -25,7 +25,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from taskcal_agents.errors import DataFileError
 
-FORMAT_NAME = "taskcal.dataset"
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 
 

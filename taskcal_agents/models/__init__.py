@@ -10,18 +10,14 @@ from __future__ import annotations
 
 from taskcal_agents.models._prepare import (
     ModelPreparationError,
-    default_cache_dir,
-    default_model_dir,
     model_dir,
     prepare_default_model,
     prepare_model,
-    verify_model_dir,
 )
 from taskcal_agents.models._registry import (
     DEFAULT_MODEL_NAME,
     MODELS,
     ModelSpec,
-    WheelPart,
     get_model_spec,
 )
 
@@ -30,12 +26,8 @@ __all__ = [
     "MODELS",
     "ModelPreparationError",
     "ModelSpec",
-    "WheelPart",
-    "default_cache_dir",
-    "default_model_dir",
     "get_model_spec",
     "model_dir",
     "prepare_default_model",
     "prepare_model",
-    "verify_model_dir",
 ]

@@ -21,12 +21,8 @@ from taskcal_agents.sampling._chat_models import (
     ChatModelSampler,
     asample_batch,
     asample_messages,
-    bound_tool_names,
-    chat_model_of,
     sample_batch,
     sample_messages,
-    supports_n,
-    unwrap_binding,
 )
 from taskcal_agents.sampling._messages import to_messages, to_openai_messages
 from taskcal_agents.sampling._protocol import SampleParams, Sampler
@@ -51,12 +47,8 @@ __all__ = [
     "Sampler",
     "asample_batch",
     "asample_messages",
-    "bound_tool_names",
-    "chat_model_of",
     "sample_batch",
     "sample_messages",
-    "supports_n",
     "to_messages",
     "to_openai_messages",
-    "unwrap_binding",
 ]

@@ -40,6 +40,7 @@ from langchain_core.runnables.config import (
 from langchain_core.runnables.utils import gather_with_concurrency
 from pydantic import ValidationError
 
+from taskcal_agents._validation import check_int
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.sampling._choices import malformed_message
 from taskcal_agents.sampling._drive import adrive, drive
@@ -272,9 +273,7 @@ def _plan(
     use_n: bool | None = None,
     **kwargs: Any,
 ) -> _Plan:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        msg = f"sample_messages parameter 'n' must be an integer >= 1, got {n!r}."
-        raise ConfigurationError(msg)
+    check_int(n, "sample_messages parameter 'n'", minimum=1, kind="an integer")
     if isinstance(config, Sequence) and not isinstance(config, dict):
         configs = [ensure_config(c) for c in config]
     else:

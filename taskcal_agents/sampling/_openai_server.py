@@ -35,6 +35,7 @@ import openai
 from langchain_core.messages import AIMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from taskcal_agents._validation import check_int
 from taskcal_agents._vllm_cpu import refuse_request_seed
 from taskcal_agents.constraints import LEGACY_GUIDED_FIELDS, check_structured_outputs
 from taskcal_agents.endpoint import Endpoint
@@ -71,9 +72,7 @@ def build_request(
     Raises:
         ConfigurationError: An argument is out of range or a constraint is malformed.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        msg = f"OpenAISampler.sample: n must be an int >= 1, got {n!r}."
-        raise ConfigurationError(msg)
+    check_int(n, "OpenAISampler.sample: n", minimum=1)
     if temperature is not None and not temperature >= 0:
         msg = f"OpenAISampler.sample: temperature must be >= 0, got {temperature!r}."
         raise ConfigurationError(msg)

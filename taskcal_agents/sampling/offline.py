@@ -27,6 +27,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from taskcal_agents._validation import check_int
 from taskcal_agents.constraints import check_structured_outputs
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.sampling._choices import choice_message
@@ -195,9 +196,7 @@ class OfflineSampler:
             ConfigurationError: Bad arguments or vLLM missing.
             SamplingError: vLLM failed or returned too few completions.
         """
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            msg = f"OfflineSampler.sample_batch: n must be an int >= 1, got {n!r}."
-            raise ConfigurationError(msg)
+        check_int(n, "OfflineSampler.sample_batch: n", minimum=1)
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from taskcal_agents.serving._connect import connect
 from taskcal_agents.serving._external import ExternalServer
-from taskcal_agents.serving._launch import LaunchSpec, find_free_port
-from taskcal_agents.serving._probe import wait_for_server
+from taskcal_agents.serving._launch import LaunchSpec
 from taskcal_agents.serving._process import VLLMServer
 
 __all__ = [
@@ -19,6 +18,4 @@ __all__ = [
     "LaunchSpec",
     "VLLMServer",
     "connect",
-    "find_free_port",
-    "wait_for_server",
 ]

@@ -4,152 +4,84 @@
 ``_data``: samples → arrays; ``_evaluate``: cross-fitted decoder comparison on arrays;
 ``_fit``: the calibrator artefact; ``_selective``: risk–coverage curves and AURC;
 ``_report``: tables, figures and a markdown summary.
+
+Public names are imported lazily, so that importing the command line does not import
+LangChain through this package.
 """
 
 from __future__ import annotations
 
-from taskcal_agents.workflow._data import (
-    eval_arrays,
-    load_eval_arrays,
-    record_clusters,
-    resolve_task,
-    task_summary,
-)
-from taskcal_agents.workflow._evaluate import (
-    DEFAULT_CALIBRATORS,
-    EVALUATION_FORMAT,
-    EVALUATION_FORMAT_VERSION,
-    WORKFLOW_CALIBRATOR_PARAMS,
-    EvalArrays,
-    Evaluation,
-    PermutationTest,
-    calibrator_inputs,
-    crossfit_calibrated,
-    crossfit_calibrators,
-    crossfit_tce,
-    evaluate_arrays,
-    evaluation_to_dict,
-    in_fold_prior,
-    mbr,
-    paired_difference,
-    parse_calibrator_spec,
-    permutation_test,
-    runtime_actions,
-    score_actions,
-    stratified_folds,
-)
-from taskcal_agents.workflow._fit import (
-    ARTEFACT_FORMAT,
-    ARTEFACT_FORMAT_VERSION,
-    crossfit_beliefs,
-    fit_calibrator,
-    fit_risk_control,
-    load_artefact,
-    make_artefact,
-    write_json,
-)
-from taskcal_agents.workflow._report import (
-    load_evaluation,
-    markdown_summary,
-    markdown_table,
-    plot_costs,
-    plot_reliability,
-    plot_risk_coverage,
-    rich_table,
-    selective_section,
-    verdict,
-    write_report,
-)
-from taskcal_agents.workflow._runner import (
-    Sampler,
-    SampleSettings,
-    SamplingReport,
-    build_messages,
-    grade_item,
-    grading,
-    message_from_dict,
-    message_to_dict,
-    run_sampling,
-    sample_header,
-    sample_item,
-)
-from taskcal_agents.workflow._selective import (
-    RiskCoverage,
-    action_confidence,
-    risk_coverage,
-    selective_summary,
-)
-from taskcal_agents.workflow._store import (
-    SAMPLES_FORMAT,
-    SAMPLES_FORMAT_VERSION,
-    SamplesFile,
-    SamplesStore,
-    read_samples,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from taskcal_agents.workflow._data import eval_arrays, load_eval_arrays
+    from taskcal_agents.workflow._evaluate import (
+        EvalArrays,
+        Evaluation,
+        evaluate_arrays,
+        evaluation_to_dict,
+    )
+    from taskcal_agents.workflow._fit import fit_calibrator
+    from taskcal_agents.workflow._report import load_evaluation, write_report
+    from taskcal_agents.workflow._runner import (
+        SampleSettings,
+        SamplingReport,
+        run_sampling,
+        sample_header,
+    )
+    from taskcal_agents.workflow._selective import RiskCoverage, risk_coverage
+    from taskcal_agents.workflow._store import SamplesFile, SamplesStore, read_samples
+
+_EXPORTS: dict[str, str] = {
+    "EvalArrays": "taskcal_agents.workflow._evaluate",
+    "Evaluation": "taskcal_agents.workflow._evaluate",
+    "RiskCoverage": "taskcal_agents.workflow._selective",
+    "SampleSettings": "taskcal_agents.workflow._runner",
+    "SamplesFile": "taskcal_agents.workflow._store",
+    "SamplesStore": "taskcal_agents.workflow._store",
+    "SamplingReport": "taskcal_agents.workflow._runner",
+    "eval_arrays": "taskcal_agents.workflow._data",
+    "evaluate_arrays": "taskcal_agents.workflow._evaluate",
+    "evaluation_to_dict": "taskcal_agents.workflow._evaluate",
+    "fit_calibrator": "taskcal_agents.workflow._fit",
+    "load_eval_arrays": "taskcal_agents.workflow._data",
+    "load_evaluation": "taskcal_agents.workflow._report",
+    "read_samples": "taskcal_agents.workflow._store",
+    "risk_coverage": "taskcal_agents.workflow._selective",
+    "run_sampling": "taskcal_agents.workflow._runner",
+    "sample_header": "taskcal_agents.workflow._runner",
+    "write_report": "taskcal_agents.workflow._report",
+}
 
 __all__ = [
-    "ARTEFACT_FORMAT",
-    "ARTEFACT_FORMAT_VERSION",
-    "DEFAULT_CALIBRATORS",
-    "EVALUATION_FORMAT",
-    "EVALUATION_FORMAT_VERSION",
-    "SAMPLES_FORMAT",
-    "SAMPLES_FORMAT_VERSION",
-    "WORKFLOW_CALIBRATOR_PARAMS",
     "EvalArrays",
     "Evaluation",
-    "PermutationTest",
     "RiskCoverage",
     "SampleSettings",
-    "Sampler",
     "SamplesFile",
     "SamplesStore",
     "SamplingReport",
-    "action_confidence",
-    "build_messages",
-    "calibrator_inputs",
-    "crossfit_beliefs",
-    "crossfit_calibrated",
-    "crossfit_calibrators",
-    "crossfit_tce",
     "eval_arrays",
     "evaluate_arrays",
     "evaluation_to_dict",
     "fit_calibrator",
-    "fit_risk_control",
-    "grade_item",
-    "grading",
-    "in_fold_prior",
-    "load_artefact",
     "load_eval_arrays",
     "load_evaluation",
-    "make_artefact",
-    "markdown_summary",
-    "markdown_table",
-    "mbr",
-    "message_from_dict",
-    "message_to_dict",
-    "paired_difference",
-    "parse_calibrator_spec",
-    "permutation_test",
-    "plot_costs",
-    "plot_reliability",
-    "plot_risk_coverage",
     "read_samples",
-    "record_clusters",
-    "resolve_task",
-    "rich_table",
     "risk_coverage",
     "run_sampling",
-    "runtime_actions",
     "sample_header",
-    "sample_item",
-    "score_actions",
-    "selective_section",
-    "selective_summary",
-    "stratified_folds",
-    "task_summary",
-    "verdict",
-    "write_json",
     "write_report",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    msg = f"module 'taskcal_agents.workflow' has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -22,7 +22,7 @@ from taskcal_agents.decision import carried_actions
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
 from taskcal_agents.task import Task
 from taskcal_agents.workflow._evaluate import EvalArrays
-from taskcal_agents.workflow._runner import grading, message_from_dict, safe_parse
+from taskcal_agents.workflow._runner import grading, message_from_dict
 from taskcal_agents.workflow._store import SamplesFile, read_samples
 
 
@@ -171,9 +171,9 @@ def eval_arrays(
         # The item's offered tools when the record has them (older records: any tool).
         offered = record.get("tool_names")
         if reparse:
-            labels = [safe_parse(task, m, tool_names=offered) for m in messages]
+            labels = [task.parse_completion(m, tool_names=offered) for m in messages]
             g = record.get("greedy")
-            g_label = safe_parse(task, message_from_dict(g), tool_names=offered) if g else None
+            g_label = task.parse_completion(message_from_dict(g), tool_names=offered) if g else None
         else:
             labels = list(record.get("labels") or [])
             g_label = record.get("greedy_label")

@@ -31,13 +31,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from taskcal_agents.datasets import DatasetItem, read_dataset
-from taskcal_agents.decision import Decision
-from taskcal_agents.task import Task
-from taskcal_agents.tasks import tool_decision
-
 if TYPE_CHECKING:
-    from taskcal_agents.workflow import SampleSettings
+    from taskcal_agents.datasets import DatasetItem
+    from taskcal_agents.decision import Decision
+    from taskcal_agents.task import Task
+    from taskcal_agents.workflow._runner import SampleSettings
 
 __all__ = [
     "DEMO_CHOICES",
@@ -109,6 +107,8 @@ def demo_task() -> Task:
     completion, so no action needs a sample to be carried out (``sampled_actions`` is
     empty): a ``tool_call`` decision tells the agent to make the call next.
     """
+    from taskcal_agents.tasks import tool_decision
+
     return tool_decision(
         cost=DEMO_COST,
         name="demo_tool_use",
@@ -120,6 +120,8 @@ def demo_task() -> Task:
 
 def demo_items() -> list[DatasetItem]:
     """The 36 built-in requests (12 per label), with their tools and true labels."""
+    from taskcal_agents.datasets import read_dataset
+
     source = resources.files("taskcal_agents") / "data" / "demo_tool_requests.jsonl"
     with resources.as_file(source) as path:
         return read_dataset(path, labels=demo_task().labels)
@@ -139,7 +141,8 @@ def stsb_items(count: int = STSB_ITEMS, *, seed: int = STSB_SEED) -> list[Datase
         DataFileError: The shared data folder has no ``stsb/sts-dev.csv``.
         ConfigurationError: *count* is below 1.
     """
-    from taskcal_agents.datasets import CONVERTERS, SHARED_DATA_ENV, convert, shared_data_dir
+    from taskcal_agents.datasets import CONVERTERS, SHARED_DATA_ENV, convert
+    from taskcal_agents.datasets._shared_data import shared_data_dir
     from taskcal_agents.errors import DataFileError
 
     source = shared_data_dir() / CONVERTERS["stsb"].default_source
@@ -316,7 +319,8 @@ def _sample_part(
         SamplingError: Some item failed or the run was interrupted (a rerun resumes).
     """
     from taskcal_agents.errors import SamplingError
-    from taskcal_agents.workflow import SamplesStore, run_sampling, sample_header
+    from taskcal_agents.workflow._runner import run_sampling, sample_header
+    from taskcal_agents.workflow._store import SamplesStore
 
     with SamplesStore.open(path, sample_header(task, settings, dataset)) as store:
         done = sum(item.id in store.done for item in items)
@@ -363,17 +367,15 @@ def _evaluate_part(
 
     The one-pass belief draws no greedy completion, so the evaluation has no ``greedy`` row.
     """
+    from taskcal_agents._jsonfile import write_json
     from taskcal_agents.belief import DEFAULT_ALPHA
-    from taskcal_agents.workflow import (
+    from taskcal_agents.workflow._data import eval_arrays, resolve_task, task_summary
+    from taskcal_agents.workflow._evaluate import (
         DEFAULT_CALIBRATORS,
-        eval_arrays,
         evaluate_arrays,
         evaluation_to_dict,
-        read_samples,
-        resolve_task,
-        task_summary,
-        write_json,
     )
+    from taskcal_agents.workflow._store import read_samples
 
     samples = read_samples(path)
     task = resolve_task(samples, task)
@@ -431,13 +433,10 @@ def _decide(
     from taskcal_agents.decision import Decider
     from taskcal_agents.parsers import tool_names_of
     from taskcal_agents.sampling.logprob import logprob_belief
-    from taskcal_agents.workflow import (
-        build_messages,
-        calibrator_inputs,
-        eval_arrays,
-        read_samples,
-    )
-    from taskcal_agents.workflow._evaluate import default_factory
+    from taskcal_agents.workflow._data import eval_arrays
+    from taskcal_agents.workflow._evaluate import calibrator_inputs, default_factory
+    from taskcal_agents.workflow._runner import build_messages
+    from taskcal_agents.workflow._store import read_samples
 
     data = eval_arrays(task, read_samples(path), ids=sorted(item.id for item in items))
     X, make, _ = calibrator_inputs(data, default_factory("dirichlet"))
@@ -504,7 +503,8 @@ def run_demo(
     Raises:
         SamplingError, ServerError: Sampling failed (a rerun resumes).
     """
-    from taskcal_agents.workflow import SampleSettings, write_json
+    from taskcal_agents._jsonfile import write_json
+    from taskcal_agents.workflow._runner import SampleSettings
 
     timer = timer or StepTimer()
 

@@ -241,11 +241,6 @@ def stratified_folds(y: NDArray[np.intp], n_folds: int, seed: int) -> NDArray[np
     return folds
 
 
-mbr = mbr_actions
-"""MBR actions: argmin_a Σ_ℓ Q[i, ℓ] C[ℓ, a] per row (ties → first action); the decision
-kernel's :func:`calibrators.mbr_actions`."""
-
-
 def runtime_actions(Q: NDArray[np.float64], data: EvalArrays) -> NDArray[np.intp]:
     """The actions the runtime takes on beliefs *Q*.
 
@@ -597,7 +592,7 @@ def _gap(
     """
     folds = stratified_folds(y, n_folds, seed)
     k = len(data.labels)
-    const = mbr(in_fold_prior(y, folds, k), data.cost)
+    const = mbr_actions(in_fold_prior(y, folds, k), data.cost)
     Q = crossfit_calibrated(P, y, folds, make, fit_mask=data.served)
     cal = runtime_actions(Q, data)
     diff = data.cost[y, const] - data.cost[y, cal]
@@ -810,7 +805,7 @@ def evaluate_arrays(
 
     prior = in_fold_prior(data.y, folds, k)
     probs["constant"] = prior
-    add("constant", mbr(prior, data.cost), prior)
+    add("constant", mbr_actions(prior, data.cost), prior)
     l2a = data.label_to_action()
     if l2a is not None:
         if data.has_greedy:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage
 
+from taskcal_agents._validation import check_int
 from taskcal_agents.answer_clusters import (
     AnswerClusters,
     cluster_samples,
@@ -38,8 +39,10 @@ from taskcal_agents.answer_clusters import (
     entailment_judge,
     question_of,
 )
-from taskcal_agents.datasets import DatasetItem, grade_answer, normalize_answer
-from taskcal_agents.errors import ConfigurationError, SamplingError, UnparseableOutputError
+from taskcal_agents.datasets import DatasetItem
+from taskcal_agents.datasets.grading import grade_answer, normalize_answer
+from taskcal_agents.errors import ConfigurationError, SamplingError
+from taskcal_agents.options import DEFAULT_N_SAMPLES
 from taskcal_agents.parsers import UNPARSED_REASONS, tool_names_of, unparsed_reason
 from taskcal_agents.prompting import with_task_prompt
 from taskcal_agents.sampling import Sampler
@@ -53,7 +56,7 @@ if TYPE_CHECKING:
 class SampleSettings:
     """How each item is sampled (stored in the samples file's header)."""
 
-    n: int = 16
+    n: int = DEFAULT_N_SAMPLES
     """Completions per item at ``temperature``."""
     temperature: float = 1.0
     """Sampling temperature of the N completions."""
@@ -75,9 +78,7 @@ class SampleSettings:
     label order (default: the labels themselves). The task's prompt should ask for them."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.n, int) or self.n < 1:
-            msg = f"SampleSettings parameter 'n' must be an integer >= 1, got {self.n!r}."
-            raise ConfigurationError(msg)
+        check_int(self.n, "SampleSettings parameter 'n'", minimum=1, kind="an integer")
         if not self.temperature >= 0:
             msg = (
                 "SampleSettings parameter 'temperature' must be >= 0, got "
@@ -166,19 +167,6 @@ def offered_tool_names(item: DatasetItem) -> tuple[str, ...]:
     return tool_names_of(item.tools)
 
 
-def safe_parse(
-    task: Task, message: AIMessage, *, tool_names: Sequence[str] | None = None
-) -> str | None:
-    """The task label of *message* before the unparsed policy (``None`` if unparsed).
-
-    *tool_names* are the tools offered to the call (see :meth:`Task.parse_completion`).
-    """
-    try:
-        return task.parse_completion(message, tool_names=tool_names)
-    except UnparseableOutputError:
-        return None
-
-
 def is_length_cut(data: Mapping[str, Any]) -> bool:
     """Whether a stored completion (:func:`message_to_dict`) ended on the length limit."""
     return data.get("finish_reason") == "length"
@@ -245,7 +233,7 @@ def grade_item(
     answer_label, _ = task.answer_abstain_labels()
     answer: str | None = None
     source: str | None = None
-    if greedy is not None and safe_parse(task, greedy) == answer_label:
+    if greedy is not None and task.parse_completion(greedy) == answer_label:
         answer, source = _text(greedy), "greedy"
     else:
         answers = [_text(m) for m, lab in zip(samples, labels, strict=True) if lab == answer_label]
@@ -278,7 +266,7 @@ def sample_item(
 
     The samples are parsed with the item's offered tools (a call to any other tool is
     unparsed); the record keeps their names in ``tool_names`` (pass them to
-    :func:`safe_parse` when re-parsing) and counts why samples were unparsed in
+    :meth:`Task.parse_completion` when re-parsing) and counts why samples were unparsed in
     ``unparsed_reasons`` (``{"length": 5, "unoffered_tool": 2}``, see
     :func:`~taskcal_agents.parsers.unparsed_reason`).
 
@@ -323,7 +311,7 @@ def sample_item(
         msg = f"sampling item {item.id!r}: asked for n={settings.n}, got {len(samples)} samples."
         raise SamplingError(msg)
     names = offered_tool_names(item)
-    labels = [safe_parse(task, m, tool_names=names) for m in samples]
+    labels = [task.parse_completion(m, tool_names=names) for m in samples]
     spec = task.answer_clusters
     clusters: AnswerClusters | None = None
     question: str | None = None
@@ -350,7 +338,9 @@ def sample_item(
         "id": item.id,
         "label": item.label,
         "labels": labels,
-        "greedy_label": safe_parse(task, greedy, tool_names=names) if greedy is not None else None,
+        "greedy_label": task.parse_completion(greedy, tool_names=names)
+        if greedy is not None
+        else None,
         "unparsed_reasons": {r: reasons[r] for r in UNPARSED_REASONS if reasons[r]},
         "tool_names": list(names),
         "samples": [message_to_dict(m) for m in samples],
@@ -490,9 +480,7 @@ def run_sampling(
     Raises:
         ConfigurationError: *concurrency* < 1, or bad item labels (see :func:`check_items`).
     """
-    if concurrency < 1:
-        msg = f"concurrency must be an integer >= 1, got {concurrency!r}."
-        raise ConfigurationError(msg)
+    check_int(concurrency, "concurrency", minimum=1, kind="an integer")
     check_items(task, items)
     check_settings(task, settings)
     todo = [item for item in items if item.id not in store.done]

@@ -22,7 +22,7 @@ import fcntl
 import json
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -291,12 +291,3 @@ class SamplesStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def records_in_order(
-    samples: SamplesFile, ids: Sequence[str] | None = None
-) -> list[dict[str, Any]]:
-    """The records of *samples*, in file order or in the order of *ids* (missing ones skipped)."""
-    if ids is None:
-        return list(samples.records.values())
-    return [samples.records[i] for i in ids if i in samples.records]

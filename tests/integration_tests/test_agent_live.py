@@ -19,12 +19,9 @@ from langchain_core.decisions import Choice
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
+from taskcal_agents.chat_model import DECISION_METADATA_KEY
 from taskcal_agents.decision_model import TaskCalibratedDecisionModel
-from taskcal_agents.middleware import (
-    DECISION_METADATA_KEY,
-    TaskCalibrationMiddleware,
-    decision_from_message,
-)
+from taskcal_agents.middleware import TaskCalibrationMiddleware, decision_from_message
 from taskcal_agents.tasks import tool_decision
 
 pytestmark = pytest.mark.integration

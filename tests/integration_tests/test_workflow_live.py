@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from taskcal_agents import tasks
 from taskcal_agents.cli import app
-from taskcal_agents.workflow import load_artefact, read_samples
+from taskcal_agents.workflow import read_samples
+from taskcal_agents.workflow._fit import load_artefact
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WHEN2CALL_COST = [[0.0, 1.0, 2.0], [4.0, 0.0, 2.0], [4.0, 1.0, 0.0]]

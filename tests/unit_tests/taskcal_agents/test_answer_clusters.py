@@ -22,7 +22,8 @@ from taskcal_agents.answer_clusters import (
     cluster_answers,
     entailment_judge,
 )
-from taskcal_agents.datasets import CONVERTERS, shared_data_dir
+from taskcal_agents.datasets import CONVERTERS
+from taskcal_agents.datasets._shared_data import shared_data_dir
 from taskcal_agents.errors import ConfigurationError, DataFileError, SamplingError
 from taskcal_agents.sampling import OpenAISampler
 

@@ -15,6 +15,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
 from calibrators import TemperatureScaling
 from taskcal_agents import tasks
+from taskcal_agents._jsonfile import write_json
 from taskcal_agents.artefact import (
     ARTEFACT_FORMAT_VERSION,
     Calibrator,
@@ -29,7 +30,7 @@ from taskcal_agents.middleware import TaskCalibrationMiddleware
 from taskcal_agents.options import DEFAULT_N_SAMPLES
 from taskcal_agents.runnable import TaskCalibratedRunnable
 from taskcal_agents.task import Task
-from taskcal_agents.workflow import load_artefact, make_artefact, write_json
+from taskcal_agents.workflow._fit import load_artefact, make_artefact
 
 TASK = tasks.tool_decision()
 LABELS = list(TASK.labels)

@@ -145,9 +145,9 @@ def test_sample_fit_evaluate_report(
     assert data["calibrator"]["state"]["n_features_in_"] == 4
     assert "reads the unparsed share" in " ".join(result.output.split())
     # the middleware's loader reads the same artefact
-    from taskcal_agents.middleware import load_calibrator
+    from taskcal_agents.artefact import CalibratorArtefact
 
-    loaded = load_calibrator(artefact)
+    loaded = CalibratorArtefact.load(artefact)
     assert (loaded.task_name, loaded.labels, loaded.alpha) == ("when2call", data["labels"], 0.1)
 
     evaluation = tmp_path / "eval.json"

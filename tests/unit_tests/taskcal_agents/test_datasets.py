@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 
 import taskcal_agents.datasets as ds
-from taskcal_agents.datasets import (
-    DatasetItem,
-    convert,
-    grade_answer,
-    normalize_answer,
-    read_dataset,
+from taskcal_agents.datasets import DatasetItem, convert, read_dataset, write_dataset
+from taskcal_agents.datasets._shared_data import (
+    MMLU_LABELS,
+    STSB_LABELS,
+    WHEN2CALL_LABELS,
     round_half_up,
     select_items,
-    token_f1,
-    write_dataset,
+    shared_data_dir,
 )
+from taskcal_agents.datasets._tasks import WHEN2CALL_COST
+from taskcal_agents.datasets.grading import grade_answer, normalize_answer, token_f1
 from taskcal_agents.errors import ConfigurationError, DataFileError
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -207,9 +207,9 @@ def test_convert_unknown_name_and_option(tmp_path: Path) -> None:
 
 def test_shared_data_dir_env_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("TASKCAL_SHARED_DATA", str(tmp_path))
-    assert ds.shared_data_dir() == tmp_path
+    assert shared_data_dir() == tmp_path
     monkeypatch.delenv("TASKCAL_SHARED_DATA")
-    assert ds.shared_data_dir() == REPO_ROOT.parent / "shared" / "data"
+    assert shared_data_dir() == REPO_ROOT.parent / "shared" / "data"
 
 
 # --------------------------------------------------------------------------------------
@@ -372,10 +372,10 @@ def test_mmlu_and_stsb_real(shared_data: Path) -> None:
     assert len(convert("mmlu", shared_data / "mmlu", split="dev")) == 285
     val = convert("mmlu", shared_data / "mmlu", split="val")
     assert len(val) == 1531
-    assert {i.label for i in val} == set(ds.MMLU_LABELS)
+    assert {i.label for i in val} == set(MMLU_LABELS)
     stsb = convert("stsb", shared_data / "stsb/sts-dev.csv")
     assert len(stsb) == 1000
-    assert {i.label for i in stsb} == set(ds.STSB_LABELS)
+    assert {i.label for i in stsb} == set(STSB_LABELS)
     assert len({i.id for i in stsb}) == 1000
 
 
@@ -426,15 +426,15 @@ def test_grade_answer(prediction: str, references: list[str], expected: bool) ->
 
 def test_default_tasks(tmp_path: Path) -> None:
     when2call = ds.default_task("when2call")
-    assert when2call.labels == list(ds.WHEN2CALL_LABELS)
-    assert when2call.cost_matrix().tolist() == [list(r) for r in ds.WHEN2CALL_COST]
+    assert when2call.labels == list(WHEN2CALL_LABELS)
+    assert when2call.cost_matrix().tolist() == [list(r) for r in WHEN2CALL_COST]
     assert when2call.default_action == "request_for_info"
     assert when2call.unparsed == "other"
     qa = ds.default_task("nq-open")
     assert (qa.name, qa.labels) == ("nq-open", ["answer", "abstain"])
     assert qa.cost_matrix()[1, 0] > qa.cost_matrix()[0, 1]  # wrong answer > abstaining
     mmlu = ds.default_task("mmlu")
-    assert mmlu.labels == list(ds.MMLU_LABELS)
+    assert mmlu.labels == list(MMLU_LABELS)
     from langchain_core.messages import AIMessage
 
     assert mmlu.parse_completion(AIMessage(content="The answer is C.")) == "C"
@@ -453,8 +453,8 @@ def test_default_tasks(tmp_path: Path) -> None:
 
 def test_mmlu_task_with_an_abstain_action() -> None:
     task = ds.default_task("mmlu", abstain_cost=0.3)
-    assert task.labels == list(ds.MMLU_LABELS)
-    assert task.action_list == [*ds.MMLU_LABELS, "abstain"]
+    assert task.labels == list(MMLU_LABELS)
+    assert task.action_list == [*MMLU_LABELS, "abstain"]
     assert task.cost_matrix()[:, 4].tolist() == [0.3] * 4
     assert task.cost_matrix()[0, :4].tolist() == [0.0, 1.0, 1.0, 1.0]
     assert task.abstain_action == task.fallback_action == "abstain"

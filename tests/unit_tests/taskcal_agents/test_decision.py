@@ -12,12 +12,12 @@ from hypothesis.extra.numpy import arrays
 from langchain_core.messages import AIMessage
 
 from taskcal_agents import tasks
+from taskcal_agents.artefact import check_calibrator
 from taskcal_agents.belief import Belief
 from taskcal_agents.decision import (
     Decider,
     Decision,
     carried_actions,
-    check_calibrator,
     decide_from_messages,
     executable_mbr,
     expected_costs,

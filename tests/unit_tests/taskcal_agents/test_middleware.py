@@ -26,16 +26,14 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from calibrators import TemperatureScaling
+from taskcal_agents._jsonfile import write_json
+from taskcal_agents.artefact import CalibratorArtefact
+from taskcal_agents.chat_model import DECISION_METADATA_KEY
 from taskcal_agents.decision import Decision
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
-from taskcal_agents.middleware import (
-    DECISION_METADATA_KEY,
-    TaskCalibrationMiddleware,
-    decision_from_message,
-    load_calibrator,
-)
+from taskcal_agents.middleware import TaskCalibrationMiddleware, decision_from_message
 from taskcal_agents.tasks import tool_decision
-from taskcal_agents.workflow import make_artefact, write_json
+from taskcal_agents.workflow._fit import make_artefact
 
 # --------------------------------------------------------------------------- fakes
 
@@ -498,8 +496,8 @@ def test_task_may_come_from_the_artefact(tmp_path: Path) -> None:
         task_spec=task.model_dump(mode="json"),
     )
     assert TaskCalibrationMiddleware(calibrator=artefact).task == task
-    assert load_calibrator(artefact).task_name == "weather"
-    assert load_calibrator(artefact).alpha == 0.1
+    assert CalibratorArtefact.load(artefact).task_name == "weather"
+    assert CalibratorArtefact.load(artefact).alpha == 0.1
 
 
 def test_artefact_label_mismatch_is_rejected(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from taskcal_agents.parsers import extract_tool_calls, get_parser, with_offered_tools
-from taskcal_agents.workflow import message_from_dict
+from taskcal_agents.workflow._runner import message_from_dict
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SET = REPO_ROOT / "tests" / "data" / "parser_quality" / "completions.jsonl"

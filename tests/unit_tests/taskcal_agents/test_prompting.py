@@ -29,7 +29,8 @@ from taskcal_agents.prompting import (
     with_task_prompt,
 )
 from taskcal_agents.runnable import TaskCalibratedRunnable
-from taskcal_agents.sampling import OpenAISampler, to_messages
+from taskcal_agents.sampling import OpenAISampler
+from taskcal_agents.sampling._messages import to_messages
 from taskcal_agents.workflow import SampleSettings, SamplesStore, run_sampling, sample_header
 from tests.unit_tests.taskcal_agents.test_middleware import CountingHandler, run_hook
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import (

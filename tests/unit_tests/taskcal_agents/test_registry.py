@@ -24,13 +24,12 @@ from taskcal_agents.models import (
     MODELS,
     ModelPreparationError,
     ModelSpec,
-    WheelPart,
     get_model_spec,
     model_dir,
     prepare_model,
-    verify_model_dir,
 )
-from taskcal_agents.models._prepare import recipe_id, write_manifest
+from taskcal_agents.models._prepare import recipe_id, verify_model_dir, write_manifest
+from taskcal_agents.models._registry import WheelPart
 from taskcal_agents.serving import VLLMServer
 
 KNOWN = ["qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct", "smollm2-135m-instruct"]

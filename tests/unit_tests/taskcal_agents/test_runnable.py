@@ -20,15 +20,10 @@ from pydantic import ValidationError
 
 from taskcal_agents import tasks
 from taskcal_agents.chat_model import TaskCalibratedChatModel
-from taskcal_agents.decision import Decision
+from taskcal_agents.decision import Decision, decide_from_messages
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError, SamplingError
-from taskcal_agents.runnable import (
-    TaskCalibratedRunnable,
-    _RetryPolicy,
-    decide_from_messages,
-    split_retry,
-)
-from taskcal_agents.sampling import chat_model_of, supports_n
+from taskcal_agents.runnable import TaskCalibratedRunnable, _RetryPolicy, split_retry
+from taskcal_agents.sampling._chat_models import chat_model_of, supports_n
 from tests.unit_tests.taskcal_agents.test_decision import FakeCalibrator
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
     FakeOpenAIServer,

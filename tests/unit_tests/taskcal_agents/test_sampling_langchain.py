@@ -25,16 +25,9 @@ from pydantic import Field
 
 from taskcal_agents import tasks
 from taskcal_agents.errors import ConfigurationError, SamplingError
-from taskcal_agents.sampling import (
-    asample_batch,
-    asample_messages,
-    chat_model_of,
-    sample_batch,
-    sample_messages,
-    supports_n,
-    to_messages,
-    unwrap_binding,
-)
+from taskcal_agents.sampling import asample_batch, asample_messages, sample_batch, sample_messages
+from taskcal_agents.sampling._chat_models import chat_model_of, supports_n, unwrap_binding
+from taskcal_agents.sampling._messages import to_messages
 
 # ------------------------------------------------------------------------ test doubles
 

@@ -14,7 +14,8 @@ from pydantic import BaseModel
 
 from taskcal_agents.constraints import choice_constraint, json_constraint
 from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
-from taskcal_agents.sampling import OpenAISampler, to_openai_messages
+from taskcal_agents.sampling import OpenAISampler
+from taskcal_agents.sampling._messages import to_openai_messages
 from taskcal_agents.sampling._openai_server import build_request, translate_error
 
 BASE_URL = "http://fake-vllm.test/v1"

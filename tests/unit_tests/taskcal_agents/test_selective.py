@@ -9,20 +9,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-import taskcal_agents.workflow as wf
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.workflow import (
     EvalArrays,
     RiskCoverage,
-    action_confidence,
     evaluate_arrays,
     evaluation_to_dict,
-    plot_risk_coverage,
     risk_coverage,
-    selective_section,
-    selective_summary,
     write_report,
 )
+from taskcal_agents.workflow._report import markdown_summary, plot_risk_coverage, selective_section
+from taskcal_agents.workflow._selective import action_confidence, selective_summary
 
 
 def _geifman_aurc(costs: np.ndarray, order: list[int] | tuple[int, ...]) -> float:
@@ -353,7 +350,7 @@ def test_report_without_target_or_without_blocks(tmp_path: Path) -> None:
     for row in evaluation["decoders"]:
         del row["selective"]
     assert selective_section(evaluation) == ""
-    assert "Selective prediction" not in wf.markdown_summary(evaluation)
+    assert "Selective prediction" not in markdown_summary(evaluation)
     written = write_report(evaluation, tmp_path / "plain")
     assert [p.name for p in written] == ["reliability.png", "costs.png", "summary.md"]
     msg = (

@@ -17,14 +17,12 @@ from taskcal_agents.errors import ConfigurationError, ServerStartupError
 from taskcal_agents.models import (
     DEFAULT_MODEL_NAME,
     ModelPreparationError,
-    default_model_dir,
     get_model_spec,
     prepare_default_model,
-    verify_model_dir,
 )
 from taskcal_agents.models import _prepare as model_mod
 from taskcal_agents.models._chat_template import TOOL_CHAT_TEMPLATE
-from taskcal_agents.models._prepare import write_manifest
+from taskcal_agents.models._prepare import default_model_dir, verify_model_dir, write_manifest
 from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.serving import ExternalServer, VLLMServer
 from taskcal_agents.serving._launch import build_launch_spec

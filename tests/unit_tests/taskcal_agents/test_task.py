@@ -10,9 +10,10 @@ import pytest
 from langchain_core.messages import AIMessage
 from pydantic import ValidationError
 
+from calibrators import minimax_action
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.parsers import ToolDecisionParser
-from taskcal_agents.task import ParserSpec, Task, minimax_action
+from taskcal_agents.task import ParserSpec, Task
 
 
 def make(**overrides: Any) -> Task:

@@ -13,8 +13,10 @@ from langchain_core.messages import AIMessage
 
 from calibrators import DirichletCalibrator, MatrixScaling
 from taskcal_agents import tasks
+from taskcal_agents._jsonfile import write_json
+from taskcal_agents.artefact import check_calibrator
 from taskcal_agents.belief import Belief
-from taskcal_agents.decision import Decider, check_calibrator, decide_from_messages
+from taskcal_agents.decision import Decider, decide_from_messages
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.task import Task
 from taskcal_agents.workflow import (
@@ -24,13 +26,11 @@ from taskcal_agents.workflow import (
     eval_arrays,
     evaluate_arrays,
     fit_calibrator,
-    load_artefact,
-    make_artefact,
     read_samples,
     run_sampling,
     sample_header,
-    write_json,
 )
+from taskcal_agents.workflow._fit import load_artefact, make_artefact
 
 from .test_workflow_fakes import LABELS, FakeSampler, label_message, tool_items
 

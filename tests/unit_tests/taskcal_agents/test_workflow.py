@@ -10,32 +10,40 @@ from langchain_core.messages import AIMessage
 
 import taskcal_agents.workflow as wf
 from taskcal_agents import tasks
+from taskcal_agents._jsonfile import write_json
 from taskcal_agents.datasets import DatasetItem
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
 from taskcal_agents.workflow import (
     EvalArrays,
     SampleSettings,
     SamplesStore,
-    build_messages,
+    _report,
     eval_arrays,
     evaluate_arrays,
     evaluation_to_dict,
     fit_calibrator,
-    in_fold_prior,
-    load_artefact,
-    make_artefact,
-    message_from_dict,
-    message_to_dict,
-    permutation_test,
     read_samples,
     run_sampling,
     sample_header,
-    score_actions,
-    stratified_folds,
-    write_json,
     write_report,
 )
-from taskcal_agents.workflow._evaluate import default_factory
+from taskcal_agents.workflow._data import resolve_task
+from taskcal_agents.workflow._evaluate import (
+    default_factory,
+    in_fold_prior,
+    parse_calibrator_spec,
+    permutation_test,
+    score_actions,
+    stratified_folds,
+)
+from taskcal_agents.workflow._fit import load_artefact, make_artefact
+from taskcal_agents.workflow._report import load_evaluation
+from taskcal_agents.workflow._runner import (
+    build_messages,
+    grade_item,
+    message_from_dict,
+    message_to_dict,
+)
 
 from .test_workflow_fakes import (
     WHEN2CALL_COST,
@@ -50,8 +58,7 @@ COST = np.array(WHEN2CALL_COST)
 
 
 def test_exports_match_public_names() -> None:
-    public = {n for n in vars(wf) if not n.startswith("_")} - {"annotations"}
-    assert set(wf.__all__) == public
+    assert set(wf.__all__) == set(wf._EXPORTS)
 
 
 # --------------------------------------------------------------------------------------
@@ -464,7 +471,7 @@ def test_logprob_belief_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert record["probs"] == pytest.approx([0.2, 0.6, 0.2])
     assert record["logprob"] == {"coverage": 0.99, "requests": 1, "unresolved_mass": 0.0}
     assert record["greedy_label"] == "request_for_info"
-    data = eval_arrays(wf.resolve_task(samples, None), samples, alpha=0.1)
+    data = eval_arrays(resolve_task(samples, None), samples, alpha=0.1)
     expected = (np.array([0.2, 0.6, 0.2]) * 16 + 0.1) / (16 + 0.3)
     np.testing.assert_allclose(data.P[1], expected)
     assert not data.no_sample.any()
@@ -604,9 +611,9 @@ def test_grading_falls_back_to_samples_when_greedy_abstains() -> None:
     )
     samples = [AIMessage(content=c) for c in ["Lima.", "I don't know.", "lima", "Quito"]]
     labels = [task.parse_completion(m) for m in samples]
-    grading = wf.grade_item(task, item, AIMessage(content="I don't know."), samples, labels)
+    grading = grade_item(task, item, AIMessage(content="I don't know."), samples, labels)
     assert (grading["from"], grading["answer"], grading["label"]) == ("samples", "Lima.", "answer")
-    none = wf.grade_item(task, item, AIMessage(content="I don't know."), samples[1:2], labels[1:2])
+    none = grade_item(task, item, AIMessage(content="I don't know."), samples[1:2], labels[1:2])
     assert (none["from"], none["answer"], none["label"]) == (None, None, "abstain")
 
 
@@ -626,7 +633,7 @@ def _sampled(tmp_path: Path, n: int = 45, signal: float = 0.6) -> Path:
 def test_eval_arrays_from_samples(tmp_path: Path) -> None:
     path = _sampled(tmp_path)
     samples = read_samples(path)
-    task = wf.resolve_task(samples, None)
+    task = resolve_task(samples, None)
     assert task.name == "when2call"
     data = eval_arrays(task, samples, alpha=0.1)
     assert data.P.shape == (45, 3)
@@ -653,7 +660,7 @@ def test_eval_arrays_unknown_label_names_file_and_line(tmp_path: Path) -> None:
         "with the sampling task."
     )
     with pytest.raises(DataFileError, match=re.escape(msg)):
-        eval_arrays(wf.resolve_task(samples, None), samples)
+        eval_arrays(resolve_task(samples, None), samples)
 
 
 def test_resolve_task_refuses_another_task(tmp_path: Path) -> None:
@@ -665,14 +672,14 @@ def test_resolve_task_refuses_another_task(tmp_path: Path) -> None:
         "with labels ['answer', 'abstain']; pass the task the samples were drawn for."
     )
     with pytest.raises(LabelMismatchError, match=re.escape(msg)):
-        wf.resolve_task(samples, other)
+        resolve_task(samples, other)
     cheaper = tool_task(fallback_action="cannot_answer")
-    assert wf.resolve_task(samples, cheaper) is cheaper
+    assert resolve_task(samples, cheaper) is cheaper
 
 
 def test_fit_artefact_round_trip(tmp_path: Path) -> None:
     samples = read_samples(_sampled(tmp_path))
-    task = wf.resolve_task(samples, None)
+    task = resolve_task(samples, None)
     data = eval_arrays(task, samples)
     calibrator, metrics = fit_calibrator(data, "dirichlet", params={"reg_lambda": 0.01})
     assert metrics["n"] == 45
@@ -713,7 +720,7 @@ def test_fit_artefact_round_trip(tmp_path: Path) -> None:
 
 def test_fit_rejects_unknown_calibrator(tmp_path: Path) -> None:
     samples = read_samples(_sampled(tmp_path, n=12))
-    data = eval_arrays(wf.resolve_task(samples, None), samples)
+    data = eval_arrays(resolve_task(samples, None), samples)
     with pytest.raises(
         ConfigurationError, match=r"^cannot make calibrator 'platt' with parameters \{\}: "
     ):
@@ -723,8 +730,8 @@ def test_fit_rejects_unknown_calibrator(tmp_path: Path) -> None:
 
 
 def test_calibrator_specs() -> None:
-    assert wf.parse_calibrator_spec("dirichlet") == ("dirichlet", {})
-    assert wf.parse_calibrator_spec("dirichlet:reg_lambda=auto:reg_mu=0.01") == (
+    assert parse_calibrator_spec("dirichlet") == ("dirichlet", {})
+    assert parse_calibrator_spec("dirichlet:reg_lambda=auto:reg_mu=0.01") == (
         "dirichlet",
         {"reg_lambda": "auto", "reg_mu": 0.01},
     )
@@ -733,7 +740,7 @@ def test_calibrator_specs() -> None:
         "e.g. 'dirichlet:reg_lambda=0.01'."
     )
     with pytest.raises(ConfigurationError, match=re.escape(msg)):
-        wf.parse_calibrator_spec("dirichlet:auto")
+        parse_calibrator_spec("dirichlet:auto")
     data = _arrays(n=60, signal=0.4)
     evaluation = evaluate_arrays(data, calibrators=("dirichlet:reg_lambda=0.1",), n_permutations=0)
     assert evaluation.row("mbr_dirichlet:reg_lambda=0.1")["error"] is None
@@ -805,7 +812,7 @@ def test_evaluation_json_and_report(tmp_path: Path) -> None:
     assert back["permutation_test"]["n_permutations"] == 9
     assert len(back["items"]["probs"]["dirichlet"]) == 60
     path = write_json(back, tmp_path / "eval.json")
-    loaded = wf.load_evaluation(path)
+    loaded = load_evaluation(path)
     written = write_report(loaded, tmp_path / "report")
     assert [p.name for p in written] == [
         "reliability.png",
@@ -838,7 +845,7 @@ def test_verdicts() -> None:
 
     def verdict(statistic: float, se: float, p: float) -> str:
         test = {**base, "statistic": statistic, "gap_se": se, "p_value": p}
-        return wf.verdict({"permutation_test": test})
+        return _report.verdict({"permutation_test": test})
 
     def head(statistic: str, se: str, p: str) -> str:
         return (
@@ -872,7 +879,7 @@ def test_verdicts() -> None:
         " No evidence of signal beyond the label prior; the saving over the best constant "
         "action exceeds two paired standard errors, but the shuffle test does not confirm it."
     )
-    assert wf.verdict({"permutation_test": None}) == "No label-shuffle test was run."
+    assert _report.verdict({"permutation_test": None}) == "No label-shuffle test was run."
 
 
 def test_reparse_uses_the_items_offered_tools(tmp_path: Path) -> None:
@@ -887,7 +894,7 @@ def test_reparse_uses_the_items_offered_tools(tmp_path: Path) -> None:
     lines[1] = json.dumps({**record, "tool_names": ["get_weather"]})
     path.write_text("\n".join(lines) + "\n")
     samples = read_samples(path)
-    task = wf.resolve_task(samples, None)
+    task = resolve_task(samples, None)
     stored = eval_arrays(task, samples, alpha=0.1)
     i = stored.ids.index(record["id"])
     again = eval_arrays(task, samples, alpha=0.1, reparse=True)

@@ -12,28 +12,29 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from calibrators import metrics
+from taskcal_agents._jsonfile import write_json
 from taskcal_agents.decision import Decider
 from taskcal_agents.errors import DataFileError
 from taskcal_agents.workflow import (
     EvalArrays,
     SampleSettings,
     SamplesStore,
-    crossfit_tce,
     eval_arrays,
     evaluate_arrays,
     evaluation_to_dict,
     fit_calibrator,
     load_evaluation,
-    message_from_dict,
-    message_to_dict,
-    paired_difference,
     read_samples,
     sample_header,
+)
+from taskcal_agents.workflow._evaluate import (
+    crossfit_tce,
+    default_factory,
+    paired_difference,
     score_actions,
     stratified_folds,
-    write_json,
 )
-from taskcal_agents.workflow._evaluate import default_factory
+from taskcal_agents.workflow._runner import message_from_dict, message_to_dict
 
 from .test_workflow_fakes import WHEN2CALL_COST, tool_task
 
@@ -310,7 +311,7 @@ def test_folds_without_a_served_training_item_are_reported_not_crashed() -> None
     assert evaluation.permutation_error == f"ConfigurationError: {expected}"
     out = json.loads(json.dumps(evaluation_to_dict(evaluation, data)))
     assert out["permutation_error"] == f"ConfigurationError: {expected}"
-    from taskcal_agents.workflow import verdict
+    from taskcal_agents.workflow._report import verdict
 
     assert verdict(out) == f"No label-shuffle test was run (ConfigurationError: {expected})."
 
