@@ -204,10 +204,10 @@ def test_fit_with_risk_control(runner: CliRunner, setup: dict[str, Path], tmp_pa
     text = " ".join(result.output.split())
     assert f"guard threshold {risk['threshold']:g}" in text
     assert "risk limit tool_call_when_not:0.4 certified at δ = 0.2 on 30 cross-fitted items" in text
+    from taskcal_agents.artefact import CalibratorArtefact
     from taskcal_agents.decision import Decider
-    from taskcal_agents.middleware import load_calibrator
 
-    loaded = load_calibrator(artefact)
+    loaded = CalibratorArtefact.load(artefact)
     assert loaded.risk_control is not None and loaded.task is not None
     assert Decider(loaded.task, loaded.calibrator, risk_control=loaded.risk_control)
     # a spec that does not fit the task fails before any fit
