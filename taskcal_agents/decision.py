@@ -51,21 +51,12 @@ __all__ = [
     "carries_out",
     "decide_from_messages",
     "executable_mbr",
-    "expected_costs",
     "mbr_action",
 ]
 
 TOOL_CALL_ACTION = "tool_call"
 """The sampled action that only a tool call carries out (a sample labelled with it whose
 tool call cannot be extracted, e.g. JSON cut off by ``max_tokens``, carries out nothing)."""
-
-
-def expected_costs(q: NDArray[np.float64], cost: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Return the expected cost of each action under q: Σ_ℓ q(ℓ)·C[ℓ, a], shape ``(m,)``.
-
-    The decision kernel's :func:`calibrators.expected_costs` (also takes ``(n, k)`` rows).
-    """
-    return _expected_costs(q, cost)
 
 
 def mbr_action(q: NDArray[np.float64], cost: NDArray[np.float64]) -> int:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from langchain_core.messages import AIMessage
 
+from calibrators import expected_costs
 from taskcal_agents import tasks
 from taskcal_agents.artefact import check_calibrator
 from taskcal_agents.belief import Belief
@@ -20,7 +21,6 @@ from taskcal_agents.decision import (
     carried_actions,
     decide_from_messages,
     executable_mbr,
-    expected_costs,
     mbr_action,
 )
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
