@@ -8,13 +8,19 @@ A front door (:class:`~taskcal_agents.runnable.TaskCalibratedRunnable`,
 hands it to :func:`resolve_calibrator`, the one place where it is loaded and checked
 against the task (labels and their order, class count, input width, α).
 
-The artefact file is the JSON written by ``taskcal fit`` (``format_version`` 1)::
+The artefact file is the JSON written by ``taskcal fit``::
 
     {"format": "taskcal.calibrator", "format_version": 1,
      "task": "when2call", "labels": [...], "actions": [...], "alpha": 0.1,
      "task_spec": {...Task.model_dump()...} or null,
      "calibrator_name": "dirichlet", "calibrator": {...calibrator.to_dict()...},
      "fit_metrics": {...}, "samples": {...}, "created": "2026-01-01T00:00:00+00:00"}
+
+An artefact that carries a risk limit (``taskcal fit --risk-control``) is written as
+``format_version`` 2 with one more field, ``"risk_control": {...RiskControl.to_dict()...}``
+(see :mod:`taskcal_agents.risk_control`), so that a reader that knows only version 1
+refuses it rather than drop the guard; one without is still written as version 1. Both
+versions are read.
 
 Shipped calibrators record no label names (their ``classes_`` is ``arange(k)``), so a
 bare calibrator can be checked for its class count only; an artefact records the labels
@@ -37,11 +43,13 @@ from numpy.typing import ArrayLike, NDArray
 from taskcal_agents._jsonfile import write_json
 from taskcal_agents.belief import DEFAULT_ALPHA, check_alpha
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
+from taskcal_agents.risk_control import RiskControl
 from taskcal_agents.task import Task
 
 __all__ = [
     "ARTEFACT_FORMAT",
     "ARTEFACT_FORMAT_VERSION",
+    "ARTEFACT_READ_VERSIONS",
     "Calibrator",
     "CalibratorArtefact",
     "CalibratorLike",
@@ -53,8 +61,10 @@ __all__ = [
 
 ARTEFACT_FORMAT = "taskcal.calibrator"
 """The ``format`` field of a calibrator artefact file."""
-ARTEFACT_FORMAT_VERSION = 1
-"""The ``format_version`` written and read."""
+ARTEFACT_FORMAT_VERSION = 2
+"""The newest ``format_version``: written when the artefact carries a risk control."""
+ARTEFACT_READ_VERSIONS = (1, 2)
+"""The ``format_version`` values read (1: no risk control)."""
 
 
 @runtime_checkable
@@ -163,6 +173,8 @@ class CalibratorArtefact:
         metadata: The other recorded fields (``actions``, ``calibrator_name``,
             ``fit_metrics``, ``samples``, ``created``), as written.
         path: The file it was read from or last saved to, or ``None``.
+        risk_control: A calibrated risk limit that the front doors apply (their
+            :class:`~taskcal_agents.decision.Decider` guards the MBR action), or ``None``.
     """
 
     calibrator: Calibrator
@@ -172,11 +184,20 @@ class CalibratorArtefact:
     task: Task | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
+    risk_control: RiskControl | None = None
 
     def __post_init__(self) -> None:
         self.labels = [str(label) for label in self.labels]
+        if self.risk_control is not None and not isinstance(self.risk_control, RiskControl):
+            msg = (
+                f"CalibratorArtefact: risk_control must be a RiskControl or None, got "
+                f"{self.risk_control!r}."
+            )
+            raise ConfigurationError(msg)
         if self.task is None:
             return
+        if self.risk_control is not None:
+            self.risk_control.guard(self.task)  # the spec must fit the task
         if self.task_name is None:
             self.task_name = self.task.name
         if self.task_name != self.task.name:
@@ -206,9 +227,10 @@ class CalibratorArtefact:
             raise ConfigurationError(msg)
         meta = self.metadata
         actions = meta.get("actions", None if self.task is None else self.task.action_list)
+        risk = self.risk_control
         return {
             "format": ARTEFACT_FORMAT,
-            "format_version": ARTEFACT_FORMAT_VERSION,
+            "format_version": 1 if risk is None else ARTEFACT_FORMAT_VERSION,
             "task": self.task_name,
             "labels": list(self.labels),
             "actions": None if actions is None else list(actions),
@@ -220,6 +242,7 @@ class CalibratorArtefact:
             "samples": meta.get("samples") or {},
             "created": meta.get("created")
             or _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            **({} if risk is None else {"risk_control": risk.to_dict()}),
             **{k: v for k, v in meta.items() if k not in _WRITTEN},
         }
 
@@ -243,10 +266,11 @@ class CalibratorArtefact:
                 "write one with `taskcal fit`."
             )
             raise DataFileError(msg, path=where)
-        if data.get("format_version") != ARTEFACT_FORMAT_VERSION:
+        version = data.get("format_version")
+        if isinstance(version, bool) or version not in ARTEFACT_READ_VERSIONS:
             msg = (
-                f"format_version must be {ARTEFACT_FORMAT_VERSION}, got "
-                f"{data.get('format_version')!r}; refit with this version of taskcal."
+                f"format_version must be {' or '.join(map(str, ARTEFACT_READ_VERSIONS))}, got "
+                f"{version!r}; refit with this version of taskcal."
             )
             raise DataFileError(msg, path=where)
         try:
@@ -275,6 +299,15 @@ class CalibratorArtefact:
         if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, int | float)):
             msg = f"calibrator artefact field 'alpha' must be a number, got {alpha!r}."
             raise DataFileError(msg, path=where)
+        risk_control = None
+        if data.get("risk_control") is not None:
+            try:
+                risk_control = RiskControl.from_dict(data["risk_control"])
+                if task is not None:
+                    risk_control.guard(task)
+            except ConfigurationError as exc:
+                msg = f"calibrator artefact field 'risk_control' is invalid: {exc}"
+                raise DataFileError(msg, path=where) from exc
         task_name = data.get("task")
         known = {"format", "format_version", "task", "labels", "alpha", "task_spec", "calibrator"}
         return cls(
@@ -283,8 +316,9 @@ class CalibratorArtefact:
             alpha=None if alpha is None else float(alpha),
             task_name=task_name if isinstance(task_name, str) else None,
             task=task,
-            metadata={k: v for k, v in data.items() if k not in known},
+            metadata={k: v for k, v in data.items() if k not in known | {"risk_control"}},
             path=None if path is None else Path(path),
+            risk_control=risk_control,
         )
 
     # -------------------------------------------------------------------- files
@@ -339,7 +373,7 @@ class CalibratorArtefact:
 
 _WRITTEN = frozenset(
     {"format", "format_version", "task", "labels", "actions", "alpha", "task_spec"}
-    | {"calibrator_name", "calibrator", "fit_metrics", "samples", "created"}
+    | {"calibrator_name", "calibrator", "fit_metrics", "samples", "created", "risk_control"}
 )
 """The fields :meth:`CalibratorArtefact.to_dict` writes itself; other metadata follows them."""
 
@@ -356,6 +390,11 @@ class ResolvedCalibrator(NamedTuple):
     """The Dirichlet prior to use: the explicit one, else the artefact's, else the default."""
     artefact: CalibratorArtefact | None
     """The artefact, when one was given or loaded."""
+
+    @property
+    def risk_control(self) -> RiskControl | None:
+        """The artefact's risk control (applied by the front door's Decider), or ``None``."""
+        return None if self.artefact is None else self.artefact.risk_control
 
 
 def as_artefact(calibrator: CalibratorLike | None) -> CalibratorArtefact | None:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from langchain_core.messages import AIMessage
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from calibrators import expected_costs as _expected_costs
 from calibrators import least_cost_actions, mbr_actions
@@ -40,6 +40,7 @@ from taskcal_agents.parsers import (
     normalize_text,
     with_tool_calls,
 )
+from taskcal_agents.risk_control import RiskControl
 from taskcal_agents.task import Task
 
 __all__ = [
@@ -195,6 +196,25 @@ class Decision(BaseModel):
     change_probability: float | None = None
     """Under adaptive N, the estimated probability, at the last check, that drawing up to
     N would change the action (0 at N; ``None`` without adaptive N)."""
+    unguarded_action: str | None = None
+    """The action before the risk guard: the MBR action (or the cheapest one that can be
+    carried out, or the fallback action); equal to ``action`` unless ``guarded``."""
+    guard: str | None = None
+    """The risk limit in force (its spec, e.g. ``"tool_call_when_not:0.05"``), or ``None``
+    (see :mod:`taskcal_agents.risk_control`)."""
+    guard_threshold: float | None = None
+    """The guard's threshold λ̂ (``inf``: no threshold was certified, it always
+    downgrades; ``null`` in the JSON form), or ``None`` without a guard."""
+    guard_score: float | None = None
+    """The score s of ``unguarded_action`` that the guard compared with λ̂ (the calibrated
+    probability that it is a least-cost action, or 1 − its scaled expected cost), or
+    ``None`` when the guard did not look at it."""
+    guarded: bool = False
+    """Whether the guard downgraded ``unguarded_action`` to the safe ``action``."""
+
+    @field_serializer("guard_threshold", when_used="json")
+    def _finite_threshold(self, value: float | None) -> float | None:
+        return value if value is None or np.isfinite(value) else None
 
     def to_metadata(self) -> dict[str, Any]:
         """Return a JSON-able dict without the messages (for ``response_metadata``)."""
@@ -225,10 +245,16 @@ class Decider:
         judge: For a task whose ``answer_clusters`` method is ``"entailment"``: makes the
             judge of a question, e.g. ``functools.partial(entailment_judge, sampler)``
             (:func:`~taskcal_agents.answer_clusters.entailment_judge`); not used otherwise.
+        risk_control: A calibrated risk limit
+            (:class:`~taskcal_agents.risk_control.RiskControl`, e.g. the artefact's): an
+            MBR decision of a guarded action whose score is below its threshold is
+            downgraded to the cheapest safe action (ask / abstain) under q. Fallback
+            decisions are not guarded (as in the calibration). ``None``: no guard.
 
     Raises:
-        ConfigurationError: If the calibrator or alpha is invalid, or the task clusters
-            answers by entailment and no judge is given.
+        ConfigurationError: If the calibrator or alpha is invalid, the task clusters
+            answers by entailment and no judge is given, or the risk control does not
+            fit the task.
         LabelMismatchError: If the calibrator's labels differ from the task's.
     """
 
@@ -236,11 +262,13 @@ class Decider:
         "_actions",
         "_cost",
         "_features",
+        "_guard",
         "_judge",
         "_labels",
         "_sampled",
         "alpha",
         "calibrator",
+        "risk_control",
         "task",
     )
 
@@ -251,6 +279,7 @@ class Decider:
         *,
         alpha: float = DEFAULT_ALPHA,
         judge: EntailmentJudgeFactory | None = None,
+        risk_control: RiskControl | None = None,
     ) -> None:
         if not isinstance(task, Task):
             msg = f"Decider parameter 'task' must be a Task, got {task!r}."
@@ -279,6 +308,14 @@ class Decider:
         self._actions = tuple(task.action_list)
         self._sampled = frozenset(task.sampled_actions)
         self._features = _reads_features(task, calibrator)
+        if risk_control is not None and not isinstance(risk_control, RiskControl):
+            msg = (
+                f"Decider parameter 'risk_control' must be a RiskControl (from "
+                f"calibrate_risk or a calibrator artefact) or None, got {risk_control!r}."
+            )
+            raise ConfigurationError(msg)
+        self.risk_control = risk_control
+        self._guard = None if risk_control is None else risk_control.guard(task)
 
     def calibrator_input(self, belief: Belief) -> NDArray[np.float64]:
         """Return what the calibrator reads: p̂, or the k + 1 belief features.
@@ -434,14 +471,16 @@ class Decider:
         # and none does, take the cheapest action that can be carried out, and say so.
         executable = carried_actions(self.task, messages, labels, tool_names=tool_names)
         chosen, replaced = executable_mbr(ec[None, :], executable[None, :])
-        action = self._actions[int(chosen[0])]
+        unguarded = self._actions[int(chosen[0])]
         reason: str | None = None
         if replaced[0]:
             unrestricted = self._actions[int(least_cost_actions(ec[None, :])[0])]
             reason = (
                 f"MBR chose {unrestricted!r}, but no sample carried it out; took the cheapest "
-                f"action that can be carried out, {action!r}"
+                f"action that can be carried out, {unguarded!r}"
             )
+        guard = self._guard_fields(q, chosen, executable)
+        action = self._actions[guard.pop("index")]
         message = self.representative(
             action, messages, labels, tool_names=tool_names, clusters=clusters
         )
@@ -460,7 +499,28 @@ class Decider:
             samples=list(messages) if return_samples else None,
             sample_labels=list(labels) if return_samples else None,
             n_clusters=None if clusters is None else clusters.n_clusters,
+            unguarded_action=unguarded,
+            **guard,
         )
+
+    def _guard_fields(
+        self, q: NDArray[np.float64], chosen: NDArray[np.intp], executable: NDArray[np.bool_]
+    ) -> dict[str, Any]:
+        """Apply the risk guard to the chosen action: its index and the Decision fields."""
+        index = int(chosen[0])
+        if self._guard is None or self.risk_control is None:
+            return {"index": index}
+        threshold = self.risk_control.threshold
+        actions, down, score = self._guard.apply(
+            q[None, :], chosen, threshold, executable=executable[None, :]
+        )
+        return {
+            "index": int(actions[0]),
+            "guard": str(self.risk_control.spec),
+            "guard_threshold": threshold,
+            "guard_score": float(score[0]) if self._guard.guarded[index] else None,
+            "guarded": bool(down[0]),
+        }
 
     def fallback(
         self,
@@ -504,6 +564,9 @@ class Decider:
             samples=list(messages) if return_samples else None,
             sample_labels=list(labels) if return_samples else None,
             n_clusters=None if clusters is None else clusters.n_clusters,
+            unguarded_action=action,
+            guard=None if self.risk_control is None else str(self.risk_control.spec),
+            guard_threshold=None if self.risk_control is None else self.risk_control.threshold,
         )
 
     def representative(
@@ -562,6 +625,7 @@ def decide_from_messages(
     alpha: float = DEFAULT_ALPHA,
     *,
     return_samples: bool = False,
+    risk_control: RiskControl | None = None,
 ) -> Decision:
     """Decide from already-sampled messages (pure: no model call).
 
@@ -574,8 +638,11 @@ def decide_from_messages(
         calibrator: A fitted calibrator or ``None``.
         alpha: The Dirichlet smoothing prior.
         return_samples: Keep the samples and their labels in the decision.
+        risk_control: A calibrated risk limit to guard the decision with (see
+            :class:`Decider`).
 
     Returns:
         The decision.
     """
-    return Decider(task, calibrator, alpha=alpha).decide(messages, return_samples=return_samples)
+    decider = Decider(task, calibrator, alpha=alpha, risk_control=risk_control)
+    return decider.decide(messages, return_samples=return_samples)

@@ -274,7 +274,9 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
             alpha=self.alpha if "alpha" in self.model_fields_set else None,
             owner=f"{type(self).__name__} question {question_id!r}",
         )
-        return Decider(task, resolved.calibrator, alpha=resolved.alpha)
+        return Decider(
+            task, resolved.calibrator, alpha=resolved.alpha, risk_control=resolved.risk_control
+        )
 
     @staticmethod
     def _answer(question: Question, decision: Decision) -> Any:

@@ -68,6 +68,7 @@ from taskcal_agents.options import (
 )
 from taskcal_agents.parsers import tool_names_of
 from taskcal_agents.prompting import request_with_task_prompt
+from taskcal_agents.risk_control import RiskControl
 from taskcal_agents.sampling import asample_messages, sample_messages
 from taskcal_agents.task import Task
 
@@ -329,7 +330,12 @@ class TaskCalibrationMiddleware(
         """The most concurrent model calls when sampling without ``n``."""
         self.use_task_prompt = bool(use_task_prompt)
         """Whether ``task.prompt`` is added to the sampled requests' system message."""
-        self._decider = Decider(task, self.calibrator, alpha=resolved.alpha, judge=judge)
+        self.risk_control: RiskControl | None = resolved.risk_control
+        """The artefact's risk limit that guards each decision, or ``None``."""
+        self._decider = Decider(
+            task, self.calibrator, alpha=resolved.alpha, judge=judge,
+            risk_control=self.risk_control,
+        )  # fmt: skip
 
     @property
     def n_samples(self) -> int:

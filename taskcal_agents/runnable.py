@@ -240,6 +240,10 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     """Put ``task.prompt`` (if set) into the request by the one policy of
     :mod:`taskcal_agents.prompting`: appended to the first system message, else prepended
     as one."""
+    risk_control: Any = None
+    """A calibrated risk limit (:class:`~taskcal_agents.risk_control.RiskControl`) that
+    guards each decision (see :class:`~taskcal_agents.decision.Decider`); ``None``: the
+    calibrator artefact's, if it carries one."""
     judge: Any = None
     """For a task whose ``answer_clusters`` method is ``"entailment"``: makes the judge of
     a question, e.g. ``functools.partial(entailment_judge, OpenAISampler(...))`` (see
@@ -266,7 +270,12 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             owner=type(self).__name__,
         )
         self.calibrator, self.alpha = resolved.calibrator, resolved.alpha
-        self._decider = Decider(self.task, self.calibrator, alpha=self.alpha, judge=self.judge)
+        if self.risk_control is None:
+            self.risk_control = resolved.risk_control
+        self._decider = Decider(
+            self.task, self.calibrator, alpha=self.alpha, judge=self.judge,
+            risk_control=self.risk_control,
+        )  # fmt: skip
         sampled, retry = split_retry(self.model)
         if retry is not None and {"max_retries", "retry_wait"} & self.model_fields_set:
             msg = (

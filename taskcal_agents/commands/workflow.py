@@ -9,6 +9,8 @@ r"""``taskcal`` sub-commands of the calibration workflow.
         --out runs/when2call.samples.jsonl
     taskcal fit --samples runs/when2call.samples.jsonl --calibrator dirichlet \
         -o runs/when2call.calibrator.json
+    taskcal fit --samples runs/when2call.samples.jsonl --risk-control tool_call_when_not:0.05 \
+        --delta 0.05 -o runs/when2call.guarded.json
     taskcal evaluate --samples runs/when2call.samples.jsonl --folds 5 \
         --out runs/when2call.eval.json
     taskcal report --evaluation runs/when2call.eval.json --out-dir runs/when2call-report
@@ -413,20 +415,48 @@ def fit(
     reparse: Annotated[
         bool, typer.Option(help="Re-parse the stored completions with the task's parser.")
     ] = False,
+    risk_control: Annotated[
+        str | None,
+        typer.Option(
+            help="Also certify a risk limit, stored in the artefact and applied by every front "
+            "door: ACTION_when_not:ALPHA (rate of taking ACTION when it is not a least-cost "
+            "action), ACTION_wrong:ALPHA (the same among decisions that took ACTION), or "
+            "cost:ALPHA (expected cost / max cost); ACTION may be 'any'. The threshold is "
+            "chosen by Learn-then-Test on cross-fitted calibrated beliefs."
+        ),
+    ] = None,
+    delta: Annotated[
+        float,
+        typer.Option(help="With --risk-control: allowed probability δ that the limit fails."),
+    ] = 0.05,
 ) -> None:
     """Fit a calibration map on a samples file and write it as a JSON artefact."""
+    import warnings
+
     from rich.table import Table
 
     from taskcal_agents._jsonfile import write_json
+    from taskcal_agents.risk_control import RiskGuard, RiskNotCertifiedWarning
     from taskcal_agents.workflow._data import load_eval_arrays
-    from taskcal_agents.workflow._fit import fit_calibrator, make_artefact
+    from taskcal_agents.workflow._fit import fit_calibrator, fit_risk_control, make_artefact
 
     console, err = _consoles()
+    risk = None
     try:
         task_obj, samples_file, data = load_eval_arrays(samples, task, alpha=alpha, reparse=reparse)
+        if risk_control is not None:
+            RiskGuard(task_obj, risk_control)  # a bad spec fails before any fit
+        params = _parse_params(param)
         fitted, metrics = fit_calibrator(
-            data, calibrator, params=_parse_params(param), cv_folds=cv_folds, seed=seed
+            data, calibrator, params=params, cv_folds=cv_folds, seed=seed
         )
+        if risk_control is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RiskNotCertifiedWarning)
+                risk = fit_risk_control(
+                    task_obj, data, calibrator, risk_control, params=params, delta=delta,
+                    folds=cv_folds if cv_folds >= 2 else 5, seed=seed,
+                )  # fmt: skip
     except TaskCalError as exc:
         raise _fail(err, exc) from exc
     settings = samples_file.settings
@@ -444,6 +474,7 @@ def fit(
             "n_items": data.n,
             **{k: settings.get(k) for k in ("n", "temperature", "model")},
         },
+        risk_control=risk,
     )
     write_json(artefact, out)
     excluded = metrics["n_excluded_no_sample"]
@@ -467,6 +498,23 @@ def fit(
     console.print(table)
     if "error" in crossval:
         console.print(f"no cross-fitted scores: {crossval['error']}", highlight=False)
+    if risk is not None:
+        where = f"{risk.n} cross-fitted items ({risk.method})"
+        if risk.certified:
+            console.print(
+                f"risk limit {risk.spec} certified at δ = {risk.delta} on {where}: guard "
+                f"threshold {risk.threshold:g}, empirical risk {risk.risk:.4f}, coverage "
+                f"{risk.coverage:.3f}",
+                highlight=False,
+            )
+        else:
+            err.print(
+                f"[yellow]warning:[/yellow] risk limit {risk.spec} could not be certified at "
+                f"δ = {risk.delta} on {where}; the guard will always downgrade (coverage "
+                f"{risk.coverage:.3f}). Use more items, a larger α or δ, or better beliefs.",
+                highlight=False,
+                soft_wrap=True,
+            )
     console.print(f"wrote {out}")
 
 

@@ -28,6 +28,17 @@ runtime takes on them: MBR among executable actions, fallback on unserved items)
 ``crossval`` holds the same scores of the calibrated beliefs cross-fitted over stratified
 folds (fitted on served training rows), which is the honest estimate of what the map does
 on new data.
+
+With ``taskcal fit --risk-control SPEC --delta δ`` the artefact also carries a risk limit
+(:func:`fit_risk_control`, format version 2): its threshold is chosen by Learn-then-Test
+on **cross-fitted** calibrated beliefs of the same items (each fold decided by a map fitted
+on the other folds, as ``taskcal evaluate`` does), with the runtime's actions (MBR among
+executable actions; fallback decisions, on items without a usable sample, are not
+guarded but count in the risk). The guarantee P(R(λ̂) > α) ≤ δ is exact for maps fitted
+on (K − 1)/K of the items; the deployed map is fitted on all of them, so it holds for it
+up to the difference that one more fold makes to the fit. For an exact guarantee on the
+deployed map, fit the map on one part of the data and call
+:func:`~taskcal_agents.risk_control.calibrate_risk` on its beliefs of another.
 """
 
 from __future__ import annotations
@@ -43,6 +54,7 @@ from taskcal_agents.artefact import ARTEFACT_FORMAT as ARTEFACT_FORMAT
 from taskcal_agents.artefact import ARTEFACT_FORMAT_VERSION as ARTEFACT_FORMAT_VERSION
 from taskcal_agents.artefact import CalibratorArtefact
 from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.risk_control import RiskControl, RiskGuard, RiskSpec, calibrate_risk
 from taskcal_agents.task import Task
 from taskcal_agents.workflow._evaluate import (
     EvalArrays,
@@ -136,6 +148,80 @@ def fit_calibrator(
     return calibrator, metrics
 
 
+def crossfit_beliefs(
+    data: EvalArrays,
+    name: str,
+    *,
+    params: dict[str, Any] | None = None,
+    folds: int = 5,
+    seed: int = 0,
+) -> NDArray[np.float64]:
+    """Cross-fitted calibrated beliefs of every item, as the evaluation computes them.
+
+    Each of *folds* stratified, seeded folds is calibrated by the map *name* fitted on
+    the served rows of the other folds (:func:`crossfit_calibrated`, reading p̂ or the
+    belief features as :func:`calibrator_inputs` says).
+
+    Raises:
+        ConfigurationError: Unknown calibrator, bad *folds*, or a fit that fails.
+    """
+    X, make, _ = calibrator_inputs(data, default_factory(name, **(params or {})))
+    try:
+        return crossfit_calibrated(
+            X, data.y, stratified_folds(data.y, folds, seed), make, fit_mask=data.served
+        )
+    except (ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
+        if isinstance(exc, ConfigurationError):
+            raise
+        msg = f"cannot cross-fit calibrator {name!r}: {exc}"
+        raise ConfigurationError(msg) from exc
+
+
+def fit_risk_control(
+    task: Task,
+    data: EvalArrays,
+    name: str,
+    spec: RiskSpec | str,
+    *,
+    params: dict[str, Any] | None = None,
+    delta: float = 0.05,
+    folds: int = 5,
+    seed: int = 0,
+) -> RiskControl:
+    """Calibrate a risk limit for the calibrator *name* on cross-fitted beliefs.
+
+    The calibrated beliefs of each of *folds* stratified folds come from a map fitted on
+    the served rows of the other folds (:func:`crossfit_calibrated`, as in the
+    evaluation); the unguarded actions are the runtime's (:func:`runtime_actions`); the
+    guard applies to the served rows. See the module docstring for what the guarantee
+    covers.
+
+    Args:
+        task: The task (the guard's safe actions and losses).
+        data: The evaluation arrays of the samples file.
+        name: The calibrator spec, as for :func:`fit_calibrator`.
+        spec: The risk and α (e.g. ``"tool_call_when_not:0.05"``).
+        params: The calibrator's keyword parameters.
+        delta: The allowed probability δ that the limit does not hold.
+        folds: Folds of the cross-fitting (2 <= folds <= n).
+        seed: Seed of the folds.
+
+    Returns:
+        The :class:`~taskcal_agents.risk_control.RiskControl` (a
+        :class:`~taskcal_agents.risk_control.RiskNotCertifiedWarning` when nothing could
+        be certified: the guard then always downgrades).
+
+    Raises:
+        ConfigurationError: Invalid spec, δ, folds, or a fit that fails.
+    """
+    RiskGuard(task, spec)  # check the spec against the task before fitting anything
+    Q = crossfit_beliefs(data, name, params=params, folds=folds, seed=seed)
+    return calibrate_risk(
+        task, spec, Q, data.y, delta=delta, actions=runtime_actions(Q, data),
+        guardable=data.served, executable=data.executable,
+    )  # fmt: skip
+
+
 def make_artefact(
     *,
     task_name: str,
@@ -147,11 +233,13 @@ def make_artefact(
     fit_metrics: dict[str, Any],
     samples: dict[str, Any] | None = None,
     task_spec: dict[str, Any] | None = None,
+    risk_control: RiskControl | None = None,
 ) -> dict[str, Any]:
     """The JSON-able calibrator artefact (see :mod:`taskcal_agents.artefact`).
 
     ``task`` holds the task's name (what loaders compare); ``task_spec`` the full task
-    (labels, costs, parser) the calibrator was fitted for, for reproducibility.
+    (labels, costs, parser) the calibrator was fitted for, for reproducibility;
+    ``risk_control`` a calibrated risk limit the front doors apply (format version 2).
     """
     task = None
     if task_spec is not None:
@@ -168,6 +256,7 @@ def make_artefact(
             "fit_metrics": fit_metrics,
             "samples": samples or {},
         },
+        risk_control=risk_control,
     )
     return artefact.to_dict()
 

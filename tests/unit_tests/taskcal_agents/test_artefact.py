@@ -99,7 +99,9 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
     assert not list(path.parent.glob(".*.tmp"))  # the atomic write leaves no temporary file
     data = json.loads(path.read_text())
     assert data["format"] == "taskcal.calibrator"
-    assert data["format_version"] == ARTEFACT_FORMAT_VERSION == 1
+    assert data["format_version"] == 1  # version 2 only with a risk control
+    assert ARTEFACT_FORMAT_VERSION == 2
+    assert "risk_control" not in data
     assert (data["task"], data["labels"], data["alpha"]) == (TASK.name, LABELS, 0.5)
     assert data["actions"] == list(TASK.action_list)
     assert data["extra"] == 1

@@ -186,6 +186,42 @@ def test_sample_fit_evaluate_report(
     ]
 
 
+def test_fit_with_risk_control(runner: CliRunner, setup: dict[str, Path], tmp_path: Path) -> None:
+    samples = tmp_path / "s.jsonl"
+    assert runner.invoke(app, _sample_args(setup, samples)).exit_code == 0
+    artefact = tmp_path / "guarded.json"
+    args = ["fit", "--samples", str(samples), "--calibrator", "temperature", "--cv-folds", "3",
+            "-o", str(artefact)]  # fmt: skip
+    result = runner.invoke(
+        app, [*args, "--risk-control", "tool_call_when_not:0.4", "--delta", "0.2"]
+    )
+    assert result.exit_code == 0, result.output + result.stderr
+    data = json.loads(artefact.read_text())
+    assert data["format_version"] == 2
+    risk = data["risk_control"]
+    assert (risk["spec"], risk["delta"], risk["n"]) == ("tool_call_when_not:0.4", 0.2, 30)
+    assert risk["method"] == "ltt-binomial-fixed-sequence" and risk["certified"]
+    text = " ".join(result.output.split())
+    assert f"guard threshold {risk['threshold']:g}" in text
+    assert "risk limit tool_call_when_not:0.4 certified at δ = 0.2 on 30 cross-fitted items" in text
+    from taskcal_agents.artefact import CalibratorArtefact
+    from taskcal_agents.decision import Decider
+
+    loaded = CalibratorArtefact.load(artefact)
+    assert loaded.risk_control is not None and loaded.task is not None
+    assert Decider(loaded.task, loaded.calibrator, risk_control=loaded.risk_control)
+    # a spec that does not fit the task fails before any fit
+    result = runner.invoke(app, [*args, "--risk-control", "answer_wrong:0.1"])
+    assert result.exit_code == 2
+    assert "error: risk spec 'answer_wrong:0.1' names action 'answer', but task 'when2call'" in (
+        " ".join(result.stderr.split())
+    )
+    result = runner.invoke(app, [*args, "--risk-control", "tool_call_when_not:0.01"])
+    assert result.exit_code == 0, result.output + result.stderr
+    assert "could not be certified" in " ".join(result.stderr.split())
+    assert json.loads(artefact.read_text())["risk_control"]["threshold"] is None
+
+
 def test_sample_needs_server(runner: CliRunner, setup: dict[str, Path], tmp_path: Path) -> None:
     args = [a for a in _sample_args(setup, tmp_path / "s.jsonl") if a not in ("--base-url",)]
     args.remove("http://fake/v1")

@@ -515,9 +515,11 @@ def test_artefact_label_mismatch_is_rejected(tmp_path: Path) -> None:
 def test_artefact_with_another_format_version_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "cal.json"
     path.write_text(
-        json.dumps({"format": "taskcal.calibrator", "format_version": 2}), encoding="utf-8"
+        json.dumps({"format": "taskcal.calibrator", "format_version": 3}), encoding="utf-8"
     )
-    match = r"cal\.json: format_version must be 1, got 2; refit with this version of taskcal\.$"
+    match = (
+        r"cal\.json: format_version must be 1 or 2, got 3; refit with this version of taskcal\.$"
+    )
     with pytest.raises(DataFileError, match=match):
         TaskCalibrationMiddleware(task=tool_decision(), calibrator=path)
 

@@ -759,7 +759,7 @@ def test_calibrator_specs() -> None:
         ),
         (
             '{"format": "taskcal.calibrator", "format_version": 7}',
-            "format_version must be 1, got 7; refit with this version of taskcal.",
+            "format_version must be 1 or 2, got 7; refit with this version of taskcal.",
         ),
         (
             '{"format": "taskcal.calibrator", "format_version": 1, "calibrator": {}}',
