@@ -353,7 +353,7 @@ def sample_item(
     check: StopCheck | None = None
     try:
         if settings.belief == "logprob":
-            samples = []
+            samples: list[AIMessage] = []
             lp = _logprob_belief(
                 sampler,
                 messages,
