@@ -84,11 +84,12 @@ def _is_type_checking(node: ast.If) -> bool:
 def _imports(name: str, path: Path) -> set[str]:
     """Every module of ours that *name* imports (function bodies included)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    exempt = {
+    exempt = {  # the body of ``if TYPE_CHECKING:`` only, not its ``else:`` branch
         id(sub)
         for node in ast.walk(tree)
         if isinstance(node, ast.If) and _is_type_checking(node)
-        for sub in ast.walk(node)
+        for statement in node.body
+        for sub in ast.walk(statement)
     }
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found: set[str] = set()
@@ -150,9 +151,13 @@ def test_every_module_has_a_layer() -> None:
         _layer(module)
 
 
+def _upward(module: str, targets: set[str]) -> list[str]:
+    return sorted(t for t in targets if _layer(t) > _layer(module))
+
+
 @pytest.mark.parametrize("module", sorted(GRAPH))
 def test_no_upward_import(module: str) -> None:
-    upward = sorted(t for t in GRAPH[module] if _layer(t) > _layer(module))
+    upward = _upward(module, GRAPH[module])
     assert not upward, f"{module} (layer {_layer(module)}) imports higher layers: " + ", ".join(
         f"{t} (layer {_layer(t)})" for t in upward
     )
@@ -214,3 +219,24 @@ def test_the_walk_sees_imports_inside_functions(tmp_path: Path) -> None:
     found = _imports("taskcal_agents.probe", source)
     assert "taskcal_agents.sampling.OpenAISampler" in found
     assert "taskcal_agents.workflow" not in found
+
+
+def test_the_else_branch_of_type_checking_counts(tmp_path: Path) -> None:
+    source = tmp_path / "probe.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    import taskcal_agents.workflow\n"
+        "else:\n    import taskcal_agents.runnable\n"
+    )
+    found = _imports("taskcal_agents.probe", source)
+    assert "taskcal_agents.runnable" in found
+    assert "taskcal_agents.workflow" not in found
+
+
+def test_an_upward_edge_is_caught() -> None:
+    assert _upward("taskcal_agents.belief", {"taskcal_agents.workflow._runner"}) == [
+        "taskcal_agents.workflow._runner"
+    ]
+    assert _upward("taskcal_agents.workflow._runner", {"taskcal_agents.belief"}) == []
+    # Importing the root facade from below is upward; a package's own __init__ is not.
+    assert _upward("taskcal_agents.task", {"taskcal_agents"}) == ["taskcal_agents"]
