@@ -67,6 +67,7 @@ __all__ = [
     "RiskGuard",
     "RiskKind",
     "RiskNotCertifiedWarning",
+    "RiskSettingsWarning",
     "RiskSpec",
     "binomial_pvalues",
     "calibrate_risk",
@@ -89,6 +90,10 @@ _SUFFIXES: tuple[tuple[str, RiskKind], ...] = (("_when_not", "when_not"), ("_wro
 
 class RiskNotCertifiedWarning(UserWarning):
     """No threshold of the grid was certified: the guard always downgrades."""
+
+
+class RiskSettingsWarning(UserWarning):
+    """A risk limit is used with another sample count N than it was certified on."""
 
 
 def _check_level(value: Any, what: str) -> float:

@@ -26,6 +26,7 @@ from taskcal_agents.risk_control import (
     RiskCurve,
     RiskGuard,
     RiskNotCertifiedWarning,
+    RiskSettingsWarning,
     RiskSpec,
     binomial_pvalues,
     calibrate_risk,
@@ -411,7 +412,7 @@ def test_artefact_round_trip_with_risk_control(tmp_path: Path) -> None:
 def test_front_doors_apply_the_artefacts_risk_control(tmp_path: Path) -> None:
     path = _artefact(risk_control=RC).save(tmp_path / "cal.json")
     model = GenericFakeChatModel(messages=iter([CALL] * 8))
-    runnable = TaskCalibratedRunnable(model, TOOL, path, n_samples=8, alpha=0.1)
+    runnable = TaskCalibratedRunnable(model, TOOL, path, n_samples=8)
     assert runnable.risk_control == RC and runnable.decider.risk_control == RC
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -421,3 +422,70 @@ def test_front_doors_apply_the_artefacts_risk_control(tmp_path: Path) -> None:
     assert middleware.risk_control == RC and middleware._decider.risk_control == RC
     explicit = TaskCalibratedRunnable(model, TOOL, None, risk_control=RC)
     assert explicit.decider.risk_control == RC
+
+
+def _tool(**changes: Any) -> Task:
+    return Task.model_validate({**TOOL.model_dump(), **changes})
+
+
+@pytest.mark.parametrize(
+    ("task", "what"),
+    [
+        (_tool(cost=[[0, 5, 5], [1, 0, 2], [1, 1, 0]]), "cost matrix"),
+        (
+            _tool(
+                actions=["tool_call", "cannot_answer", "request_for_info"],
+                cost=[[0, 2, 1], [4, 2, 0], [4, 0, 1]],
+            ),
+            "actions",
+        ),
+        (_tool(fallback_action="cannot_answer"), "fallback action"),
+        (_tool(ask_action=None), "ask action"),
+        (_tool(abstain_action=None), "abstain action"),
+        (_tool(unparsed="drop"), "unparsed policy"),
+    ],
+)
+def test_front_doors_refuse_a_risk_limit_certified_for_another_task(
+    tmp_path: Path, task: Task, what: str
+) -> None:
+    path = _artefact(risk_control=RC).save(tmp_path / "cal.json")
+    model = GenericFakeChatModel(messages=iter([]))
+    pattern = rf"certified for another setting.*{what} .*taskcal fit --risk-control"
+    with pytest.raises(ConfigurationError, match=pattern):
+        TaskCalibratedRunnable(model, task, path, n_samples=4)
+    with pytest.raises(ConfigurationError, match=pattern):
+        TaskCalibrationMiddleware(task=task, calibrator=path)
+    # without the limit the same artefact fits the task (labels agree)
+    plain = _artefact().save(tmp_path / "plain.json")
+    assert TaskCalibratedRunnable(model, task, plain, n_samples=4).risk_control is None
+
+
+def test_front_doors_refuse_a_risk_limit_under_another_alpha(tmp_path: Path) -> None:
+    path = _artefact(risk_control=RC).save(tmp_path / "cal.json")
+    model = GenericFakeChatModel(messages=iter([]))
+    with pytest.raises(ConfigurationError, match=r"Dirichlet prior α 3.0 \(certified: 0.5\)"):
+        TaskCalibratedRunnable(model, TOOL, path, n_samples=4, alpha=3.0)
+    with pytest.raises(ConfigurationError, match=r"Dirichlet prior α"):
+        TaskCalibrationMiddleware(task=TOOL, calibrator=path, alpha=3.0)
+    assert TaskCalibratedRunnable(model, TOOL, path, alpha=0.5).alpha == 0.5
+
+
+def test_front_doors_refuse_a_risk_limit_without_a_task_spec() -> None:
+    artefact = CalibratorArtefact(calibrator=fitted(), labels=list(TOOL.labels), alpha=0.5,
+                                  task_name=TOOL.name, risk_control=RC)  # fmt: skip
+    with pytest.raises(ConfigurationError, match="records no task_spec"):
+        TaskCalibratedRunnable(GenericFakeChatModel(messages=iter([])), TOOL, artefact)
+
+
+def test_front_doors_warn_when_n_samples_differs_from_the_certified_n(tmp_path: Path) -> None:
+    path = _artefact(risk_control=RC, metadata={"samples": {"n": 16}}).save(tmp_path / "cal.json")
+    model = GenericFakeChatModel(messages=iter([]))
+    with pytest.warns(
+        RiskSettingsWarning, match="from 16 samples per item, but this front door draws 4"
+    ):
+        TaskCalibratedRunnable(model, TOOL, path, n_samples=4)
+    with pytest.warns(RiskSettingsWarning, match="draws 8"):
+        TaskCalibrationMiddleware(task=TOOL, calibrator=path, n_samples=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RiskSettingsWarning)
+        TaskCalibratedRunnable(model, TOOL, path, n_samples=16)
