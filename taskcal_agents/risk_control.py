@@ -630,10 +630,11 @@ def calibrate_risk(
 ) -> RiskControl:
     """Choose the guard's threshold by Learn-then-Test (see the module docstring).
 
-    The guarantee, P(R(λ̂) > α) ≤ δ, holds for new items exchangeable with the
-    calibration items, decided on beliefs from the same calibration map: pass beliefs
-    the map was not fitted on (a held-out split, or cross-fitted beliefs as
-    ``taskcal fit --risk-control`` does).
+    The guarantee, P(R(λ̂) > α) ≤ δ, is exact for new items exchangeable with the
+    calibration items when ``Q`` are beliefs of held-out items from the deployed map, which
+    never saw them. On cross-fitted beliefs (as ``taskcal fit --risk-control`` passes) it
+    is approximate: the losses come from K different maps, dependent through their shared
+    training items, none of them the deployed map.
 
     Args:
         task: The task.
