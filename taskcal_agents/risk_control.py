@@ -74,6 +74,7 @@ __all__ = [
     "calibrate_risk",
     "hoeffding_bentkus_pvalues",
     "ltt_select",
+    "naive_threshold",
     "risk_curve",
 ]
 
@@ -634,6 +635,21 @@ def ltt_select(
     last = m - 1 - np.argmax(rejected[..., ::-1], axis=-1)
     index = np.where(rejected.any(axis=-1), last, -1).astype(np.intp)
     return index, p, method
+
+
+def naive_threshold(curve: RiskCurve, alpha: float) -> NDArray[np.intp]:
+    """The uncorrected baseline: the most lenient threshold with empirical risk <= α.
+
+    No test and no multiplicity correction, so its true risk is above α about half the
+    time where the limit binds; kept as the comparison for :func:`ltt_select` (tests and
+    ``benchmarks/bench_risk_control.py``), not for deployment.
+
+    Returns:
+        Per calibration set (the curve's batch axes), the threshold index (-1: none).
+    """
+    ok = curve.risk <= alpha
+    last = ok.shape[-1] - 1 - np.argmax(ok[..., ::-1], axis=-1)
+    return np.where(ok.any(axis=-1), last, -1).astype(np.intp)
 
 
 def calibrate_risk(

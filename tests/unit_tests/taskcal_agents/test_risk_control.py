@@ -32,6 +32,7 @@ from taskcal_agents.risk_control import (
     calibrate_risk,
     hoeffding_bentkus_pvalues,
     ltt_select,
+    naive_threshold,
     risk_curve,
 )
 from taskcal_agents.runnable import TaskCalibratedRunnable
@@ -245,10 +246,8 @@ SLACK = DELTA + 3 * math.sqrt(DELTA * (1 - DELTA) / DRAWS)
 
 
 def _naive(curve: RiskCurve, alpha: float) -> np.ndarray:
-    """The most lenient threshold whose empirical risk is <= α (no correction)."""
-    ok = curve.risk <= alpha
-    last = ok.shape[-1] - 1 - np.argmax(ok[..., ::-1], axis=-1)
-    return np.where(ok.any(axis=-1), curve.thresholds[last], math.inf)
+    index = naive_threshold(curve, alpha)
+    return np.where(index >= 0, curve.thresholds[index], math.inf)
 
 
 def _ltt(guard: RiskGuard, curve: RiskCurve) -> np.ndarray:
