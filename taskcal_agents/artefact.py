@@ -22,6 +22,13 @@ An artefact that carries a risk limit (``taskcal fit --risk-control``) is writte
 refuses it rather than drop the guard; one without is still written as version 1. Both
 versions are read.
 
+A risk limit is certified for one decision setting: when the artefact carries one,
+:func:`resolve_calibrator` requires the runtime task to agree with the artefact's task on
+actions, cost matrix, ask, abstain and fallback actions, sampled actions and unparsed
+policy, and the α in force to be the artefact's; it warns
+(:class:`~taskcal_agents.risk_control.RiskSettingsWarning`) when the front door draws
+another number of samples than the limit was fitted on.
+
 Shipped calibrators record no label names (their ``classes_`` is ``arange(k)``), so a
 bare calibrator can be checked for its class count only; an artefact records the labels
 in order, and they must equal the task's.
@@ -31,7 +38,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +52,7 @@ from numpy.typing import ArrayLike, NDArray
 from taskcal_agents._jsonfile import write_json
 from taskcal_agents.belief import DEFAULT_ALPHA, check_alpha
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
-from taskcal_agents.risk_control import RiskControl
+from taskcal_agents.risk_control import RiskControl, RiskSettingsWarning
 from taskcal_agents.task import Task
 
 __all__ = [
@@ -413,6 +422,7 @@ def resolve_calibrator(
     task: Task,
     *,
     alpha: float | None = None,
+    n_samples: int | None = None,
     owner: str,
 ) -> ResolvedCalibrator:
     """Turn a front door's ``calibrator`` argument into a calibrator checked for ``task``.
@@ -428,13 +438,21 @@ def resolve_calibrator(
             artefact file, or ``None``.
         task: The task it must fit.
         alpha: The Dirichlet prior given explicitly, or ``None`` to take the artefact's.
+        n_samples: The samples the front door draws per decision, or ``None``; compared
+            with those an artefact's risk limit was fitted on.
         owner: The front door's name, for error messages.
+
+    Warns:
+        RiskSettingsWarning: If the artefact's risk limit was fitted on beliefs from
+            another number of samples than ``n_samples``.
 
     Raises:
         DataFileError: If a path cannot be read as an artefact.
         LabelMismatchError: If the artefact's (or calibrator's) labels differ from the
             task's, or are in another order.
-        ConfigurationError: If the class count, input width or α is invalid.
+        ConfigurationError: If the class count, input width or α is invalid, or the
+            artefact carries a risk limit certified for other actions, costs, safe
+            actions, unparsed policy or α than the runtime task's.
     """
     artefact = as_artefact(calibrator)
     if artefact is not None:
@@ -455,4 +473,64 @@ def resolve_calibrator(
             alpha = artefact.alpha
     check_calibrator(task, calibrator)
     value = check_alpha(DEFAULT_ALPHA if alpha is None else alpha, owner=owner)
+    if artefact is not None and artefact.risk_control is not None:
+        _check_risk_setting(artefact, task, value, n_samples, owner)
     return ResolvedCalibrator(calibrator, value, artefact)  # type: ignore[arg-type]
+
+
+def _check_risk_setting(
+    artefact: CalibratorArtefact, task: Task, alpha: float, n_samples: int | None, owner: str
+) -> None:
+    """Refuse an artefact's risk limit in a setting it was not certified for."""
+    rc = artefact.risk_control
+    assert rc is not None
+    where = repr(str(artefact.path)) if artefact.path is not None else f"for {artefact.task_name!r}"
+    fix = (
+        f"refit the limit for this setting with `taskcal fit --risk-control {rc.spec}`, or "
+        "drop the guard (use an artefact without risk_control)."
+    )
+    fitted = artefact.task
+    if fitted is None:
+        msg = (
+            f"{owner}: calibrator artefact {where} carries the risk limit {str(rc.spec)!r} but "
+            f"records no task_spec, so it cannot be checked against task {task.name!r}; {fix}"
+        )
+        raise ConfigurationError(msg)
+    differs = [
+        f"{what} {ours!r} (certified: {theirs!r})"
+        for what, ours, theirs in (
+            ("actions", task.action_list, fitted.action_list),
+            ("cost matrix", task.cost_matrix().tolist(), fitted.cost_matrix().tolist()),
+            ("ask action", task.ask_action, fitted.ask_action),
+            ("abstain action", task.abstain_action, fitted.abstain_action),
+            ("fallback action", task.default_action, fitted.default_action),
+            ("sampled actions", task.sampled_actions, fitted.sampled_actions),
+            ("unparsed policy", task.unparsed, fitted.unparsed),
+        )
+        if ours != theirs
+    ]
+    if artefact.alpha is not None and not math.isclose(alpha, artefact.alpha, rel_tol=1e-12):
+        differs.append(f"Dirichlet prior α {alpha!r} (certified: {artefact.alpha!r})")
+    if differs:
+        msg = (
+            f"{owner}: calibrator artefact {where} carries the risk limit {str(rc.spec)!r}, "
+            f"certified for another setting than task {task.name!r} with "
+            + "; ".join(differs)
+            + f". The limit does not carry over: {fix}"
+        )
+        raise ConfigurationError(msg)
+    samples = artefact.metadata.get("samples")
+    fitted_n = samples.get("n") if isinstance(samples, Mapping) else None
+    if (
+        n_samples is not None
+        and isinstance(fitted_n, int)
+        and not isinstance(fitted_n, bool)
+        and fitted_n != n_samples
+    ):
+        msg = (
+            f"{owner}: the risk limit {str(rc.spec)!r} of calibrator artefact {where} was "
+            f"certified on beliefs from {fitted_n} samples per item, but this front door draws "
+            f"{n_samples}; the guarantee holds for {fitted_n} only. Draw {fitted_n} samples or "
+            f"{fix}"
+        )
+        warnings.warn(msg, RiskSettingsWarning, stacklevel=3)

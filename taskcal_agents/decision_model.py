@@ -272,6 +272,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
             self.calibrators.get(question_id),
             task,
             alpha=self.alpha if "alpha" in self.model_fields_set else None,
+            n_samples=self.n_samples,
             owner=f"{type(self).__name__} question {question_id!r}",
         )
         return Decider(

@@ -287,6 +287,7 @@ class TaskCalibrationMiddleware(
             artefact or calibrator,
             task,
             alpha=None if alpha is _SENTINEL else alpha,
+            n_samples=n_samples,
             owner=owner,
         )
 

@@ -20,7 +20,8 @@ a multiple-choice task with an abstain action: at most 10% of the answered quest
 wrong).
 
 **The guard.** The safe actions are the task's ask and abstain actions other than the
-guarded one (else its fallback action). With ``a*`` the MBR action and
+guarded one (else its fallback action, which must then not be a sampled action: a
+downgrade must always be executable). With ``a*`` the MBR action and
 ``s = 1 − Σ_ℓ q(ℓ)·L[ℓ, a*]`` its score (``L`` the risk's loss matrix: the mistake
 indicator of a guarded action, or C / C_max; so ``s`` is the calibrated probability that
 ``a*`` is a least-cost action, or one minus its scaled expected cost), a guarded ``a*``
@@ -67,11 +68,13 @@ __all__ = [
     "RiskGuard",
     "RiskKind",
     "RiskNotCertifiedWarning",
+    "RiskSettingsWarning",
     "RiskSpec",
     "binomial_pvalues",
     "calibrate_risk",
     "hoeffding_bentkus_pvalues",
     "ltt_select",
+    "naive_threshold",
     "risk_curve",
 ]
 
@@ -89,6 +92,10 @@ _SUFFIXES: tuple[tuple[str, RiskKind], ...] = (("_when_not", "when_not"), ("_wro
 
 class RiskNotCertifiedWarning(UserWarning):
     """No threshold of the grid was certified: the guard always downgrades."""
+
+
+class RiskSettingsWarning(UserWarning):
+    """A risk limit is used with another sample count N than it was certified on."""
 
 
 def _check_level(value: Any, what: str) -> float:
@@ -187,10 +194,11 @@ class RiskGuard:
 
     Raises:
         ConfigurationError: If the spec names an action the task does not have, or no
-            safe action is left to downgrade to.
+            safe action is left to downgrade to (the only one a sampled action, which
+            needs a sample to carry it out).
     """
 
-    __slots__ = ("cost", "guarded", "loss", "safe", "spec", "task")
+    __slots__ = ("_always", "cost", "guarded", "loss", "safe", "spec", "task")
 
     def __init__(self, task: Task, spec: RiskSpec | str) -> None:
         spec = RiskSpec.parse(spec) if isinstance(spec, str) else spec
@@ -221,7 +229,17 @@ class RiskGuard:
                 "another action."
             )
             raise ConfigurationError(msg)
+        if safe <= set(task.sampled_actions):
+            msg = (
+                f"risk spec {str(spec)!r}: the only safe action of task {task.name!r}, "
+                f"{sorted(safe)!r} (its fallback action), is a sampled action, which a "
+                "decision can take only when a sample carries it out; the guard would have "
+                "nothing to downgrade to. Give the task an ask or abstain action, or a "
+                "fallback action that is not in sampled_actions."
+            )
+            raise ConfigurationError(msg)
         is_safe = np.array([a in safe for a in actions], dtype=bool)
+        always = np.array([a not in task.sampled_actions for a in actions], dtype=bool)
         guarded = ~is_safe if named is None else np.array([a == named for a in actions])
         C = np.asarray(task.cost_matrix(), dtype=np.float64)
         if spec.kind == "cost":
@@ -232,8 +250,9 @@ class RiskGuard:
             loss = C / top
         else:
             loss = ((C.min(axis=1, keepdims=True) < C) & guarded[None, :]).astype(np.float64)
-        for arr in (is_safe, guarded, loss):
+        for arr in (is_safe, guarded, loss, always):
             arr.setflags(write=False)
+        self._always = is_safe & always
         self.task = task
         self.spec = spec
         self.cost = C
@@ -253,10 +272,14 @@ class RiskGuard:
     def downgrades(
         self, Q: NDArray[np.float64], executable: NDArray[np.bool_] | None = None
     ) -> NDArray[np.intp]:
-        """Per row, the safe (and executable) action of least expected cost under Q."""
+        """Per row, the safe (and executable) action of least expected cost under Q.
+
+        A safe action that is not sampled can always be carried out, and every guard has
+        one (see :class:`RiskGuard`), so the result is always a safe action.
+        """
         allowed = np.broadcast_to(self.safe, (Q.shape[0], self.safe.size))
         if executable is not None:
-            allowed = allowed & np.asarray(executable, dtype=bool)
+            allowed = allowed & (np.asarray(executable, dtype=bool) | self._always)
         return least_cost_actions(
             expected_costs(Q, self.cost, check_input=False), allowed=allowed, check_input=False
         )
@@ -591,9 +614,13 @@ def ltt_select(
     Returns:
         Per calibration set (the curve's batch axes): the index of the most lenient
         rejected threshold (-1: none rejected), the p-values (..., m), and the method.
+
+    Raises:
+        ConfigurationError: If δ is not in (0, 1) or the thresholds are not a non-empty,
+            finite, strictly decreasing grid.
     """
     delta = _check_level(delta, "risk control delta δ")
-    m = curve.thresholds.size
+    m = _check_grid(curve.thresholds).size
     if spec.kind == "cost":
         p = hoeffding_bentkus_pvalues(curve.risk, curve.n, spec.alpha)
     else:
@@ -608,6 +635,21 @@ def ltt_select(
     last = m - 1 - np.argmax(rejected[..., ::-1], axis=-1)
     index = np.where(rejected.any(axis=-1), last, -1).astype(np.intp)
     return index, p, method
+
+
+def naive_threshold(curve: RiskCurve, alpha: float) -> NDArray[np.intp]:
+    """The uncorrected baseline: the most lenient threshold with empirical risk <= α.
+
+    No test and no multiplicity correction, so its true risk is above α about half the
+    time where the limit binds; kept as the comparison for :func:`ltt_select` (tests and
+    ``benchmarks/bench_risk_control.py``), not for deployment.
+
+    Returns:
+        Per calibration set (the curve's batch axes), the threshold index (-1: none).
+    """
+    ok = curve.risk <= alpha
+    last = ok.shape[-1] - 1 - np.argmax(ok[..., ::-1], axis=-1)
+    return np.where(ok.any(axis=-1), last, -1).astype(np.intp)
 
 
 def calibrate_risk(
@@ -625,10 +667,11 @@ def calibrate_risk(
 ) -> RiskControl:
     """Choose the guard's threshold by Learn-then-Test (see the module docstring).
 
-    The guarantee, P(R(λ̂) > α) ≤ δ, holds for new items exchangeable with the
-    calibration items, decided on beliefs from the same calibration map: pass beliefs
-    the map was not fitted on (a held-out split, or cross-fitted beliefs as
-    ``taskcal fit --risk-control`` does).
+    The guarantee, P(R(λ̂) > α) ≤ δ, is exact for new items exchangeable with the
+    calibration items when ``Q`` are beliefs of held-out items from the deployed map, which
+    never saw them. On cross-fitted beliefs (as ``taskcal fit --risk-control`` passes) it
+    is approximate: the losses come from K different maps, dependent through their shared
+    training items, none of them the deployed map.
 
     Args:
         task: The task.

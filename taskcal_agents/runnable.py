@@ -267,6 +267,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             self.calibrator,
             self.task,
             alpha=self.alpha if explicit else None,
+            n_samples=self.n_samples,
             owner=type(self).__name__,
         )
         self.calibrator, self.alpha = resolved.calibrator, resolved.alpha

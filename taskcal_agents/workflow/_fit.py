@@ -34,11 +34,12 @@ With ``taskcal fit --risk-control SPEC --delta δ`` the artefact also carries a 
 on **cross-fitted** calibrated beliefs of the same items (each fold decided by a map fitted
 on the other folds, as ``taskcal evaluate`` does), with the runtime's actions (MBR among
 executable actions; fallback decisions, on items without a usable sample, are not
-guarded but count in the risk). The guarantee P(R(λ̂) > α) ≤ δ is exact for maps fitted
-on (K − 1)/K of the items; the deployed map is fitted on all of them, so it holds for it
-up to the difference that one more fold makes to the fit. For an exact guarantee on the
-deployed map, fit the map on one part of the data and call
-:func:`~taskcal_agents.risk_control.calibrate_risk` on its beliefs of another.
+guarded but count in the risk). The guarantee P(R(λ̂) > α) ≤ δ is then approximate:
+the pooled losses come from K different maps (dependent through their shared training
+items), none of them the deployed map fitted on all items. It is exact when
+:func:`~taskcal_agents.risk_control.calibrate_risk` runs on beliefs of held-out items
+that the deployed map never saw (fit the map on one part of the data, calibrate the limit
+on another).
 """
 
 from __future__ import annotations

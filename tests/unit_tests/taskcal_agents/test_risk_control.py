@@ -26,11 +26,13 @@ from taskcal_agents.risk_control import (
     RiskCurve,
     RiskGuard,
     RiskNotCertifiedWarning,
+    RiskSettingsWarning,
     RiskSpec,
     binomial_pvalues,
     calibrate_risk,
     hoeffding_bentkus_pvalues,
     ltt_select,
+    naive_threshold,
     risk_curve,
 )
 from taskcal_agents.runnable import TaskCalibratedRunnable
@@ -244,10 +246,8 @@ SLACK = DELTA + 3 * math.sqrt(DELTA * (1 - DELTA) / DRAWS)
 
 
 def _naive(curve: RiskCurve, alpha: float) -> np.ndarray:
-    """The most lenient threshold whose empirical risk is <= α (no correction)."""
-    ok = curve.risk <= alpha
-    last = ok.shape[-1] - 1 - np.argmax(ok[..., ::-1], axis=-1)
-    return np.where(ok.any(axis=-1), curve.thresholds[last], math.inf)
+    index = naive_threshold(curve, alpha)
+    return np.where(index >= 0, curve.thresholds[index], math.inf)
 
 
 def _ltt(guard: RiskGuard, curve: RiskCurve) -> np.ndarray:
@@ -411,7 +411,7 @@ def test_artefact_round_trip_with_risk_control(tmp_path: Path) -> None:
 def test_front_doors_apply_the_artefacts_risk_control(tmp_path: Path) -> None:
     path = _artefact(risk_control=RC).save(tmp_path / "cal.json")
     model = GenericFakeChatModel(messages=iter([CALL] * 8))
-    runnable = TaskCalibratedRunnable(model, TOOL, path, n_samples=8, alpha=0.1)
+    runnable = TaskCalibratedRunnable(model, TOOL, path, n_samples=8)
     assert runnable.risk_control == RC and runnable.decider.risk_control == RC
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -421,3 +421,151 @@ def test_front_doors_apply_the_artefacts_risk_control(tmp_path: Path) -> None:
     assert middleware.risk_control == RC and middleware._decider.risk_control == RC
     explicit = TaskCalibratedRunnable(model, TOOL, None, risk_control=RC)
     assert explicit.decider.risk_control == RC
+
+
+def _tool(**changes: Any) -> Task:
+    return Task.model_validate({**TOOL.model_dump(), **changes})
+
+
+@pytest.mark.parametrize(
+    ("task", "what"),
+    [
+        (_tool(cost=[[0, 5, 5], [1, 0, 2], [1, 1, 0]]), "cost matrix"),
+        (
+            _tool(
+                actions=["tool_call", "cannot_answer", "request_for_info"],
+                cost=[[0, 2, 1], [4, 2, 0], [4, 0, 1]],
+            ),
+            "actions",
+        ),
+        (_tool(fallback_action="cannot_answer"), "fallback action"),
+        (_tool(ask_action=None), "ask action"),
+        (_tool(abstain_action=None), "abstain action"),
+        (_tool(unparsed="drop"), "unparsed policy"),
+    ],
+)
+def test_front_doors_refuse_a_risk_limit_certified_for_another_task(
+    tmp_path: Path, task: Task, what: str
+) -> None:
+    path = _artefact(risk_control=RC).save(tmp_path / "cal.json")
+    model = GenericFakeChatModel(messages=iter([]))
+    pattern = rf"certified for another setting.*{what} .*taskcal fit --risk-control"
+    with pytest.raises(ConfigurationError, match=pattern):
+        TaskCalibratedRunnable(model, task, path, n_samples=4)
+    with pytest.raises(ConfigurationError, match=pattern):
+        TaskCalibrationMiddleware(task=task, calibrator=path)
+    # without the limit the same artefact fits the task (labels agree)
+    plain = _artefact().save(tmp_path / "plain.json")
+    assert TaskCalibratedRunnable(model, task, plain, n_samples=4).risk_control is None
+
+
+def test_front_doors_refuse_a_risk_limit_under_another_alpha(tmp_path: Path) -> None:
+    path = _artefact(risk_control=RC).save(tmp_path / "cal.json")
+    model = GenericFakeChatModel(messages=iter([]))
+    with pytest.raises(ConfigurationError, match=r"Dirichlet prior α 3.0 \(certified: 0.5\)"):
+        TaskCalibratedRunnable(model, TOOL, path, n_samples=4, alpha=3.0)
+    with pytest.raises(ConfigurationError, match=r"Dirichlet prior α"):
+        TaskCalibrationMiddleware(task=TOOL, calibrator=path, alpha=3.0)
+    assert TaskCalibratedRunnable(model, TOOL, path, alpha=0.5).alpha == 0.5
+
+
+def test_front_doors_refuse_a_risk_limit_without_a_task_spec() -> None:
+    artefact = CalibratorArtefact(calibrator=fitted(), labels=list(TOOL.labels), alpha=0.5,
+                                  task_name=TOOL.name, risk_control=RC)  # fmt: skip
+    with pytest.raises(ConfigurationError, match="records no task_spec"):
+        TaskCalibratedRunnable(GenericFakeChatModel(messages=iter([])), TOOL, artefact)
+
+
+def test_front_doors_warn_when_n_samples_differs_from_the_certified_n(tmp_path: Path) -> None:
+    path = _artefact(risk_control=RC, metadata={"samples": {"n": 16}}).save(tmp_path / "cal.json")
+    model = GenericFakeChatModel(messages=iter([]))
+    with pytest.warns(
+        RiskSettingsWarning, match="from 16 samples per item, but this front door draws 4"
+    ):
+        TaskCalibratedRunnable(model, TOOL, path, n_samples=4)
+    with pytest.warns(RiskSettingsWarning, match="draws 8"):
+        TaskCalibrationMiddleware(task=TOOL, calibrator=path, n_samples=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RiskSettingsWarning)
+        TaskCalibratedRunnable(model, TOOL, path, n_samples=16)
+
+
+def test_guard_refuses_a_task_whose_only_safe_action_is_sampled() -> None:
+    labels = ["tool_call", "direct_answer", "other"]
+    task = Task(name="x", labels=labels, cost=[[0, 1, 2], [3, 0, 2], [3, 1, 0]],
+                parser={"name": "choice", "options": {"labels": labels}},
+                sampled_actions=["tool_call", "direct_answer"],
+                fallback_action="direct_answer")  # fmt: skip
+    with pytest.raises(ConfigurationError, match=r"\['direct_answer'\].*is a sampled action"):
+        RiskGuard(task, "tool_call_when_not:0.05")
+    with pytest.raises(ConfigurationError, match="is a sampled action"):
+        calibrate_risk(task, "tool_call_when_not:0.05", np.eye(3), np.arange(3))
+
+
+def test_guard_downgrades_only_to_safe_actions_whatever_the_mask() -> None:
+    guard = RiskGuard(TOOL, "tool_call_when_not:0.05")
+    rng = np.random.default_rng(0)
+    Q = rng.dirichlet(np.ones(3), size=200)
+    executable = rng.uniform(size=(200, 3)) < 0.3  # often nothing marked executable
+    out, down, _ = guard.apply(Q, np.zeros(200, dtype=np.intp), math.inf, executable=executable)
+    assert down.all() and guard.safe[out].all() and not guard.guarded[out].any()
+    curve = risk_curve(guard, Q, rng.integers(0, 3, 200), [math.inf],
+                       actions=np.zeros(200, dtype=np.intp), executable=executable)  # fmt: skip
+    assert curve.risk[0] == 0.0 and curve.coverage[0] == 0.0
+
+
+# ------------------------------------------------------- ltt_select on set p-values
+
+
+def _curve(n_loss: list[int], n: int = 100) -> RiskCurve:
+    """A curve over the grid 1.0, 0.9, … with the given loss counts out of n each."""
+    m = len(n_loss)
+    k = np.asarray(n_loss, dtype=np.float64)
+    return RiskCurve(thresholds=np.round(np.linspace(1.0, 1.0 - 0.1 * (m - 1), m), 2),
+                     risk=k / n, n_loss=k, n_taken=np.full(m, n), coverage=np.ones(m),
+                     mean_cost=np.zeros(m), n=n)  # fmt: skip
+
+
+def test_ltt_select_fixed_sequence_stops_at_the_first_non_rejection() -> None:
+    curve = _curve([3, 10, 3, 3])  # α = 0.1, n = 100: p ≈ 0.008, 0.58, 0.008, 0.008
+    index, p, method = ltt_select(RiskSpec.parse("a_when_not:0.1"), curve, 0.05)
+    assert (p <= 0.05).tolist() == [True, False, True, True]
+    assert int(index) == 0 and method == "ltt-binomial-fixed-sequence"
+    index, _, _ = ltt_select(RiskSpec.parse("a_when_not:0.1"), _curve([10, 3, 3]), 0.05)
+    assert int(index) == -1  # the strictest λ is not rejected: nothing is
+
+
+def test_ltt_select_bonferroni_compares_with_delta_over_m() -> None:
+    curve = _curve([3, 4, 5, 10])  # p ≈ 0.008, 0.024, 0.058, 0.58
+    index, p, method = ltt_select(RiskSpec.parse("a_wrong:0.1"), curve, 0.1)
+    assert (p <= 0.1 / 4).tolist() == [True, True, False, False] and (p <= 0.1)[2]
+    assert int(index) == 1 and method == "ltt-binomial-bonferroni"
+    # not monotone: the most lenient rejected λ is taken, past a non-rejected one
+    index, _, _ = ltt_select(RiskSpec.parse("a_wrong:0.1"), _curve([3, 10, 3, 10]), 0.1)
+    assert int(index) == 2
+
+
+def test_ltt_select_checks_the_grid() -> None:
+    curve = _curve([3, 3, 3])
+    bad = RiskCurve(**{**curve.__dict__, "thresholds": curve.thresholds[::-1]})
+    with pytest.raises(ConfigurationError, match="strictly decreasing"):
+        ltt_select(RiskSpec.parse("a_when_not:0.1"), bad, 0.05)
+
+
+def test_guarantee_needs_the_multiplicity_correction() -> None:
+    """``answer_wrong`` with a score uninformative of the mistake: q(answer) = s ~
+    U(0.5, 1) (MBR always answers) and every answer is wrong with probability 0.21 > α =
+    0.2, so every λ that leaves an answer is a true null. Testing each λ at δ without a
+    correction certifies some λ far more often than δ; Bonferroni does not.
+    """
+    guard = RiskGuard(SYMMETRIC, "answer_wrong:0.2")
+    rng = np.random.default_rng(3)
+    s = rng.uniform(0.5, 1.0, size=(DRAWS, 300))
+    y = (rng.uniform(size=(DRAWS, 300)) < 0.21).astype(np.intp)
+    curve = risk_curve(guard, np.stack([s, 1 - s], axis=-1), y, DEFAULT_GRID)
+    index, p, _ = ltt_select(guard.spec, curve, DELTA)
+    ltt = float(np.mean(index >= 0))  # any certified λ violates the limit
+    uncorrected = float(np.mean((p <= DELTA).any(axis=-1)))
+    print(f"null source: LTT violates {ltt:.3f}, uncorrected {uncorrected:.3f}")
+    assert ltt <= SLACK
+    assert uncorrected > SLACK + 0.05
