@@ -395,7 +395,7 @@ class TaskCalibrationMiddleware(
         decision = self._decider.decide(
             samples, tool_names=tool_names_of(request.tools), question=question
         )
-        return decision if self.adaptive is None else with_stop(decision, check, self.n_samples)
+        return decision if self.adaptive is None else with_stop(decision, check)
 
     def _rounds(self) -> tuple[int, ...]:
         """The cumulative sample counts after each round: ``(n_samples,)`` without adaptive N."""
@@ -462,31 +462,33 @@ class TaskCalibrationMiddleware(
         responses: list[ModelResponse[Any]] = []
         samples: list[AIMessage] = []
         check: StopCheck | None = None
-        try:
-            mode = self._mode(request)
-            sample_request = self._sample_request(request)
-            done = 0
-            for total in self._rounds():
+        mode = self._mode(request)
+        sample_request = self._sample_request(request)
+        done = 0
+        for total in self._rounds():
+            # Only a failed draw (thrown in here) may become the fallback decision; an error
+            # of the stopping rule (the calibrator, the configuration) propagates.
+            try:
                 drawn = yield _Draw(mode, request, sample_request, total - done)
-                done = total
-                if mode == "handler":
-                    responses += drawn
-                    drawn = self._samples(drawn)
-                samples += drawn
-                if self.adaptive is None or total >= self.n_samples:
-                    break
-                check = stop_check_messages(
-                    self._decider, samples, self.n_samples, self.adaptive,
-                    tool_names=tool_names_of(request.tools),
-                )  # fmt: skip
-                if check.stop:
-                    break
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            if self.on_error == "raise":
+            except GraphBubbleUp:
                 raise
-            return self._respond(self._fallback(exc))
+            except Exception as exc:
+                if self.on_error == "raise":
+                    raise
+                return self._respond(self._fallback(exc))
+            done = total
+            if mode == "handler":
+                responses += drawn
+                drawn = self._samples(drawn)
+            samples += drawn
+            if self.adaptive is None or total >= self.n_samples:
+                break
+            check = stop_check_messages(
+                self._decider, samples, self.n_samples, self.adaptive,
+                tool_names=tool_names_of(request.tools),
+            )  # fmt: skip
+            if check.stop:
+                break
         return self._respond(self._decide(request, samples, check), responses)
 
     def _draw(self, draw: _Draw, handler: Callable[[ModelRequest[Any]], Any]) -> list[Any]:

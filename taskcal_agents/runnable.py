@@ -356,7 +356,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
                 return_samples=self.return_samples,
                 question=question,
             )
-            return decision if self.adaptive is None else with_stop(decision, check, self.n_samples)
+            return decision if self.adaptive is None else with_stop(decision, check)
         error = result if result is not None else RuntimeError("no result")
         if _is_control_flow(error):
             raise error
