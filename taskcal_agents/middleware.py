@@ -243,7 +243,9 @@ class TaskCalibrationMiddleware(
                 user, and pass later calls (after tool results) through unchanged.
                 ``"every_call"``: decide on every model call.
             on_error: ``"raise"``: sampling errors propagate. ``"fallback"``: they turn
-                into the task's fallback action, flagged with the error as its reason.
+                into the task's fallback action, flagged with the error as its reason
+                (with adaptive N also when a later round fails: the samples of earlier
+                rounds are discarded). Errors of the stopping rule always propagate.
             max_concurrency: The most concurrent model calls when sampling without
                 ``n``; ``None``: up to N.
             use_task_prompt: Put ``task.prompt`` (if set) into the sampled requests by the
