@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from taskcal_agents import tasks
 from taskcal_agents.adaptive import (
     AdaptiveSampling,
+    _actions,
     change_probability,
     check_adaptive,
     outcome_counts,
@@ -173,8 +174,6 @@ def test_choose_actions_is_the_decision_of_decide() -> None:
             AIMessage(content=t) for t, c in zip(texts, row[1:], strict=True) for _ in range(c)
         ]
         expected.append(task.action_index(decider.decide(messages).action))
-    from taskcal_agents.adaptive import _actions
-
     counts = np.asarray(rows, dtype=np.int64)
     got = _actions(decider, counts, np.ones((len(rows), 3), dtype=bool))
     assert got.tolist() == expected
