@@ -9,17 +9,23 @@ p ~ Dirichlet(α + c) and the future counts ~ Multinomial(N − m, p),
 
 where action(·) is what :class:`~taskcal_agents.decision.Decider` does with those samples:
 the belief built by the task's own rule (:meth:`Task.belief_from_labels
-<taskcal_agents.task.Task.belief_from_labels>`), the Decider's calibration, and MBR among
-the executable actions through the one decision kernel
-(:func:`~taskcal_agents.decision.executable_mbr`); the task's fallback action when no sample
-is parsed. A sampled action (a tool call) that no sample carries out yet becomes executable
-when a future sample takes its label. P(change) is estimated from ``draws`` Monte-Carlo
+<taskcal_agents.task.Task.belief_from_labels>`), the Decider's calibration, then MBR among
+the executable actions and the Decider's risk guard, if any, through the one map the
+Decider itself uses (:meth:`Decider.choose_actions
+<taskcal_agents.decision.Decider.choose_actions>`), so the rule watches the action the
+runtime returns; the task's fallback action when no sample is parsed. A sampled action (a
+tool call) that no sample carries out yet becomes executable when a future sample takes its
+label. P(change) is estimated from ``draws`` Monte-Carlo
 draws (one ``predict_proba`` call on the distinct outcomes) with a seed derived from the
 counts, so the rule is a pure function. Sampling stops when P(change) < ε, and always at
 N (:func:`stop_check`). The rounds and ε are :class:`~taskcal_agents.options.AdaptiveSampling`.
 
 The rule needs counts that are multinomial: a task that clusters open answers
 (``answer_clusters``) is refused (:func:`check_adaptive`).
+
+A risk limit (:class:`~taskcal_agents.risk_control.RiskControl`) is certified on beliefs
+from N samples; with adaptive N the decisions are made on fewer, so its guarantee covers
+them only approximately.
 """
 
 from __future__ import annotations
@@ -31,8 +37,7 @@ import numpy as np
 from langchain_core.messages import AIMessage
 from numpy.typing import ArrayLike, NDArray
 
-from calibrators import expected_costs
-from taskcal_agents.decision import Decider, Decision, carried_actions, executable_mbr
+from taskcal_agents.decision import Decider, Decision, carried_actions
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.options import AdaptiveSampling
 from taskcal_agents.task import Task
@@ -125,8 +130,9 @@ def _actions(
     """The Decider's action for each row of outcome counts and executable actions.
 
     The beliefs are built by the task's rule from the counts (as label lists), calibrated
-    in one call and decided by executable MBR; rows without a parsed sample take the
-    task's fallback action, as :meth:`Decider.decide_belief` does.
+    in one call and decided by :meth:`Decider.choose_actions` (executable MBR, then the
+    risk guard), as :meth:`Decider.decide_belief` decides; rows without a parsed sample
+    take the task's fallback action, as it does.
     """
     task = decider.task
     outcomes = [*task.labels, None]
@@ -138,7 +144,7 @@ def _actions(
         for row in counts
     ]
     q = decider.calibrate(np.stack([decider.calibrator_input(b) for b in beliefs]))
-    chosen, _ = executable_mbr(expected_costs(q, task.cost_matrix()), executable)
+    chosen = decider.choose_actions(q, executable).actions.copy()
     no_parsed = np.array([b.n_parsed == 0 for b in beliefs])
     chosen[no_parsed] = task.action_index(task.default_action)
     return chosen
@@ -271,19 +277,19 @@ def stop_check_messages(
     return stop_check(decider, outcome_counts(task, labels), n_max, adaptive, executable=executable)
 
 
-def with_stop(decision: Decision, check: StopCheck | None, n_max: int) -> Decision:
+def with_stop(decision: Decision, check: StopCheck | None) -> Decision:
     """Record in ``decision`` where adaptive N stopped.
 
     Args:
-        decision: The decision on the samples drawn (``n_samples`` of them).
+        decision: The decision on the samples drawn.
         check: The stopping rule's last verdict (``None``: no check was made).
-        n_max: N.
 
     Returns:
-        A copy with ``stopped_early`` (fewer than N samples were drawn) and
+        A copy with ``stopped_early`` (the rule said stop before N samples were requested:
+        the verdict, not ``n_samples``, which omits responses without a message) and
         ``change_probability`` (the last estimate when it stopped early, else 0: at N
         nothing can change).
     """
-    stopped = decision.n_samples < n_max
+    stopped = check is not None and check.stop and check.n_drawn < check.n_max
     p = check.change_probability if check is not None and stopped else 0.0
     return decision.model_copy(update={"stopped_early": stopped, "change_probability": p})

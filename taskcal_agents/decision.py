@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from langchain_core.messages import AIMessage
@@ -45,6 +45,7 @@ from taskcal_agents.task import Task
 
 __all__ = [
     "TOOL_CALL_ACTION",
+    "ActionChoice",
     "Decider",
     "Decision",
     "carried_actions",
@@ -99,6 +100,27 @@ def executable_mbr(
     best = least_cost_actions(ec, check_input=False)
     chosen = least_cost_actions(ec, allowed=ok, check_input=False)
     return chosen, chosen != best
+
+
+class ActionChoice(NamedTuple):
+    """The actions :meth:`Decider.choose_actions` takes, row by row.
+
+    Attributes:
+        actions: The final action indices ``(n,)``: what the Decider returns.
+        unguarded: The executable MBR action indices ``(n,)``, before the risk guard.
+        replaced: Whether the unrestricted MBR action could not be carried out and
+            another one was taken ``(n,)``.
+        guarded: Whether the risk guard downgraded the row ``(n,)`` (all ``False``
+            without a guard).
+        scores: The guard's score of each row's unguarded action ``(n,)``; ``None``
+            without a guard.
+    """
+
+    actions: NDArray[np.intp]
+    unguarded: NDArray[np.intp]
+    replaced: NDArray[np.bool_]
+    guarded: NDArray[np.bool_]
+    scores: NDArray[np.float64] | None
 
 
 def carries_out(
@@ -192,7 +214,8 @@ class Decision(BaseModel):
     (``None`` for tasks that do not cluster)."""
     # Adaptive N (taskcal_agents.adaptive), set by the front doors that sample in rounds.
     stopped_early: bool = False
-    """Whether adaptive N stopped before N samples (``n_samples`` is what was drawn)."""
+    """Whether adaptive N's stopping rule ended the draw before N samples were requested
+    (``n_samples`` is what was drawn; it omits responses without a message)."""
     change_probability: float | None = None
     """Under adaptive N, the estimated probability, at the last check, that drawing up to
     N would change the action (0 at N; ``None`` without adaptive N)."""
@@ -470,17 +493,16 @@ class Decider:
         # The MBR action; if only a sample can carry it out (a tool call with its arguments)
         # and none does, take the cheapest action that can be carried out, and say so.
         executable = carried_actions(self.task, messages, labels, tool_names=tool_names)
-        chosen, replaced = executable_mbr(ec[None, :], executable[None, :])
-        unguarded = self._actions[int(chosen[0])]
+        choice = self.choose_actions(q[None, :], executable[None, :])
+        unguarded = self._actions[int(choice.unguarded[0])]
         reason: str | None = None
-        if replaced[0]:
+        if choice.replaced[0]:
             unrestricted = self._actions[int(least_cost_actions(ec[None, :])[0])]
             reason = (
                 f"MBR chose {unrestricted!r}, but no sample carried it out; took the cheapest "
                 f"action that can be carried out, {unguarded!r}"
             )
-        guard = self._guard_fields(q, chosen, executable)
-        action = self._actions[guard.pop("index")]
+        action = self._actions[int(choice.actions[0])]
         message = self.representative(
             action, messages, labels, tool_names=tool_names, clusters=clusters
         )
@@ -500,26 +522,56 @@ class Decider:
             sample_labels=list(labels) if return_samples else None,
             n_clusters=None if clusters is None else clusters.n_clusters,
             unguarded_action=unguarded,
-            **guard,
+            **self._guard_fields(choice),
         )
 
-    def _guard_fields(
-        self, q: NDArray[np.float64], chosen: NDArray[np.intp], executable: NDArray[np.bool_]
-    ) -> dict[str, Any]:
-        """Apply the risk guard to the chosen action: its index and the Decision fields."""
-        index = int(chosen[0])
+    def choose_actions(self, Q: NDArray[np.float64], executable: NDArray[np.bool_]) -> ActionChoice:
+        """The actions the Decider takes on calibrated beliefs: executable MBR, then the guard.
+
+        The one map from q to the returned action, shared by :meth:`decide_belief` and
+        the adaptive-N stopping rule (:mod:`taskcal_agents.adaptive`), so the rule watches
+        the action the runtime returns. Rows without a parsed sample take the fallback
+        action instead (not handled here; fallback decisions are not guarded).
+
+        Args:
+            Q: Calibrated beliefs, shape ``(n, k)`` (:meth:`calibrate`).
+            executable: Which actions each row's samples can carry out, shape ``(n, m)``
+                (:func:`carried_actions`).
+
+        Returns:
+            The final and unguarded action indices, with ``replaced``, ``guarded`` and
+            the guard's scores.
+
+        Raises:
+            ConfigurationError: If the shapes do not match.
+        """
+        q = np.asarray(Q, dtype=np.float64)
+        if q.ndim != 2 or q.shape[1] != len(self._labels):
+            msg = (
+                f"Decider.choose_actions parameter 'Q' must have shape (n, {len(self._labels)}) "
+                f"(one calibrated belief over {list(self._labels)!r} per row), got {q.shape}."
+            )
+            raise ConfigurationError(msg)
+        ec = _expected_costs(q, self._cost, check_input=False)
+        chosen, replaced = executable_mbr(ec, executable)
         if self._guard is None or self.risk_control is None:
-            return {"index": index}
-        threshold = self.risk_control.threshold
+            no = np.zeros(len(chosen), dtype=bool)
+            return ActionChoice(chosen, chosen, replaced, no, None)
         actions, down, score = self._guard.apply(
-            q[None, :], chosen, threshold, executable=executable[None, :]
+            q, chosen, self.risk_control.threshold, executable=executable
         )
+        return ActionChoice(actions, chosen, replaced, down, score)
+
+    def _guard_fields(self, choice: ActionChoice) -> dict[str, Any]:
+        """The Decision's guard fields for the first row of ``choice`` (none without a guard)."""
+        if self._guard is None or self.risk_control is None or choice.scores is None:
+            return {}
+        index = int(choice.unguarded[0])
         return {
-            "index": int(actions[0]),
             "guard": str(self.risk_control.spec),
-            "guard_threshold": threshold,
-            "guard_score": float(score[0]) if self._guard.guarded[index] else None,
-            "guarded": bool(down[0]),
+            "guard_threshold": self.risk_control.threshold,
+            "guard_score": float(choice.scores[0]) if self._guard.guarded[index] else None,
+            "guarded": bool(choice.guarded[0]),
         }
 
     def fallback(

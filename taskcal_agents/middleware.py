@@ -243,7 +243,9 @@ class TaskCalibrationMiddleware(
                 user, and pass later calls (after tool results) through unchanged.
                 ``"every_call"``: decide on every model call.
             on_error: ``"raise"``: sampling errors propagate. ``"fallback"``: they turn
-                into the task's fallback action, flagged with the error as its reason.
+                into the task's fallback action, flagged with the error as its reason
+                (with adaptive N also when a later round fails: the samples of earlier
+                rounds are discarded). Errors of the stopping rule always propagate.
             max_concurrency: The most concurrent model calls when sampling without
                 ``n``; ``None``: up to N.
             use_task_prompt: Put ``task.prompt`` (if set) into the sampled requests by the
@@ -396,7 +398,7 @@ class TaskCalibrationMiddleware(
         decision = self._decider.decide(
             samples, tool_names=tool_names_of(request.tools), question=question
         )
-        return decision if self.adaptive is None else with_stop(decision, check, self.n_samples)
+        return decision if self.adaptive is None else with_stop(decision, check)
 
     def _rounds(self) -> tuple[int, ...]:
         """The cumulative sample counts after each round: ``(n_samples,)`` without adaptive N."""
@@ -463,31 +465,33 @@ class TaskCalibrationMiddleware(
         responses: list[ModelResponse[Any]] = []
         samples: list[AIMessage] = []
         check: StopCheck | None = None
-        try:
-            mode = self._mode(request)
-            sample_request = self._sample_request(request)
-            done = 0
-            for total in self._rounds():
+        mode = self._mode(request)
+        sample_request = self._sample_request(request)
+        done = 0
+        for total in self._rounds():
+            # Only a failed draw (thrown in here) may become the fallback decision; an error
+            # of the stopping rule (the calibrator, the configuration) propagates.
+            try:
                 drawn = yield _Draw(mode, request, sample_request, total - done)
-                done = total
-                if mode == "handler":
-                    responses += drawn
-                    drawn = self._samples(drawn)
-                samples += drawn
-                if self.adaptive is None or total >= self.n_samples:
-                    break
-                check = stop_check_messages(
-                    self._decider, samples, self.n_samples, self.adaptive,
-                    tool_names=tool_names_of(request.tools),
-                )  # fmt: skip
-                if check.stop:
-                    break
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            if self.on_error == "raise":
+            except GraphBubbleUp:
                 raise
-            return self._respond(self._fallback(exc))
+            except Exception as exc:
+                if self.on_error == "raise":
+                    raise
+                return self._respond(self._fallback(exc))
+            done = total
+            if mode == "handler":
+                responses += drawn
+                drawn = self._samples(drawn)
+            samples += drawn
+            if self.adaptive is None or total >= self.n_samples:
+                break
+            check = stop_check_messages(
+                self._decider, samples, self.n_samples, self.adaptive,
+                tool_names=tool_names_of(request.tools),
+            )  # fmt: skip
+            if check.stop:
+                break
         return self._respond(self._decide(request, samples, check), responses)
 
     def _draw(self, draw: _Draw, handler: Callable[[ModelRequest[Any]], Any]) -> list[Any]:

@@ -226,10 +226,12 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     """Base sampling seed passed per call (``None``: unseeded)."""
     on_error: Literal["raise", "fallback"] = "raise"
     """After the retries fail: raise :class:`~taskcal_agents.errors.SamplingError`, or
-    return the task's fallback decision flagged with the error."""
+    return the task's fallback decision flagged with the error. With adaptive N a round
+    that fails for good does so too: the samples of earlier rounds are discarded, not
+    decided on, and the error's attempt count is that round's."""
     max_retries: int = Field(default=0, ge=0)
-    """How many times a failed sampling call is retried. Or wrap the model with
-    ``model.with_retry(...)``: its policy is applied here (not both)."""
+    """How many times a failed sampling call is retried (with adaptive N, per round). Or
+    wrap the model with ``model.with_retry(...)``: its policy is applied here (not both)."""
     retry_wait: float = Field(default=0.0, ge=0)
     """Seconds to wait before the first retry; doubles after each retry."""
     return_samples: bool = False
@@ -357,7 +359,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
                 return_samples=self.return_samples,
                 question=question,
             )
-            return decision if self.adaptive is None else with_stop(decision, check, self.n_samples)
+            return decision if self.adaptive is None else with_stop(decision, check)
         error = result if result is not None else RuntimeError("no result")
         if _is_control_flow(error):
             raise error
@@ -394,7 +396,9 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         samples the inputs of the round whose last attempt failed (a retryable error), as
         one ``sample_batch`` call so ``max_concurrency`` bounds them all; its child runs
         are tagged ``retry:attempt:<k>`` from the second attempt on, as ``with_retry()``
-        tags them. An input whose round fails for good gets that error (``on_error``).
+        tags them. An input whose round fails for good gets that error (``on_error``), even
+        after earlier rounds drew samples: those are discarded; the retry budget and the
+        attempt count are per round.
         The sync and async drivers only sleep and sample (:func:`_advance`).
         """
         sampled, retry = split_retry(self.model)

@@ -10,12 +10,14 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage
 from pydantic import ValidationError
 
 from taskcal_agents import tasks
 from taskcal_agents.adaptive import (
     AdaptiveSampling,
+    _actions,
     change_probability,
     check_adaptive,
     outcome_counts,
@@ -25,6 +27,7 @@ from taskcal_agents.chat_model import TaskCalibratedChatModel
 from taskcal_agents.decision import Decider
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.middleware import TaskCalibrationMiddleware
+from taskcal_agents.risk_control import RiskControl, RiskSpec
 from taskcal_agents.runnable import TaskCalibratedRunnable
 from tests.unit_tests.taskcal_agents.test_middleware import CountingHandler, make_request, unwrap
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
@@ -125,6 +128,56 @@ def test_a_tool_call_no_sample_carries_out_yet_can_become_executable() -> None:
     blocked = np.array([False, True, True])
     assert change_probability(decider, [1, 0, 0, 3], 16, executable=blocked) > 0.5
     assert change_probability(decider, [1, 0, 0, 3], 16) == 0.0
+
+
+def test_the_rule_watches_the_guarded_action() -> None:
+    # Four unanimous tool calls: MBR keeps the call whatever 12 more samples say, nearly
+    # always; the guard (score 0.953 against λ̂ = 0.95) downgrades it to asking as soon as
+    # one more sample is not a call. The rule must watch the action the Decider returns.
+    task = tasks.tool_decision(cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]])
+    guard = RiskControl(
+        spec=RiskSpec.parse("tool_call_when_not:0.05"), delta=0.05, threshold=0.95,
+        certified=True, n=100, n_taken=100, risk=0.03, coverage=0.8,
+        method="ltt-binomial-fixed-sequence", n_grid=101,
+    )  # fmt: skip
+    plain, guarded = Decider(task), Decider(task, risk_control=guard)
+    call = AIMessage(
+        content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c"}]
+    )
+    now, later = [call] * 4, [call] * 4 + [AIMessage(content="zzz")]
+    assert plain.decide(now).action == plain.decide(later).action == "tool_call"
+    assert guarded.decide(now).action == "tool_call"
+    assert guarded.decide(later).action == "request_for_info"
+    assert guarded.decide(later).guarded
+    rule = AdaptiveSampling(epsilon=0.05)
+    assert stop_check(plain, [4, 0, 0, 0], 16, rule).stop
+    check = stop_check(guarded, [4, 0, 0, 0], 16, rule)
+    assert not check.stop and check.change_probability > 0.2
+
+
+def test_choose_actions_is_the_decision_of_decide() -> None:
+    task = tasks.tool_decision(cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]])
+    guard = RiskControl(
+        spec=RiskSpec.parse("tool_call_when_not:0.05"), delta=0.05, threshold=0.9,
+        certified=True, n=100, n_taken=100, risk=0.03, coverage=0.8,
+        method="ltt-binomial-fixed-sequence", n_grid=101,
+    )  # fmt: skip
+    decider = Decider(task, risk_control=guard)
+    rows = [[4, 0, 0, 0], [4, 0, 0, 1], [3, 1, 0, 0], [1, 2, 1, 0], [0, 0, 3, 1], [9, 1, 0, 0]]
+    texts = ["Which city?", "I cannot help with that.", "zzz"]
+    call = AIMessage(
+        content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c"}]
+    )
+    expected = []
+    for row in rows:
+        messages = [call] * row[0] + [
+            AIMessage(content=t) for t, c in zip(texts, row[1:], strict=True) for _ in range(c)
+        ]
+        expected.append(task.action_index(decider.decide(messages).action))
+    counts = np.asarray(rows, dtype=np.int64)
+    got = _actions(decider, counts, np.ones((len(rows), 3), dtype=bool))
+    assert got.tolist() == expected
+    assert len(set(expected)) > 1
 
 
 def test_outcome_counts_and_bad_input() -> None:
@@ -272,3 +325,42 @@ def test_decision_model_refuses_adaptive_rather_than_ignoring_it() -> None:
 
     with pytest.raises(ConfigurationError, match="'adaptive' is not supported yet"):
         TaskCalibratedDecisionModel(chat_model=RecordingChatModel(responses=["A"]), adaptive=0.01)
+
+
+class RaisingCalibrator(ConstantCalibrator):
+    """A calibrator that fails when the stopping rule calls it."""
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        msg = "calibrator broke"
+        raise ConfigurationError(msg)
+
+
+def test_middleware_a_stopping_rule_error_raises_rather_than_falling_back() -> None:
+    mw = TaskCalibrationMiddleware(
+        task=tasks.tool_decision(), calibrator=RaisingCalibrator([0.4, 0.3, 0.3]),
+        n_samples=16, sampling="handler", adaptive=0.05, on_error="fallback",
+    )  # fmt: skip
+    handler = CountingHandler(["Which city?"] * 16)
+    with pytest.raises(ConfigurationError, match="calibrator broke"):
+        mw.wrap_model_call(make_request(), handler)
+    assert len(handler.requests) == 4  # the first round was drawn; the rule raised
+
+
+def test_middleware_a_full_draw_with_an_empty_response_did_not_stop_early() -> None:
+    mw = TaskCalibrationMiddleware(
+        task=tasks.tool_decision(), n_samples=16, sampling="handler", adaptive=0.05
+    )
+    split = CountingHandler(["Which city?", "Sorry, I can't help."] * 8)
+    calls = []
+
+    def handler(request: ModelRequest[Any]) -> ModelResponse[Any]:
+        calls.append(request)
+        if len(calls) == 16:  # the last response carries no message
+            return ModelResponse(result=[])
+        return split(request)
+
+    _, record = unwrap(mw.wrap_model_call(make_request(), handler))
+    assert len(calls) == 16
+    assert record["n_samples"] == 15
+    assert record["stopped_early"] is False
+    assert record["change_probability"] == 0.0
