@@ -1,23 +1,23 @@
 """Risk-controlled decisions on real samples: LTT threshold vs plain MBR vs a naive threshold.
 
-For each recorded samples file (read through the workflow's own loader, beliefs
-calibrated by cross-fitting exactly as ``taskcal evaluate`` does: each fold by a map fitted
-on the other folds), many random halves: the guard's threshold is chosen on one half and
-applied to the other.
+For each recorded samples file (read through the workflow's own loader), many random
+splits into a calibration half and a test half, each fitted only on what would be served:
+
+- calibration half: calibrated beliefs cross-fitted within the half only (each fold by a map
+  fitted on the half's other folds, the workflow's cross-fitting code as ``taskcal fit
+  --risk-control`` runs it on its fit data); the rules choose their thresholds on these;
+- test half: beliefs from ONE map fitted on the whole calibration half (the map that would
+  be served); realised risk, coverage and cost are measured on these.
+
+The test items are never seen by the map or the threshold, so the LTT guarantee holds for
+the served map up to the within-half cross-fitting of the calibration beliefs. With
+``--calibrator identity`` nothing is fitted: the raw beliefs serve both halves.
 
 - ``mbr``: no guard (λ = 0);
 - ``naive``: the most lenient threshold whose empirical risk on the calibration half is
   <= α (no correction: about half the time its true risk is above α);
 - ``ltt``: Learn-then-Test at level δ (:func:`taskcal_agents.risk_control.calibrate_risk`;
   when nothing is certified it always guards).
-
-Limitation: the beliefs are cross-fitted once over the whole file and then split, so a
-calibration item and a test item are scored by maps fitted partly on each other; the
-calibration and test halves are not independent as in a deployment (map fitted on other
-data, limit calibrated on held-out items, new items decided). Refitting the map per split
-(500 splits, Dirichlet maps with inner cross-validation) was too slow to run here; read
-the numbers as a comparison of the three rules on the same beliefs, not as an exact
-check of the guarantee (the unit tests check it on sources with known risk).
 
 Columns: the realised risk on the test half (mean over splits, and the share of splits
 where it is above α; on a test half of n/2 items this share also counts the test half's
@@ -31,7 +31,7 @@ The risk per file: ``tool_call_when_not`` for a task with a ``tool_call`` action
 without α, e.g. ``stsb=cost``).
 
 Run: .venv/bin/python benchmarks/bench_risk_control.py runs/when2call.n16.samples.jsonl
-[more files] [--alphas 0.02 0.05 0.1] [--delta 0.1] [--splits 500] [--calibrator dirichlet]
+[more files] [--alphas 0.02 0.05 0.1] [--delta 0.1] [--splits 200] [--calibrator dirichlet]
 """
 
 from __future__ import annotations
@@ -54,8 +54,15 @@ from taskcal_agents.risk_control import (
 )
 from taskcal_agents.task import Task
 from taskcal_agents.workflow import load_eval_arrays
-from taskcal_agents.workflow._evaluate import runtime_actions
-from taskcal_agents.workflow._fit import crossfit_beliefs
+from taskcal_agents.workflow._evaluate import (
+    CalibratorFactory,
+    EvalArrays,
+    calibrator_inputs,
+    crossfit_calibrated,
+    default_factory,
+    runtime_actions,
+    stratified_folds,
+)
 
 
 def default_kind(task: Task) -> str:
@@ -70,32 +77,67 @@ def default_kind(task: Task) -> str:
     return "cost"
 
 
+def split_beliefs(
+    data: EvalArrays,
+    X: NDArray[np.float64],
+    make: CalibratorFactory,
+    cal: NDArray[np.intp],
+    test: NDArray[np.intp],
+    args: argparse.Namespace,
+) -> NDArray[np.float64]:
+    """One split's beliefs of every item: cross-fitted within ``cal``, served map on ``test``.
+
+    The calibration rows come from the workflow's cross-fitting restricted to the
+    calibration half (each fold by a map fitted on the half's other folds); the test rows
+    from one map fitted on the whole calibration half (the map that would be served). An
+    item in neither half (odd n) keeps its raw belief; it is never scored.
+    """
+    fit = data.served[cal]
+    Q = data.P.copy()
+    Q[cal] = crossfit_calibrated(
+        X[cal], data.y[cal], stratified_folds(data.y[cal], args.folds, args.seed), make,
+        fit_mask=fit,
+    )  # fmt: skip
+    served_map = make().fit(X[cal][fit], data.y[cal][fit])
+    Q[test] = served_map.predict_proba(X[test])
+    return Q
+
+
 def run_file(
     path: Path, kinds: dict[str, str], alphas: list[float], args: argparse.Namespace
 ) -> list[str]:
     task, _, data = load_eval_arrays(path)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # convergence warnings of the inner fits
-        Q = crossfit_beliefs(data, args.calibrator, folds=args.folds, seed=args.seed)
-    actions = runtime_actions(Q, data)
     kind = kinds.get(task.name, default_kind(task))
     n = data.n
     half = n // 2
     rng = np.random.default_rng(args.seed)
     perm = np.argsort(rng.random((args.splits, n)), axis=1)
     cal, test = perm[:, :half], perm[:, half : 2 * half]
+    rows = np.arange(args.splits)[:, None]
+    if args.calibrator == "identity":  # nothing is fitted: the raw beliefs serve both halves
+        Q = np.broadcast_to(data.P, (args.splits, *data.P.shape))
+        actions = np.broadcast_to(runtime_actions(data.P, data), (args.splits, n))
+    else:
+        X, make, _ = calibrator_inputs(data, default_factory(args.calibrator))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence warnings of the inner fits
+            Q = np.stack(
+                [split_beliefs(data, X, make, cal[s], test[s], args) for s in range(args.splits)]
+            )
+        actions = np.stack([runtime_actions(q, data) for q in Q])
+    executable = np.asarray(data.executable)
 
     def take(idx: NDArray[np.intp]) -> dict[str, NDArray]:
         return {
-            "Q": Q[idx],
+            "Q": Q[rows, idx],
             "y": data.y[idx],
-            "actions": actions[idx],
+            "actions": actions[rows, idx],
             "guardable": data.served[idx],
-            "executable": np.asarray(data.executable)[idx],
+            "executable": executable[idx],
         }
 
     grid = np.append(DEFAULT_GRID, math.inf)  # the last column: always guard
-    rows = []
+    out = []
     for alpha in alphas:
         guard = RiskGuard(task, f"{kind}:{alpha}")
         c = take(cal)
@@ -108,7 +150,7 @@ def run_file(
             "naive": naive_threshold(cal_curve, alpha),
             "ltt": ltt_index,
         }
-        rows.append("")
+        out.append("")
         for name, index in picks.items():
             column = np.where(index >= 0, index, grid.size - 1)  # none: always guard
             at = np.arange(args.splits), column
@@ -117,12 +159,12 @@ def run_file(
             finite = np.isfinite(lam)
             mean_lam = f"{lam[finite].mean():.2f}" if finite.any() else "inf"
             certified = f"{np.mean(index >= 0):.2f}" if name == "ltt" else ""
-            rows.append(
+            out.append(
                 f"{task.name:>14} {n:>4} {guard.spec!s:>24} {name:>6} {risk.mean():>7.4f} "
                 f"{np.mean(risk > alpha):>7.3f} {test_curve.coverage[at].mean():>7.3f} "
                 f"{test_curve.mean_cost[at].mean():>7.3f} {mean_lam:>6} {certified:>5}"
             )
-    return rows
+    return out
 
 
 def main() -> None:
@@ -130,7 +172,7 @@ def main() -> None:
     parser.add_argument("samples", nargs="+", type=Path, help="samples files (taskcal sample)")
     parser.add_argument("--alphas", type=float, nargs="+", default=[0.02, 0.05, 0.1])
     parser.add_argument("--delta", type=float, default=0.1, help="LTT level δ")
-    parser.add_argument("--splits", type=int, default=500, help="random calibration/test halves")
+    parser.add_argument("--splits", type=int, default=200, help="random calibration/test splits")
     parser.add_argument("--calibrator", default="dirichlet", help="the calibration map")
     parser.add_argument("--folds", type=int, default=5, help="cross-fitting folds")
     parser.add_argument("--seed", type=int, default=0)
@@ -140,8 +182,14 @@ def main() -> None:
     args = parser.parse_args()
     kinds = dict(item.split("=", 1) for item in args.risk)
     print(
-        f"{args.splits} random halves per file (calibrate on one, test on the other), "
-        f"δ = {args.delta}, beliefs: {args.calibrator}, {args.folds}-fold cross-fitted"
+        f"{args.splits} random splits per file into a calibration and a test half, "
+        f"δ = {args.delta}, beliefs: {args.calibrator}"
+        + (
+            " (raw, nothing fitted)"
+            if args.calibrator == "identity"
+            else f" ({args.folds}-fold cross-fitted within the calibration half; "
+            "test half: one map fitted on the whole calibration half)"
+        )
     )
     header = (
         f"{'task':>14} {'n':>4} {'risk limit':>24} {'rule':>6} {'risk':>7} {'>α':>7} "
