@@ -61,6 +61,7 @@ __all__ = [
     "SqliteDecisionLog",
     "artefact_id",
     "import_outcomes",
+    "model_name_of",
     "open_decision_log",
     "record_outcome",
 ]
@@ -90,8 +91,11 @@ def artefact_id(artefact: CalibratorArtefact | None) -> str | None:
 
 
 def model_name_of(model: Any) -> str | None:
-    """The model's name (``model_name`` or ``model`` attribute), or ``None``."""
-    for attr in ("model_name", "model", "model_id"):
+    """The model's name, or ``None``.
+
+    Its ``model_name``, ``model`` or ``model_id`` attribute, else LangChain's ``_llm_type``.
+    """
+    for attr in ("model_name", "model", "model_id", "_llm_type"):
         value = getattr(model, attr, None)
         if isinstance(value, str) and value:
             return value
@@ -203,6 +207,24 @@ class DecisionLog(ABC):
                 )
                 warnings.warn(msg, DecisionLogWarning, stacklevel=2)
             return None
+
+    def log(
+        self,
+        decision: Decision,
+        *,
+        task: Task | str | None = None,
+        model_name: str | None = None,
+        artefact_id: str | None = None,
+    ) -> Decision:
+        """:meth:`safe_append` and return the decision with its ``decision_id`` set.
+
+        What the front doors call after each decision: a failure to write leaves
+        ``decision_id`` ``None`` (and warns once per kind of error), never raises.
+        """
+        decision_id = self.safe_append(
+            decision, task=task, model_name=model_name, artefact_id=artefact_id
+        )
+        return decision.model_copy(update={"decision_id": decision_id})
 
     def record_outcome(
         self, decision_id: str, label: str, *, task_labels: Sequence[str] | None = None

@@ -13,17 +13,22 @@ import warnings
 from pathlib import Path
 
 import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
+from taskcal_agents.chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
 from taskcal_agents.decision import Decision
 from taskcal_agents.decision_log import (
     DecisionLog,
     JsonlDecisionLog,
     SqliteDecisionLog,
+    artefact_id,
     import_outcomes,
     open_decision_log,
     record_outcome,
 )
 from taskcal_agents.errors import ConfigurationError, DecisionLogWarning, UnknownDecisionError
+from taskcal_agents.runnable import TaskCalibratedRunnable
+from taskcal_agents.tasks import tool_decision
 
 ROOT = Path(__file__).resolve().parents[3]
 BACKENDS = ["log.jsonl", "log.sqlite"]
@@ -179,3 +184,78 @@ def test_safe_append_warns_once_and_counts(tmp_path: Path) -> None:
         holder.close()
     assert locked.failures == 1
     assert locked.safe_append(_decision()) is not None
+
+
+# ---------------------------------------------------------------- front doors
+
+
+def _fake_model() -> FakeListChatModel:
+    return FakeListChatModel(responses=["Which city?", "Which city?", "Which city?", "Sunny."])
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_runnable_logs_each_decision(tmp_path: Path, name: str) -> None:
+    runnable = TaskCalibratedRunnable(
+        _fake_model(), tool_decision(), n_samples=4, temperature=None, decision_log=tmp_path / name
+    )
+    decisions = runnable.batch(["What's the weather?", "And tomorrow?"])
+    records = {r["id"]: r for r in open_decision_log(tmp_path / name).read()}
+    assert [d.decision_id for d in decisions] == list(records)
+    for d in decisions:
+        rec = records[d.decision_id]
+        assert rec["action"] == d.action and rec["calibrated"] == d.calibrated
+        assert rec["task"] == "tool_decision" and rec["model_name"] == "fake-list-chat-model"
+    assert TaskCalibratedRunnable(_fake_model(), tool_decision()).invoke("hi").decision_id is None
+
+
+def test_runnable_survives_a_failing_log(tmp_path: Path) -> None:
+    (tmp_path / "dir.jsonl").mkdir()
+    runnable = TaskCalibratedRunnable(
+        _fake_model(), tool_decision(), n_samples=4, temperature=None,
+        decision_log=tmp_path / "dir.jsonl",
+    )  # fmt: skip
+    with pytest.warns(DecisionLogWarning, match="decision stands"):
+        decision = runnable.invoke("What's the weather?")
+    assert decision.action == "request_for_info" and decision.decision_id is None
+    assert isinstance(runnable.decision_log, DecisionLog)
+    assert runnable.decision_log.failures == 1
+
+
+def test_chat_model_exposes_the_decision_id(tmp_path: Path) -> None:
+    chat = TaskCalibratedChatModel(
+        _fake_model(), tool_decision(), n_samples=4, temperature=None,
+        decision_log=tmp_path / "log.db",
+    )  # fmt: skip
+    reply = chat.invoke("What's the weather?")
+    decision_id = reply.response_metadata[DECISION_METADATA_KEY]["decision_id"]
+    record_outcome(tmp_path / "log.db", decision_id, "request_for_info")
+    [rec] = open_decision_log(tmp_path / "log.db").read()
+    assert rec["id"] == decision_id and rec["outcome"] == "request_for_info"
+
+
+def test_middleware_logs_each_decision(tmp_path: Path) -> None:
+    from tests.unit_tests.taskcal_agents.test_middleware import (
+        CALL,
+        CountingHandler,
+        make_request,
+        middleware,
+        unwrap,
+    )
+
+    mw = middleware(decision_log=str(tmp_path / "log.jsonl"))
+    _, meta = unwrap(mw.wrap_model_call(make_request(), CountingHandler([CALL] * 4)))
+    [rec] = open_decision_log(tmp_path / "log.jsonl").read()
+    assert meta["decision_id"] == rec["id"] and rec["action"] == "tool_call"
+
+
+def test_artefact_id_is_a_content_hash() -> None:
+    class A:
+        def __init__(self, alpha: float) -> None:
+            self.alpha = alpha
+
+        def to_dict(self) -> dict[str, float]:
+            return {"alpha": self.alpha}
+
+    a, b, c = artefact_id(A(0.5)), artefact_id(A(0.5)), artefact_id(A(1.0))  # type: ignore[arg-type]
+    assert a == b != c and a is not None and len(a) == 16
+    assert artefact_id(None) is None
