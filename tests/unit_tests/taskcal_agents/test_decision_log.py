@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -259,3 +260,39 @@ def test_artefact_id_is_a_content_hash() -> None:
     a, b, c = artefact_id(A(0.5)), artefact_id(A(0.5)), artefact_id(A(1.0))  # type: ignore[arg-type]
     assert a == b != c and a is not None and len(a) == 16
     assert artefact_id(None) is None
+
+
+# ---------------------------------------------------------------- CLI
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_cli_outcomes_import(tmp_path: Path, fmt: str) -> None:
+    from typer.testing import CliRunner
+
+    from taskcal_agents.cli import app
+
+    log = open_decision_log(tmp_path / "log.sqlite")
+    first, second = log.append(_decision()), log.append(_decision())
+    rows = [(first, "answer"), (second, "abstain")]
+    good, bad = tmp_path / f"good.{fmt}", tmp_path / f"bad.{fmt}"
+    for path, extra in ((good, []), (bad, [("nope", "answer"), (first, "bogus")])):
+        if fmt == "csv":
+            path.write_text("id,label\n" + "".join(f"{i},{lab}\n" for i, lab in rows + extra))
+        else:
+            path.write_text(
+                "".join(json.dumps({"id": i, "label": lab}) + "\n" for i, lab in rows + extra)
+            )
+    runner = CliRunner()
+    ok = runner.invoke(app, ["outcomes", "import", str(good), "--log", str(log.path)])
+    assert ok.exit_code == 0, ok.output
+    assert "recorded 2 outcome(s)" in ok.output
+    assert {r["id"]: r["outcome"] for r in log.read()} == dict(rows)
+    rejected = runner.invoke(app, ["outcomes", "import", str(bad), "--log", str(log.path)])
+    assert rejected.exit_code == 1
+    assert "unknown decision id: nope" in rejected.output
+    assert f"label outside the task: {first} 'bogus'" in rejected.output
+    assert "rejected 2 row(s)" in rejected.output
+    missing = runner.invoke(
+        app, ["outcomes", "import", str(tmp_path / "x.csv"), "--log", str(log.path)]
+    )
+    assert missing.exit_code == 2
