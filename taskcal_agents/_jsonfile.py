@@ -1,14 +1,21 @@
-"""Atomic JSON writing (layer 0): artefacts and evaluation files are never left half written."""
+"""Atomic JSON writing (layer 0): artefacts and evaluation files are never left half written.
+
+Also the JSONL append primitives shared by the samples store and the decision log: a line
+is encoded in full and handed to the kernel with one ``os.write`` on an ``O_APPEND`` file
+descriptor, then ``fsync``-ed (:func:`append_line`), so a writer killed at any moment
+leaves at worst a torn last line, which readers skip (:func:`split_complete`).
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_json"]
+__all__ = ["append_line", "encode_line", "split_complete", "write_json"]
 
 
 def write_json(obj: Any, path: str | os.PathLike[str]) -> Path:
@@ -25,3 +32,26 @@ def write_json(obj: Any, path: str | os.PathLike[str]) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return p
+
+
+def encode_line(obj: Mapping[str, Any]) -> bytes:
+    """One JSONL line (UTF-8, newline-terminated) for *obj*."""
+    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def split_complete(data: bytes) -> tuple[list[bytes], int]:
+    """Complete lines of *data* and the byte length they cover (a torn tail excluded)."""
+    end = data.rfind(b"\n") + 1
+    return data[:end].splitlines(), end
+
+
+def append_line(fd: int, line: bytes) -> None:
+    """Append *line* to the ``O_APPEND`` descriptor *fd* in one ``os.write``, then ``fsync``.
+
+    Returns only once the line is on disk: a record acknowledged by a caller survives
+    ``kill -9`` (and, on a file system that honours ``fsync``, a power loss).
+    """
+    written = os.write(fd, line)
+    while written < len(line):  # only on exotic file systems; still one record
+        written += os.write(fd, line[written:])
+    os.fsync(fd)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from taskcal_agents.commands import demo, serving, workflow
+from taskcal_agents.commands import demo, outcomes, serving, workflow
 
 __all__ = ["app", "main"]
 
@@ -21,6 +21,7 @@ app = typer.Typer(
 serving.register(app)
 workflow.register(app)
 demo.register(app)
+outcomes.register(app)
 
 
 def main() -> None:

@@ -234,6 +234,9 @@ class Decision(BaseModel):
     ``None`` when the guard did not look at it."""
     guarded: bool = False
     """Whether the guard downgraded ``unguarded_action`` to the safe ``action``."""
+    decision_id: str | None = None
+    """The id under which a front door's decision log recorded this decision (pass it to
+    :func:`~taskcal_agents.decision_log.record_outcome`), or ``None`` when not logged."""
 
     @field_serializer("guard_threshold", when_used="json")
     def _finite_threshold(self, value: float | None) -> float | None:

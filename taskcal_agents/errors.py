@@ -6,12 +6,14 @@ Hierarchy::
     ├── ConfigurationError (ValueError)     bad task / cost matrix / calibrator / option
     │   └── LabelMismatchError               calibrator or data labels differ from the task's
     ├── DataFileError (ValueError)           a bad line in a dataset, samples or artefact file
+    ├── UnknownDecisionError (KeyError)      an outcome for a decision id not in the log
     ├── SamplingError (RuntimeError)         the model failed to produce samples
     └── ServerError (RuntimeError)           the vLLM server failed to start, died or answered badly
         └── ServerStartupError               it did not become healthy in time
 
 Every exception inherits the built-in type that callers already catch, and
-carries its data as attributes.
+carries its data as attributes. :class:`DecisionLogWarning` (a ``UserWarning``) says that
+a decision could not be logged (the decision itself is returned all the same).
 """
 
 from __future__ import annotations
@@ -54,6 +56,27 @@ class DataFileError(TaskCalError, ValueError):
         self.line = line
 
 
+class UnknownDecisionError(TaskCalError, KeyError):
+    """An outcome names a decision id that the decision log does not hold.
+
+    Attributes:
+        decision_id: The id.
+        path: The log.
+    """
+
+    def __init__(self, msg: str, *, decision_id: str, path: str) -> None:
+        super().__init__(msg)
+        self.decision_id = decision_id
+        self.path = str(path)
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class DecisionLogWarning(UserWarning):
+    """A decision could not be written to the decision log (the decision stands)."""
+
+
 class SamplingError(TaskCalError, RuntimeError):
     """The wrapped model failed to produce the requested samples."""
 
@@ -77,9 +100,11 @@ class ServerStartupError(ServerError):
 __all__ = [
     "ConfigurationError",
     "DataFileError",
+    "DecisionLogWarning",
     "LabelMismatchError",
     "SamplingError",
     "ServerError",
     "ServerStartupError",
     "TaskCalError",
+    "UnknownDecisionError",
 ]

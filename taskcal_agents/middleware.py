@@ -59,6 +59,12 @@ from taskcal_agents.artefact import (
 )
 from taskcal_agents.chat_model import DECISION_METADATA_KEY
 from taskcal_agents.decision import Decider, Decision
+from taskcal_agents.decision_log import (
+    DecisionLogLike,
+    artefact_id,
+    model_name_of,
+    open_decision_log,
+)
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.options import (
     DEFAULT_N_SAMPLES,
@@ -216,6 +222,7 @@ class TaskCalibrationMiddleware(
         use_task_prompt: bool = True,
         judge: Any = None,
         adaptive: AdaptiveSampling | float | None = None,
+        decision_log: DecisionLogLike | None = None,
     ) -> None:
         """Validate and store the configuration.
 
@@ -260,6 +267,10 @@ class TaskCalibrationMiddleware(
                 ε as a number): draw in rounds (one call with ``n`` per round, or that many
                 handler calls) and stop once more samples would change the action with
                 probability below ε; ``None`` draws all N at once.
+            decision_log: Log each decision after it is taken: a
+                :class:`~taskcal_agents.decision_log.DecisionLog` or a path (``.jsonl``,
+                ``.sqlite``/``.db``); ``None``: off. The decision's ``decision_id`` is its
+                id in the log; a failure to write warns and counts, never raises.
 
         Raises:
             ConfigurationError: If a parameter is invalid.
@@ -339,6 +350,9 @@ class TaskCalibrationMiddleware(
             task, self.calibrator, alpha=resolved.alpha, judge=judge,
             risk_control=self.risk_control,
         )  # fmt: skip
+        self.decision_log = None if decision_log is None else open_decision_log(decision_log)
+        """The decision log, or ``None``."""
+        self._artefact_id = artefact_id(resolved.artefact)
 
     @property
     def n_samples(self) -> int:
@@ -423,8 +437,18 @@ class TaskCalibrationMiddleware(
         return message.model_copy(update={"response_metadata": metadata})
 
     def _respond(
-        self, decision: Decision, responses: Sequence[ModelResponse[Any]] = ()
+        self,
+        request: ModelRequest[Any],
+        decision: Decision,
+        responses: Sequence[ModelResponse[Any]] = (),
     ) -> ExtendedModelResponse[Any]:
+        if self.decision_log is not None:
+            decision = self.decision_log.log(
+                decision,
+                task=self.task,
+                model_name=model_name_of(request.model),
+                artefact_id=self._artefact_id,
+            )
         message = self._message(decision)
         structured = None
         if message.id is not None:
@@ -478,7 +502,7 @@ class TaskCalibrationMiddleware(
             except Exception as exc:
                 if self.on_error == "raise":
                     raise
-                return self._respond(self._fallback(exc))
+                return self._respond(request, self._fallback(exc))
             done = total
             if mode == "handler":
                 responses += drawn
@@ -492,7 +516,7 @@ class TaskCalibrationMiddleware(
             )  # fmt: skip
             if check.stop:
                 break
-        return self._respond(self._decide(request, samples, check), responses)
+        return self._respond(request, self._decide(request, samples, check), responses)
 
     def _draw(self, draw: _Draw, handler: Callable[[ModelRequest[Any]], Any]) -> list[Any]:
         if draw.mode == "model":

@@ -40,6 +40,7 @@ from taskcal_agents.adaptive import StopCheck, check_adaptive, stop_check_messag
 from taskcal_agents.answer_clusters import question_of
 from taskcal_agents.artefact import CalibratorLike, resolve_calibrator
 from taskcal_agents.decision import Decider, Decision
+from taskcal_agents.decision_log import DecisionLog, artefact_id, model_name_of, open_decision_log
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.options import SamplingOptions
 from taskcal_agents.prompting import with_task_prompt
@@ -252,7 +253,16 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     :class:`~taskcal_agents.decision.Decider`); not used otherwise. Under answer
     clustering the question is the text of the input's last user message."""
 
+    decision_log: Any = None
+    """Where each decision is logged after it is taken: a
+    :class:`~taskcal_agents.decision_log.DecisionLog` or a path (``.jsonl`` or
+    ``.sqlite``/``.db``, see :func:`~taskcal_agents.decision_log.open_decision_log`);
+    ``None``: off. The decision's ``decision_id`` is its id in the log (``None`` when
+    writing failed: a warning and the log's ``failures`` count, never an exception)."""
+
     _decider: Decider = PrivateAttr()
+    _log: DecisionLog | None = PrivateAttr(default=None)
+    _artefact_id: str | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -279,6 +289,9 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             self.task, self.calibrator, alpha=self.alpha, judge=self.judge,
             risk_control=self.risk_control,
         )  # fmt: skip
+        if self.decision_log is not None:
+            self._log = self.decision_log = open_decision_log(self.decision_log)
+            self._artefact_id = artefact_id(resolved.artefact)
         sampled, retry = split_retry(self.model)
         if retry is not None and {"max_retries", "retry_wait"} & self.model_fields_set:
             msg = (
@@ -359,13 +372,15 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
                 return_samples=self.return_samples,
                 question=question,
             )
-            return decision if self.adaptive is None else with_stop(decision, check)
+            return self._logged(decision if self.adaptive is None else with_stop(decision, check))
         error = result if result is not None else RuntimeError("no result")
         if _is_control_flow(error):
             raise error
         if self.on_error == "fallback":
-            return self._decider.fallback(
-                f"model error after {attempts} attempt(s): {type(error).__name__}: {error}"
+            return self._logged(
+                self._decider.fallback(
+                    f"model error after {attempts} attempt(s): {type(error).__name__}: {error}"
+                )
             )
         msg = (
             f"TaskCalibratedRunnable could not sample {self.n_samples} completions from "
@@ -374,6 +389,18 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             "to take the task's fallback action instead."
         )
         raise SamplingError(msg) from error
+
+    def _logged(self, decision: Decision) -> Decision:
+        """Log ``decision`` (when a log is set) and return it with its ``decision_id``."""
+        if self._log is None:
+            return decision
+        sampled = split_retry(self.model)[0]
+        return self._log.log(
+            decision,
+            task=self.task,
+            model_name=model_name_of(chat_model_of(sampled) or sampled),
+            artefact_id=self._artefact_id,
+        )
 
     def _retry_policy(self, retry: RunnableRetry[Any, Any] | None) -> _RetryPolicy:
         if retry is not None:

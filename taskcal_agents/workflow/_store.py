@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from taskcal_agents._jsonfile import append_line, encode_line, split_complete
 from taskcal_agents.errors import DataFileError
 
 SAMPLES_FORMAT = "taskcal.samples"
@@ -67,17 +68,6 @@ class SamplesFile:
         return dict(self.header.get("settings") or {})
 
 
-def encode_line(obj: Mapping[str, Any]) -> bytes:
-    """One JSONL line (UTF-8, newline-terminated) for *obj*."""
-    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-
-
-def _split_complete(data: bytes) -> tuple[list[bytes], int]:
-    """Complete lines of *data* and the byte length they cover (a torn tail excluded)."""
-    end = data.rfind(b"\n") + 1
-    return data[:end].splitlines(), end
-
-
 def read_samples(path: str | os.PathLike[str]) -> SamplesFile:
     """Read a samples file, ignoring a torn last line.
 
@@ -96,7 +86,7 @@ def read_samples(path: str | os.PathLike[str]) -> SamplesFile:
         msg = "samples file not found; create it with `taskcal sample` or check the path."
         raise DataFileError(msg, path=str(p))
     data = p.read_bytes()
-    lines, end = _split_complete(data)
+    lines, end = split_complete(data)
     torn = end < len(data)
     if not lines:
         msg = (
@@ -236,7 +226,7 @@ class SamplesStore:
             size = os.fstat(fd).st_size
             if size:
                 data = p.read_bytes()
-            _, end = _split_complete(data)
+            _, end = split_complete(data)
             if end < len(data):  # a torn tail: drop it
                 os.ftruncate(fd, end)
                 os.fsync(fd)
@@ -273,10 +263,7 @@ class SamplesStore:
             if rid in self.done:
                 msg = f"record id {rid!r} is already stored in {self.path}; skip finished ids."
                 raise ValueError(msg)
-            written = os.write(self._fd, line)
-            while written < len(line):  # only on exotic file systems; still one record
-                written += os.write(self._fd, line[written:])
-            os.fsync(self._fd)
+            append_line(self._fd, line)
             self.done.add(rid)
 
     def close(self) -> None:
