@@ -1,5 +1,8 @@
 """Atomic JSON writing (layer 0): artefacts and evaluation files are never left half written.
 
+:func:`read_json` reads them back, turning a missing or malformed file into a
+:class:`~taskcal_agents.errors.DataFileError` that names the file.
+
 Also the JSONL append primitives shared by the samples store and the decision log: a line
 is encoded in full and handed to the kernel with one ``os.write`` on an ``O_APPEND`` file
 descriptor, then ``fsync``-ed (:func:`append_line`), so a writer killed at any moment
@@ -15,7 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["append_line", "encode_line", "split_complete", "write_json"]
+from taskcal_agents.errors import DataFileError
+
+__all__ = ["append_line", "encode_line", "read_json", "split_complete", "write_json"]
 
 
 def write_json(obj: Any, path: str | os.PathLike[str]) -> Path:
@@ -32,6 +37,24 @@ def write_json(obj: Any, path: str | os.PathLike[str]) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return p
+
+
+def read_json(path: str | os.PathLike[str], *, what: str, missing_hint: str) -> Any:
+    """Read the JSON file *path*, described as *what* in errors.
+
+    Raises:
+        DataFileError: ``"<what> not found; <missing_hint>"`` for a missing file, or
+            ``"<what> is not valid JSON: ..."`` (with the line) for an unreadable one.
+    """
+    p = Path(path)
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        msg = f"{what} not found; {missing_hint}"
+        raise DataFileError(msg, path=str(p)) from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        msg = f"{what} is not valid JSON: {exc}."
+        raise DataFileError(msg, path=str(p), line=getattr(exc, "lineno", None)) from exc
 
 
 def encode_line(obj: Mapping[str, Any]) -> bytes:

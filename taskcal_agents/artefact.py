@@ -37,7 +37,6 @@ in order, and they must equal the task's.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import os
 import warnings
@@ -49,7 +48,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from taskcal_agents._jsonfile import write_json
+from taskcal_agents._jsonfile import read_json, write_json
 from taskcal_agents.belief import DEFAULT_ALPHA, check_alpha
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
 from taskcal_agents.risk_control import RiskControl, RiskSettingsWarning
@@ -341,15 +340,11 @@ class CalibratorArtefact:
                 of another format version, or its calibrator or task cannot be rebuilt.
         """
         p = Path(path)
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            msg = "calibrator artefact not found; write one with `taskcal fit` or check the path."
-            raise DataFileError(msg, path=str(p)) from exc
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            line = getattr(exc, "lineno", None)
-            msg = f"calibrator artefact is not valid JSON: {exc}."
-            raise DataFileError(msg, path=str(p), line=line) from exc
+        data = read_json(
+            p,
+            what="calibrator artefact",
+            missing_hint="write one with `taskcal fit` or check the path.",
+        )
         return cls.from_dict(data, path=p)
 
     def save(self, path: str | os.PathLike[str]) -> Path:

@@ -114,6 +114,7 @@ class ActionChoice(NamedTuple):
             without a guard).
         scores: The guard's score of each row's unguarded action ``(n,)``; ``None``
             without a guard.
+        expected_costs: The expected cost of each action under each row's belief ``(n, m)``.
     """
 
     actions: NDArray[np.intp]
@@ -121,6 +122,7 @@ class ActionChoice(NamedTuple):
     replaced: NDArray[np.bool_]
     guarded: NDArray[np.bool_]
     scores: NDArray[np.float64] | None
+    expected_costs: NDArray[np.float64]
 
 
 def carries_out(
@@ -490,13 +492,13 @@ class Decider:
             )  # fmt: skip
         p = belief.probs
         q = self.calibrate(self.calibrator_input(belief))
-        ec = _expected_costs(q, self._cost, check_input=False)
         if labels is None:
             labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
         # The MBR action; if only a sample can carry it out (a tool call with its arguments)
         # and none does, take the cheapest action that can be carried out, and say so.
         executable = carried_actions(self.task, messages, labels, tool_names=tool_names)
         choice = self.choose_actions(q[None, :], executable[None, :])
+        ec = choice.expected_costs[0]
         unguarded = self._actions[int(choice.unguarded[0])]
         reason: str | None = None
         if choice.replaced[0]:
@@ -559,11 +561,11 @@ class Decider:
         chosen, replaced = executable_mbr(ec, executable)
         if self._guard is None or self.risk_control is None:
             no = np.zeros(len(chosen), dtype=bool)
-            return ActionChoice(chosen, chosen, replaced, no, None)
+            return ActionChoice(chosen, chosen, replaced, no, None, ec)
         actions, down, score = self._guard.apply(
             q, chosen, self.risk_control.threshold, executable=executable
         )
-        return ActionChoice(actions, chosen, replaced, down, score)
+        return ActionChoice(actions, chosen, replaced, down, score, ec)
 
     def _guard_fields(self, choice: ActionChoice) -> dict[str, Any]:
         """The Decision's guard fields for the first row of ``choice`` (none without a guard)."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from taskcal_agents._jsonfile import read_json
 from taskcal_agents.errors import DataFileError
 from taskcal_agents.workflow._evaluate import EVALUATION_FORMAT, EVALUATION_FORMAT_VERSION
 
@@ -62,14 +63,9 @@ def load_evaluation(path: str | os.PathLike[str]) -> dict[str, Any]:
         DataFileError: Missing file, invalid JSON, or not an evaluation of this version.
     """
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        msg = "evaluation file not found; write one with `taskcal evaluate --out`."
-        raise DataFileError(msg, path=str(p)) from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        msg = f"evaluation file is not valid JSON: {exc}."
-        raise DataFileError(msg, path=str(p), line=getattr(exc, "lineno", None)) from exc
+    data = read_json(
+        p, what="evaluation file", missing_hint="write one with `taskcal evaluate --out`."
+    )
     if not isinstance(data, dict) or data.get("format") != EVALUATION_FORMAT:
         msg = f"not an evaluation file: expected format {EVALUATION_FORMAT!r}."
         raise DataFileError(msg, path=str(p))
