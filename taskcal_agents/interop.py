@@ -25,7 +25,6 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.decisions import Noul, NoulCriteria
@@ -246,7 +245,7 @@ def hitl_when(
     criteria: NoulCriteria | None = _REVIEW_CRITERIA,
     cache_size: int = 1024,
     seeded: bool = True,
-) -> Callable[[ToolCallRequest], bool]:
+) -> ReviewGate:
     """Return a ``when`` predicate for ``HumanInTheLoopMiddleware`` that asks by MBR.
 
     Example:
