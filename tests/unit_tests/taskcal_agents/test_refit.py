@@ -68,7 +68,8 @@ def _old(name: str = "vector", seed: int = 1) -> CalibratorArtefact:
         inputs = "probs"
     return CalibratorArtefact(
         calibrator=cal, labels=LABELS, alpha=ALPHA, task=TASK,
-        metadata={"calibrator_name": name, "fit_metrics": {"inputs": inputs}},
+        metadata={"calibrator_name": name, "fit_metrics": {"inputs": inputs},
+                  "created": "2026-01-01T00:00:00+00:00"},
     )  # fmt: skip
 
 
