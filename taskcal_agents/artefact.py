@@ -80,6 +80,7 @@ __all__ = [
     "ResolvedCalibrator",
     "as_artefact",
     "check_calibrator",
+    "check_reload",
     "resolve_calibrator",
 ]
 
