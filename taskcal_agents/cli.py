@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from taskcal_agents.commands import demo, monitor, outcomes, serving, workflow
+from taskcal_agents.commands import demo, monitor, outcomes, refit, serving, workflow
 
 __all__ = ["app", "main"]
 
@@ -23,6 +23,7 @@ workflow.register(app)
 demo.register(app)
 outcomes.register(app)
 monitor.register(app)
+refit.register(app)
 
 
 def main() -> None:

@@ -345,6 +345,11 @@ class Decider:
         self.risk_control = risk_control
         self._guard = None if risk_control is None else risk_control.guard(task)
 
+    @property
+    def reads_features(self) -> bool:
+        """Whether the calibrator reads the k + 1 belief features rather than p̂."""
+        return self._features
+
     def calibrator_input(self, belief: Belief) -> NDArray[np.float64]:
         """Return what the calibrator reads: p̂, or the k + 1 belief features.
 

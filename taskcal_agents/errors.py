@@ -13,7 +13,9 @@ Hierarchy::
 
 Every exception inherits the built-in type that callers already catch, and
 carries its data as attributes. :class:`DecisionLogWarning` (a ``UserWarning``) says that
-a decision could not be logged (the decision itself is returned all the same).
+a decision could not be logged (the decision itself is returned all the same);
+:class:`ArtefactReloadWarning` (a ``UserWarning``) that a replaced calibrator artefact
+file could not be reloaded (the artefact in force stays).
 """
 
 from __future__ import annotations
@@ -77,6 +79,10 @@ class DecisionLogWarning(UserWarning):
     """A decision could not be written to the decision log (the decision stands)."""
 
 
+class ArtefactReloadWarning(UserWarning):
+    """A replaced calibrator artefact file could not be reloaded (the old one stays in force)."""
+
+
 class SamplingError(TaskCalError, RuntimeError):
     """The wrapped model failed to produce the requested samples."""
 
@@ -98,6 +104,7 @@ class ServerStartupError(ServerError):
 
 
 __all__ = [
+    "ArtefactReloadWarning",
     "ConfigurationError",
     "DataFileError",
     "DecisionLogWarning",

@@ -52,9 +52,12 @@ from taskcal_agents._validation import check_int, check_number
 from taskcal_agents.adaptive import StopCheck, check_adaptive, stop_check_messages, with_stop
 from taskcal_agents.answer_clusters import question_of
 from taskcal_agents.artefact import (
+    ArtefactReloader,
     Calibrator,
     CalibratorLike,
+    ResolvedCalibrator,
     as_artefact,
+    check_reload,
     resolve_calibrator,
 )
 from taskcal_agents.chat_model import DECISION_METADATA_KEY
@@ -223,6 +226,7 @@ class TaskCalibrationMiddleware(
         judge: Any = None,
         adaptive: AdaptiveSampling | float | None = None,
         decision_log: DecisionLogLike | None = None,
+        reload_artefact: bool = False,
     ) -> None:
         """Validate and store the configuration.
 
@@ -271,6 +275,15 @@ class TaskCalibrationMiddleware(
                 :class:`~taskcal_agents.decision_log.DecisionLog` or a path (``.jsonl``,
                 ``.sqlite``/``.db``); ``None``: off. The decision's ``decision_id`` is its
                 id in the log; a failure to write warns and counts, never raises.
+            reload_artefact: Watch the artefact file given as ``calibrator`` (a path) and
+                reload it when it is replaced (atomically, e.g. by ``taskcal refit``):
+                each decision stats the file and, when it changed, checks the new artefact
+                against the same task and decides with it (logging its artefact id). A
+                replacement that cannot be loaded keeps the artefact in force and warns
+                once (:class:`~taskcal_agents.errors.ArtefactReloadWarning`).
+                ``calibrator``, ``options.alpha`` and ``risk_control`` keep the first
+                artefact's values; see
+                :class:`~taskcal_agents.artefact.ArtefactReloader`.
 
         Raises:
             ConfigurationError: If a parameter is invalid.
@@ -279,6 +292,7 @@ class TaskCalibrationMiddleware(
         """
         super().__init__()
         owner = type(self).__name__
+        check_reload(calibrator, reload_artefact, owner)
         artefact = as_artefact(calibrator)
         if task is None:
             if artefact is None or artefact.task is None:
@@ -296,13 +310,28 @@ class TaskCalibrationMiddleware(
                 f"{owner} parameter 'task' must be a Task or the path of a task file, got {task!r}."
             )
             raise ConfigurationError(msg)
-        resolved = resolve_calibrator(
-            artefact or calibrator,
-            task,
-            alpha=None if alpha is _SENTINEL else alpha,
-            n_samples=n_samples,
-            owner=owner,
-        )
+        explicit_alpha = None if alpha is _SENTINEL else alpha
+        decider_task: Task = task
+
+        def build(r: ResolvedCalibrator) -> tuple[Decider, str | None]:
+            decider = Decider(
+                decider_task, r.calibrator, alpha=r.alpha, judge=judge,
+                risk_control=r.risk_control,
+            )  # fmt: skip
+            return decider, artefact_id(r.artefact)
+
+        self._reloader: ArtefactReloader[tuple[Decider, str | None]] | None = None
+        if reload_artefact:
+            self._reloader = ArtefactReloader(
+                calibrator,  # type: ignore[arg-type]  # a path: check_reload
+                task, build, alpha=explicit_alpha, n_samples=n_samples, owner=owner,
+            )  # fmt: skip
+            resolved = self._reloader.resolved
+        else:
+            resolved = resolve_calibrator(
+                artefact or calibrator, task, alpha=explicit_alpha, n_samples=n_samples,
+                owner=owner,
+            )  # fmt: skip
 
         check_int(n_samples, f"{owner} parameter 'n_samples'", minimum=1)
         check_number(temperature, f"{owner} parameter 'temperature'", minimum=0, optional=True)
@@ -346,13 +375,17 @@ class TaskCalibrationMiddleware(
         """Whether ``task.prompt`` is added to the sampled requests' system message."""
         self.risk_control: RiskControl | None = resolved.risk_control
         """The artefact's risk limit that guards each decision, or ``None``."""
-        self._decider = Decider(
-            task, self.calibrator, alpha=resolved.alpha, judge=judge,
-            risk_control=self.risk_control,
-        )  # fmt: skip
+        self._decider, self._artefact_id = (
+            build(resolved) if self._reloader is None else self._reloader.current()
+        )
         self.decision_log = None if decision_log is None else open_decision_log(decision_log)
         """The decision log, or ``None``."""
-        self._artefact_id = artefact_id(resolved.artefact)
+
+    def _in_force(self) -> tuple[Decider, str | None]:
+        """The Decider and the artefact id of the next decision (reloaded when replaced)."""
+        if self._reloader is None:
+            return self._decider, self._artefact_id
+        return self._reloader.current()
 
     @property
     def n_samples(self) -> int:
@@ -407,9 +440,11 @@ class TaskCalibrationMiddleware(
         request: ModelRequest[Any],
         samples: Sequence[AIMessage],
         check: StopCheck | None = None,
+        decider: Decider | None = None,
     ) -> Decision:
+        decider = decider or self._in_force()[0]
         question = None if self.task.answer_clusters is None else question_of(request.messages)
-        decision = self._decider.decide(
+        decision = decider.decide(
             samples, tool_names=tool_names_of(request.tools), question=question
         )
         return decision if self.adaptive is None else with_stop(decision, check)
@@ -420,9 +455,9 @@ class TaskCalibrationMiddleware(
             return (self.n_samples,)
         return self.adaptive.rounds(self.n_samples)
 
-    def _fallback(self, exc: Exception) -> Decision:
+    def _fallback(self, exc: Exception, decider: Decider | None = None) -> Decision:
         reason = f"sampling failed with {type(exc).__name__}: {exc}"
-        return self._decider.fallback(reason)
+        return (decider or self._in_force()[0]).fallback(reason)
 
     def _message(self, decision: Decision) -> AIMessage:
         """Return the decision's message (never a tool call for a non-tool action)."""
@@ -441,13 +476,17 @@ class TaskCalibrationMiddleware(
         request: ModelRequest[Any],
         decision: Decision,
         responses: Sequence[ModelResponse[Any]] = (),
+        aid: str | object | None = _SENTINEL,
     ) -> ExtendedModelResponse[Any]:
+        """The response for ``decision``, logged (when a log is set) under artefact ``aid``."""
+        if aid is _SENTINEL:
+            aid = self._in_force()[1]
         if self.decision_log is not None:
             decision = self.decision_log.log(
                 decision,
                 task=self.task,
                 model_name=model_name_of(request.model),
-                artefact_id=self._artefact_id,
+                artefact_id=aid if isinstance(aid, str) else None,
             )
         message = self._message(decision)
         structured = None
@@ -491,6 +530,7 @@ class TaskCalibrationMiddleware(
         check: StopCheck | None = None
         mode = self._mode(request)
         sample_request = self._sample_request(request)
+        decider, aid = self._in_force()  # one artefact for the whole decision
         done = 0
         for total in self._rounds():
             # Only a failed draw (thrown in here) may become the fallback decision; an error
@@ -502,7 +542,7 @@ class TaskCalibrationMiddleware(
             except Exception as exc:
                 if self.on_error == "raise":
                     raise
-                return self._respond(request, self._fallback(exc))
+                return self._respond(request, self._fallback(exc, decider), aid=aid)
             done = total
             if mode == "handler":
                 responses += drawn
@@ -511,12 +551,14 @@ class TaskCalibrationMiddleware(
             if self.adaptive is None or total >= self.n_samples:
                 break
             check = stop_check_messages(
-                self._decider, samples, self.n_samples, self.adaptive,
+                decider, samples, self.n_samples, self.adaptive,
                 tool_names=tool_names_of(request.tools),
             )  # fmt: skip
             if check.stop:
                 break
-        return self._respond(request, self._decide(request, samples, check), responses)
+        return self._respond(
+            request, self._decide(request, samples, check, decider), responses, aid=aid
+        )
 
     def _draw(self, draw: _Draw, handler: Callable[[ModelRequest[Any]], Any]) -> list[Any]:
         if draw.mode == "model":

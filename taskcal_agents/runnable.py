@@ -38,7 +38,13 @@ from typing_extensions import override
 
 from taskcal_agents.adaptive import StopCheck, check_adaptive, stop_check_messages, with_stop
 from taskcal_agents.answer_clusters import question_of
-from taskcal_agents.artefact import CalibratorLike, resolve_calibrator
+from taskcal_agents.artefact import (
+    ArtefactReloader,
+    CalibratorLike,
+    ResolvedCalibrator,
+    check_reload,
+    resolve_calibrator,
+)
 from taskcal_agents.decision import Decider, Decision
 from taskcal_agents.decision_log import DecisionLog, artefact_id, model_name_of, open_decision_log
 from taskcal_agents.errors import ConfigurationError, SamplingError
@@ -260,9 +266,19 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     ``None``: off. The decision's ``decision_id`` is its id in the log (``None`` when
     writing failed: a warning and the log's ``failures`` count, never an exception)."""
 
+    reload_artefact: bool = False
+    """Watch the artefact file given as ``calibrator`` (a path) and reload it when it is
+    replaced (atomically, e.g. by ``taskcal refit``): each decision stats the file and,
+    when it changed, loads and checks it against the task and decides with it (and logs
+    its artefact id) from then on. A replacement that cannot be loaded keeps the artefact
+    in force with one :class:`~taskcal_agents.errors.ArtefactReloadWarning`. ``calibrator``,
+    ``alpha`` and ``risk_control`` keep the values of the first artefact; :attr:`decider`
+    is the one in force. See :class:`~taskcal_agents.artefact.ArtefactReloader`."""
+
     _decider: Decider = PrivateAttr()
     _log: DecisionLog | None = PrivateAttr(default=None)
     _artefact_id: str | None = PrivateAttr(default=None)
+    _reloader: ArtefactReloader[tuple[Decider, str | None]] | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -275,23 +291,35 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         # dataclass-transform __init__ with its own fields only.
         super().__init__(model=model, task=task, calibrator=calibrator, **kwargs)  # type: ignore[call-arg]
         explicit = "alpha" in self.model_fields_set
-        resolved = resolve_calibrator(
-            self.calibrator,
-            self.task,
-            alpha=self.alpha if explicit else None,
-            n_samples=self.n_samples,
-            owner=type(self).__name__,
-        )
+        owner = type(self).__name__
+        check_reload(self.calibrator, self.reload_artefact, owner)
+        explicit_risk = self.risk_control
+
+        def build(r: ResolvedCalibrator) -> tuple[Decider, str | None]:
+            decider = Decider(
+                self.task, r.calibrator, alpha=r.alpha, judge=self.judge,
+                risk_control=explicit_risk if explicit_risk is not None else r.risk_control,
+            )  # fmt: skip
+            return decider, artefact_id(r.artefact)
+
+        alpha = self.alpha if explicit else None
+        if self.reload_artefact:
+            self._reloader = ArtefactReloader(
+                self.calibrator, self.task, build, alpha=alpha, n_samples=self.n_samples,
+                owner=owner,
+            )  # fmt: skip
+            resolved = self._reloader.resolved
+            self._decider, self._artefact_id = self._reloader.current()
+        else:
+            resolved = resolve_calibrator(
+                self.calibrator, self.task, alpha=alpha, n_samples=self.n_samples, owner=owner
+            )
+            self._decider, self._artefact_id = build(resolved)
         self.calibrator, self.alpha = resolved.calibrator, resolved.alpha
         if self.risk_control is None:
             self.risk_control = resolved.risk_control
-        self._decider = Decider(
-            self.task, self.calibrator, alpha=self.alpha, judge=self.judge,
-            risk_control=self.risk_control,
-        )  # fmt: skip
         if self.decision_log is not None:
             self._log = self.decision_log = open_decision_log(self.decision_log)
-            self._artefact_id = artefact_id(resolved.artefact)
         sampled, retry = split_retry(self.model)
         if retry is not None and {"max_retries", "retry_wait"} & self.model_fields_set:
             msg = (
@@ -313,8 +341,14 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
 
     @property
     def decider(self) -> Decider:
-        """The validated task + calibrator + α used for every decision."""
-        return self._decider
+        """The validated task + calibrator + α in force (see ``reload_artefact``)."""
+        return self._in_force()[0]
+
+    def _in_force(self) -> tuple[Decider, str | None]:
+        """The Decider and the artefact id of the next decision (reloaded when replaced)."""
+        if self._reloader is None:
+            return self._decider, self._artefact_id
+        return self._reloader.current()
 
     @property
     @override
@@ -359,28 +393,34 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         attempts: int,
         question: str | None = None,
         check: StopCheck | None = None,
+        in_force: tuple[Decider, str | None] | None = None,
     ) -> Decision:
         """Decide from samples, or handle the final error per ``on_error``.
 
         With adaptive N the decision records whether the draw stopped early and the
-        stopping rule's last estimate (``check``; 0 when all N were drawn).
+        stopping rule's last estimate (``check``; 0 when all N were drawn). ``in_force``
+        is the Decider and artefact id the batch started with (default: those in force).
         """
+        decider, aid = in_force if in_force is not None else self._in_force()
         if not isinstance(result, BaseException) and result is not None:
-            decision = self._decider.decide(
+            decision = decider.decide(
                 result,
                 tool_names=bound_tool_names(split_retry(self.model)[0]),
                 return_samples=self.return_samples,
                 question=question,
             )
-            return self._logged(decision if self.adaptive is None else with_stop(decision, check))
+            return self._logged(
+                decision if self.adaptive is None else with_stop(decision, check), aid
+            )
         error = result if result is not None else RuntimeError("no result")
         if _is_control_flow(error):
             raise error
         if self.on_error == "fallback":
             return self._logged(
-                self._decider.fallback(
+                decider.fallback(
                     f"model error after {attempts} attempt(s): {type(error).__name__}: {error}"
-                )
+                ),
+                aid,
             )
         msg = (
             f"TaskCalibratedRunnable could not sample {self.n_samples} completions from "
@@ -390,8 +430,8 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         )
         raise SamplingError(msg) from error
 
-    def _logged(self, decision: Decision) -> Decision:
-        """Log ``decision`` (when a log is set) and return it with its ``decision_id``."""
+    def _logged(self, decision: Decision, aid: str | None) -> Decision:
+        """Log ``decision`` (when a log is set, under artefact id ``aid``) with its id."""
         if self._log is None:
             return decision
         sampled = split_retry(self.model)[0]
@@ -399,7 +439,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             decision,
             task=self.task,
             model_name=model_name_of(chat_model_of(sampled) or sampled),
-            artefact_id=self._artefact_id,
+            artefact_id=aid,
         )
 
     def _retry_policy(self, retry: RunnableRetry[Any, Any] | None) -> _RetryPolicy:
@@ -431,6 +471,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         sampled, retry = split_retry(self.model)
         policy = self._retry_policy(retry)
         tool_names = bound_tool_names(sampled)
+        in_force = self._in_force()  # one artefact for the whole batch
         prepared = [self._prepare(x) for x in inputs]
         samples: list[list[AIMessage]] = [[] for _ in inputs]
         errors: list[BaseException | None] = [None] * len(inputs)
@@ -465,7 +506,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             if self.adaptive is not None and total < self.n_samples:
                 for i in active:
                     checks[i] = stop_check_messages(
-                        self._decider, samples[i], self.n_samples, self.adaptive,
+                        in_force[0], samples[i], self.n_samples, self.adaptive,
                         tool_names=tool_names,
                     )  # fmt: skip
                 active = [i for i in active if not (checks[i] or _GO_ON).stop]
@@ -473,7 +514,13 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         for i, x in enumerate(prepared):
             try:
                 out.append(
-                    self._finish(errors[i] or samples[i], attempts[i], self._question(x), checks[i])
+                    self._finish(
+                        errors[i] or samples[i],
+                        attempts[i],
+                        self._question(x),
+                        checks[i],
+                        in_force,
+                    )
                 )
             except Exception as exc:
                 out.append(exc)

@@ -2,7 +2,8 @@
 
 ``_store``: the resumable samples file; ``_runner``: concurrent sampling into it;
 ``_data``: samples → arrays; ``_evaluate``: cross-fitted decoder comparison on arrays;
-``_fit``: the calibrator artefact; ``_selective``: risk–coverage curves and AURC;
+``_fit``: the calibrator artefact; ``_refit``: refit on the decision log, with paired
+promotion; ``_selective``: risk–coverage curves and AURC;
 ``_report``: tables, figures and a markdown summary.
 
 Public names are imported lazily, so that importing the command line does not import
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
         evaluation_to_dict,
     )
     from taskcal_agents.workflow._fit import fit_calibrator
+    from taskcal_agents.workflow._refit import RefitResult, refit_from_records
     from taskcal_agents.workflow._report import load_evaluation, write_report
     from taskcal_agents.workflow._runner import (
         SampleSettings,
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "EvalArrays": "taskcal_agents.workflow._evaluate",
     "Evaluation": "taskcal_agents.workflow._evaluate",
+    "RefitResult": "taskcal_agents.workflow._refit",
     "RiskCoverage": "taskcal_agents.workflow._selective",
     "SampleSettings": "taskcal_agents.workflow._runner",
     "SamplesFile": "taskcal_agents.workflow._store",
@@ -48,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "load_eval_arrays": "taskcal_agents.workflow._data",
     "load_evaluation": "taskcal_agents.workflow._report",
     "read_samples": "taskcal_agents.workflow._store",
+    "refit_from_records": "taskcal_agents.workflow._refit",
     "risk_coverage": "taskcal_agents.workflow._selective",
     "run_sampling": "taskcal_agents.workflow._runner",
     "sample_header": "taskcal_agents.workflow._runner",
@@ -57,6 +61,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "EvalArrays",
     "Evaluation",
+    "RefitResult",
     "RiskCoverage",
     "SampleSettings",
     "SamplesFile",
@@ -69,6 +74,7 @@ __all__ = [
     "load_eval_arrays",
     "load_evaluation",
     "read_samples",
+    "refit_from_records",
     "risk_coverage",
     "run_sampling",
     "sample_header",

@@ -89,6 +89,7 @@ def fit_calibrator(
     params: dict[str, Any] | None = None,
     cv_folds: int = 5,
     seed: int = 0,
+    sample_weight: NDArray[np.float64] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Fit the calibrator *name* on the served items and score it on all items.
 
@@ -99,6 +100,9 @@ def fit_calibrator(
         params: Its keyword parameters.
         cv_folds: Folds of the cross-validated scores (0 skips them).
         seed: Seed of the folds.
+        sample_weight: A weight per item (e.g. recency weights, ``taskcal refit``) for
+            the fit of the map, shape (n,); ``None`` weighs all equally. The scores and
+            the cross-validated fits are unweighted.
 
     Returns:
         The fitted calibrator and its fit metrics (``n``, ``n_fit``,
@@ -121,7 +125,8 @@ def fit_calibrator(
         )
         raise ConfigurationError(msg)
     try:
-        calibrator = make().fit(X[served], data.y[served])
+        weights = None if sample_weight is None else np.asarray(sample_weight)[served]
+        calibrator = make().fit(X[served], data.y[served], sample_weight=weights)
     except (ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
         msg = f"cannot fit calibrator {name!r} with parameters {params or {}!r}: {exc}"
         raise ConfigurationError(msg) from exc

@@ -1,0 +1,422 @@
+"""Refit a calibrator artefact on logged, labelled decisions; promote it only if not worse.
+
+:func:`refit_from_records` is the pure core of ``taskcal refit`` (and of the drift
+benchmark): it reads decision-log records (:meth:`DecisionLog.read
+<taskcal_agents.decision_log.DecisionLog.read>`, outcomes joined), refits the old
+artefact's map on them and compares the two maps on the most recent records.
+
+Data. The records of the artefact's task (``task`` and ``labels`` must match; records of
+other tasks are counted and left out) that carry an outcome and were *served*: at least
+one sample counted towards a label (``counts`` sum > 0). Decisions without a usable
+sample took the fallback action and never reached the calibrator, so they are left out
+("fit only on what is served"); decisions whose MBR action could not be carried out
+reached it and stay. Records of other artefacts are used too (p̂ does not depend on the
+calibrator) and counted. The calibrator input is the logged p̂ (``probs``), or, for a
+map that reads the belief features (``unparsed: other``, ``fit_metrics["inputs"] ==
+"features"``), the features rebuilt from the logged counts, unparsed count and the
+artefact's α (:class:`~taskcal_agents.belief.Belief`). Which actions each decision could
+carry out is read back from the log: an action no sample names is not executable (a
+sampled action needs a sample labelled with it), and for a decision whose MBR action was
+replaced (``fallback`` on a served decision) that action is not executable either.
+
+Split. Records are ordered by ``time``; the most recent ``holdout`` fraction is the
+holdout (what will be served next looks like the recent past), the rest trains the new
+map, with recency weights ``0.5 ** (age_days / half_life_days)`` (age from ``now``,
+default the newest record's time) when a half-life is given. The new map has the old
+one's calibrator name and parameters (``calibrator`` overrides) and is fitted by
+:func:`~taskcal_agents.workflow._fit.fit_calibrator`.
+
+Comparison. On the holdout both maps decide through the runtime's path
+(:class:`~taskcal_agents.decision.Decider`: calibrate, executable MBR), and per item
+``delta_i = C[y_i, a_new_i] − C[y_i, a_old_i]``; its mean and paired standard error,
+and the paired NLL difference, are reported. **Promotion rule**: promote iff
+``mean(delta) + z · SE(delta) <= margin`` — the one-sided upper confidence bound on the
+cost increase must not exceed the margin. Default ``z = 1.645`` (:data:`DEFAULT_Z`), a
+one-sided 95 % bound: a map truly worse than the old one by more than ``margin`` is
+promoted at most 5 % of the time. It is one test per refit (unlike the monitor's many
+metrics × windows, which need z = 3); a larger z keeps a stale map longer after a drift.
+Too few training or holdout records (:data:`MIN_TRAIN`, :data:`MIN_HOLDOUT`) or a fit
+that fails keep the old artefact, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from taskcal_agents.artefact import CalibratorArtefact
+from taskcal_agents.belief import DEFAULT_ALPHA, Belief
+from taskcal_agents.decision import Decider
+from taskcal_agents.decision_log import artefact_id
+from taskcal_agents.errors import ConfigurationError, DataFileError
+from taskcal_agents.task import Task
+from taskcal_agents.workflow._evaluate import EvalArrays, paired_difference
+from taskcal_agents.workflow._fit import fit_calibrator
+
+__all__ = ["DEFAULT_Z", "MIN_HOLDOUT", "MIN_TRAIN", "RefitResult", "refit_from_records"]
+
+DEFAULT_Z = 1.645
+"""The promotion rule's z: a one-sided 95 % upper bound on the mean cost increase."""
+MIN_TRAIN = 20
+"""Fewest served, labelled training records a refit needs."""
+MIN_HOLDOUT = 10
+"""Fewest served, labelled holdout records the comparison needs."""
+_EPS = 1e-12  # the clip of calibrators.metrics.nll
+_DAY_S = 86400.0
+
+
+@dataclass
+class RefitResult:
+    """What :func:`refit_from_records` found and decided.
+
+    Attributes:
+        promoted: Whether the new artefact should replace the old one.
+        reason: Why, in one human-readable sentence.
+        artefact: The new artefact (refit provenance under ``metadata["refit"]``), or
+            ``None`` when no map was fitted (too few records, a failed fit).
+        n_records: Records read.
+        n_other_task: Records of another task (left out).
+        n_unlabelled: Records of the task without an outcome.
+        n_unserved: Labelled records without a usable sample (fallback; left out).
+        n_other_artefact: Used records logged under another artefact id than the old one.
+        n_train: Training records.
+        n_holdout: Holdout records.
+        half_life_days: The recency half-life, or ``None`` (equal weights).
+        z: The promotion rule's z.
+        margin: The promotion rule's margin (cost units per decision).
+        old_cost: Mean realised cost of the old map's actions on the holdout.
+        new_cost: The same for the new map.
+        cost_diff: Mean of ``new − old`` per holdout item (negative: the new map is cheaper).
+        cost_diff_se: Its paired standard error.
+        old_nll: Mean NLL of the old map on the holdout.
+        new_nll: The same for the new map.
+        nll_diff: Mean of ``new − old`` NLL per holdout item.
+        nll_diff_se: Its paired standard error.
+        n_changed: Holdout items on which the two maps take different actions.
+    """
+
+    promoted: bool
+    reason: str
+    artefact: CalibratorArtefact | None = None
+    n_records: int = 0
+    n_other_task: int = 0
+    n_unlabelled: int = 0
+    n_unserved: int = 0
+    n_other_artefact: int = 0
+    n_train: int = 0
+    n_holdout: int = 0
+    half_life_days: float | None = None
+    z: float = DEFAULT_Z
+    margin: float = 0.0
+    old_cost: float | None = None
+    new_cost: float | None = None
+    cost_diff: float | None = None
+    cost_diff_se: float | None = None
+    old_nll: float | None = None
+    new_nll: float | None = None
+    nll_diff: float | None = None
+    nll_diff_se: float | None = None
+    n_changed: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def comparison(self) -> dict[str, Any]:
+        """The counts and comparison figures as a JSON-able dict (no artefact)."""
+        return {
+            k: v
+            for k, v in self.__dict__.items()
+            if k not in {"artefact", "extra", "promoted", "reason"}
+        }
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The used records as arrays, in time order."""
+
+    P: NDArray[np.float64]
+    X: NDArray[np.float64] | None
+    y: NDArray[np.intp]
+    executable: NDArray[np.bool_]
+    age_days: NDArray[np.float64]
+    n_samples: NDArray[np.intp]
+
+
+def _time(record: Mapping[str, Any]) -> datetime:
+    raw = record.get("time")
+    try:
+        t = datetime.fromisoformat(str(raw))
+    except ValueError as exc:
+        msg = f"decision record {record.get('id')!r} has no valid 'time' (ISO 8601), got {raw!r}."
+        raise DataFileError(msg, path="<decision log>") from exc
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
+
+
+def _rows(
+    records: Sequence[Mapping[str, Any]], task: Task, alpha: float, now: datetime | None
+) -> _Rows:
+    labels = list(task.labels)
+    actions = task.action_list
+    sampled = set(task.sampled_actions)
+    k, m = len(labels), len(actions)
+    times = [_time(r) for r in records]
+    order = sorted(range(len(records)), key=lambda i: times[i])  # stable: write order on ties
+    ref = now if now is not None else (max(times) if times else datetime.now(UTC))
+    if ref.tzinfo is None:
+        ref = ref.replace(tzinfo=UTC)
+    n = len(records)
+    P = np.empty((n, k))
+    X = np.empty((n, k + 1)) if task.unparsed_evidence else None
+    y = np.empty(n, dtype=np.intp)
+    executable = np.ones((n, m), dtype=bool)
+    age = np.empty(n)
+    n_samples = np.empty(n, dtype=np.intp)
+    for row, i in enumerate(order):
+        r = records[i]
+        P[row] = [float(r["probs"][label]) for label in labels]
+        counts = r.get("counts") or {}
+        y[row] = labels.index(str(r["outcome"]))
+        for j, action in enumerate(actions):
+            if action in sampled and float(counts.get(action, 0.0)) <= 0:
+                executable[row, j] = False
+        if r.get("fallback"):  # served + fallback: the MBR action could not be carried out
+            ec = r.get("expected_cost") or {}
+            if all(a in ec for a in actions):
+                executable[row, int(np.argmin([float(ec[a]) for a in actions]))] = False
+        if X is not None:
+            belief = Belief(
+                [float(counts.get(label, 0.0)) for label in labels], labels,
+                n=int(r.get("n_samples") or 0), n_unparsed=int(r.get("n_unparsed") or 0),
+                alpha=alpha, unparsed_evidence=True,
+            )  # fmt: skip
+            X[row] = belief.features
+        age[row] = max((ref - times[i]).total_seconds() / _DAY_S, 0.0)
+        n_samples[row] = int(r.get("n_samples") or 0)
+    return _Rows(P, X, y, executable, age, n_samples)
+
+
+def _eval_arrays(rows: _Rows, sel: NDArray[np.intp], task: Task) -> EvalArrays:
+    n = sel.size
+    return EvalArrays(
+        P=rows.P[sel],
+        y=rows.y[sel],
+        cost=task.cost_matrix(),
+        labels=tuple(task.labels),
+        actions=tuple(task.action_list),
+        greedy=np.full(n, -1, dtype=np.intp),
+        no_sample=np.zeros(n, dtype=bool),
+        fallback=task.action_list.index(task.default_action),
+        executable=rows.executable[sel],
+        X=None if rows.X is None else rows.X[sel],
+        has_greedy=False,
+    )
+
+
+def _runtime(
+    decider: Decider, data: EvalArrays
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Per item: realised cost of the runtime's action, NLL; and the calibrated beliefs."""
+    X = data.X if decider.reads_features and data.X is not None else data.P
+    Q = np.atleast_2d(decider.calibrate(X))
+    assert data.executable is not None
+    actions = decider.choose_actions(Q, data.executable).actions
+    cost = data.cost[data.y, actions]
+    nll = -np.log(np.maximum(Q[np.arange(data.n), data.y], _EPS))
+    return cost, nll, Q
+
+
+def _calibrator_spec(old: CalibratorArtefact, override: str | None) -> tuple[str, dict[str, Any]]:
+    """The calibrator spec and parameters of the new map: the old one's, or the override."""
+    if override is not None:
+        return override, {}
+    from calibrators import CALIBRATOR_NAMES
+
+    cal = old.calibrator
+    name = next((n for n, cls in CALIBRATOR_NAMES.items() if type(cal) is cls), None)
+    get_params = getattr(cal, "get_params", None)
+    if name is None or not callable(get_params):
+        msg = (
+            f"cannot refit calibrator {type(cal).__name__}: it is not a calibrators estimator "
+            f"({sorted(CALIBRATOR_NAMES)}); pass calibrator= (--calibrator) to choose one."
+        )
+        raise ConfigurationError(msg)
+    return name, dict(get_params(deep=False))
+
+
+def refit_from_records(
+    records: Iterable[Mapping[str, Any]],
+    old: CalibratorArtefact,
+    *,
+    task: Task | None = None,
+    half_life_days: float | None = None,
+    holdout: float = 0.3,
+    z: float = DEFAULT_Z,
+    margin: float = 0.0,
+    calibrator: str | None = None,
+    now: datetime | None = None,
+    seed: int = 0,
+    source: str | None = None,
+) -> RefitResult:
+    """Refit *old*'s map on logged labelled decisions; promote it iff not worse on the holdout.
+
+    See the module docstring for the data, the split and the promotion rule
+    (``mean(delta) + z · SE(delta) <= margin``, ``delta`` = new − old realised cost per
+    holdout decision). Deterministic given the records, *now* and *seed*.
+
+    Args:
+        records: Decision-log records with ``outcome`` joined (:meth:`DecisionLog.read`).
+        old: The artefact in force.
+        task: The task (its costs and actions); default ``old.task``.
+        half_life_days: Recency half-life of the training weights, in days; ``None``:
+            equal weights.
+        holdout: The most recent fraction of the records held out for the comparison,
+            in (0, 1).
+        z: The promotion rule's z (default :data:`DEFAULT_Z`), >= 0.
+        margin: The cost increase per decision tolerated, in cost units.
+        calibrator: A calibrator spec (``"temperature"``, ``"dirichlet:reg_lambda=1"``) to
+            fit instead of the old map's name and parameters.
+        now: The time the ages are measured from; default the newest record's time.
+        seed: The seed of the fit (its folds).
+        source: Where the records came from (a log path), recorded in the provenance.
+
+    Returns:
+        The :class:`RefitResult`; ``promoted`` says whether to write its artefact.
+
+    Raises:
+        ConfigurationError: A bad parameter, no task, an artefact with a risk limit (it
+            was certified for the old map and does not carry over), or an old map that
+            is not a calibrators estimator.
+        DataFileError: Records of the task with other labels, an outcome outside the
+            labels, or a record without ``time`` or ``probs``.
+    """
+    task = task if task is not None else old.task
+    if task is None:
+        msg = (
+            "refit needs the task (its costs and actions): the artefact records no task_spec; "
+            "pass task= (--task FILE)."
+        )
+        raise ConfigurationError(msg)
+    old.check_for(task_name=task.name, labels=list(task.labels))
+    if not 0 < holdout < 1:
+        msg = f"refit parameter 'holdout' must be in (0, 1), got {holdout!r}."
+        raise ConfigurationError(msg)
+    if half_life_days is not None and not half_life_days > 0:
+        msg = f"refit parameter 'half_life_days' must be > 0 or None, got {half_life_days!r}."
+        raise ConfigurationError(msg)
+    if not (math.isfinite(z) and z >= 0) or not math.isfinite(margin):
+        msg = f"refit parameters 'z' (>= 0) and 'margin' must be finite, got {z!r}, {margin!r}."
+        raise ConfigurationError(msg)
+    if old.risk_control is not None:
+        msg = (
+            f"refit of an artefact with the risk limit {str(old.risk_control.spec)!r}: the limit "
+            "was certified for the old map and does not carry over to a refitted one; refit "
+            "with `taskcal fit --risk-control` on labelled samples instead."
+        )
+        raise ConfigurationError(msg)
+    alpha = DEFAULT_ALPHA if old.alpha is None else float(old.alpha)
+    old_id = artefact_id(old)
+    result = RefitResult(promoted=False, reason="", half_life_days=half_life_days, z=z,
+                         margin=margin)  # fmt: skip
+    used: list[Mapping[str, Any]] = []
+    labels = list(task.labels)
+    for r in records:
+        result.n_records += 1
+        if r.get("task") != task.name:
+            result.n_other_task += 1
+            continue
+        if list(r.get("labels") or []) != labels:
+            msg = (
+                f"decision record {r.get('id')!r} of task {task.name!r} has labels "
+                f"{r.get('labels')!r}, but the task has {labels!r}; refit from a log of this task."
+            )
+            raise DataFileError(msg, path=source or "<decision log>")
+        if r.get("outcome") is None:
+            result.n_unlabelled += 1
+            continue
+        if r["outcome"] not in labels:
+            msg = (
+                f"decision record {r.get('id')!r} has outcome {r['outcome']!r}, not one of the "
+                f"task's labels {labels!r}."
+            )
+            raise DataFileError(msg, path=source or "<decision log>")
+        if sum(float(c) for c in (r.get("counts") or {}).values()) <= 0:
+            result.n_unserved += 1
+            continue
+        if r.get("artefact_id") != old_id:
+            result.n_other_artefact += 1
+        used.append(r)
+    n = len(used)
+    n_hold = min(n, math.ceil(holdout * n))
+    result.n_train, result.n_holdout = n - n_hold, n_hold
+    if result.n_train < MIN_TRAIN or n_hold < MIN_HOLDOUT:
+        result.reason = (
+            f"kept the old artefact: too few labelled, served decisions of task {task.name!r} "
+            f"({result.n_train} to train, {n_hold} to compare; at least {MIN_TRAIN} and "
+            f"{MIN_HOLDOUT} needed)."
+        )
+        return result
+    rows = _rows(used, task, alpha, now)
+    train = np.arange(result.n_train)
+    hold = np.arange(result.n_train, n)
+    weights = None if half_life_days is None else 0.5 ** (rows.age_days[train] / half_life_days)
+    spec, params = _calibrator_spec(old, calibrator)
+    try:
+        new_cal, fit_metrics = fit_calibrator(
+            _eval_arrays(rows, train, task), spec, params=params, cv_folds=0, seed=seed,
+            sample_weight=weights,
+        )  # fmt: skip
+    except ConfigurationError as exc:
+        result.reason = f"kept the old artefact: the refit failed: {exc}"
+        return result
+    data = _eval_arrays(rows, hold, task)
+    old_cost, old_nll, _ = _runtime(Decider(task, old.calibrator, alpha=alpha), data)
+    new_cost, new_nll, _ = _runtime(Decider(task, new_cal, alpha=alpha), data)
+    result.old_cost, result.new_cost = float(old_cost.mean()), float(new_cost.mean())
+    result.cost_diff, result.cost_diff_se = paired_difference(new_cost, old_cost)
+    result.old_nll, result.new_nll = float(old_nll.mean()), float(new_nll.mean())
+    result.nll_diff, result.nll_diff_se = paired_difference(new_nll, old_nll)
+    result.n_changed = int(np.count_nonzero(new_cost != old_cost))
+    se = result.cost_diff_se or 0.0
+    bound = result.cost_diff + z * se
+    result.promoted = bound <= margin
+    figures = (
+        f"holdout cost new − old = {result.cost_diff:+.4f} ± {se:.4f} (paired SE, "
+        f"{n_hold} decisions); bound {result.cost_diff:+.4f} + {z:g}·{se:.4f} = {bound:+.4f}"
+    )
+    if result.promoted:
+        result.reason = f"promoted: {figures} <= margin {margin:g}."
+    else:
+        result.reason = (
+            f"kept the old artefact: {figures} > margin {margin:g} (not shown to be no worse)."
+        )
+    common_n = Counter(rows.n_samples.tolist()).most_common(1)[0][0]
+    fit_metrics["holdout"] = {"n": n_hold, "expected_cost": result.new_cost,
+                              "nll": result.new_nll}  # fmt: skip
+    metadata = {
+        "actions": list(task.action_list),
+        "calibrator_name": old.metadata.get("calibrator_name", spec)
+        if calibrator is None
+        else calibrator,
+        "fit_metrics": fit_metrics,
+        "samples": {"source": "decision_log", "path": source, "n": int(common_n)},
+        "refit": {
+            "source": source,
+            "parent_artefact_id": old_id,
+            "n_train": result.n_train,
+            "n_holdout": n_hold,
+            "half_life_days": half_life_days,
+            "seed": seed,
+            "now": None if now is None else now.isoformat(),
+            "comparison": result.comparison(),
+        },
+    }
+    result.artefact = CalibratorArtefact(
+        calibrator=new_cal, labels=labels, alpha=old.alpha, task_name=task.name,
+        task=old.task if old.task is not None else task, metadata=metadata,
+    )  # fmt: skip
+    return result

@@ -1,0 +1,282 @@
+"""``refit_from_records`` and ``taskcal refit``: paired promotion on the decision log."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from calibrators import make_calibrator
+from taskcal_agents.artefact import CalibratorArtefact
+from taskcal_agents.belief import Belief
+from taskcal_agents.cli import app
+from taskcal_agents.decision import Decision
+from taskcal_agents.decision_log import artefact_id, open_decision_log
+from taskcal_agents.errors import ConfigurationError, DataFileError
+from taskcal_agents.tasks import tool_decision
+from taskcal_agents.workflow import refit_from_records
+
+TASK = tool_decision()
+LABELS = list(TASK.labels)
+ALPHA = 0.5
+N = 10
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+SHIFT = np.array([0.15, 1.0, 6.0])
+"""A class bias: the outcomes favour ``cannot_answer`` far more than p̂ says."""
+
+
+def _beliefs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per item: the model's label distribution, counts of N samples, unparsed counts."""
+    pi = rng.dirichlet(np.full(3, 0.6), size=n)
+    unparsed = rng.binomial(1, 0.1, size=n)
+    counts = np.array([rng.multinomial(N - u, p) for p, u in zip(pi, unparsed, strict=True)])
+    return pi, counts, unparsed
+
+
+def _outcomes(rng: np.random.Generator, pi: np.ndarray, shift: np.ndarray | None) -> np.ndarray:
+    r = pi if shift is None else pi * shift
+    r = r / r.sum(axis=1, keepdims=True)
+    return np.array([rng.choice(3, p=row) for row in r])
+
+
+def _probs(counts: np.ndarray, unparsed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    beliefs = [
+        Belief(c, LABELS, n=N, n_unparsed=int(u), alpha=ALPHA, unparsed_evidence=True)
+        for c, u in zip(counts, unparsed, strict=True)
+    ]
+    return np.array([b.probs for b in beliefs]), np.array([b.features for b in beliefs])
+
+
+def _old(name: str = "vector", seed: int = 1) -> CalibratorArtefact:
+    """An artefact fitted on outcomes that follow p̂'s source (no shift)."""
+    rng = np.random.default_rng(seed)
+    pi, counts, unparsed = _beliefs(rng, 1500)
+    y = _outcomes(rng, pi, None)
+    P, F = _probs(counts, unparsed)
+    cal = make_calibrator(name)
+    if getattr(cal, "reads_extra_columns", False):
+        cal = cal.set_params(n_classes=3).fit(F, y)
+        inputs = "features"
+    else:
+        cal = cal.fit(P, y)
+        inputs = "probs"
+    return CalibratorArtefact(
+        calibrator=cal, labels=LABELS, alpha=ALPHA, task=TASK,
+        metadata={"calibrator_name": name, "fit_metrics": {"inputs": inputs},
+                  "created": "2026-01-01T00:00:00+00:00"},
+    )  # fmt: skip
+
+
+def _records(
+    n: int,
+    *,
+    seed: int = 0,
+    shift: np.ndarray | None = SHIFT,
+    recent_shift: np.ndarray | str | None = "same",
+    start: datetime = T0,
+    aid: str | None = None,
+) -> list[dict[str, Any]]:
+    """Labelled decision records one hour apart; ``recent_shift`` for the last 30 %."""
+    rng = np.random.default_rng(seed)
+    pi, counts, unparsed = _beliefs(rng, n)
+    y = _outcomes(rng, pi, shift)
+    if recent_shift != "same":
+        cut = n - int(0.3 * n)
+        y[cut:] = _outcomes(rng, pi[cut:], recent_shift)  # type: ignore[arg-type]
+    P, _ = _probs(counts, unparsed)
+    out = []
+    for i in range(n):
+        out.append({
+            "id": f"d{i}", "time": (start + timedelta(hours=i)).isoformat(),
+            "task": TASK.name, "labels": LABELS, "artefact_id": aid,
+            "probs": dict(zip(LABELS, P[i].tolist(), strict=True)),
+            "counts": dict(zip(LABELS, counts[i].astype(float).tolist(), strict=True)),
+            "expected_cost": {a: 0.0 for a in TASK.action_list}, "fallback": False,
+            "n_samples": N, "n_unparsed": int(unparsed[i]), "outcome": LABELS[y[i]],
+        })  # fmt: skip
+    return out
+
+
+def test_promotes_a_refit_when_the_calibration_shifted() -> None:
+    old = _old()
+    result = refit_from_records(_records(600), old, source="log.jsonl")
+    assert result.promoted, result.reason
+    assert result.cost_diff is not None and result.cost_diff_se is not None
+    assert result.cost_diff + 1.645 * result.cost_diff_se <= 0
+    assert result.nll_diff is not None and result.nll_diff < 0
+    assert (result.n_train, result.n_holdout) == (420, 180)
+    new = result.artefact
+    assert new is not None and new.labels == LABELS and new.task == TASK
+    refit = new.metadata["refit"]
+    assert refit["parent_artefact_id"] == artefact_id(old)
+    assert refit["n_train"] == 420 and refit["source"] == "log.jsonl"
+    assert refit["comparison"]["cost_diff"] == result.cost_diff
+    assert new.metadata["calibrator_name"] == "vector"
+    assert type(new.calibrator) is type(old.calibrator)
+    # the provenance survives a save/load round trip
+    again = CalibratorArtefact.from_dict(json.loads(json.dumps(new.to_dict())))
+    assert again.metadata["refit"]["n_holdout"] == 180
+
+
+def test_features_calibrator_is_refit_on_the_features() -> None:
+    old = _old("matrix")
+    assert old.calibrator.n_features_in_ == 4  # type: ignore[attr-defined]
+    result = refit_from_records(_records(600), old)
+    assert result.promoted, result.reason
+    assert result.artefact is not None
+    assert result.artefact.calibrator.n_features_in_ == 4  # type: ignore[attr-defined]
+    assert result.artefact.metadata["fit_metrics"]["inputs"] == "features"
+
+
+def test_kept_when_the_new_map_is_worse_on_the_recent_holdout() -> None:
+    # trained on shifted outcomes, but the recent past is back to the old calibration
+    records = _records(600, shift=SHIFT, recent_shift=None)
+    result = refit_from_records(records, _old())
+    assert not result.promoted
+    assert result.cost_diff is not None and result.cost_diff > 0
+    assert "kept the old artefact" in result.reason and "not shown" in result.reason
+    assert result.artefact is not None  # fitted, for inspection, but not promoted
+
+
+def test_kept_when_too_few() -> None:
+    result = refit_from_records(_records(25), _old())
+    assert not result.promoted and result.artefact is None
+    assert "too few" in result.reason and result.n_train + result.n_holdout == 25
+
+
+def test_unlabelled_unserved_and_other_task_are_left_out() -> None:
+    records = _records(100, aid="other")
+    records[0]["outcome"] = None
+    records[1]["counts"] = dict.fromkeys(LABELS, 0.0)
+    records[2]["task"] = "another"
+    result = refit_from_records(records, _old())
+    assert (result.n_unlabelled, result.n_unserved, result.n_other_task) == (1, 1, 1)
+    assert result.n_train + result.n_holdout == 97 and result.n_other_artefact == 97
+    records[3]["outcome"] = "nope"
+    with pytest.raises(DataFileError, match="not one of"):
+        refit_from_records(records, _old())
+    records[3]["outcome"], records[4]["labels"] = LABELS[0], LABELS[::-1]
+    with pytest.raises(DataFileError, match="has labels"):
+        refit_from_records(records, _old())
+
+
+def test_bad_parameters() -> None:
+    for kwargs in ({"holdout": 0.0}, {"holdout": 1.0}, {"half_life_days": 0.0}, {"z": -1.0}):
+        with pytest.raises(ConfigurationError):
+            refit_from_records([], _old(), **kwargs)
+
+
+def test_recency_weights_change_the_fit() -> None:
+    old = _old()
+    # old shift first, then the shifted calibration: weights favour the recent part
+    records = _records(300, shift=None, seed=3) + _records(
+        300, seed=4, start=T0 + timedelta(days=30)
+    )
+    plain = refit_from_records(records, old)
+    weighted = refit_from_records(records, old, half_life_days=2.0)
+    huge = refit_from_records(records, old, half_life_days=1e9)
+    assert plain.artefact and weighted.artefact and huge.artefact
+    X = np.array([[0.6, 0.3, 0.1], [0.2, 0.3, 0.5], [0.1, 0.1, 0.8]])
+    q_plain = plain.artefact.calibrator.predict_proba(X)
+    q_weighted = weighted.artefact.calibrator.predict_proba(X)
+    np.testing.assert_allclose(huge.artefact.calibrator.predict_proba(X), q_plain, atol=1e-5)
+    # recency weighting follows the recent (shifted) outcomes: more mass on cannot_answer
+    assert np.all(q_weighted[:, 2] > q_plain[:, 2])
+    assert weighted.artefact.metadata["refit"]["half_life_days"] == 2.0
+
+
+def test_holdout_is_the_most_recent_fraction_in_time_order() -> None:
+    records = _records(600, shift=SHIFT, recent_shift=None)
+    shuffled = list(records)
+    np.random.default_rng(0).shuffle(shuffled)
+    a = refit_from_records(records, _old())
+    b = refit_from_records(shuffled, _old())
+    assert (a.promoted, a.cost_diff, a.nll_diff) == (b.promoted, b.cost_diff, b.nll_diff)
+    # deterministic
+    c = refit_from_records(records, _old())
+    assert c.comparison() == a.comparison()
+
+
+def test_risk_controlled_artefact_is_refused() -> None:
+    from taskcal_agents.risk_control import calibrate_risk
+
+    old = _old()
+    rng = np.random.default_rng(0)
+    Q = rng.dirichlet(np.ones(3), size=200)
+    y = rng.integers(0, 3, size=200)
+    old.risk_control = calibrate_risk(TASK, "tool_call_when_not:0.3", Q, y, delta=0.1)
+    with pytest.raises(ConfigurationError, match="does not carry over"):
+        refit_from_records(_records(100), old)
+
+
+# ---------------------------------------------------------------- both log backends + CLI
+
+
+def _log(tmp_path: Path, name: str, records: list[dict[str, Any]]) -> Path:
+    """Write the records through a real DecisionLog (times: write order) with outcomes."""
+    path = tmp_path / name
+    log = open_decision_log(path)
+    ids = []
+    for r in records:
+        decision = Decision(
+            task=TASK.name, action=TASK.default_action, probs=r["probs"],
+            calibrated=r["probs"], expected_cost=r["expected_cost"], counts=r["counts"],
+            n_samples=r["n_samples"], n_unparsed=r["n_unparsed"],
+        )  # fmt: skip
+        ids.append(log.append(decision, task=TASK))
+    log.import_outcomes([(i, r["outcome"]) for i, r in zip(ids, records, strict=True)])
+    return path
+
+
+@pytest.mark.parametrize("name", ["log.jsonl", "log.sqlite"])
+def test_cli_promotes_and_replaces_atomically(tmp_path: Path, name: str) -> None:
+    records = _records(200)
+    log = _log(tmp_path, name, records)
+    old = _old()
+    old_path = old.save(tmp_path / "cal.json")
+    inode = os.stat(old_path).st_ino
+    expected = refit_from_records(records, old)
+    assert expected.promoted
+    result = CliRunner().invoke(
+        app, ["refit", "--log", str(log), "--artefact", str(old_path), "-o", str(old_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "promoted" in result.output and "mean cost" in result.output
+    assert os.stat(old_path).st_ino != inode  # replaced, not rewritten in place
+    new = CalibratorArtefact.load(old_path)
+    assert new.metadata["refit"]["source"] == str(log)
+    assert new.metadata["refit"]["comparison"]["cost_diff"] == pytest.approx(expected.cost_diff)
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("name", ["log.jsonl", "log.db"])
+def test_cli_keeps_and_writes_nothing(tmp_path: Path, name: str) -> None:
+    log = _log(tmp_path, name, _records(30))
+    old_path = _old().save(tmp_path / "cal.json")
+    out = tmp_path / "new.json"
+    result = CliRunner().invoke(
+        app, ["refit", "--log", str(log), "--artefact", str(old_path), "-o", str(out)]
+    )
+    assert result.exit_code == 3, result.output
+    assert "too few" in result.output and not out.exists()
+
+
+def test_cli_errors_exit_2(tmp_path: Path) -> None:
+    old_path = _old().save(tmp_path / "cal.json")
+    runner = CliRunner()
+    missing = runner.invoke(
+        app, ["refit", "--log", str(tmp_path / "x.jsonl"), "--artefact", str(tmp_path / "no.json"),
+              "-o", str(tmp_path / "n.json")],
+    )  # fmt: skip
+    assert missing.exit_code == 2
+    bad = runner.invoke(
+        app, ["refit", "--log", str(tmp_path / "x.jsonl"), "--artefact", str(old_path),
+              "-o", str(tmp_path / "n.json"), "--holdout", "1.5"],
+    )  # fmt: skip
+    assert bad.exit_code == 2 and "holdout" in bad.output
