@@ -48,8 +48,9 @@ class ParserSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(min_length=1)
-    """A built-in parser name (see :func:`taskcal_agents.parsers.get_parser`) or an import
-    path ``"package.module:factory"``."""
+    """A built-in parser name (see :func:`taskcal_agents.parsers.get_parser`) or a name the
+    user's code registered with :func:`taskcal_agents.parsers.register_parser` (a task file
+    never makes taskcal import code)."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Keyword options passed to the parser factory."""
 
