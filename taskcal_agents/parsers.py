@@ -1224,6 +1224,9 @@ def get_parser(name: str, **options: Any) -> Parser:
     except re.error as exc:
         msg = f"parser {name!r} got an invalid regular expression in its options: {exc}."
         raise ConfigurationError(msg) from exc
+    except TypeError as exc:  # an option of the wrong type, e.g. a number for a name list
+        msg = f"parser {name!r} got options it cannot use: {exc}; options were {options!r}."
+        raise ConfigurationError(msg) from exc
     if not callable(parser):
         msg = f"parser factory {name!r} returned {parser!r}, which is not callable."
         raise ConfigurationError(msg)
