@@ -37,7 +37,6 @@ from calibrators import (
     VectorScaling,
     from_dict,
 )
-from taskcal_agents import tasks
 from taskcal_agents.artefact import CalibratorArtefact, resolve_calibrator
 from taskcal_agents.datasets import read_dataset
 from taskcal_agents.errors import DataFileError, LabelMismatchError, TaskCalError
