@@ -173,8 +173,8 @@ def from_dict(d: Mapping[str, Any]) -> BaseCalibrator:
             f"(and 'n_features_in_' when the map reads extra input columns); got {got!r}."
         )
         raise ValueError(msg)
-    n_classes = _count(state["n_classes_"], "n_classes_", type_name, minimum=2)
-    n_features = _count(state.get("n_features_in_", n_classes), "n_features_in_", type_name)
+    n_classes = _count(state["n_classes_"], "n_classes_", cls.__name__, minimum=2)
+    n_features = _count(state.get("n_features_in_", n_classes), "n_features_in_", cls.__name__)
     if n_features < n_classes or (n_features != n_classes and not calibrator.reads_extra_columns):
         msg = (
             f"from_dict got a {type_name} state with n_features_in_={n_features} input "
