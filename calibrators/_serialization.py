@@ -116,7 +116,9 @@ def from_dict(d: Mapping[str, Any]) -> BaseCalibrator:
     ------
     ValueError
         If ``d`` is not such a dictionary, has another format version, names an
-        unknown type, or its parameters or state do not fit that type.
+        unknown type, or its parameters or state do not fit that type: a missing or
+        extra attribute, a non-finite value (NaN, infinity), a wrong shape or an
+        out-of-range value (the message names the attribute).
 
     Examples
     --------
@@ -156,6 +158,7 @@ def from_dict(d: Mapping[str, Any]) -> BaseCalibrator:
     params = {key: tuple(val) if isinstance(val, list) else val for key, val in params.items()}
     try:
         calibrator = cls(**params)
+        calibrator._validate_params()  # the constraints fit() checks: eps, n_bins, ...
     except TypeError as exc:
         msg = f"from_dict got parameters that {type_name} does not accept: {exc}"
         raise ValueError(msg) from exc
@@ -170,9 +173,9 @@ def from_dict(d: Mapping[str, Any]) -> BaseCalibrator:
             f"(and 'n_features_in_' when the map reads extra input columns); got {got!r}."
         )
         raise ValueError(msg)
-    n_classes = int(state["n_classes_"])
-    n_features = int(state.get("n_features_in_", n_classes))
-    if n_features != n_classes and not calibrator.reads_extra_columns:
+    n_classes = _count(state["n_classes_"], "n_classes_", cls.__name__, minimum=2)
+    n_features = _count(state.get("n_features_in_", n_classes), "n_features_in_", cls.__name__)
+    if n_features < n_classes or (n_features != n_classes and not calibrator.reads_extra_columns):
         msg = (
             f"from_dict got a {type_name} state with n_features_in_={n_features} input "
             f"columns for n_classes_={n_classes} classes, but {calibrator!r} needs one input "
@@ -183,7 +186,71 @@ def from_dict(d: Mapping[str, Any]) -> BaseCalibrator:
     calibrator.classes_ = np.arange(n_classes)
     calibrator.n_features_in_ = n_features
     for name, kind in cls._state_attributes:
-        setattr(calibrator, name, _decode(state[name], kind))
+        try:
+            value = _decode(state[name], kind)
+        except (TypeError, ValueError) as exc:
+            msg = f"from_dict got a {type_name} state {name!r} that is not a {kind}: {exc}"
+            raise ValueError(msg) from exc
+        values = value if kind == "array_list" else [value]
+        if any(v is not None and not np.all(np.isfinite(v)) for v in values):
+            msg = (
+                f"from_dict got a {type_name} state {name!r} with a non-finite value (NaN or "
+                f"infinity): {state[name]!r}; the dictionary is corrupt."
+            )
+            raise ValueError(msg)
+        setattr(calibrator, name, value)
+    problem = _state_problem(calibrator, n_classes, n_features)
+    if problem is not None:
+        msg = f"from_dict got an inconsistent {type_name} state: {problem}."
+        raise ValueError(msg)
     if isinstance(calibrator, DirichletCalibrator):
         calibrator.cv_results_ = None
     return calibrator
+
+
+def _count(value: Any, name: str, type_name: str, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        msg = (
+            f"from_dict expects {type_name} state {name!r} to be an int >= {minimum}; "
+            f"got {value!r}."
+        )
+        raise ValueError(msg)
+    return value
+
+
+def _state_problem(calibrator: BaseCalibrator, k: int, d: int) -> str | None:
+    """Return what is wrong with a decoded fitted state (shapes, ranges), or ``None``."""
+    if isinstance(calibrator, TemperatureScaling):
+        if not calibrator.temperature_ > 0:
+            return f"'temperature_' must be > 0, got {calibrator.temperature_!r}"
+    elif isinstance(calibrator, VectorScaling | MatrixScaling | DirichletCalibrator):
+        if calibrator.coef_.shape != (k, d):
+            return f"'coef_' must have shape {(k, d)}, got {calibrator.coef_.shape}"
+        if calibrator.intercept_.shape != (k,):
+            return f"'intercept_' must have shape {(k,)}, got {calibrator.intercept_.shape}"
+        if calibrator.n_iter_ < 0:
+            return f"'n_iter_' must be >= 0, got {calibrator.n_iter_!r}"
+        if isinstance(calibrator, DirichletCalibrator) and not (
+            calibrator.reg_lambda_ >= 0 and (calibrator.reg_mu_ is None or calibrator.reg_mu_ >= 0)
+        ):
+            return "'reg_lambda_' and 'reg_mu_' must be >= 0"
+    elif isinstance(calibrator, HistogramBinning):
+        edges, values = calibrator.bin_edges_, calibrator.bin_values_
+        if values.ndim != 2 or values.shape[0] != k or values.shape[1] < 1:
+            return f"'bin_values_' must have shape ({k}, n_bins), got {values.shape}"
+        if edges.shape != (k, values.shape[1] + 1):
+            return f"'bin_edges_' must have shape {(k, values.shape[1] + 1)}, got {edges.shape}"
+        if np.any(np.diff(edges, axis=1) < 0) or np.any((values < 0) | (values > 1)):
+            return "'bin_edges_' must increase along each row and 'bin_values_' lie in [0, 1]"
+    elif isinstance(calibrator, IsotonicCalibrator):
+        xs, ys = calibrator.x_thresholds_, calibrator.y_thresholds_
+        if len(xs) != k or len(ys) != k:
+            return f"'x_thresholds_' and 'y_thresholds_' must hold {k} arrays each"
+        for j, (x, y) in enumerate(zip(xs, ys, strict=True)):
+            if x.ndim != 1 or x.shape != y.shape or x.size < 1:
+                return (
+                    f"'x_thresholds_'[{j}] and 'y_thresholds_'[{j}] must be equal non-empty lists"
+                )
+            if np.any(np.diff(x) < 0) or np.any((y < 0) | (y > 1)):
+                return f"'x_thresholds_'[{j}] must increase and 'y_thresholds_'[{j}] lie in [0, 1]"
+    return None

@@ -1,5 +1,8 @@
 """One way to check a scalar option: an int or a finite number in a range, never a bool.
 
+Also the one way to put a pydantic ``ValidationError`` into our messages
+(:func:`describe_validation_error`: ``"<field.path>: <problem>; ..."``).
+
 Layer 0 (imports only :mod:`taskcal_agents.errors`). Each check names what it checks in
 ``subject`` (the owner and the parameter, e.g. ``"TaskCalibrationMiddleware parameter
 'n_samples'"``) and raises :class:`~taskcal_agents.errors.ConfigurationError` with the
@@ -11,9 +14,20 @@ from __future__ import annotations
 import math
 import numbers
 
+from pydantic import ValidationError
+
 from taskcal_agents.errors import ConfigurationError
 
-__all__ = ["check_int", "check_number"]
+__all__ = ["check_int", "check_number", "describe_validation_error"]
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """``"<field.path>: <problem>; ..."`` for each error (``(record)`` for the whole object)."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(record)"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
 
 
 def _fail(

@@ -298,17 +298,32 @@ class CalibratorArtefact:
                 f"{version!r}; refit with this version of taskcal."
             )
             raise DataFileError(msg, path=where)
+        if "calibrator" not in data:
+            msg = "calibrator artefact has no field 'calibrator'; refit it with `taskcal fit`."
+            raise DataFileError(msg, path=where)
         try:
             calibrator = from_dict(data["calibrator"])
         except (KeyError, TypeError, ValueError) as exc:
-            msg = f"calibrator artefact holds no valid calibrator: {exc}."
+            msg = f"calibrator artefact field 'calibrator' holds no valid calibrator: {exc}"
             raise DataFileError(msg, path=where) from exc
-        labels = [str(label) for label in data.get("labels") or []]
+        raw_labels = data.get("labels")
+        if (
+            not isinstance(raw_labels, list)
+            or len(raw_labels) < 2
+            or not all(isinstance(label, str) and label for label in raw_labels)
+            or len(set(raw_labels)) != len(raw_labels)
+        ):
+            msg = (
+                "calibrator artefact field 'labels' must list at least 2 distinct non-empty "
+                f"label names, in the task's order; got {raw_labels!r}."
+            )
+            raise DataFileError(msg, path=where)
+        labels = list(raw_labels)
         n_classes = getattr(calibrator, "n_classes_", None)
         if n_classes is not None and n_classes != len(labels):
             msg = (
-                f"calibrator has {n_classes} classes but the artefact lists labels "
-                f"{data.get('labels')!r}; the file is inconsistent: refit it."
+                f"calibrator has {n_classes} classes but the artefact field 'labels' lists "
+                f"{labels!r}; the file is inconsistent: refit it."
             )
             raise DataFileError(msg, path=where)
         task: Task | None = None
@@ -321,8 +336,16 @@ class CalibratorArtefact:
                 msg = f"calibrator artefact field 'task_spec' is not a valid task: {exc}"
                 raise DataFileError(msg, path=where) from exc
         alpha = data.get("alpha")
-        if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, int | float)):
-            msg = f"calibrator artefact field 'alpha' must be a number, got {alpha!r}."
+        if alpha is not None and (
+            isinstance(alpha, bool)
+            or not isinstance(alpha, int | float)
+            or not math.isfinite(alpha)
+            or alpha < 0
+        ):
+            msg = (
+                "calibrator artefact field 'alpha' must be a finite number >= 0 or null, got "
+                f"{alpha!r}; refit it with `taskcal fit`."
+            )
             raise DataFileError(msg, path=where)
         risk_control = None
         if data.get("risk_control") is not None:
@@ -335,16 +358,20 @@ class CalibratorArtefact:
                 raise DataFileError(msg, path=where) from exc
         task_name = data.get("task")
         known = {"format", "format_version", "task", "labels", "alpha", "task_spec", "calibrator"}
-        return cls(
-            calibrator=calibrator,
-            labels=labels,
-            alpha=None if alpha is None else float(alpha),
-            task_name=task_name if isinstance(task_name, str) else None,
-            task=task,
-            metadata={k: v for k, v in data.items() if k not in known | {"risk_control"}},
-            path=None if path is None else Path(path),
-            risk_control=risk_control,
-        )
+        try:
+            return cls(
+                calibrator=calibrator,
+                labels=labels,
+                alpha=None if alpha is None else float(alpha),
+                task_name=task_name if isinstance(task_name, str) else None,
+                task=task,
+                metadata={k: v for k, v in data.items() if k not in known | {"risk_control"}},
+                path=None if path is None else Path(path),
+                risk_control=risk_control,
+            )
+        except ConfigurationError as exc:  # fields that disagree with 'task_spec'
+            msg = f"calibrator artefact fields disagree with its 'task_spec': {exc}"
+            raise DataFileError(msg, path=where) from exc
 
     # -------------------------------------------------------------------- files
 

@@ -17,12 +17,13 @@ Built-in parsers (``get_parser(name, **options)``):
 ``"schema"``
     the value of one field of a JSON object / structured output / tool-call arguments.
 
-A name of the form ``"package.module:attribute"`` imports a custom parser factory and calls
-it with the options. The heuristics are deliberately simple, ordered and documented below:
-small models (SmolLM2-135M) produce messy text, and the calibrator learns how the parser's
-systematic errors relate to the true label. Every parser is a frozen dataclass whose
-``__call__`` does only string work (no validation) so that parsing N = 16 samples costs
-microseconds.
+A custom parser is named in a task file only after the user's code registered it with
+:func:`register_parser`; a task file or artefact never makes this module import anything (a
+name such as ``"os:system"`` is refused, not imported). The heuristics are deliberately
+simple, ordered and documented below: small models (SmolLM2-135M) produce messy text, and
+the calibrator learns how the parser's systematic errors relate to the true label. Every
+parser is a frozen dataclass whose ``__call__`` does only string work (no validation) so
+that parsing N = 16 samples costs microseconds.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import hashlib
 import importlib
 import json
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
@@ -60,6 +62,8 @@ __all__ = [
     "message_text",
     "normalize_text",
     "parse_tool_calls",
+    "register_parser",
+    "registered_parser_names",
     "tool_names_of",
     "unparsed_reason",
     "with_offered_tools",
@@ -1030,19 +1034,65 @@ class ChoiceParser:
 # ------------------------------------------------------------------------------- schema
 
 
-def _import_object(path: str) -> Any:
-    module_name, _, attr = path.partition(":")
-    if not module_name or not attr:
-        msg = f"import path must look like 'package.module:attribute', got {path!r}."
+_REGISTRY: dict[str, Any] = {}
+"""Names registered by the user's code (:func:`register_parser`): factories and models."""
+_REGISTRY_LOCK = threading.Lock()
+_OWN: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {"taskcal_agents.decision_model:LabelParser": ("taskcal_agents.decision_model", "LabelParser")}
+)
+"""Names of this package's own parsers outside this module (a fixed table, never input)."""
+
+
+def register_parser(name: str, obj: Any) -> None:
+    """Let task files name ``obj``: a parser factory, or a pydantic model for ``schema``.
+
+    A task file (or an artefact's ``task_spec``) refers to a custom parser factory, or to
+    the pydantic model of the ``schema`` parser's ``model`` option, by a name; that name
+    must have been registered here by the user's code. Nothing is ever imported because a
+    file names it. Any string works as the name, e.g. ``"myapp.parsers:make"``.
+
+    Args:
+        name: The name a task file uses.
+        obj: The factory (called with the parser options) or the pydantic model class.
+
+    Raises:
+        ConfigurationError: If ``name`` is empty or a built-in parser's name, or ``obj`` is
+            not callable.
+    """
+    if not isinstance(name, str) or not name or name in _BUILTINS:
+        msg = (
+            f"register_parser parameter 'name' must be a non-empty string other than the "
+            f"built-in parser names {sorted(_BUILTINS)!r}, got {name!r}."
+        )
         raise ConfigurationError(msg)
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        msg = f"cannot import {path!r}: {exc}. Check the module path and attribute name."
-        raise ConfigurationError(msg) from exc
-    return obj
+    if not callable(obj):
+        msg = f"register_parser parameter 'obj' for {name!r} must be callable, got {obj!r}."
+        raise ConfigurationError(msg)
+    with _REGISTRY_LOCK:
+        _REGISTRY[name] = obj
+
+
+def registered_parser_names() -> tuple[str, ...]:
+    """Return the names registered with :func:`register_parser`, sorted."""
+    with _REGISTRY_LOCK:
+        return tuple(sorted(_REGISTRY))
+
+
+def _registered(name: str, what: str) -> Any:
+    """The object the user registered as ``name`` (or one of this package's own)."""
+    with _REGISTRY_LOCK:
+        obj = _REGISTRY.get(name)
+    if obj is not None:
+        return obj
+    own = _OWN.get(name)
+    if own is not None:
+        return getattr(importlib.import_module(own[0]), own[1])
+    msg = (
+        f"{what} {name!r} is not a built-in parser and was not registered; a task file "
+        f"cannot make taskcal import code. Built-in parsers: {sorted(_BUILTINS)!r}. Register "
+        f"yours in your code first: taskcal_agents.parsers.register_parser({name!r}, obj)."
+    )
+    raise ConfigurationError(msg)
 
 
 @dataclass(frozen=True)
@@ -1050,16 +1100,16 @@ class SchemaParser:
     """g_T for structured output: the value of ``field`` in a JSON object.
 
     The object is taken from, in order: the first tool call's arguments (function-calling
-    structured output), ``additional_kwargs["parsed"]`` (``ChatOpenAI`` structured
-    output), or the first JSON object in the content (fences and surrounding text are
-    fine). When ``model`` is given (a pydantic model class or an import path
-    ``"pkg.mod:Model"``), the object must validate against it. The value is turned into a
-    string and mapped through ``mapping`` when given; out-of-task values are counted as
+    structured output), ``additional_kwargs["parsed"]`` (``ChatOpenAI`` structured output),
+    or the first JSON object in the content (fences and surrounding text are fine). When
+    ``model`` is given (a pydantic model class, or the name it was registered under with
+    :func:`register_parser`), the object must validate against it. The value is turned into
+    a string and mapped through ``mapping`` when given; out-of-task values are counted as
     unparsed by the task.
 
     Args:
         field: The field that holds the label.
-        model: Optional pydantic model (class or import path) to validate the object.
+        model: Optional pydantic model (class or registered name) to validate the object.
         mapping: Optional map from field values to labels.
     """
 
@@ -1069,11 +1119,13 @@ class SchemaParser:
     labels: tuple[str, ...] | None = dataclasses.field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        model = _import_object(self.model) if isinstance(self.model, str) else self.model
+        model = self.model
+        if isinstance(model, str):
+            model = _registered(model, "SchemaParser option 'model'")
         if model is not None and not hasattr(model, "model_validate"):
             msg = (
-                "SchemaParser option 'model' must be a pydantic model class or an import "
-                f"path to one, got {self.model!r}."
+                "SchemaParser option 'model' must be a pydantic model class or the name of "
+                f"one registered with register_parser, got {self.model!r}."
             )
             raise ConfigurationError(msg)
         object.__setattr__(self, "model", model)
@@ -1141,8 +1193,8 @@ def get_parser(name: str, **options: Any) -> Parser:
 
     Args:
         name: A built-in name (``"tool_decision"``, ``"answer_or_abstain"``, ``"rating"``,
-            ``"choice"``, ``"schema"``) or an import path ``"pkg.module:factory"`` of a
-            callable that returns a parser when called with ``options``.
+            ``"choice"``, ``"schema"``) or a name registered with :func:`register_parser`
+            (a callable that returns a parser when called with ``options``).
         **options: The parser's options (see each parser class).
 
     Returns:
@@ -1153,16 +1205,7 @@ def get_parser(name: str, **options: Any) -> Parser:
     """
     factory = _BUILTINS.get(name)
     if factory is None:
-        if ":" not in name:
-            msg = (
-                f"parser name {name!r} is not a built-in parser; expected one of "
-                f"{sorted(_BUILTINS)!r} or an import path 'package.module:factory'."
-            )
-            raise ConfigurationError(msg)
-        factory = _import_object(name)
-        if not callable(factory):
-            msg = f"parser factory {name!r} is not callable, got {factory!r}."
-            raise ConfigurationError(msg)
+        factory = _registered(name, "parser name")
     else:
         accepted = {f.name for f in fields(factory) if f.init}  # type: ignore[arg-type]
         unknown = sorted(set(options) - accepted)
@@ -1180,6 +1223,9 @@ def get_parser(name: str, **options: Any) -> Parser:
         parser = factory(**options)
     except re.error as exc:
         msg = f"parser {name!r} got an invalid regular expression in its options: {exc}."
+        raise ConfigurationError(msg) from exc
+    except TypeError as exc:  # an option of the wrong type, e.g. a number for a name list
+        msg = f"parser {name!r} got options it cannot use: {exc}; options were {options!r}."
         raise ConfigurationError(msg) from exc
     if not callable(parser):
         msg = f"parser factory {name!r} returned {parser!r}, which is not callable."

@@ -29,9 +29,18 @@ import numpy as np
 import yaml
 from langchain_core.messages import AIMessage
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from calibrators import minimax_action
+from taskcal_agents._validation import describe_validation_error
 from taskcal_agents.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.parsers import Parser, get_parser, with_offered_tools
@@ -48,8 +57,9 @@ class ParserSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(min_length=1)
-    """A built-in parser name (see :func:`taskcal_agents.parsers.get_parser`) or an import
-    path ``"package.module:factory"``."""
+    """A built-in parser name (see :func:`taskcal_agents.parsers.get_parser`) or a name the
+    user's code registered with :func:`taskcal_agents.parsers.register_parser` (a task file
+    never makes taskcal import code)."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Keyword options passed to the parser factory."""
 
@@ -395,8 +405,8 @@ class Task(BaseModel):
         """Load a task from a YAML (``.yaml``/``.yml``) or JSON (``.json``) file.
 
         Raises:
-            DataFileError: If the file cannot be read or has the wrong format version.
-            pydantic.ValidationError: If the task itself is invalid.
+            DataFileError: If the file cannot be read, has the wrong format version, or the
+                task in it is invalid (the message names the file and each bad field).
         """
         path = Path(path)
         suffix = path.suffix.lower()
@@ -413,13 +423,17 @@ class Task(BaseModel):
             msg = f"a task file must hold a mapping, got {type(data).__name__}."
             raise DataFileError(msg, path=str(path))
         version = data.pop("format_version", TASK_FORMAT_VERSION)
-        if version != TASK_FORMAT_VERSION:
+        if isinstance(version, bool) or version != TASK_FORMAT_VERSION:
             msg = (
                 f"task file has format_version {version!r}, this version of taskcal-agents "
                 f"reads format_version {TASK_FORMAT_VERSION}."
             )
             raise DataFileError(msg, path=str(path))
-        return cls.model_validate(data)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            msg = f"not a valid task: {describe_validation_error(exc)}"
+            raise DataFileError(msg, path=str(path)) from exc
 
     def to_file(self, path: str | os.PathLike[str]) -> Path:
         """Write the task to YAML or JSON (by suffix) with its ``format_version``.

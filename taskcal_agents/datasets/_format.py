@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from taskcal_agents._validation import describe_validation_error
 from taskcal_agents.errors import DataFileError
 
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
@@ -49,7 +50,7 @@ class DatasetItem(BaseModel):
     def _check_messages(cls, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for i, message in enumerate(messages):
             role = message.get("role")
-            if role not in _ROLES:
+            if not isinstance(role, str) or role not in _ROLES:
                 msg = (
                     f"messages[{i}].role must be one of {sorted(_ROLES)}, got {role!r}; "
                     "write OpenAI-style chat messages."
@@ -78,14 +79,6 @@ class DatasetItem(BaseModel):
         """Reference answers for graded items (``meta["references"]``), else ``[]``."""
         refs = self.meta.get("references", [])
         return [str(r) for r in refs] if isinstance(refs, list) else [str(refs)]
-
-
-def _describe_validation_error(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(record)"
-        parts.append(f"{loc}: {err['msg']}")
-    return "; ".join(parts)
 
 
 def parse_dataset_line(
@@ -125,7 +118,7 @@ def parse_dataset_line(
     try:
         item = DatasetItem.model_validate(obj)
     except ValidationError as exc:
-        msg = f"not a valid dataset item: {_describe_validation_error(exc)}."
+        msg = f"not a valid dataset item: {describe_validation_error(exc)}."
         raise DataFileError(msg, path=str(path), line=line) from exc
     if item.label is None:
         if not (allow_unlabelled and item.references):

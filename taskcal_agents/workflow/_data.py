@@ -167,7 +167,11 @@ def eval_arrays(
     n_clusters = np.zeros(len(records), dtype=np.intp) if task.answer_clusters is not None else None
     for i, record in enumerate(records):
         line = samples.lines.get(record["id"])
-        messages = [message_from_dict(m) for m in record.get("samples", [])]
+        try:
+            messages = [message_from_dict(m) for m in record.get("samples", [])]
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:  # incl. pydantic
+            msg = f"record {record['id']!r} field 'samples' holds an invalid message: {exc}"
+            raise DataFileError(msg, path=str(samples.path), line=line) from exc
         # The item's offered tools when the record has them (older records: any tool).
         offered = record.get("tool_names")
         if reparse:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import threading
 from collections.abc import Mapping
@@ -117,12 +118,41 @@ def read_samples(path: str | os.PathLike[str]) -> SamplesFile:
         if record.get("type") != "record" or not isinstance(rid, str):
             msg = f"expected a record with a string 'id', got {str(raw[:80])!r}."
             raise DataFileError(msg, path=str(p), line=lineno)
+        problem = _record_problem(record)
+        if problem is not None:
+            msg = f"record {rid!r}: {problem}; the file is corrupt: delete the line."
+            raise DataFileError(msg, path=str(p), line=lineno)
         if rid in out.records:
             out.duplicates.append(rid)
             continue
         out.records[rid] = record
         out.lines[rid] = lineno
     return out
+
+
+def _is_list_of(value: Any, kinds: tuple[type, ...]) -> bool:
+    return isinstance(value, list) and all(isinstance(v, kinds) for v in value)
+
+
+def _record_problem(record: Mapping[str, Any]) -> str | None:
+    """Return which field of a record has the wrong type, or ``None``."""
+    checks: dict[str, Any] = {
+        "label": lambda v: v is None or isinstance(v, str),
+        "greedy_label": lambda v: v is None or isinstance(v, str),
+        "labels": lambda v: _is_list_of(v, (str, type(None))),
+        "samples": lambda v: _is_list_of(v, (dict,)),
+        "greedy": lambda v: v is None or isinstance(v, dict),
+        "tool_names": lambda v: v is None or _is_list_of(v, (str,)),
+        "grading": lambda v: v is None or isinstance(v, dict),
+        "probs": lambda v: (
+            _is_list_of(v, (int, float))
+            and all(math.isfinite(x) and not isinstance(x, bool) for x in v)
+        ),
+    }
+    for name, ok in checks.items():
+        if name in record and not ok(record[name]):
+            return f"field {name!r} has the wrong type or a non-finite value: {record[name]!r}"
+    return None
 
 
 def _decode(raw: bytes, *, path: Path, line: int) -> dict[str, Any]:

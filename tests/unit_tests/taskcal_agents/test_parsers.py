@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -20,6 +21,8 @@ from taskcal_agents.parsers import (
     get_parser,
     message_text,
     normalize_text,
+    register_parser,
+    registered_parser_names,
     unparsed_reason,
     with_offered_tools,
 )
@@ -316,7 +319,8 @@ def test_schema_with_model_and_mapping() -> None:
     assert parser(ai('{"label": 3, "reason": []}')) is None  # fails validation
 
 
-def test_schema_model_import_path() -> None:
+def test_schema_model_registered_name() -> None:
+    register_parser(f"{__name__}:Verdict", Verdict)
     parser = get_parser("schema", model=f"{__name__}:Verdict")
     assert isinstance(parser, SchemaParser)
     assert parser.model is Verdict
@@ -326,8 +330,8 @@ def test_schema_bad_model() -> None:
     with pytest.raises(
         ConfigurationError,
         match=re.escape(
-            "SchemaParser option 'model' must be a pydantic model class or an import path to "
-            "one, got 5."
+            "SchemaParser option 'model' must be a pydantic model class or the name of one "
+            "registered with register_parser, got 5."
         ),
     ):
         SchemaParser(model=5)
@@ -358,9 +362,10 @@ def test_get_parser_unknown_name() -> None:
     with pytest.raises(
         ConfigurationError,
         match=re.escape(
-            "parser name 'nope' is not a built-in parser; expected one of ['answer_or_abstain', "
-            "'choice', 'rating', 'schema', 'tool_decision'] or an import path "
-            "'package.module:factory'."
+            "parser name 'nope' is not a built-in parser and was not registered; a task file "
+            "cannot make taskcal import code. Built-in parsers: ['answer_or_abstain', "
+            "'choice', 'rating', 'schema', 'tool_decision']. Register yours in your code "
+            "first: taskcal_agents.parsers.register_parser('nope', obj)."
         ),
     ):
         get_parser("nope")
@@ -394,21 +399,35 @@ def custom_factory(word: str = "yes") -> object:
     return parse
 
 
-def test_get_parser_import_path() -> None:
+def test_get_parser_registered_name() -> None:
+    register_parser(f"{__name__}:custom_factory", custom_factory)
+    assert f"{__name__}:custom_factory" in registered_parser_names()
     parser = get_parser(f"{__name__}:custom_factory", word="ok")
     assert parser(ai("ok then")) == "yes"
+
+
+def test_get_parser_never_imports_a_named_module() -> None:
+    assert "json.tool" not in sys.modules
+    with pytest.raises(ConfigurationError, match=re.escape("was not registered")):
+        get_parser("json.tool:main")
+    assert "json.tool" not in sys.modules  # refused before any import
+
+
+def test_register_parser_rejects() -> None:
     with pytest.raises(
         ConfigurationError,
         match=re.escape(
-            "cannot import 'no_such_module_xyz:f': No module named 'no_such_module_xyz'."
+            "register_parser parameter 'name' must be a non-empty string other than the "
+            "built-in parser names ['answer_or_abstain', 'choice', 'rating', 'schema', "
+            "'tool_decision'], got 'rating'."
         ),
     ):
-        get_parser("no_such_module_xyz:f")
+        register_parser("rating", custom_factory)
     with pytest.raises(
         ConfigurationError,
-        match=re.escape(f"parser factory '{__name__}:TOOL_CASES' is not callable, got"),
+        match=re.escape("register_parser parameter 'obj' for 'x' must be callable, got 5."),
     ):
-        get_parser(f"{__name__}:TOOL_CASES")
+        register_parser("x", 5)
 
 
 def test_rating_zero_based_scale() -> None:

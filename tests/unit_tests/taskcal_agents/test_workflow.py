@@ -763,7 +763,7 @@ def test_calibrator_specs() -> None:
         ),
         (
             '{"format": "taskcal.calibrator", "format_version": 1, "calibrator": {}}',
-            "calibrator artefact holds no valid calibrator: ",
+            "calibrator artefact field 'calibrator' holds no valid calibrator: ",
         ),
     ],
 )
