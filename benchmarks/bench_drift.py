@@ -76,6 +76,7 @@ from taskcal_agents.task import Task
 from taskcal_agents.tasks import tool_decision
 from taskcal_agents.workflow import EvalArrays, fit_calibrator, refit_from_records
 from taskcal_agents.workflow._fit import make_artefact, unparsed_reference
+from taskcal_agents.workflow._refit import DEFAULT_Z as REFIT_Z
 
 SCENARIOS = ("none", "overconfident", "prior_shift")
 PRIOR = (0.5, 0.3, 0.2)  # tool_call, request_for_info, cannot_answer
@@ -229,7 +230,9 @@ def run_seed(task: Task, scenario: str, seed: int, tmp: Path, args: Any) -> dict
     out["delay"] = None if after_change is None else after_change - change + 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence warnings of the inner fits
-        refit = refit_from_records(records[change:], art, seed=seed, source=str(log_path))
+        refit = refit_from_records(
+            records[change:], art, z=args.refit_z, seed=seed, source=str(log_path)
+        )
     out["promoted"] = refit.promoted
     new = refit.artefact if refit.artefact is not None else art
     served = new if refit.promoted else art
@@ -315,6 +318,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--n-best", type=int, default=5000, help="post-change items of the best map's fit"
     )
+    parser.add_argument(
+        "--refit-z", type=float, default=REFIT_Z, help="the refit promotion rule's z"
+    )
     parser.add_argument("--window", type=int, default=200, help="monitor window (decisions)")
     parser.add_argument("--n-boot", type=int, default=50, help="bootstrap of the ECE's SE")
     parser.add_argument("--calibrator", default="dirichlet", help="a workflow calibrator spec")
@@ -354,8 +360,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
         f"fitted on {args.n_fit} pre-change items; {args.n_stream} logged decisions (change "
         f"after {args.n_stream // 2}), N={args.n_samples}, τ₀={args.tau0}, τ₁={args.tau1}, "
         f"shift={args.shift}; monitor windows of {args.window} (tumbling, z=3); refit on "
-        f"the {args.n_stream // 2} post-change decisions; best map fitted on {args.n_best} "
-        f"post-change items; cost on {args.n_test} fresh "
+        f"the {args.n_stream // 2} post-change decisions (promotion z={args.refit_z:g}); best "
+        f"map fitted on {args.n_best} post-change items; cost on {args.n_test} fresh "
         f"post-change requests ({time.perf_counter() - started:.0f} s)\n"
     )
     print("\n".join(table(results, args)))
