@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor
-from langgraph.runtime import Runtime
 from typing_extensions import override
 
 try:
@@ -41,6 +40,7 @@ try:
         ResponseT,
     )
     from langgraph.errors import GraphBubbleUp
+    from langgraph.runtime import Runtime
     from langgraph.types import Command
 except ImportError as exc:
     _msg = (

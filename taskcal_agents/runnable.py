@@ -199,6 +199,14 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     minimum-expected-cost action. The samples appear as child runs of this runnable's
     run in tracing.
 
+    A sampled tool call that repeats one the input already made and answered is counted
+    as a repeat (``Decision.n_repeats``, unparsed) and never returned as the call (see
+    :meth:`Decider.decide <taskcal_agents.decision.Decider.decide>`). For the turn right
+    after a tool result, decide with a runnable on
+    :func:`taskcal_agents.tasks.after_tool_result` (pick it with
+    :func:`~taskcal_agents.tool_turns.is_tool_result_turn`, as
+    ``examples/langgraph_routing.py`` does).
+
     Args:
         model: The chat model (tools bound with ``bind_tools`` are kept) or a Runnable
             producing ``AIMessage``/``str``.

@@ -1,5 +1,8 @@
 """Built-in task factories: tool decisions, answer-or-abstain, ratings, multiple choice.
 
+Tool decisions come in two turn types: on a user turn (:func:`tool_decision`) and right
+after a tool result (:func:`after_tool_result`).
+
 Each factory returns a validated :class:`~taskcal_agents.task.Task`. Pass ``cost=`` to
 replace the default cost matrix (row = true label, column = action).
 """
