@@ -6,8 +6,9 @@ See :mod:`taskcal_agents.testing.fake_openai`.
 from taskcal_agents.testing.fake_openai import (
     FAULTS,
     FakeOpenAIServer,
+    start_process,
     text_reply,
     tool_call_reply,
 )
 
-__all__ = ["FAULTS", "FakeOpenAIServer", "text_reply", "tool_call_reply"]
+__all__ = ["FAULTS", "FakeOpenAIServer", "start_process", "text_reply", "tool_call_reply"]

@@ -4,7 +4,7 @@ For tests and benchmarks that need real HTTP without a model: :class:`FakeOpenAI
 answers ``POST /v1/chat/completions`` with ``n`` choices, ``GET /v1/models`` and
 ``GET /health``, each after a fixed ``latency``. Only the standard library is used, so it
 starts in milliseconds, in a thread (``with FakeOpenAIServer() as server``) or as a process
-(``python -m taskcal_agents.testing.fake_openai --port 0``, which prints its base URL and
+(``python -m taskcal_agents.testing --port 0``, which prints its base URL and
 serves until killed; ``--die-after K`` makes the process exit abruptly on request K + 1,
 as a crashed server would).
 
@@ -30,6 +30,7 @@ import contextlib
 import json
 import socket
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -38,7 +39,15 @@ from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FAULTS", "FakeOpenAIServer", "Reply", "main", "text_reply", "tool_call_reply"]
+__all__ = [
+    "FAULTS",
+    "FakeOpenAIServer",
+    "Reply",
+    "main",
+    "start_process",
+    "text_reply",
+    "tool_call_reply",
+]
 
 FAULTS = ("500", "429", "truncated", "stall", "reset")
 """The faults the server can inject."""
@@ -301,9 +310,42 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+def start_process(
+    *, port: int = 0, latency: float = 0.0, die_after: int | None = None, fault: str | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """Start the server as a process of its own (to be killed like a real server).
+
+    Returns:
+        The process (the caller kills and waits for it) and its base URL.
+    """
+    args = [
+        sys.executable,
+        "-m",
+        "taskcal_agents.testing",
+        "--port",
+        str(port),
+        "--latency",
+        str(latency),
+    ]
+    if die_after is not None:
+        args += ["--die-after", str(die_after)]
+    if fault is not None:
+        args += ["--fault", fault]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    process.stdout.close()  # the URL is all it prints
+    if not line:
+        process.kill()
+        process.wait()
+        msg = f"start_process: the fake server did not start (exit code {process.poll()})."
+        raise RuntimeError(msg)
+    return process, line
+
+
 def main(argv: Iterable[str] | None = None) -> None:
     """Serve until killed; print the base URL (one line) once the port accepts connections."""
-    parser = argparse.ArgumentParser(prog="python -m taskcal_agents.testing.fake_openai")
+    parser = argparse.ArgumentParser(prog="python -m taskcal_agents.testing")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--model", default="fake-model")
     parser.add_argument("--latency", type=float, default=0.0)
