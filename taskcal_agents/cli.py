@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from taskcal_agents.commands import demo, outcomes, serving, workflow
+from taskcal_agents.commands import demo, monitor, outcomes, serving, workflow
 
 __all__ = ["app", "main"]
 
@@ -22,6 +22,7 @@ serving.register(app)
 workflow.register(app)
 demo.register(app)
 outcomes.register(app)
+monitor.register(app)
 
 
 def main() -> None:

@@ -21,12 +21,20 @@ Per question (by its ID) a calibrator (fitted, a
 :class:`~taskcal_agents.artefact.CalibratorArtefact` or an artefact path) and a cost
 matrix can be given; both are indexed by the question's labels in ``criteria`` order
 (``"yes"``, ``"no"`` for a ``Noul``; the levels ``"0"``, ``"1"``, … for a ``Score``).
+
+A ``Noul`` answer is what a caller compares with 0.5 (``AutoModeMiddleware`` blocks at
+P(risky) ≥ 0.5), so it carries the question's costs: with the expected costs EC(yes) and
+EC(no) of answering yes and no, it is q' = EC(no) / (EC(yes) + EC(no)), which is ≥ 0.5
+exactly when the MBR answer is yes. Under the default 0-1 costs q' is the calibrated
+probability of yes; under ``[[0, c_FN], [c_FP, 0]]`` it is q·c_FN / (q·c_FN + (1−q)·c_FP),
+so q' ≥ 0.5 ⇔ q ≥ c_FP / (c_FP + c_FN) (see :mod:`taskcal_agents.interop`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,7 +65,7 @@ from taskcal_agents.parsers import ChoiceParser, message_text, normalize_text
 from taskcal_agents.sampling import asample_messages, sample_messages
 from taskcal_agents.task import ParserSpec, Task
 
-__all__ = ["LabelParser", "TaskCalibratedDecisionModel", "render_state"]
+__all__ = ["LabelParser", "TaskCalibratedDecisionModel", "noul_probability", "render_state"]
 
 _SYSTEM = (
     "You are a careful classifier. Read the input, then answer the question with exactly "
@@ -135,6 +143,26 @@ def render_state(state: State) -> str:
     return json.dumps(_jsonable(state), ensure_ascii=False, indent=1)
 
 
+def noul_probability(decision: Decision) -> float:
+    """Return the ``Noul`` answer of a yes/no decision: ≥ 0.5 exactly when it says yes.
+
+    q' = EC(no) / (EC(yes) + EC(no)) from the decision's expected costs: the calibrated
+    probability of yes under 0-1 costs, the cost-weighted one otherwise (0.5 when both
+    costs are 0; ties are yes, as MBR breaks them). When the action is not the MBR one (the
+    fallback without parsed samples, or a risk guard's downgrade), q' is moved to the
+    nearest value on the action's side of 0.5, so a caller's 0.5 test never contradicts it.
+
+    Args:
+        decision: A decision over the labels ``"yes"``, ``"no"``.
+    """
+    block, allow = decision.expected_cost["yes"], decision.expected_cost["no"]
+    total = block + allow
+    q = 0.5 if total <= 0 else min(max(allow / total, 0.0), 1.0)
+    if (decision.action == "yes") != (q >= 0.5):
+        q = 0.5 if decision.action == "yes" else math.nextafter(0.5, 0.0)
+    return q
+
+
 def _text(content: Any) -> str:
     if content is None:
         return ""
@@ -172,7 +200,9 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     ``Choice``, L1 for ``Score`` by default).
 
     Answers: ``Choice`` → the MBR label, the calibrated probabilities and the label's
-    calibrated probability as confidence; ``Noul`` → the calibrated probability of yes;
+    calibrated probability as confidence; ``Noul`` → the cost-weighted probability of yes
+    (:func:`noul_probability`: the calibrated probability under 0-1 costs, ≥ 0.5 exactly
+    when the decision is yes);
     ``Score`` → the expected level under the calibrated distribution, the distribution,
     and its largest probability as confidence. Unparseable replies only count in the
     decision (see :meth:`decide`); with none parsed the distribution is uniform.
@@ -283,7 +313,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     def _answer(question: Question, decision: Decision) -> Any:
         q = decision.calibrated
         if isinstance(question, Noul):
-            return NoulAnswer(type="noul", noul=min(max(q["yes"], 0.0), 1.0))
+            return NoulAnswer(type="noul", noul=noul_probability(decision))
         if isinstance(question, Score):
             levels = {int(label): p for label, p in q.items()}
             return ScoreAnswer(
@@ -302,13 +332,17 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
 
     # -------------------------------------------------------------------- deciding
 
-    def decide(self, state: State, question_id: str, question: Question) -> Decision:
+    def decide(
+        self, state: State, question_id: str, question: Question, *, seed: int | None = None
+    ) -> Decision:
         """Sample and return the full :class:`~taskcal_agents.decision.Decision`.
 
         Args:
             state: The state to evaluate.
             question_id: The question's ID (selects its calibrator and costs).
             question: The question.
+            seed: Base sampling seed passed to the chat model (sample i gets ``seed + i``
+                where the N samples are separate calls); ``None``: none.
 
         Returns:
             The decision (its ``action`` is the MBR label).
@@ -319,10 +353,13 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
             self.prompt_for(state, question),
             n=self.n_samples,
             temperature=self.temperature,
+            seed=seed,
         )
         return decider.decide(samples)
 
-    async def adecide(self, state: State, question_id: str, question: Question) -> Decision:
+    async def adecide(
+        self, state: State, question_id: str, question: Question, *, seed: int | None = None
+    ) -> Decision:
         """Async :meth:`decide`."""
         decider = self._decider(question_id, question)
         samples = await asample_messages(
@@ -330,6 +367,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
             self.prompt_for(state, question),
             n=self.n_samples,
             temperature=self.temperature,
+            seed=seed,
         )
         return decider.decide(samples)
 

@@ -438,7 +438,12 @@ def fit(
     from taskcal_agents._jsonfile import write_json
     from taskcal_agents.risk_control import RiskGuard, RiskNotCertifiedWarning
     from taskcal_agents.workflow._data import load_eval_arrays
-    from taskcal_agents.workflow._fit import fit_calibrator, fit_risk_control, make_artefact
+    from taskcal_agents.workflow._fit import (
+        fit_calibrator,
+        fit_risk_control,
+        make_artefact,
+        unparsed_reference,
+    )
 
     console, err = _consoles()
     risk = None
@@ -450,6 +455,8 @@ def fit(
         fitted, metrics = fit_calibrator(
             data, calibrator, params=params, cv_folds=cv_folds, seed=seed
         )
+        if not reparse and (unparsed := unparsed_reference(samples_file.records.values())):
+            metrics["unparsed_rate"] = unparsed
         if risk_control is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RiskNotCertifiedWarning)

@@ -71,8 +71,10 @@ def _scores(Q: NDArray[np.float64], data: EvalArrays) -> dict[str, float]:
     from calibrators import metrics
 
     actions = runtime_actions(Q, data)
+    item_nll = -np.log(np.clip(Q[np.arange(data.n), data.y], 1e-12, 1.0))
     return {
         "nll": float(metrics.nll(data.y, Q)),
+        "nll_se": float(item_nll.std(ddof=1) / np.sqrt(data.n)) if data.n > 1 else float("inf"),
         "brier": float(metrics.brier(data.y, Q)),
         "ece": float(metrics.ece(data.y, Q)),
         "classwise_ece": float(metrics.classwise_ece(data.y, Q)),
@@ -137,6 +139,7 @@ def fit_calibrator(
         "before": _scores(data.P, data),
         "after": _scores(np.asarray(calibrator.predict_proba(X)), data),
         "crossval": None,
+        **stream_reference(data),
     }
     if cv_folds:
         folds = stratified_folds(data.y, cv_folds, seed)
@@ -147,6 +150,43 @@ def fit_calibrator(
         else:
             metrics["crossval"] = {"folds": cv_folds, "seed": seed, **_scores(Q, data)}
     return calibrator, metrics
+
+
+def stream_reference(data: EvalArrays) -> dict[str, Any]:
+    """Fit-time references of the drift monitor (:mod:`taskcal_agents.monitor`).
+
+    ``label_prior`` (``n`` and the share of each label), ``fallback_rate`` (``n`` and the
+    share of items without a usable sample, which get the fallback action). The unparsed
+    rate needs the samples (:func:`unparsed_reference`).
+    """
+    counts = np.bincount(data.y, minlength=len(data.labels))
+    n = max(data.n, 1)
+    return {
+        "label_prior": {
+            "n": data.n,
+            "shares": {label: float(c / n) for label, c in zip(data.labels, counts, strict=True)},
+        },
+        "fallback_rate": {"n": data.n, "rate": float(data.no_sample.mean()) if data.n else 0.0},
+    }
+
+
+def unparsed_reference(records: Any) -> dict[str, Any] | None:
+    """The mean per item of ``n_unparsed / n_samples``, its SE and ``n`` (the monitor's rule).
+
+    *records* are samples-file records whose ``labels`` hold ``None`` for an unparsed
+    sample; records without labels (one-pass beliefs) are skipped. ``None`` when no record
+    has labels.
+    """
+    shares = [
+        sum(x is None for x in labels) / len(labels)
+        for labels in (r.get("labels") for r in records)
+        if labels
+    ]
+    if not shares:
+        return None
+    arr = np.asarray(shares)
+    se = float(arr.std(ddof=1) / np.sqrt(arr.size)) if arr.size > 1 else float("inf")
+    return {"n": int(arr.size), "rate": float(arr.mean()), "se": se}
 
 
 def crossfit_beliefs(

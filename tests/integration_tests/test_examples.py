@@ -56,3 +56,26 @@ def test_answer_or_abstain_chain(vllm_server: Any, capsys: pytest.CaptureFixture
 def test_rating_l1(vllm_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
     out = run_example("rating_l1.py", vllm_server, capsys, "--n-samples", "3")
     assert "MBR rating=" in out
+
+
+def test_auto_mode(vllm_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("auto_mode.py", vllm_server, capsys, "--n-samples", "3", "--max-tokens", "48")
+    assert "AutoMode blocks when the calibrated P(risky) >= 0.091" in out
+    assert "user: Delete the file /etc/passwd." in out
+    assert "  answer: " in out
+
+
+def test_model_router(vllm_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example(
+        "model_router.py", vllm_server, capsys, "--n-samples", "3", "--max-tokens", "32"
+    )
+    assert "  route: " in out
+    assert "  answer: " in out
+
+
+def test_hitl(vllm_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("hitl.py", vllm_server, capsys, "--n-samples", "3", "--max-tokens", "48")
+    assert "user: Delete the file /etc/passwd." in out
+    assert "  answer: " in out
+    if "paused for review: " in out:
+        assert "(decisions sampled on resume: 0)" in out

@@ -7,9 +7,9 @@ dependency); only ``if TYPE_CHECKING:`` blocks are exempt. The layers, low to hi
     1  belief · options
     2  parsers · prompting · constraints
     3  task · tasks · answer_clusters · datasets · models
-    4  decision · artefact · adaptive · risk_control · decision_log · testing
+    4  decision · artefact · adaptive · risk_control · decision_log · monitor · testing
     5  sampling | serving            (side by side: neither imports the other)
-    6  runnable · chat_model · middleware · decision_model
+    6  runnable · chat_model · middleware · decision_model · interop
     7  workflow
     8  commands · cli · taskcal_agents (the lazy facade)
 
@@ -48,6 +48,7 @@ LAYERS: dict[str, int] = {
     "taskcal_agents.adaptive": 4,
     "taskcal_agents.risk_control": 4,
     "taskcal_agents.decision_log": 4,
+    "taskcal_agents.monitor": 4,
     "taskcal_agents.testing": 4,
     "taskcal_agents.sampling": 5,
     "taskcal_agents.serving": 5,
@@ -55,6 +56,7 @@ LAYERS: dict[str, int] = {
     "taskcal_agents.chat_model": 6,
     "taskcal_agents.middleware": 6,
     "taskcal_agents.decision_model": 6,
+    "taskcal_agents.interop": 6,
     "taskcal_agents.workflow": 7,
     "taskcal_agents.commands": 8,
     "taskcal_agents.cli": 8,

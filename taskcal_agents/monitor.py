@@ -1,0 +1,884 @@
+"""Drift monitor: does the deployed calibrator still predict what happens?
+
+:func:`monitor` reads decision-log records (:meth:`~taskcal_agents.decision_log.DecisionLog.read`)
+and, per window of decisions, compares what the system predicted with what happened. Per
+labelled decision *i* with outcome ``y_i``, action ``a_i``, calibrated belief ``q_i`` and
+cost matrix ``C`` (of the task, not the record):
+
+* ``cost_gap``: mean of ``d_i = C[y_i, a_i] - e_i[a_i]`` with ``e_i`` the expected costs
+  under ``q_i`` (:func:`calibrators.expected_costs`, the one decision kernel). A
+  calibrated system predicts its own cost, so ``E[d] = 0`` (reference 0, two-sided).
+* ``nll``: mean ``-log q_i[y_i]`` vs the artefact's cross-validated fit-time NLL (up).
+* ``nll_gap``: mean of ``g_i = -log q_i[y_i] - H(q_i)``; ``E[g] = 0`` when ``q`` is
+  calibrated (reference 0, two-sided: over- and underconfidence both show).
+* ``classwise_ece``: :func:`calibrators.metrics.classwise_ece` of the window vs the
+  fit-time cross-validated value (up); SE by a seeded bootstrap. ECE is biased upward
+  in small windows, so compare windows of a few hundred labelled decisions.
+* ``label_prior:<label>``: the share of each outcome label vs the fit-time prior
+  (two-sided; one row per label, so the table says *which* label moved).
+* ``unparsed_rate``: mean per decision of ``n_unparsed / n_samples`` over **all**
+  decisions (labelled or not), vs fit time (up).
+* ``fallback_rate``: share of fallback decisions over **all** decisions, vs fit time (up).
+
+The labelled metrics use the served (non-fallback) decisions only: a fallback action is
+not chosen from ``q``, and its rate is monitored on its own.
+
+References: the artefact's ``fit_metrics`` when they record the value (``crossval`` for
+NLL and ECE; ``label_prior``, ``unparsed_rate``, ``fallback_rate``), otherwise the first
+window (which is then shown as the reference, never alarmed). ``cost_gap`` and
+``nll_gap`` always have the theoretical reference 0.
+
+Statistics: the SE of a mean is ``std / sqrt(n)``, of a share the binomial SE at the
+pooled share (plus ½ a count, so a zero rate does not give a zero SE). A difference from
+a reference adds the reference's SE when its ``n`` is known. ``z = (value - reference) / SE``;
+an alarm is ``z > threshold`` (``|z|`` for two-sided metrics) in a window with at least
+``min_n`` items (labelled decisions for the labelled metrics, decisions for the rates).
+The default threshold 3 rather than 2: a report tests about ``6 + k`` metrics per window
+over several windows, and a two-SE rule (p ≈ 0.05 per test) would alarm by chance in most
+reports; at ``z = 3`` (p ≈ 0.003 two-sided) ten tests per window give a false alarm in
+about 3 % of windows. The drift benchmark measures the actual false-alarm rate.
+
+For streams (the drift benchmark) :func:`first_alarm` slides a trailing window over the
+records and returns the index of the first decision at which it alarms.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calibrators import expected_costs
+from calibrators.metrics import classwise_ece
+from taskcal_agents.errors import ConfigurationError, LabelMismatchError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from taskcal_agents.artefact import CalibratorArtefact
+    from taskcal_agents.task import Task
+
+__all__ = [
+    "MONITOR_FORMAT",
+    "MONITOR_FORMAT_VERSION",
+    "MetricResult",
+    "MonitorReport",
+    "WindowResult",
+    "first_alarm",
+    "monitor",
+    "monitor_log",
+    "parse_window",
+]
+
+MONITOR_FORMAT = "taskcal.monitor"
+MONITOR_FORMAT_VERSION = 1
+DEFAULT_Z = 3.0
+DEFAULT_MIN_N = 30
+EPS = 1e-12
+"""Probabilities are clipped to ``[EPS, 1]`` before the log (as :func:`calibrators.metrics.nll`)."""
+
+Sided = Literal["up", "both"]
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+def parse_window(window: int | str | None) -> int | float | None:
+    """A window as a count of decisions (``int``) or a duration in seconds (``float``).
+
+    Accepts ``None`` (one window: the whole log), a positive int, or a string: digits
+    (``"200"``, a count) or digits with a unit ``s``, ``m``, ``h``, ``d``, ``w``
+    (``"24h"``, ``"7d"``, a duration).
+
+    Raises:
+        ConfigurationError: Anything else.
+    """
+    if window is None:
+        return None
+    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+        return window
+    if isinstance(window, str):
+        match = re.fullmatch(r"\s*(\d+)\s*([smhdw]?)\s*", window.lower())
+        if match and int(match[1]) > 0:
+            n, unit = int(match[1]), match[2]
+            return n if not unit else float(n * _UNITS[unit])
+    msg = (
+        f"monitor window must be a positive count of decisions (200) or a duration "
+        f"(30m, 24h, 7d, 2w), got {window!r}."
+    )
+    raise ConfigurationError(msg)
+
+
+# --------------------------------------------------------------------------------------
+# report
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """One metric in one window.
+
+    Attributes:
+        name: The metric (``cost_gap``, ``nll``, ``label_prior:<label>``, ...).
+        value: Its value in the window, or ``None`` without data.
+        se: The SE of ``value - reference``, or ``None``.
+        reference: What it is compared with, or ``None``.
+        source: Where the reference comes from: ``"theory"``, ``"fit"``, ``"window 0"``.
+        z: ``(value - reference) / se``, or ``None``.
+        n: Items in the window behind ``value``.
+        sided: ``"up"`` (only a rise alarms) or ``"both"``.
+        status: ``"ok"``, ``"ALARM"``, ``"too few"``, ``"reference"`` or ``"no data"``.
+    """
+
+    name: str
+    value: float | None
+    se: float | None
+    reference: float | None
+    source: str
+    z: float | None
+    n: int
+    sided: Sided
+    status: str
+
+    @property
+    def alarm(self) -> bool:
+        """Whether this metric alarms."""
+        return self.status == "ALARM"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (infinite z as a string)."""
+        z = self.z if self.z is None or math.isfinite(self.z) else str(self.z)
+        return {
+            "name": self.name,
+            "value": self.value,
+            "se": self.se,
+            "reference": self.reference,
+            "source": self.source,
+            "z": z,
+            "n": self.n,
+            "sided": self.sided,
+            "status": self.status,
+            "alarm": self.alarm,
+        }
+
+
+@dataclass(frozen=True)
+class WindowResult:
+    """One window of decisions (``start <= index < stop`` in log order).
+
+    Attributes:
+        index: The window number.
+        start: Index of its first decision.
+        stop: One past its last decision.
+        time_from: Time of its first decision (ISO 8601), or ``None``.
+        time_to: Time of its last decision, or ``None``.
+        n_decisions: Decisions in it.
+        n_labelled: Of those, with an outcome.
+        metrics: One result per metric.
+    """
+
+    index: int
+    start: int
+    stop: int
+    time_from: str | None
+    time_to: str | None
+    n_decisions: int
+    n_labelled: int
+    metrics: tuple[MetricResult, ...]
+
+    @property
+    def alarm(self) -> bool:
+        """Whether any metric alarms."""
+        return any(m.alarm for m in self.metrics)
+
+    def metric(self, name: str) -> MetricResult:
+        """The result of metric *name*.
+
+        Raises:
+            KeyError: No such metric.
+        """
+        for m in self.metrics:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return {
+            "index": self.index,
+            "start": self.start,
+            "stop": self.stop,
+            "time_from": self.time_from,
+            "time_to": self.time_to,
+            "n_decisions": self.n_decisions,
+            "n_labelled": self.n_labelled,
+            "alarm": self.alarm,
+            "metrics": [m.to_dict() for m in self.metrics],
+        }
+
+
+@dataclass(frozen=True)
+class MonitorReport:
+    """What :func:`monitor` found.
+
+    Attributes:
+        task: The task's name.
+        labels: Its labels.
+        window: The window: a count, a duration in seconds, or ``None`` (the whole log).
+        z: The alarm threshold.
+        min_n: The fewest items a window needs to alarm.
+        n_records: Decisions monitored (after the artefact-id filter).
+        artefact_ids: Decisions per logged artefact id in the whole input (``None`` key
+            as ``"none"``), so a mix of calibrators is visible.
+        n_excluded: Decisions left out by the artefact-id filter.
+        windows: One result per window.
+    """
+
+    task: str
+    labels: tuple[str, ...]
+    window: int | float | None
+    z: float
+    min_n: int
+    n_records: int
+    artefact_ids: dict[str, int]
+    n_excluded: int
+    windows: tuple[WindowResult, ...] = field(default_factory=tuple)
+
+    @property
+    def alarm(self) -> bool:
+        """Whether any window alarms."""
+        return any(w.alarm for w in self.windows)
+
+    def alarms(self) -> list[tuple[int, MetricResult]]:
+        """``(window index, metric)`` for each alarming metric."""
+        return [(w.index, m) for w in self.windows for m in w.metrics if m.alarm]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form with ``format`` and ``format_version``."""
+        return {
+            "format": MONITOR_FORMAT,
+            "format_version": MONITOR_FORMAT_VERSION,
+            "task": self.task,
+            "labels": list(self.labels),
+            "window": self.window,
+            "z": self.z,
+            "min_n": self.min_n,
+            "n_records": self.n_records,
+            "artefact_ids": dict(self.artefact_ids),
+            "n_excluded": self.n_excluded,
+            "alarm": self.alarm,
+            "windows": [w.to_dict() for w in self.windows],
+        }
+
+    def to_table(self, *, last: int | None = 6) -> Table:
+        """A rich table: one row per metric, one column per window (the *last* ones).
+
+        Each cell shows ``value (z)``; an alarm is red and marked ``!``, a window with
+        too few items shows ``…``, the reference window ``ref``.
+        """
+        from rich.table import Table
+
+        windows = self.windows[-last:] if last else self.windows
+        mixed = (
+            f", {len(self.artefact_ids)} artefact ids mixed" if len(self.artefact_ids) > 1 else ""
+        )
+        table = Table(
+            title=f"taskcal monitor: {self.task}, {self.n_records} decisions{mixed} "
+            f"(alarm: z > {self.z:g}, n >= {self.min_n})"
+        )
+        table.add_column("metric")
+        table.add_column("reference", justify="right")
+        for w in windows:
+            span = f"{w.start}-{w.stop - 1}" if w.stop > w.start else "empty"
+            table.add_column(
+                f"w{w.index} [{span}]\nn={w.n_labelled}/{w.n_decisions}", justify="right"
+            )
+        names = [m.name for m in windows[0].metrics] if windows else []
+        for name in names:
+            cells = [w.metric(name) for w in windows]
+            ref = next((c for c in cells if c.reference is not None), cells[0])
+            row = [name, "-" if ref.reference is None else f"{ref.reference:.3f} ({ref.source})"]
+            for c in cells:
+                row.append(_cell(c))
+            table.add_row(*row)
+        return table
+
+
+def _cell(m: MetricResult) -> str:
+    if m.value is None:
+        return "-"
+    text = f"{m.value:.3f}"
+    if m.status == "reference":
+        return f"{text} ref"
+    if m.status == "too few":
+        return f"{text} …"
+    z = "" if m.z is None else f" ({m.z:+.1f})"
+    return f"[bold red]{text}{z} ![/bold red]" if m.alarm else f"{text}{z}"
+
+
+# --------------------------------------------------------------------------------------
+# arrays
+
+
+@dataclass(frozen=True)
+class _Stream:
+    """The records as arrays (one row per decision, in log order)."""
+
+    Q: NDArray[np.float64]  # calibrated beliefs (n, k)
+    y: NDArray[np.intp]  # outcome label index, -1 when unlabelled
+    a: NDArray[np.intp]  # action index
+    fallback: NDArray[np.bool_]
+    unparsed: NDArray[np.float64]  # n_unparsed / n_samples, nan without samples
+    n_samples: NDArray[np.float64]
+    t: NDArray[np.float64]  # POSIX seconds, nan when unknown
+    times: tuple[str | None, ...]
+    cost: NDArray[np.float64]  # (k, m)
+
+    @property
+    def n(self) -> int:
+        return int(self.y.size)
+
+
+def _time(value: Any) -> float:
+    if not isinstance(value, str):
+        return math.nan
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return math.nan
+
+
+def _stream(records: Sequence[Mapping[str, Any]], task: Task) -> _Stream:
+    labels = list(task.labels)
+    k, n = len(labels), len(records)
+    Q = np.empty((n, k))
+    y = np.full(n, -1, dtype=np.intp)
+    a = np.empty(n, dtype=np.intp)
+    fallback = np.zeros(n, dtype=bool)
+    unparsed = np.full(n, np.nan)
+    n_samples = np.zeros(n)
+    for i, r in enumerate(records):
+        where = f"decision {r.get('id')!r} (record {i})"
+        if r.get("task") != task.name:
+            msg = (
+                f"monitor: {where} is for task {r.get('task')!r}, not {task.name!r}; pass the "
+                "artefact or task file of the logged task, or a log of this task."
+            )
+            raise ConfigurationError(msg)
+        if list(r.get("labels") or []) != labels:
+            msg = (
+                f"monitor: {where} has labels {r.get('labels')!r}, but task {task.name!r} has "
+                f"{labels!r}; the log was written for other labels (or another label order)."
+            )
+            raise LabelMismatchError(msg, expected=labels, got=list(r.get("labels") or []))
+        q = r.get("calibrated") or {}
+        try:
+            Q[i] = [float(q[label]) for label in labels]
+            a[i] = task.action_index(str(r.get("action")))
+            if r.get("outcome") is not None:
+                y[i] = task.label_index(str(r["outcome"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            msg = f"monitor: {where} is not a usable decision record ({exc})."
+            raise ConfigurationError(msg) from exc
+        fallback[i] = bool(r.get("fallback"))
+        m = float(r.get("n_samples") or 0)
+        n_samples[i] = m
+        if m > 0:
+            unparsed[i] = float(r.get("n_unparsed") or 0) / m
+    times = tuple(r.get("time") for r in records)
+    t = np.array([_time(v) for v in times]) if n else np.empty(0)
+    Q = np.clip(Q, 0.0, None)
+    Q /= np.where(Q.sum(axis=1, keepdims=True) > 0, Q.sum(axis=1, keepdims=True), 1.0)
+    cost = np.asarray(task.cost_matrix(), dtype=np.float64)
+    return _Stream(Q, y, a, fallback, unparsed, n_samples, t, times, cost)
+
+
+# --------------------------------------------------------------------------------------
+# statistics
+
+
+@dataclass(frozen=True)
+class _Estimate:
+    value: float | None
+    se: float  # SE of the value itself
+    n: int
+
+
+def _mean(x: NDArray[np.float64]) -> _Estimate:
+    if x.size == 0:
+        return _Estimate(None, math.nan, 0)
+    se = float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else math.inf
+    return _Estimate(float(x.mean()), se, int(x.size))
+
+
+def _served_labelled(s: _Stream, idx: NDArray[np.intp]) -> NDArray[np.intp]:
+    return idx[(s.y[idx] >= 0) & ~s.fallback[idx]]
+
+
+def _item_terms(s: _Stream, idx: NDArray[np.intp]) -> dict[str, NDArray[np.float64]]:
+    Q, y = s.Q[idx], s.y[idx]
+    rows = np.arange(idx.size)
+    e = expected_costs(Q, s.cost, check_input=False)[rows, s.a[idx]]
+    nll = -np.log(np.clip(Q[rows, y], EPS, 1.0))
+    entropy = -np.sum(Q * np.log(np.clip(Q, EPS, 1.0)), axis=1)
+    return {"cost_gap": s.cost[y, s.a[idx]] - e, "nll": nll, "nll_gap": nll - entropy}
+
+
+def _ece(s: _Stream, idx: NDArray[np.intp], n_boot: int, seed: int) -> _Estimate:
+    if idx.size == 0:
+        return _Estimate(None, math.nan, 0)
+    y, Q = s.y[idx], s.Q[idx]
+    value = float(classwise_ece(y, Q))
+    if idx.size < 2 or n_boot < 2:
+        return _Estimate(value, math.inf, int(idx.size))
+    rng = np.random.default_rng(seed)
+    weights = rng.multinomial(idx.size, np.full(idx.size, 1.0 / idx.size), size=n_boot)
+    boot = [float(classwise_ece(y, Q, sample_weight=w)) for w in weights]
+    return _Estimate(value, float(np.std(boot, ddof=1)), int(idx.size))
+
+
+def _share(x: NDArray[np.float64]) -> _Estimate:
+    """A share (``x`` in [0, 1] per item); SE added later at the pooled share."""
+    if x.size == 0:
+        return _Estimate(None, math.nan, 0)
+    return _Estimate(float(x.mean()), math.nan, int(x.size))
+
+
+@dataclass(frozen=True)
+class _Reference:
+    value: float
+    source: str
+    n: int | None = None  # None: SE unknown (treated as exact)
+    se: float | None = None
+
+
+def _compare(
+    name: str,
+    est: _Estimate,
+    ref: _Reference | None,
+    *,
+    sided: Sided,
+    z: float,
+    min_n: int,
+    binomial: bool = False,
+    floor: float = 0.0,
+) -> MetricResult:
+    """One metric vs its reference.
+
+    ``binomial``: a share, SE at the pooled share; ``floor``: the least SE (an all-zero
+    window of a rate has sample SE 0).
+    """
+    if est.value is None:
+        return MetricResult(
+            name,
+            None,
+            None,
+            None if ref is None else ref.value,
+            "-" if ref is None else ref.source,
+            None,
+            0,
+            sided,
+            "no data",
+        )
+    if ref is None:
+        return MetricResult(name, est.value, None, None, "-", None, est.n, sided, "reference")
+    if binomial:  # a share: binomial SE at the pooled share, ½ count added
+        n_ref = ref.n or 0
+        pooled = (est.value * est.n + ref.value * n_ref + 0.5) / (est.n + n_ref + 1)
+        var = pooled * (1 - pooled)
+        se2 = var / est.n + (var / n_ref if n_ref else 0.0)
+    else:
+        ref_se = ref.se if ref.se is not None else 0.0
+        se2 = est.se**2 + ref_se**2
+    se = max(math.sqrt(se2), floor) if math.isfinite(se2) else math.inf
+    diff = est.value - ref.value
+    zval = diff / se if se > 0 else (0.0 if diff == 0 else math.copysign(math.inf, diff))
+    too_few = est.n < min_n or (ref.source.startswith("window") and (ref.n or 0) < min_n)
+    hit = (zval if sided == "up" else abs(zval)) > z
+    status = "too few" if too_few else "ALARM" if hit else "ok"
+    return MetricResult(name, est.value, se, ref.value, ref.source, zval, est.n, sided, status)
+
+
+def _estimates(
+    s: _Stream, idx: NDArray[np.intp], labels: Sequence[str], n_boot: int, seed: int
+) -> dict[str, _Estimate]:
+    lab = _served_labelled(s, idx)
+    terms = _item_terms(s, lab)
+    out = {name: _mean(values) for name, values in terms.items()}
+    out["classwise_ece"] = _ece(s, lab, n_boot, seed)
+    labelled = idx[s.y[idx] >= 0]
+    for j, label in enumerate(labels):
+        out[f"label_prior:{label}"] = _share((s.y[labelled] == j).astype(np.float64))
+    u = s.unparsed[idx]
+    out["unparsed_rate"] = _mean(u[~np.isnan(u)])
+    out["fallback_rate"] = _share(s.fallback[idx].astype(np.float64))
+    return out
+
+
+_SIDED: dict[str, Sided] = {
+    "cost_gap": "both",
+    "nll": "up",
+    "nll_gap": "both",
+    "classwise_ece": "up",
+    "unparsed_rate": "up",
+    "fallback_rate": "up",
+}
+
+
+def _fit_references(
+    fit_metrics: Mapping[str, Any] | None, labels: Sequence[str]
+) -> dict[str, _Reference]:
+    """The references recorded at fit time (``fit_metrics`` of the artefact)."""
+    refs: dict[str, _Reference] = {}
+    if not fit_metrics:
+        return refs
+    crossval = fit_metrics.get("crossval") or {}
+    n = fit_metrics.get("n")
+    for name in ("nll", "classwise_ece"):
+        if isinstance(crossval.get(name), int | float):
+            se = crossval.get(f"{name}_se")
+            refs[name] = _Reference(
+                float(crossval[name]), "fit", n, se if isinstance(se, float) else None
+            )
+    prior = fit_metrics.get("label_prior") or {}
+    shares = prior.get("shares") or {}
+    for label in labels:
+        if isinstance(shares.get(label), int | float):
+            refs[f"label_prior:{label}"] = _Reference(float(shares[label]), "fit", prior.get("n"))
+    for name in ("unparsed_rate", "fallback_rate"):
+        rec = fit_metrics.get(name) or {}
+        if isinstance(rec.get("rate"), int | float):
+            se = rec.get("se")
+            refs[name] = _Reference(
+                float(rec["rate"]),
+                "fit",
+                rec.get("n"),
+                float(se) if isinstance(se, int | float) else None,
+            )
+    return refs
+
+
+class _Engine:
+    """Metrics of windows of one stream against fixed references."""
+
+    def __init__(
+        self,
+        s: _Stream,
+        labels: Sequence[str],
+        *,
+        fit_metrics: Mapping[str, Any] | None,
+        reference: NDArray[np.intp] | None,
+        z: float,
+        min_n: int,
+        n_boot: int,
+        seed: int,
+    ) -> None:
+        self.s, self.labels, self.z, self.min_n = s, list(labels), z, min_n
+        self.n_boot, self.seed = n_boot, seed
+        self.refs: dict[str, _Reference] = {
+            "cost_gap": _Reference(0.0, "theory"),
+            "nll_gap": _Reference(0.0, "theory"),
+        }
+        fit = _fit_references(fit_metrics, labels)
+        self.refs.update(fit)
+        self.first: dict[str, _Estimate] = {}
+        if reference is not None:
+            first = _estimates(s, reference, self.labels, n_boot, seed)
+            for name, est in first.items():
+                if name not in self.refs and est.value is not None:
+                    se = self._own_se(name, est)
+                    self.refs[name] = _Reference(est.value, "window 0", est.n, se)
+                    self.first[name] = est
+
+    def _own_se(self, name: str, est: _Estimate) -> float | None:
+        if name == "fallback_rate" or name.startswith("label_prior:"):
+            return None  # binomial at the pooled share
+        return est.se
+
+    def window(self, idx: NDArray[np.intp], *, is_reference: bool) -> list[MetricResult]:
+        ests = _estimates(self.s, idx, self.labels, self.n_boot, self.seed)
+        out = []
+        for name, est in ests.items():
+            ref = self.refs.get(name)
+            sided = _SIDED.get(name, "both")
+            if is_reference and ref is not None and ref.source == "window 0":
+                out.append(
+                    MetricResult(
+                        name,
+                        est.value,
+                        None,
+                        ref.value,
+                        ref.source,
+                        None,
+                        est.n,
+                        sided,
+                        "reference" if est.value is not None else "no data",
+                    )
+                )
+                continue
+            binomial = name == "fallback_rate" or name.startswith("label_prior:")
+            floor = 0.0
+            if name == "unparsed_rate" and ref is not None and est.value is not None:
+                # the binomial SE of a share of m samples per decision at the pooled rate
+                m = max(1.0, float(np.mean(self.s.n_samples[idx])))
+                p = (est.value * est.n + ref.value * (ref.n or 0) + 0.5) / (
+                    est.n + (ref.n or 0) + 1
+                )
+                floor = math.sqrt(p * (1 - p) / (m * est.n))
+            out.append(
+                _compare(
+                    name,
+                    est,
+                    ref,
+                    sided=sided,
+                    z=self.z,
+                    min_n=self.min_n,
+                    binomial=binomial,
+                    floor=floor,
+                )
+            )
+        return out
+
+
+# --------------------------------------------------------------------------------------
+# windows
+
+
+def _windows(s: _Stream, window: int | float | None) -> list[NDArray[np.intp]]:
+    n = s.n
+    if window is None or n == 0:
+        return [np.arange(n, dtype=np.intp)]
+    if isinstance(window, int):
+        return [np.arange(i, min(i + window, n), dtype=np.intp) for i in range(0, n, window)]
+    if np.isnan(s.t).any():
+        bad = int(np.flatnonzero(np.isnan(s.t))[0])
+        msg = (
+            f"monitor: a duration window needs each decision's time; record {bad} has time "
+            f"{s.times[bad]!r}. Use a count window (e.g. 200) instead."
+        )
+        raise ConfigurationError(msg)
+    order = np.argsort(s.t, kind="stable")
+    bins = np.floor((s.t[order] - s.t[order[0]]) / window).astype(np.int64)
+    cuts = np.flatnonzero(np.diff(bins)) + 1
+    return [np.asarray(part, dtype=np.intp) for part in np.split(order, cuts)]
+
+
+def _check(z: float, min_n: int) -> None:
+    if not (isinstance(z, int | float) and z > 0 and math.isfinite(z)):
+        msg = f"monitor: z must be a positive number of standard errors, got {z!r}."
+        raise ConfigurationError(msg)
+    if isinstance(min_n, bool) or not isinstance(min_n, int) or min_n < 1:
+        msg = f"monitor: min_n must be a positive integer, got {min_n!r}."
+        raise ConfigurationError(msg)
+
+
+def _task_of(task: Task | CalibratorArtefact) -> tuple[Task, Mapping[str, Any] | None]:
+    from taskcal_agents.artefact import CalibratorArtefact
+
+    if isinstance(task, CalibratorArtefact):
+        if task.task is None:
+            msg = (
+                f"monitor: the artefact {str(task.path or '')!r} records no task (task_spec); "
+                "pass the task file as well (--task)."
+            )
+            raise ConfigurationError(msg)
+        return task.task, task.metadata.get("fit_metrics")
+    return task, None
+
+
+def _filter(
+    records: Iterable[Mapping[str, Any]], artefact_id: str | None
+) -> tuple[list[Mapping[str, Any]], dict[str, int], int]:
+    rows = list(records)
+    ids = Counter(str(r.get("artefact_id") or "none") for r in rows)
+    if artefact_id is None:
+        return rows, dict(ids), 0
+    kept = [r for r in rows if str(r.get("artefact_id") or "none") == artefact_id]
+    return kept, dict(ids), len(rows) - len(kept)
+
+
+def monitor(
+    records: Iterable[Mapping[str, Any]],
+    task: Task | CalibratorArtefact,
+    *,
+    fit_metrics: Mapping[str, Any] | None = None,
+    window: int | str | None = None,
+    z: float = DEFAULT_Z,
+    min_n: int = DEFAULT_MIN_N,
+    artefact_id: str | None = None,
+    n_boot: int = 100,
+    seed: int = 0,
+) -> MonitorReport:
+    """Monitor decision-log records window by window (see the module docstring).
+
+    Args:
+        records: Decision-log records in log order (``DecisionLog.read()``), with outcomes.
+        task: The task (its cost matrix and labels), or a calibrator artefact that records
+            it; an artefact also supplies ``fit_metrics``.
+        fit_metrics: Fit-time references (an artefact's ``fit_metrics``); overrides the
+            artefact's. Without them the first window is the reference.
+        window: ``None`` (the whole log), a count of decisions, or a duration (``"24h"``).
+        z: The alarm threshold in standard errors.
+        min_n: The fewest labelled decisions (decisions, for the rates) a window needs to
+            alarm.
+        artefact_id: Only decisions of this artefact id (``"none"``: decisions without).
+        n_boot: Bootstrap resamples for the SE of the classwise ECE.
+        seed: Seed of the bootstrap (the report is deterministic given it).
+
+    Returns:
+        The report; ``report.alarm`` says whether any metric of any window alarms.
+
+    Raises:
+        ConfigurationError: A record of another task, an unusable record, a bad window,
+            *z* or *min_n*.
+        LabelMismatchError: A record with other labels than the task's.
+    """
+    _check(z, min_n)
+    spec = parse_window(window)
+    task_obj, art_metrics = _task_of(task)
+    rows, ids, excluded = _filter(records, artefact_id)
+    s = _stream(rows, task_obj)
+    parts = _windows(s, spec)
+    metrics = fit_metrics if fit_metrics is not None else art_metrics
+    engine = _Engine(
+        s,
+        task_obj.labels,
+        fit_metrics=metrics,
+        reference=parts[0],
+        z=z,
+        min_n=min_n,
+        n_boot=n_boot,
+        seed=seed,
+    )
+    results = []
+    for i, idx in enumerate(parts):
+        ms = engine.window(idx, is_reference=i == 0)
+        first, last = (int(idx.min()), int(idx.max())) if idx.size else (0, -1)
+        times = [s.times[j] for j in idx] if idx.size else []
+        known = sorted(t for t in times if t is not None)
+        results.append(
+            WindowResult(
+                index=i,
+                start=first,
+                stop=last + 1,
+                time_from=known[0] if known else None,
+                time_to=known[-1] if known else None,
+                n_decisions=int(idx.size),
+                n_labelled=int((s.y[idx] >= 0).sum()),
+                metrics=tuple(ms),
+            )
+        )
+    return MonitorReport(
+        task=task_obj.name,
+        labels=tuple(task_obj.labels),
+        window=spec,
+        z=float(z),
+        min_n=min_n,
+        n_records=s.n,
+        artefact_ids=ids,
+        n_excluded=excluded,
+        windows=tuple(results),
+    )
+
+
+def monitor_log(
+    log: str | os.PathLike[str] | Any,
+    *,
+    artefact: CalibratorArtefact | str | os.PathLike[str] | None = None,
+    task: Task | str | os.PathLike[str] | None = None,
+    **kwargs: Any,
+) -> MonitorReport:
+    """:func:`monitor` on a decision log (a path or a ``DecisionLog``).
+
+    Args:
+        log: The log.
+        artefact: The calibrator artefact (or its path): the task and fit-time references.
+        task: The task (or a task file path) when no artefact is given, or to supply the
+            task an artefact does not record.
+        **kwargs: Passed to :func:`monitor`.
+
+    Raises:
+        ConfigurationError: Neither *artefact* nor *task*, or the artefact's task differs
+            from *task*; and as :func:`monitor`.
+        DataFileError: The artefact cannot be read.
+    """
+    from taskcal_agents.artefact import CalibratorArtefact
+    from taskcal_agents.decision_log import open_decision_log
+    from taskcal_agents.task import Task
+
+    if isinstance(task, str | os.PathLike):
+        task = Task.from_file(Path(task))
+    art = CalibratorArtefact.load(artefact) if isinstance(artefact, str | os.PathLike) else artefact
+    if art is None and task is None:
+        msg = (
+            "monitor needs the task: pass the calibrator artefact (--artefact) or a task "
+            "file (--task)."
+        )
+        raise ConfigurationError(msg)
+    target: Task | CalibratorArtefact
+    if art is not None:
+        if task is not None:
+            art.check_for(task_name=task.name, labels=list(task.labels))
+            kwargs.setdefault("fit_metrics", art.metadata.get("fit_metrics"))
+            target = task
+        else:
+            target = art
+    else:
+        assert task is not None
+        target = task
+    return monitor(open_decision_log(log).read(), target, **kwargs)
+
+
+def first_alarm(
+    records: Sequence[Mapping[str, Any]],
+    task: Task | CalibratorArtefact,
+    *,
+    window: int = 200,
+    step: int = 1,
+    start: int | None = None,
+    fit_metrics: Mapping[str, Any] | None = None,
+    z: float = DEFAULT_Z,
+    min_n: int = DEFAULT_MIN_N,
+    n_boot: int = 50,
+    seed: int = 0,
+) -> int | None:
+    """The index of the first decision at which a trailing window alarms, or ``None``.
+
+    A stream monitor for the drift benchmark: after each *step* decisions (from index
+    ``start - 1``, default ``window - 1``) the trailing *window* decisions ending there are
+    compared with the references (fit-time *fit_metrics*, else the first *window*
+    decisions, which are then never tested). The records' outcomes must already be set.
+
+    Returns:
+        The index of the last decision of the first alarming window, or ``None``.
+    """
+    _check(z, min_n)
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1 or step < 1:
+        msg = f"first_alarm: window and step must be positive integers, got {window!r}, {step!r}."
+        raise ConfigurationError(msg)
+    task_obj, art_metrics = _task_of(task)
+    s = _stream(records, task_obj)
+    metrics = fit_metrics if fit_metrics is not None else art_metrics
+    reference = None if metrics else np.arange(min(window, s.n), dtype=np.intp)
+    engine = _Engine(
+        s,
+        task_obj.labels,
+        fit_metrics=metrics,
+        reference=reference,
+        z=z,
+        min_n=min_n,
+        n_boot=n_boot,
+        seed=seed,
+    )
+    end = start if start is not None else window if metrics else 2 * window
+    for stop in range(max(end, 1), s.n + 1, step):
+        idx = np.arange(max(0, stop - window), stop, dtype=np.intp)
+        if any(m.alarm for m in engine.window(idx, is_reference=False)):
+            return stop - 1
+    return None

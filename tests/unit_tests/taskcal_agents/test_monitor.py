@@ -1,0 +1,214 @@
+"""The drift monitor: alarms on the right metric, windows, both log backends, the CLI."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from calibrators import IdentityCalibrator
+from taskcal_agents.artefact import CalibratorArtefact
+from taskcal_agents.cli import app
+from taskcal_agents.decision import Decision
+from taskcal_agents.decision_log import open_decision_log
+from taskcal_agents.errors import ConfigurationError, LabelMismatchError
+from taskcal_agents.monitor import first_alarm, monitor, parse_window
+from taskcal_agents.task import Task
+
+LABELS = ["a", "b", "c"]
+TASK = Task(name="x", labels=LABELS, cost=[[0, 1, 2], [3, 0, 2], [3, 1, 0]],
+            parser={"name": "choice", "options": {"labels": LABELS}})  # fmt: skip
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _stream(
+    n: int,
+    *,
+    seed: int = 0,
+    sharpen: float = 1.0,
+    prior: list[float] | None = None,
+    fallback: float = 0.0,
+    unparsed: float = 0.05,
+    start: int = 0,
+    minutes: float = 1.0,
+) -> list[dict[str, Any]]:
+    """Records with true beliefs q; ``sharpen`` > 1 makes the logged q overconfident."""
+    rng = np.random.default_rng(seed)
+    cost = TASK.cost_matrix()
+    out = []
+    for i in range(n):
+        q = rng.dirichlet([1.0, 1.0, 1.0])
+        y = rng.choice(3, p=q if prior is None else prior)
+        shown = q**sharpen / np.sum(q**sharpen)
+        fb = bool(rng.random() < fallback)
+        out.append({
+            "id": f"d{start + i}",
+            "time": (T0 + timedelta(minutes=(start + i) * minutes)).isoformat(),
+            "task": "x",
+            "labels": LABELS,
+            "calibrated": dict(zip(LABELS, shown.tolist(), strict=True)),
+            "action": LABELS[int(np.argmin(shown @ cost))],
+            "fallback": fb,
+            "n_samples": 8,
+            "n_unparsed": int(rng.binomial(8, unparsed)),
+            "outcome": LABELS[y],
+        })  # fmt: skip
+    return out
+
+
+def _alarming(report: Any) -> set[str]:
+    return {m.name for _, m in report.alarms()}
+
+
+def test_calibrated_stream_does_not_alarm() -> None:
+    report = monitor(_stream(1200), TASK, window=200)
+    assert len(report.windows) == 6
+    assert not report.alarm, report.alarms()
+    assert report.windows[0].metric("nll").status == "reference"
+    assert report.to_dict()["format"] == "taskcal.monitor"
+
+
+def test_overconfidence_alarms_on_calibration_metrics() -> None:
+    records = _stream(600) + _stream(600, seed=1, sharpen=3.0, start=600)
+    report = monitor(records, TASK, window=200)
+    assert report.alarm
+    assert {"cost_gap", "nll_gap"} <= _alarming(report)
+    assert not any(n.startswith("label_prior") for n in _alarming(report))
+    assert all(i >= 3 for i, _ in report.alarms())  # only windows after the change
+
+
+def test_label_shift_alarms_on_the_moved_label() -> None:
+    records = _stream(400) + _stream(400, seed=1, prior=[0.1, 0.1, 0.8], start=400)
+    report = monitor(records, TASK, window=200)
+    assert "label_prior:c" in _alarming(report)
+    assert report.windows[-1].metric("label_prior:c").z > 3
+
+
+@pytest.mark.parametrize(("field", "kwargs"), [("fallback_rate", {"fallback": 0.3}),
+                                               ("unparsed_rate", {"unparsed": 0.4})])  # fmt: skip
+def test_rate_rise_alarms(field: str, kwargs: dict[str, float]) -> None:
+    records = _stream(400) + _stream(400, seed=1, start=400, **kwargs)
+    report = monitor(records, TASK, window=200)
+    assert field in _alarming(report)
+    assert all(i >= 2 for i, m in report.alarms() if m.name == field)
+
+
+def test_fit_time_references_are_used() -> None:
+    fit = {"n": 500, "crossval": {"nll": 0.2, "classwise_ece": 0.01},
+           "fallback_rate": {"n": 500, "rate": 0.0},
+           "label_prior": {"n": 500, "shares": {"a": 0.8, "b": 0.1, "c": 0.1}}}  # fmt: skip
+    report = monitor(_stream(300), TASK, fit_metrics=fit)
+    (window,) = report.windows
+    assert window.metric("nll").source == "fit"
+    assert {"nll", "label_prior:a"} <= _alarming(report)
+    assert window.metric("unparsed_rate").status == "reference"  # no fit value: window 0
+
+
+def test_too_few_never_alarms() -> None:
+    records = _stream(20, sharpen=5.0, prior=[0.9, 0.05, 0.05])
+    report = monitor(records, TASK, min_n=30)
+    assert not report.alarm
+    assert report.windows[0].metric("cost_gap").status == "too few"
+    # the same data with a lower min_n alarms: the rule, not the data, kept it quiet
+    assert monitor(records, TASK, min_n=10).alarm
+
+
+def test_windows_by_count_and_duration() -> None:
+    records = _stream(300, minutes=10)  # 300 decisions over 50 hours
+    assert [w.n_decisions for w in monitor(records, TASK, window=100).windows] == [100] * 3
+    by_day = monitor(records, TASK, window="24h").windows
+    assert [w.n_decisions for w in by_day] == [144, 144, 12]
+    assert by_day[1].time_from == (T0 + timedelta(hours=24)).isoformat()
+    assert parse_window("7d") == 7 * 86400.0 and parse_window("200") == 200
+    with pytest.raises(ConfigurationError, match=r"monitor window must be a positive count"):
+        parse_window("7 days")
+
+
+def test_wrong_task_and_labels_are_clear_errors() -> None:
+    records = _stream(10)
+    other = [{**r, "task": "y"} for r in records]
+    with pytest.raises(ConfigurationError, match=r"is for task 'y', not 'x'"):
+        monitor(other, TASK)
+    relabelled = [{**r, "labels": ["b", "a", "c"]} for r in records]
+    with pytest.raises(LabelMismatchError, match=r"has labels \['b', 'a', 'c'\]"):
+        monitor(relabelled, TASK)
+
+
+def test_first_alarm_finds_the_change_and_not_noise() -> None:
+    change = _stream(600) + _stream(600, seed=1, sharpen=3.0, start=600)
+    hit = first_alarm(change, TASK, window=200, step=10)
+    assert hit is not None and 600 <= hit < 900
+    # non-overlapping windows: each of ~10 metrics is tested once per window (sliding
+    # windows repeat the tests; the drift benchmark measures that false-alarm rate)
+    assert first_alarm(_stream(1200), TASK, window=200, step=200) is None
+
+
+def _decision(q: np.ndarray, *, fallback: bool = False) -> Decision:
+    ec = q @ TASK.cost_matrix()
+    action = LABELS[int(np.argmin(ec))]
+    return Decision(task="x", action=action, unguarded_action=action,
+                    probs=dict(zip(LABELS, q.tolist(), strict=True)),
+                    calibrated=dict(zip(LABELS, q.tolist(), strict=True)),
+                    expected_cost=dict(zip(LABELS, ec.tolist(), strict=True)),
+                    counts=dict.fromkeys(LABELS, 1.0), n_samples=4, n_unparsed=0,
+                    fallback=fallback)  # fmt: skip
+
+
+def _write_log(path: Path, *, sharpen: float, n: int = 120, seed: int = 0) -> Path:
+    """A real decision log: Decisions appended, outcomes recorded through the API."""
+    log = open_decision_log(path)
+    rng = np.random.default_rng(seed)
+    outcomes = []
+    for _ in range(n):
+        q = rng.dirichlet([1.0, 1.0, 1.0])
+        shown = q**sharpen / np.sum(q**sharpen)
+        decision_id = log.append(_decision(shown), artefact_id="art1")
+        outcomes.append((decision_id, LABELS[rng.choice(3, p=q)]))
+    log.import_outcomes(outcomes)
+    return path
+
+
+@pytest.mark.parametrize("name", ["log.jsonl", "log.sqlite"])
+def test_both_backends_through_the_cli(tmp_path: Path, name: str) -> None:
+    task_file = TASK.to_file(tmp_path / "task.json")
+    runner = CliRunner()
+    good = _write_log(tmp_path / f"good-{name}", sharpen=1.0)
+    result = runner.invoke(app, ["monitor", "--log", str(good), "--task", str(task_file),
+                                 "--json", str(tmp_path / "r.json")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert saved["format_version"] == 1 and saved["n_records"] == 120
+    assert saved["artefact_ids"] == {"art1": 120}
+    bad = _write_log(tmp_path / f"bad-{name}", sharpen=4.0)
+    png = tmp_path / "drift.png"
+    result = runner.invoke(app, ["monitor", "--log", str(bad), "--task", str(task_file),
+                                 "--png", str(png)])  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "ALARM" in result.output and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_with_artefact_and_errors(tmp_path: Path) -> None:
+    fit = {"n": 100, "crossval": {"nll": 1.0}}
+    art = CalibratorArtefact(calibrator=IdentityCalibrator().fit(np.eye(3), [0, 1, 2]),
+                             labels=LABELS, task=TASK, metadata={"fit_metrics": fit})  # fmt: skip
+    path = art.save(tmp_path / "art.json")
+    log = _write_log(tmp_path / "log.jsonl", sharpen=1.0)
+    runner = CliRunner()
+    result = runner.invoke(app, ["monitor", "--log", str(log), "--artefact", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "(fit)" in result.output
+    other = Task(name="x", labels=["c", "b", "a"], cost=[[0, 1, 2], [3, 0, 2], [3, 1, 0]],
+                 parser={"name": "choice", "options": {"labels": ["c", "b", "a"]}})  # fmt: skip
+    result = runner.invoke(app, ["monitor", "--log", str(log), "--task",
+                                 str(other.to_file(tmp_path / "other.json"))])  # fmt: skip
+    assert result.exit_code == 2
+    assert "has labels" in result.output
+    result = runner.invoke(app, ["monitor", "--log", str(log)])
+    assert result.exit_code == 2 and "--artefact" in result.output
+    result = runner.invoke(app, ["monitor", "--log", str(tmp_path / "none.jsonl"), "--task", "t"])
+    assert result.exit_code == 2 and "not found" in result.output
