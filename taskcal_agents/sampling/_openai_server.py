@@ -39,7 +39,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from taskcal_agents._validation import check_int
 from taskcal_agents._vllm_cpu import refuse_request_seed
 from taskcal_agents.constraints import LEGACY_GUIDED_FIELDS, check_structured_outputs
-from taskcal_agents.endpoint import Endpoint
+from taskcal_agents.endpoint import REQUEST_TIMEOUT_S, Endpoint
 from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
 from taskcal_agents.sampling._choices import choice_message
 from taskcal_agents.sampling._drive import adrive, drive
@@ -251,7 +251,7 @@ class OpenAISampler:
         model: str,
         *,
         api_key: str = "EMPTY",
-        timeout: float = 120.0,
+        timeout: float = REQUEST_TIMEOUT_S,
         max_retries: int = 0,
         allow_seed: bool = True,
         health_check: Callable[[], None] | None = None,

@@ -59,10 +59,13 @@ Reply = Callable[[dict[str, Any], int], dict[str, Any]]
 def tool_call_reply(request: dict[str, Any], index: int) -> dict[str, Any]:
     """Call the first offered tool (arguments: its first string parameter = ``"Paris"``).
 
-    With no tool offered (or ``tool_choice="none"``), answer in text.
+    With no tool offered (or ``tool_choice="none"``), or once the last message is a tool
+    result, answer in text (so an agent loop ends).
     """
     tools = request.get("tools") or []
-    if not tools or request.get("tool_choice") == "none":
+    messages = request.get("messages") or [{}]
+    answered = isinstance(messages[-1], dict) and messages[-1].get("role") == "tool"
+    if not tools or request.get("tool_choice") == "none" or answered:
         return {"role": "assistant", "content": "It is sunny in Paris."}
     function = tools[0].get("function", {})
     properties = function.get("parameters", {}).get("properties", {})

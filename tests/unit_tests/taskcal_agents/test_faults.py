@@ -227,3 +227,16 @@ def test_runnable_truncated_json_is_a_server_error(fake_openai: FakeOpenAIServer
     decision = runnable(fake_openai, on_error="fallback").invoke("weather?")
     assert decision.fallback is True
     assert "not valid JSON" in (decision.fallback_reason or "")
+
+
+def test_clients_built_by_the_package_have_a_finite_timeout(fake_openai: Any) -> None:
+    from taskcal_agents.endpoint import REQUEST_TIMEOUT_S
+    from taskcal_agents.sampling import OpenAISampler
+    from taskcal_agents.serving import ExternalServer
+
+    server = ExternalServer.connect(fake_openai.base_url, fake_openai.model)
+    assert server.chat_model().request_timeout == REQUEST_TIMEOUT_S
+    assert server.chat_model(timeout=5).request_timeout == 5  # the caller's choice wins
+    sampler = OpenAISampler.from_endpoint(server.endpoint)
+    assert sampler.timeout == REQUEST_TIMEOUT_S
+    sampler.close()
