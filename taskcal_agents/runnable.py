@@ -47,7 +47,7 @@ from taskcal_agents.artefact import (
 )
 from taskcal_agents.decision import Decider, Decision
 from taskcal_agents.decision_log import DecisionLog, artefact_id, model_name_of, open_decision_log
-from taskcal_agents.errors import ConfigurationError, SamplingError
+from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
 from taskcal_agents.options import SamplingOptions
 from taskcal_agents.prompting import with_task_prompt
 from taskcal_agents.sampling import asample_batch, sample_batch
@@ -241,8 +241,10 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     seed: int | None = None
     """Base sampling seed passed per call (``None``: unseeded)."""
     on_error: Literal["raise", "fallback"] = "raise"
-    """After the retries fail: raise :class:`~taskcal_agents.errors.SamplingError`, or
-    return the task's fallback decision flagged with the error. With adaptive N a round
+    """After the retries fail: raise :class:`~taskcal_agents.errors.SamplingError` (a
+    :class:`~taskcal_agents.errors.ServerError` naming the URL when an OpenAI-compatible
+    server failed: unreachable, timed out, 5xx/429, a body cut short), or return the task's
+    fallback decision flagged with the error. With adaptive N a round
     that fails for good does so too: the samples of earlier rounds are discarded, not
     decided on, and the error's attempt count is that round's."""
     max_retries: int = Field(default=0, ge=0)
@@ -441,7 +443,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             f"{type(error).__name__}: {error}; raise max_retries or pass on_error='fallback' "
             "to take the task's fallback action instead."
         )
-        raise SamplingError(msg) from error
+        raise (ServerError if isinstance(error, ServerError) else SamplingError)(msg) from error
 
     def _logged(self, decision: Decision, aid: str | None) -> Decision:
         """Log ``decision`` (when a log is set, under artefact id ``aid``) with its id."""

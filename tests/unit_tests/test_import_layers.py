@@ -7,7 +7,7 @@ dependency); only ``if TYPE_CHECKING:`` blocks are exempt. The layers, low to hi
     1  belief · options
     2  parsers · prompting · constraints · tool_turns
     3  task · tasks · answer_clusters · datasets · models
-    4  decision · artefact · adaptive · risk_control · decision_log · monitor
+    4  decision · artefact · adaptive · risk_control · decision_log · monitor · testing
     5  sampling | serving            (side by side: neither imports the other)
     6  runnable · chat_model · middleware · decision_model · interop
     7  workflow
@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     "taskcal_agents.risk_control": 4,
     "taskcal_agents.decision_log": 4,
     "taskcal_agents.monitor": 4,
+    "taskcal_agents.testing": 4,
     "taskcal_agents.sampling": 5,
     "taskcal_agents.serving": 5,
     "taskcal_agents.runnable": 6,
