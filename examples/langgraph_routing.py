@@ -8,6 +8,12 @@ the :class:`~taskcal_agents.Decision`; a three-way conditional edge routes on it
   user answers (resumed with ``Command(resume=...)``), then back to ``decide``;
 * ``cannot_answer`` / ``direct_answer`` → the end.
 
+Right after a tool result ``decide`` uses a second runnable with
+:func:`~taskcal_agents.tasks.after_tool_result` (answer from the result, call another
+tool, ask, abstain); a sampled call that repeats one already answered is never run again
+(``Decision.n_repeats``). Every run ends with a message for the user: when no sample
+wrote the answer, or ``MAX_TOOL_ROUNDS`` stops the run, it reports the last tool result.
+
 Run against a running OpenAI-compatible server, or let the script start the CPU default::
 
     python examples/langgraph_routing.py --base-url http://127.0.0.1:8000/v1
@@ -33,7 +39,8 @@ from langgraph.types import Command, interrupt
 from taskcal_agents import TaskCalibratedRunnable
 from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
 from taskcal_agents.serving import connect
-from taskcal_agents.tasks import tool_decision
+from taskcal_agents.tasks import after_tool_result, tool_decision
+from taskcal_agents.tool_turns import is_tool_result_turn, tool_result_reply
 
 MAX_TOOL_ROUNDS = 2
 
@@ -54,14 +61,24 @@ class State(TypedDict):
     tool_rounds: int
 
 
-def build_graph(llm: ChatOpenAI, *, n_samples: int) -> Any:
+def build_graph(llm: Any, *, n_samples: int) -> Any:
     """Compile the decide → {tools, ask_user, end} graph."""
     task = tool_decision(direct_answer=True)
     decider = TaskCalibratedRunnable(llm.bind_tools(TOOLS), task, n_samples=n_samples)
+    after = TaskCalibratedRunnable(llm.bind_tools(TOOLS), after_tool_result(), n_samples=n_samples)
 
     def decide(state: State) -> dict[str, Any]:
-        decision = decider.invoke(state["messages"])
-        message = decision.message or AIMessage(content=task.abstain_text)
+        messages = state["messages"]
+        after_result = is_tool_result_turn(messages)
+        decision = (after if after_result else decider).invoke(messages)
+        message = decision.message
+        if message is None:  # an answer no sample wrote (e.g. every sample repeated the call)
+            message = tool_result_reply(messages) if after_result else AIMessage(task.ask_text)
+        if message.tool_calls and state.get("tool_rounds", 0) >= MAX_TOOL_ROUNDS:
+            # Say that the run stopped, and what it has, rather than end on an unrun call.
+            message = tool_result_reply(
+                messages, stopped=f"the limit of {MAX_TOOL_ROUNDS} tool rounds"
+            )
         meta = {**message.response_metadata, "taskcal_decision": decision.to_metadata()}
         message = message.model_copy(update={"response_metadata": meta})
         return {"messages": [message], "decision": decision.to_metadata()}
@@ -70,7 +87,7 @@ def build_graph(llm: ChatOpenAI, *, n_samples: int) -> Any:
         action = (state["decision"] or {}).get("action")
         last = state["messages"][-1]
         if action == "tool_call" and isinstance(last, AIMessage) and last.tool_calls:
-            return "tools" if state.get("tool_rounds", 0) < MAX_TOOL_ROUNDS else END
+            return "tools"
         if action == "request_for_info":
             return "ask_user"
         return END
@@ -128,7 +145,8 @@ def main(
             if decision is not None:
                 probs = ", ".join(f"{k}={v:.2f}" for k, v in decision["calibrated"].items())
                 print(
-                    f"  decide -> {decision['action']} ({probs}; fallback={decision['fallback']})"
+                    f"  decide -> {decision['action']} ({probs}; fallback={decision['fallback']}, "
+                    f"repeats={decision['n_repeats']})"
                 )
             if isinstance(message, AIMessage) and message.tool_calls:
                 print(f"    tools: {[(c['name'], c['args']) for c in message.tool_calls]}")

@@ -30,7 +30,7 @@ them only approximately.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -258,6 +258,7 @@ def stop_check_messages(
     adaptive: AdaptiveSampling,
     *,
     tool_names: Sequence[str] | None = None,
+    answered_calls: Collection[str] = (),
 ) -> StopCheck:
     """:func:`stop_check` on sampled messages, parsed as :meth:`Decider.decide` parses them.
 
@@ -267,12 +268,15 @@ def stop_check_messages(
         n_max: N.
         adaptive: ε and the number of Monte-Carlo draws.
         tool_names: The offered tools (see :meth:`Decider.decide`).
+        answered_calls: The calls already answered (see :meth:`Decider.decide`).
 
     Returns:
         The verdict.
     """
     task = decider.task
-    labels = [task.parse_completion(m, tool_names=tool_names) for m in messages]
+    labels, _ = decider.parse_samples(
+        messages, tool_names=tool_names, answered_calls=answered_calls
+    )
     executable = carried_actions(task, messages, labels, tool_names=tool_names)
     return stop_check(decider, outcome_counts(task, labels), n_max, adaptive, executable=executable)
 

@@ -19,7 +19,7 @@ representative.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -42,6 +42,7 @@ from taskcal_agents.parsers import (
 )
 from taskcal_agents.risk_control import RiskControl
 from taskcal_agents.task import Task
+from taskcal_agents.tool_turns import is_repeat_call
 
 __all__ = [
     "TOOL_CALL_ACTION",
@@ -195,7 +196,10 @@ class Decision(BaseModel):
     n_samples: int = Field(ge=0)
     """The number of samples drawn (unparsed ones included)."""
     n_unparsed: int = Field(ge=0)
-    """The number of samples the parser could not map to a task label."""
+    """The number of samples the parser could not map to a task label (repeats included)."""
+    n_repeats: int = Field(default=0, ge=0)
+    """The number of samples that repeated a tool call already made and answered in the
+    conversation (see :meth:`Decider.decide`); counted as unparsed, never executed."""
     fallback: bool = False
     """Whether ``action`` is the task's fallback action rather than the MBR action."""
     fallback_reason: str | None = None
@@ -407,8 +411,19 @@ class Decider:
         tool_names: Sequence[str] | None = None,
         return_samples: bool = False,
         question: str | None = None,
+        answered_calls: Collection[str] = (),
     ) -> Decision:
         """Parse the samples and decide.
+
+        A sample labelled ``tool_call`` whose call was already made and answered in the
+        conversation (its key in ``answered_calls``) is a *repeat*. It is counted as
+        unparsed, under the task's ``unparsed`` policy, and in ``Decision.n_repeats``:
+        it states no new decision to act on (the model did not take the result in), so
+        it is never evidence for calling and never the representative call, hence never
+        executed again; under ``"other"`` it weakens the belief, under
+        ``"as:<label>"`` it counts as that label, and when every sample repeats the
+        decision is the task's fallback with that reason. It is not dropped: ``n_samples``
+        and ``n_unparsed`` keep it.
 
         Args:
             messages: The sampled completions.
@@ -419,12 +434,16 @@ class Decider:
             question: Under answer clustering, the question the samples answer
                 (:func:`~taskcal_agents.answer_clusters.question_of` of the request), as
                 at sampling time; ignored otherwise.
+            answered_calls: The calls already made and answered in the conversation
+                (:func:`~taskcal_agents.tool_turns.answered_tool_calls` of the request).
 
         Returns:
             The decision; the fallback action (flagged, with its reason) when there are
             no samples or none could be parsed.
         """
-        labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
+        labels, n_repeats = self.parse_samples(
+            messages, tool_names=tool_names, answered_calls=answered_calls
+        )
         clusters = None
         if self.task.answer_clusters is not None:
             entails = None
@@ -442,13 +461,45 @@ class Decider:
                 self.task, messages, labels, question=question, entails=entails
             )
         belief = self.task.belief_from_labels(labels, alpha=self.alpha)
-        return self.decide_belief(
+        decision = self.decide_belief(
             belief,
             messages=messages,
             labels=labels,
             tool_names=tool_names,
             return_samples=return_samples,
             clusters=clusters,
+        )
+        if not n_repeats:
+            return decision
+        update: dict[str, Any] = {"n_repeats": n_repeats}
+        if decision.fallback and belief.n_parsed == 0:
+            update["fallback_reason"] = (
+                f"{decision.fallback_reason} ({n_repeats} repeated a tool call already made "
+                "and answered)"
+            )
+        return decision.model_copy(update=update)
+
+    def parse_samples(
+        self,
+        messages: Sequence[AIMessage],
+        *,
+        tool_names: Sequence[str] | None = None,
+        answered_calls: Collection[str] = (),
+    ) -> tuple[list[str | None], int]:
+        """The label of each sample as :meth:`decide` reads it, and the number of repeats.
+
+        A ``tool_call`` sample that repeats an answered call is ``None`` (see
+        :meth:`decide`); the adaptive-N stopping rule parses through here too.
+        """
+        labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
+        if not answered_calls:
+            return labels, 0
+        repeats = [
+            label == TOOL_CALL_ACTION and is_repeat_call(m, answered_calls)
+            for m, label in zip(messages, labels, strict=True)
+        ]
+        return [None if r else label for label, r in zip(labels, repeats, strict=True)], sum(
+            repeats
         )
 
     def decide_belief(

@@ -35,6 +35,11 @@ def server_from_env(
     )
 
 
+REQUEST_TIMEOUT_S = 120.0
+"""Default seconds per request of the clients this package builds (finite: no request may
+hang forever; pass ``timeout=`` to change it)."""
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """An OpenAI-compatible chat-completions endpoint.
@@ -58,4 +63,4 @@ class Endpoint:
     """Called when the server cannot be reached; raises a clearer error (with a log tail)."""
 
 
-__all__ = ["BASE_URL_ENV", "MODEL_ENV", "Endpoint", "server_from_env"]
+__all__ = ["BASE_URL_ENV", "MODEL_ENV", "REQUEST_TIMEOUT_S", "Endpoint", "server_from_env"]

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from typing_extensions import override
 
@@ -40,6 +40,7 @@ try:
         ResponseT,
     )
     from langgraph.errors import GraphBubbleUp
+    from langgraph.runtime import Runtime
     from langgraph.types import Command
 except ImportError as exc:
     _msg = (
@@ -80,6 +81,8 @@ from taskcal_agents.prompting import request_with_task_prompt
 from taskcal_agents.risk_control import RiskControl
 from taskcal_agents.sampling import asample_messages, sample_messages
 from taskcal_agents.task import Task
+from taskcal_agents.tasks import after_tool_result
+from taskcal_agents.tool_turns import answered_tool_calls, is_tool_result_turn, tool_result_reply
 
 if TYPE_CHECKING:
     from langchain_core.language_models import LanguageModelInput
@@ -95,6 +98,7 @@ _OMIT_FROM_INPUT = OmitFromSchema(input=True, output=False)
 
 SamplingMode = Literal["auto", "model", "handler"]
 DecideOn = Literal["user_turn", "every_call"]
+ToolResultTask = Literal["auto"]
 OnError = Literal["raise", "fallback"]
 
 
@@ -143,6 +147,32 @@ def _model_input(request: ModelRequest[Any]) -> list[BaseMessage]:
 
 def _first_ai(response: ModelResponse[Any]) -> AIMessage | None:
     return next((m for m in response.result if isinstance(m, AIMessage)), None)
+
+
+def _load_task(task: Task | str | os.PathLike[str], owner: str, name: str) -> Task:
+    """A Task, or the task in the file at ``task``."""
+    if isinstance(task, str | os.PathLike):
+        return Task.from_file(task)
+    if not isinstance(task, Task):
+        msg = f"{owner} parameter {name!r} must be a Task or the path of a task file, got {task!r}."
+        raise ConfigurationError(msg)
+    return task
+
+
+def _derived_tool_result_task(task: Task) -> Task | None:
+    """The default ``tool_result_task``: :func:`after_tool_result` for a tool-decision task.
+
+    It keeps the task's offered tools, texts and prompt; any other task decides on
+    tool-result turns itself (``None``).
+    """
+    if task.parser.name != "tool_decision":
+        return None
+    return after_tool_result(
+        tool_names=task.parser.options.get("tool_names"),
+        ask_text=task.ask_text,
+        abstain_text=task.abstain_text,
+        prompt=task.prompt,
+    )
 
 
 _SENTINEL: Any = object()
@@ -227,6 +257,8 @@ class TaskCalibrationMiddleware(
         adaptive: AdaptiveSampling | float | None = None,
         decision_log: DecisionLogLike | None = None,
         reload_artefact: bool = False,
+        tool_result_task: Task | str | os.PathLike[str] | ToolResultTask | None = "auto",
+        tool_result_calibrator: CalibratorLike | None = None,
     ) -> None:
         """Validate and store the configuration.
 
@@ -284,6 +316,18 @@ class TaskCalibrationMiddleware(
                 ``calibrator``, ``options.alpha`` and ``risk_control`` keep the first
                 artefact's values; see
                 :class:`~taskcal_agents.artefact.ArtefactReloader`.
+            tool_result_task: Under ``decide_on="every_call"``, the task of the decision
+                right after a tool result (answer from it, call another tool, ask or
+                abstain; see :func:`taskcal_agents.tasks.after_tool_result`), or the path
+                of a task file. ``"auto"`` (the default): ``after_tool_result`` with the
+                task's tools, texts and prompt when ``task`` is a ``tool_decision`` task
+                (whose parser reads a plain answer as unparsed), else ``task`` itself.
+                ``None``: ``task`` (and ``calibrator``) decide on those turns too. On
+                every turn a sampled call that repeats a call already made and answered
+                is a repeat (see :meth:`Decider.decide
+                <taskcal_agents.decision.Decider.decide>`), never sent again.
+            tool_result_calibrator: The calibrator of ``tool_result_task`` (as
+                ``calibrator``); ``None``: decide on its raw belief.
 
         Raises:
             ConfigurationError: If a parameter is invalid.
@@ -303,13 +347,8 @@ class TaskCalibrationMiddleware(
                 )
                 raise ConfigurationError(msg)
             task = artefact.task
-        elif isinstance(task, str | os.PathLike):
-            task = Task.from_file(task)
-        elif not isinstance(task, Task):
-            msg = (
-                f"{owner} parameter 'task' must be a Task or the path of a task file, got {task!r}."
-            )
-            raise ConfigurationError(msg)
+        else:
+            task = _load_task(task, owner, "task")
         explicit_alpha = None if alpha is _SENTINEL else alpha
         decider_task: Task = task
 
@@ -357,8 +396,23 @@ class TaskCalibrationMiddleware(
                 f"(0, 1) or None, got {adaptive!r} ({exc.__class__.__name__})."
             )
             raise ConfigurationError(msg) from exc
+        if tool_result_task == "auto":
+            after: Task | None = _derived_tool_result_task(task)
+        elif tool_result_task is None:
+            after = None
+        else:
+            after = _load_task(tool_result_task, owner, "tool_result_task")
+        if after is None and tool_result_calibrator is not None:
+            msg = (
+                f"{owner} parameter 'tool_result_calibrator' needs a 'tool_result_task', got "
+                f"tool_result_task={tool_result_task!r} for task {task.name!r}; pass the task "
+                "the calibrator was fitted for."
+            )
+            raise ConfigurationError(msg)
         if checked is not None:
             check_adaptive(task, owner)
+            if after is not None:
+                check_adaptive(after, owner)
         self.options = SamplingOptions(
             n_samples=n_samples, temperature=temperature, alpha=resolved.alpha, adaptive=checked
         )
@@ -380,9 +434,27 @@ class TaskCalibrationMiddleware(
         )
         self.decision_log = None if decision_log is None else open_decision_log(decision_log)
         """The decision log, or ``None``."""
+        self.tool_result_task: Task | None = after
+        """The task decided right after a tool result (``decide_on="every_call"``), or
+        ``None``: :attr:`task` decides there too."""
+        self._after_decider: Decider | None = None
+        if after is not None:
+            r = resolve_calibrator(
+                tool_result_calibrator, after, alpha=explicit_alpha, n_samples=n_samples,
+                owner=owner,
+            )  # fmt: skip
+            self._after_decider = Decider(
+                after, r.calibrator, alpha=r.alpha, risk_control=r.risk_control
+            )
 
-    def _in_force(self) -> tuple[Decider, str | None]:
-        """The Decider and the artefact id of the next decision (reloaded when replaced)."""
+    def _in_force(self, messages: Sequence[BaseMessage] = ()) -> tuple[Decider, str | None]:
+        """The Decider and the artefact id of the next decision (reloaded when replaced).
+
+        After a tool result (the last of ``messages``) that is the ``tool_result_task``'s
+        Decider when there is one (its calibrator is not an artefact file: no id).
+        """
+        if self._after_decider is not None and is_tool_result_turn(messages):
+            return self._after_decider, None
         if self._reloader is None:
             return self._decider, self._artefact_id
         return self._reloader.current()
@@ -417,10 +489,10 @@ class TaskCalibrationMiddleware(
             return "handler" if request.response_format is not None else "model"
         return self.sampling
 
-    def _sample_request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
-        """Return the request the samples are drawn with (task prompt, temperature)."""
+    def _sample_request(self, request: ModelRequest[Any], task: Task) -> ModelRequest[Any]:
+        """Return the request the samples are drawn with (``task``'s prompt, temperature)."""
         overrides: dict[str, Any] = {}
-        prompt = self.task.prompt if self.use_task_prompt else None
+        prompt = task.prompt if self.use_task_prompt else None
         if prompt:
             overrides["system_message"], overrides["messages"] = request_with_task_prompt(
                 request.system_message, request.messages, prompt
@@ -442,10 +514,13 @@ class TaskCalibrationMiddleware(
         check: StopCheck | None = None,
         decider: Decider | None = None,
     ) -> Decision:
-        decider = decider or self._in_force()[0]
-        question = None if self.task.answer_clusters is None else question_of(request.messages)
+        decider = decider or self._in_force(request.messages)[0]
+        question = None if decider.task.answer_clusters is None else question_of(request.messages)
         decision = decider.decide(
-            samples, tool_names=tool_names_of(request.tools), question=question
+            samples,
+            tool_names=tool_names_of(request.tools),
+            question=question,
+            answered_calls=answered_tool_calls(request.messages),
         )
         return decision if self.adaptive is None else with_stop(decision, check)
 
@@ -459,14 +534,20 @@ class TaskCalibrationMiddleware(
         reason = f"sampling failed with {type(exc).__name__}: {exc}"
         return (decider or self._in_force()[0]).fallback(reason)
 
-    def _message(self, decision: Decision) -> AIMessage:
-        """Return the decision's message (never a tool call for a non-tool action)."""
+    def _message(
+        self, decision: Decision, task: Task, messages: Sequence[BaseMessage]
+    ) -> AIMessage:
+        """Return the decision's message (never a tool call for a non-tool action, never empty)."""
         message = decision.message
-        if message is None:
+        if message is None and is_tool_result_turn(messages):
+            # An answer no sample wrote (e.g. the fallback after every sample repeated the
+            # call): report what the tools returned.
+            message = tool_result_reply(messages)
+        elif message is None:
             # The Decider already replaces a sampled action (tool_call) that no sample carries
             # out; what is left is an action with no message of its own (a rating, a choice):
             # reply with the ask text (or the abstain text) rather than an empty message.
-            text = self.task.ask_text if self.task.ask_action else self.task.abstain_text
+            text = task.ask_text if task.ask_action else task.abstain_text
             message = AIMessage(content=text)
         metadata = {**message.response_metadata, DECISION_METADATA_KEY: decision.to_metadata()}
         return message.model_copy(update={"response_metadata": metadata})
@@ -477,18 +558,20 @@ class TaskCalibrationMiddleware(
         decision: Decision,
         responses: Sequence[ModelResponse[Any]] = (),
         aid: str | object | None = _SENTINEL,
+        task: Task | None = None,
     ) -> ExtendedModelResponse[Any]:
-        """The response for ``decision``, logged (when a log is set) under artefact ``aid``."""
+        """The response for ``decision`` on ``task``, logged (when a log is set) under ``aid``."""
         if aid is _SENTINEL:
-            aid = self._in_force()[1]
+            aid = self._in_force(request.messages)[1]
+        task = task or self._in_force(request.messages)[0].task
         if self.decision_log is not None:
             decision = self.decision_log.log(
                 decision,
-                task=self.task,
+                task=task,
                 model_name=model_name_of(request.model),
                 artefact_id=aid if isinstance(aid, str) else None,
             )
-        message = self._message(decision)
+        message = self._message(decision, task, request.messages)
         structured = None
         if message.id is not None:
             for response in responses:
@@ -529,8 +612,8 @@ class TaskCalibrationMiddleware(
         samples: list[AIMessage] = []
         check: StopCheck | None = None
         mode = self._mode(request)
-        sample_request = self._sample_request(request)
-        decider, aid = self._in_force()  # one artefact for the whole decision
+        decider, aid = self._in_force(request.messages)  # one artefact for the whole decision
+        sample_request = self._sample_request(request, decider.task)
         done = 0
         for total in self._rounds():
             # Only a failed draw (thrown in here) may become the fallback decision; an error
@@ -542,7 +625,9 @@ class TaskCalibrationMiddleware(
             except Exception as exc:
                 if self.on_error == "raise":
                     raise
-                return self._respond(request, self._fallback(exc, decider), aid=aid)
+                return self._respond(
+                    request, self._fallback(exc, decider), aid=aid, task=decider.task
+                )
             done = total
             if mode == "handler":
                 responses += drawn
@@ -553,11 +638,16 @@ class TaskCalibrationMiddleware(
             check = stop_check_messages(
                 decider, samples, self.n_samples, self.adaptive,
                 tool_names=tool_names_of(request.tools),
+                answered_calls=answered_tool_calls(request.messages),
             )  # fmt: skip
             if check.stop:
                 break
         return self._respond(
-            request, self._decide(request, samples, check, decider), responses, aid=aid
+            request,
+            self._decide(request, samples, check, decider),
+            responses,
+            aid=aid,
+            task=decider.task,
         )
 
     def _draw(self, draw: _Draw, handler: Callable[[ModelRequest[Any]], Any]) -> list[Any]:
@@ -579,7 +669,60 @@ class TaskCalibrationMiddleware(
 
         return list(await asyncio.gather(*(one() for _ in range(draw.n))))
 
+    def _closing_message(self, messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
+        """A closing message when a limit ended the run before an answer, else ``None``.
+
+        Only under ``decide_on="every_call"``: it reports what the tools returned. The run
+        ended on a tool result (a tool-call limit jumped to the end), or on a message
+        another middleware wrote right after one (a model-call limit's "limits exceeded"
+        note: under ``every_call`` every model answer carries a decision).
+        """
+        if self.decide_on != "every_call" or len(messages) < 2:
+            return None
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            return {"messages": [tool_result_reply(messages, stopped="a limit")]}
+        if (
+            isinstance(last, AIMessage)
+            and not last.tool_calls
+            and DECISION_METADATA_KEY not in last.response_metadata
+            and isinstance(messages[-2], ToolMessage)
+        ):
+            return {"messages": [tool_result_reply(messages[:-1])]}
+        return None
+
     # ------------------------------------------------------------------ hooks
+
+    @override
+    def after_agent(
+        self, state: TaskCalibrationState[ResponseT], runtime: Runtime[ContextT]
+    ) -> dict[str, Any] | None:
+        """Under ``decide_on="every_call"``, end a run a limit cut short with a message.
+
+        Args:
+            state: The agent state.
+            runtime: The runtime.
+
+        Returns:
+            A closing message reporting the last tool results when a limit ended the run
+            before an answer (see :meth:`_closing_message`), else ``None``.
+        """
+        return self._closing_message(state["messages"])
+
+    @override
+    async def aafter_agent(
+        self, state: TaskCalibrationState[ResponseT], runtime: Runtime[ContextT]
+    ) -> dict[str, Any] | None:
+        """Async :meth:`after_agent`.
+
+        Args:
+            state: The agent state.
+            runtime: The runtime.
+
+        Returns:
+            As :meth:`after_agent`.
+        """
+        return self._closing_message(state["messages"])
 
     @override
     def wrap_model_call(

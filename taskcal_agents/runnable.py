@@ -47,13 +47,14 @@ from taskcal_agents.artefact import (
 )
 from taskcal_agents.decision import Decider, Decision
 from taskcal_agents.decision_log import DecisionLog, artefact_id, model_name_of, open_decision_log
-from taskcal_agents.errors import ConfigurationError, SamplingError
+from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
 from taskcal_agents.options import SamplingOptions
 from taskcal_agents.prompting import with_task_prompt
 from taskcal_agents.sampling import asample_batch, sample_batch
 from taskcal_agents.sampling._chat_models import bound_tool_names, chat_model_of
 from taskcal_agents.sampling._messages import to_messages
 from taskcal_agents.task import Task
+from taskcal_agents.tool_turns import answered_tool_calls
 
 __all__ = ["TaskCalibratedRunnable", "split_retry"]
 
@@ -198,6 +199,14 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     minimum-expected-cost action. The samples appear as child runs of this runnable's
     run in tracing.
 
+    A sampled tool call that repeats one the input already made and answered is counted
+    as a repeat (``Decision.n_repeats``, unparsed) and never returned as the call (see
+    :meth:`Decider.decide <taskcal_agents.decision.Decider.decide>`). For the turn right
+    after a tool result, decide with a runnable on
+    :func:`taskcal_agents.tasks.after_tool_result` (pick it with
+    :func:`~taskcal_agents.tool_turns.is_tool_result_turn`, as
+    ``examples/langgraph_routing.py`` does).
+
     Args:
         model: The chat model (tools bound with ``bind_tools`` are kept) or a Runnable
             producing ``AIMessage``/``str``.
@@ -232,8 +241,10 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     seed: int | None = None
     """Base sampling seed passed per call (``None``: unseeded)."""
     on_error: Literal["raise", "fallback"] = "raise"
-    """After the retries fail: raise :class:`~taskcal_agents.errors.SamplingError`, or
-    return the task's fallback decision flagged with the error. With adaptive N a round
+    """After the retries fail: raise :class:`~taskcal_agents.errors.SamplingError` (a
+    :class:`~taskcal_agents.errors.ServerError` naming the URL when an OpenAI-compatible
+    server failed: unreachable, timed out, 5xx/429, a body cut short), or return the task's
+    fallback decision flagged with the error. With adaptive N a round
     that fails for good does so too: the samples of earlier rounds are discarded, not
     decided on, and the error's attempt count is that round's."""
     max_retries: int = Field(default=0, ge=0)
@@ -394,12 +405,15 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         question: str | None = None,
         check: StopCheck | None = None,
         in_force: tuple[Decider, str | None] | None = None,
+        answered_calls: frozenset[str] = frozenset(),
     ) -> Decision:
         """Decide from samples, or handle the final error per ``on_error``.
 
         With adaptive N the decision records whether the draw stopped early and the
         stopping rule's last estimate (``check``; 0 when all N were drawn). ``in_force``
         is the Decider and artefact id the batch started with (default: those in force).
+        ``answered_calls`` are the calls the input already made and answered: a sample
+        repeating one is a repeat (see :meth:`Decider.decide`).
         """
         decider, aid = in_force if in_force is not None else self._in_force()
         if not isinstance(result, BaseException) and result is not None:
@@ -408,6 +422,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
                 tool_names=bound_tool_names(split_retry(self.model)[0]),
                 return_samples=self.return_samples,
                 question=question,
+                answered_calls=answered_calls,
             )
             return self._logged(
                 decision if self.adaptive is None else with_stop(decision, check), aid
@@ -428,7 +443,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             f"{type(error).__name__}: {error}; raise max_retries or pass on_error='fallback' "
             "to take the task's fallback action instead."
         )
-        raise SamplingError(msg) from error
+        raise (ServerError if isinstance(error, ServerError) else SamplingError)(msg) from error
 
     def _logged(self, decision: Decision, aid: str | None) -> Decision:
         """Log ``decision`` (when a log is set, under artefact id ``aid``) with its id."""
@@ -473,6 +488,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         tool_names = bound_tool_names(sampled)
         in_force = self._in_force()  # one artefact for the whole batch
         prepared = [self._prepare(x) for x in inputs]
+        answered = [answered_tool_calls(to_messages(x)) for x in inputs]
         samples: list[list[AIMessage]] = [[] for _ in inputs]
         errors: list[BaseException | None] = [None] * len(inputs)
         attempts = [0] * len(inputs)
@@ -507,7 +523,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
                 for i in active:
                     checks[i] = stop_check_messages(
                         in_force[0], samples[i], self.n_samples, self.adaptive,
-                        tool_names=tool_names,
+                        tool_names=tool_names, answered_calls=answered[i],
                     )  # fmt: skip
                 active = [i for i in active if not (checks[i] or _GO_ON).stop]
         out: list[Decision | Exception] = []
@@ -520,6 +536,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
                         self._question(x),
                         checks[i],
                         in_force,
+                        answered[i],
                     )
                 )
             except Exception as exc:

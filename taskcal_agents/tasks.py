@@ -1,5 +1,8 @@
 """Built-in task factories: tool decisions, answer-or-abstain, ratings, multiple choice.
 
+Tool decisions come in two turn types: on a user turn (:func:`tool_decision`) and right
+after a tool result (:func:`after_tool_result`).
+
 Each factory returns a validated :class:`~taskcal_agents.task.Task`. Pass ``cost=`` to
 replace the default cost matrix (row = true label, column = action).
 """
@@ -13,7 +16,9 @@ from typing import Any
 from taskcal_agents.task import ParserSpec, Task
 
 __all__ = [
+    "DEFAULT_AFTER_TOOL_RESULT_COST",
     "DEFAULT_TOOL_DECISION_COST",
+    "after_tool_result",
     "answer_or_abstain",
     "multiple_choice",
     "rating",
@@ -28,6 +33,23 @@ DEFAULT_TOOL_DECISION_COST: tuple[tuple[float, ...], ...] = (
     (2.0, 1.0, 2.0, 0.0),  # true direct_answer
 )
 """Default tool-decision costs (the ``direct_answer`` row/column only when enabled)."""
+
+DEFAULT_AFTER_TOOL_RESULT_COST: tuple[tuple[float, ...], ...] = (
+    # action: tool_call, request_for_info, cannot_answer, direct_answer
+    (0.0, 1.0, 2.0, 2.0),  # true tool_call: another call is needed (a new city, a next step)
+    (4.0, 0.0, 1.0, 2.0),  # true request_for_info: a call with invented arguments is costly
+    (5.0, 2.0, 0.0, 3.0),  # true cannot_answer: the result shows the request cannot be met
+    (3.0, 2.0, 2.0, 0.0),  # true direct_answer: the result answers; calling again loops
+)
+"""Default costs of the decision after a tool result (:func:`after_tool_result`).
+
+Rows and columns as in :data:`DEFAULT_TOOL_DECISION_COST` with ``direct_answer``. What
+changes once a result is in hand: answering from it is the expected move, so calling
+again when the result already answers costs 3 (a wasted round that tends to repeat,
+against 2 on a user turn) and asking the user then costs 2 (the user asked already,
+against 1); a needless extra call is still cheaper than inventing arguments (4) or acting
+on an impossible request (5).
+"""
 
 
 def _matrix(cost: Sequence[Sequence[float]]) -> list[list[float]]:
@@ -83,6 +105,55 @@ def tool_decision(
         unparsed=unparsed,
         ask_action="request_for_info",
         abstain_action="cannot_answer",
+        **fields,
+    )
+
+
+def after_tool_result(
+    cost: Sequence[Sequence[float]] | None = None,
+    *,
+    tool_names: Sequence[str] | None = None,
+    name: str = "after_tool_result",
+    unparsed: str = "other",
+    fallback_action: str = "direct_answer",
+    **fields: Any,
+) -> Task:
+    """The decision after a tool result: answer from it, call (another) tool, ask, abstain.
+
+    The labels, actions and parser are those of ``tool_decision(direct_answer=True)`` (a
+    calibrator fitted on tool-result turns of that task fits this one); the default costs
+    are :data:`DEFAULT_AFTER_TOOL_RESULT_COST`. The front doors use this task when the
+    last message is a ``ToolMessage``
+    (:func:`~taskcal_agents.tool_turns.is_tool_result_turn`): the middleware by default
+    for a ``tool_decision`` task (its ``tool_result_task``), the LangGraph example through
+    a second :class:`~taskcal_agents.runnable.TaskCalibratedRunnable`.
+
+    A sampled call identical to one already made and answered in the conversation is a
+    *repeat*: unparsed, never evidence for calling and never executed again (see
+    :meth:`Decider.decide <taskcal_agents.decision.Decider.decide>`); with the default
+    ``unparsed="other"`` repeats weaken the belief rather than vanish. The fallback (no
+    usable sample, e.g. every sample repeated the call) is ``direct_answer``: the front
+    door then reports the tool result itself
+    (:func:`~taskcal_agents.tool_turns.tool_result_reply`) rather than ask the user again.
+
+    Args:
+        cost: Cost matrix replacing the default (4 × 4, row = true label).
+        tool_names: Only calls to these tools count as ``tool_call``.
+        name: The task name.
+        unparsed: The unparsed policy (see :attr:`Task.unparsed`).
+        fallback_action: The action without a usable sample.
+        **fields: Further :class:`Task` fields.
+
+    Returns:
+        The task.
+    """
+    return tool_decision(
+        True,
+        [list(row) for row in DEFAULT_AFTER_TOOL_RESULT_COST] if cost is None else cost,
+        tool_names=tool_names,
+        name=name,
+        unparsed=unparsed,
+        fallback_action=fallback_action,
         **fields,
     )
 

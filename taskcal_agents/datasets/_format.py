@@ -164,9 +164,13 @@ def read_dataset(
         raise DataFileError(msg, path=str(p))
     items: list[DatasetItem] = []
     seen: dict[str, int] = {}
-    with p.open(encoding="utf-8") as fh:
+    with p.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
-            text = raw.strip()
+            try:
+                text = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as exc:
+                msg = f"line is not valid UTF-8 ({exc})."
+                raise DataFileError(msg, path=str(p), line=lineno) from exc
             if not text:
                 continue
             item = parse_dataset_line(

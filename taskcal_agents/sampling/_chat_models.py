@@ -45,6 +45,7 @@ from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.sampling._choices import malformed_message
 from taskcal_agents.sampling._drive import adrive, drive
 from taskcal_agents.sampling._messages import to_messages
+from taskcal_agents.sampling._openai_server import SERVER_FAULTS, translate_error
 
 __all__ = [
     "ChatModelSampler",
@@ -258,8 +259,22 @@ def _top_ups(plan: _Plan, i: int) -> _Unit:
             if len(samples) >= plan.n:
                 return samples[: plan.n]
     except Exception as exc:
-        return exc
+        return _server_error(plan.chat, exc)
     return plan.short(len(samples))
+
+
+def _server_error(chat: Any, exc: Exception) -> Exception:
+    """A failure of an OpenAI-compatible server as the :class:`ServerError` naming its URL.
+
+    The ``ChatOpenAI`` path (the only one reaching here with openai errors) leaves openai's
+    "Connection error." or a bare ``JSONDecodeError`` otherwise; other errors pass unchanged.
+    """
+    if not isinstance(exc, SERVER_FAULTS):
+        return exc
+    base_url = getattr(chat, "openai_api_base", None) or "https://api.openai.com/v1"
+    error = translate_error(exc, str(base_url), owner=type(chat).__name__)
+    error.__cause__ = exc
+    return error
 
 
 def _plan(

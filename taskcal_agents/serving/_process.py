@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from taskcal_agents._vllm_cpu import refuse_request_seed
-from taskcal_agents.endpoint import Endpoint
+from taskcal_agents.endpoint import REQUEST_TIMEOUT_S, Endpoint
 from taskcal_agents.errors import ConfigurationError, ServerError, ServerStartupError
 from taskcal_agents.models import ModelSpec, prepare_model
 from taskcal_agents.serving._launch import (
@@ -353,6 +353,7 @@ class VLLMServer:
             "base_url": self.base_url,
             "model": self.model_name,
             "api_key": self.api_key or "EMPTY",
+            "timeout": REQUEST_TIMEOUT_S,
         }
         return ChatOpenAI(**(params | kwargs))
 

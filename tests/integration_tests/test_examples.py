@@ -29,12 +29,33 @@ def run_example(name: str, server: Any, capsys: pytest.CaptureFixture[str], *arg
     return out
 
 
+def assert_final_message(out: str, *prefixes: str) -> None:
+    """Each run printed its last message under one of ``prefixes``, and none is empty."""
+    finals = [line for line in out.splitlines() if line.startswith(prefixes)]
+    assert finals, f"no line starts with {prefixes!r}:\n{out}"
+    for line in finals:
+        text = line.split(": ", 1)[1]
+        assert text not in ("''", '""'), f"the run ended with an empty message: {line!r}"
+
+
 def test_agent_with_middleware(vllm_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
     out = run_example(
         "agent_with_middleware.py", vllm_server, capsys, "--n-samples", "3", "--max-tokens", "32"
     )
     assert "user: What's the weather in Paris right now?" in out
     assert "  decision: " in out
+    assert_final_message(out, "  final: ")
+
+
+def test_agent_with_middleware_every_call(
+    vllm_server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = run_example(
+        "agent_with_middleware.py", vllm_server, capsys, "--n-samples", "3", "--max-tokens", "32",
+        "--decide-on", "every_call",
+    )  # fmt: skip
+    assert "  decision: " in out
+    assert_final_message(out, "  final: ")
 
 
 def test_langgraph_routing(vllm_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
@@ -43,6 +64,7 @@ def test_langgraph_routing(vllm_server: Any, capsys: pytest.CaptureFixture[str])
     )
     assert "  decide -> " in out
     assert "ended: " in out or "paused: " in out
+    assert_final_message(out, "  ended: ", "  paused: ")
 
 
 def test_answer_or_abstain_chain(vllm_server: Any, capsys: pytest.CaptureFixture[str]) -> None:

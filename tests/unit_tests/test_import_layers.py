@@ -5,9 +5,9 @@ dependency); only ``if TYPE_CHECKING:`` blocks are exempt. The layers, low to hi
 
     0  calibrators · errors · endpoint · _vllm_cpu · _validation · _jsonfile
     1  belief · options
-    2  parsers · prompting · constraints
+    2  parsers · prompting · constraints · tool_turns
     3  task · tasks · answer_clusters · datasets · models
-    4  decision · artefact · adaptive · risk_control · decision_log · monitor
+    4  decision · artefact · adaptive · risk_control · decision_log · monitor · testing
     5  sampling | serving            (side by side: neither imports the other)
     6  runnable · chat_model · middleware · decision_model · interop
     7  workflow
@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "taskcal_agents.parsers": 2,
     "taskcal_agents.prompting": 2,
     "taskcal_agents.constraints": 2,
+    "taskcal_agents.tool_turns": 2,
     "taskcal_agents.task": 3,
     "taskcal_agents.tasks": 3,
     "taskcal_agents.answer_clusters": 3,
@@ -49,6 +50,7 @@ LAYERS: dict[str, int] = {
     "taskcal_agents.risk_control": 4,
     "taskcal_agents.decision_log": 4,
     "taskcal_agents.monitor": 4,
+    "taskcal_agents.testing": 4,
     "taskcal_agents.sampling": 5,
     "taskcal_agents.serving": 5,
     "taskcal_agents.runnable": 6,

@@ -1,0 +1,142 @@
+"""The turn after a tool result: which calls are answered, and what the user is told.
+
+A decision taken right after a tool result differs from one on a user turn: the usual
+right move is to answer from the result, and a model that does not take the result in
+re-emits the call it already made (``get_weather('Paris')`` again and again). The front
+doors (:class:`~taskcal_agents.middleware.TaskCalibrationMiddleware`,
+:class:`~taskcal_agents.runnable.TaskCalibratedRunnable`, the LangGraph example) use
+these helpers, so the rule lives in one place:
+
+* :func:`is_tool_result_turn`: the last message is a tool result (decide with
+  :func:`taskcal_agents.tasks.after_tool_result`);
+* :func:`answered_tool_calls` and :func:`is_repeat_call`: a sampled call identical to one
+  already made and answered is a *repeat*, never new evidence for calling and never
+  executed again (see :meth:`Decider.decide <taskcal_agents.decision.Decider.decide>`);
+* :func:`tool_result_reply`: the message that tells the user what the tools returned,
+  when no sampled answer exists or a limit stopped the run; never an empty message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from taskcal_agents.parsers import canonical_tool_calls, extract_tool_calls, message_text
+
+__all__ = [
+    "answered_tool_calls",
+    "is_repeat_call",
+    "is_tool_result_turn",
+    "last_tool_results",
+    "tool_result_reply",
+]
+
+_MAX_RESULT_CHARS = 500
+"""Tool results longer than this are cut in :func:`tool_result_reply`."""
+
+
+def is_tool_result_turn(messages: Sequence[BaseMessage]) -> bool:
+    """Whether the last message is a tool result (the model is about to act on it)."""
+    return bool(messages) and isinstance(messages[-1], ToolMessage)
+
+
+def answered_tool_calls(messages: Sequence[BaseMessage]) -> frozenset[str]:
+    """The calls made and answered in ``messages``, each as its canonical key.
+
+    A call is answered when a ``ToolMessage`` with its ``tool_call_id`` follows in the
+    conversation; its key is :func:`~taskcal_agents.parsers.canonical_tool_calls` of the
+    one call (name plus sorted-key JSON arguments), so argument order does not matter.
+
+    Args:
+        messages: The conversation.
+
+    Returns:
+        The keys (empty when no call was answered).
+    """
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    if not answered:
+        return frozenset()
+    return frozenset(
+        canonical_tool_calls([call])
+        for m in messages
+        if isinstance(m, AIMessage)
+        for call in m.tool_calls
+        if call.get("id") in answered
+    )
+
+
+def is_repeat_call(message: AIMessage, answered: Collection[str]) -> bool:
+    """Whether ``message`` makes a call that was already made and answered.
+
+    One such call is enough: executing the message would run that call again. Calls are
+    those of :func:`~taskcal_agents.parsers.extract_tool_calls` (native or written in
+    the content).
+
+    Args:
+        message: A sampled completion.
+        answered: Keys from :func:`answered_tool_calls`.
+    """
+    if not answered:
+        return False
+    return any(canonical_tool_calls([call]) in answered for call in extract_tool_calls(message))
+
+
+def last_tool_results(messages: Sequence[BaseMessage]) -> list[tuple[str, str]]:
+    """The tool results at the end of ``messages``, as ``(call, result text)`` pairs.
+
+    ``call`` is written ``name(arg=value, …)`` when the call that asked for the result
+    is in the conversation, else the tool message's ``name`` (or ``"tool"``).
+    """
+    tail: list[ToolMessage] = []
+    for message in reversed(messages):
+        if not isinstance(message, ToolMessage):
+            break
+        tail.append(message)
+    if not tail:
+        return []
+    calls = {
+        call.get("id"): call for m in messages if isinstance(m, AIMessage) for call in m.tool_calls
+    }
+    out = []
+    for result in reversed(tail):
+        call = calls.get(result.tool_call_id)
+        if call is not None:
+            args = ", ".join(f"{k}={v!r}" for k, v in (call.get("args") or {}).items())
+            described = f"{call['name']}({args})"
+        else:
+            described = result.name or "tool"
+        text = message_text(result).strip()  # type: ignore[arg-type]  # same content shape
+        if len(text) > _MAX_RESULT_CHARS:
+            text = text[:_MAX_RESULT_CHARS] + "…"
+        out.append((described, text or "(empty result)"))
+    return out
+
+
+def tool_result_reply(messages: Sequence[BaseMessage], *, stopped: str | None = None) -> AIMessage:
+    """A message for the user reporting the last tool results, never empty.
+
+    Used when the run must end without a sampled answer: the decision after a tool
+    result is to answer but no sample wrote one (for example every sample repeated the
+    call), or a limit stopped the run (``stopped`` names it).
+
+    Args:
+        messages: The conversation so far.
+        stopped: Why the run stopped early (e.g. ``"the limit of 2 tool rounds"``), or
+            ``None`` when it did not.
+
+    Returns:
+        ``"<stop note> Here is what the tools returned: get_weather(city='Paris') → sunny."``
+        or, without tool results, the stop note alone (or a plain "no answer" note).
+    """
+    results = last_tool_results(messages)
+    note = f"I stopped after reaching {stopped}." if stopped else ""
+    if not results:
+        body = "I have no tool result to report yet." if stopped else "I have no answer yet."
+        return AIMessage(content=f"{note} {body}".strip())
+    lines = [f"{call} → {text}" for call, text in results]
+    lead = (
+        "Here is what the tool returned:" if len(lines) == 1 else "Here is what the tools returned:"
+    )
+    body = f"{lead} {lines[0]}" if len(lines) == 1 else "\n".join([lead, *lines])
+    return AIMessage(content=f"{note} {body}".strip())
