@@ -180,7 +180,7 @@ def log_stream(
     return list(log.read())
 
 
-def test_costs(
+def policy_costs(
     task: Task, arts: Sequence[CalibratorArtefact | None], items: Items, args: Any
 ) -> list[float]:
     """Mean realised cost per decision of each artefact (``None``: the oracle on π)."""
@@ -240,7 +240,7 @@ def run_seed(task: Task, scenario: str, seed: int, tmp: Path, args: Any) -> dict
         task, draw(task, after, args.n_best, rng, args), tmp / "best.json", args, cv_folds=0
     )
     test = draw(task, after, args.n_test, rng, args)
-    costs = test_costs(task, [art, served, new, best, None], test, args)
+    costs = policy_costs(task, [art, served, new, best, None], test, args)
     out["old"], out["refit"], out["new"], out["best"], out["oracle"] = costs
     log_path.unlink()
     return out
