@@ -12,8 +12,12 @@ cost matrix ``C`` (of the task, not the record):
 * ``nll_gap``: mean of ``g_i = -log q_i[y_i] - H(q_i)``; ``E[g] = 0`` when ``q`` is
   calibrated (reference 0, two-sided: over- and underconfidence both show).
 * ``classwise_ece``: :func:`calibrators.metrics.classwise_ece` of the window vs the
-  fit-time cross-validated value (up); SE by a seeded bootstrap. ECE is biased upward
-  in small windows, so compare windows of a few hundred labelled decisions.
+  ECE the same beliefs would show if they were calibrated (up): the reference and its
+  SE are the mean and standard deviation of the ECE over ``n_boot`` seeded draws of
+  outcomes from the window's own ``q`` ("consistency resampling"). A binned ECE is
+  biased upward, the more so the fewer items, so a window is never compared with the
+  fit-time value (measured on another number of items): that comparison alarmed in
+  most windows of an unchanged stream (the drift benchmark).
 * ``label_prior:<label>``: the share of each outcome label vs the fit-time prior
   (two-sided; one row per label, so the table says *which* label moved).
 * ``unparsed_rate``: mean per decision of ``n_unparsed / n_samples`` over **all**
@@ -24,9 +28,10 @@ The labelled metrics use the served (non-fallback) decisions only: a fallback ac
 not chosen from ``q``, and its rate is monitored on its own.
 
 References: the artefact's ``fit_metrics`` when they record the value (``crossval`` for
-NLL and ECE; ``label_prior``, ``unparsed_rate``, ``fallback_rate``), otherwise the first
-window (which is then shown as the reference, never alarmed). ``cost_gap`` and
-``nll_gap`` always have the theoretical reference 0.
+NLL; ``label_prior``, ``unparsed_rate``, ``fallback_rate``), otherwise the first window
+(which is then shown as the reference, never alarmed). ``cost_gap`` and ``nll_gap``
+always have the theoretical reference 0, ``classwise_ece`` the resampled ECE of
+calibrated beliefs.
 
 Statistics: the SE of a mean is ``std / sqrt(n)``, of a share the binomial SE at the
 pooled share (plus ½ a count, so a zero rate does not give a zero SE). A difference from
@@ -408,6 +413,7 @@ class _Estimate:
     value: float | None
     se: float  # SE of the value itself
     n: int
+    reference: _Reference | None = None  # its own reference (the ECE of calibrated q)
 
 
 def _mean(x: NDArray[np.float64]) -> _Estimate:
@@ -438,9 +444,13 @@ def _ece(s: _Stream, idx: NDArray[np.intp], n_boot: int, seed: int) -> _Estimate
     if idx.size < 2 or n_boot < 2:
         return _Estimate(value, math.inf, int(idx.size))
     rng = np.random.default_rng(seed)
-    weights = rng.multinomial(idx.size, np.full(idx.size, 1.0 / idx.size), size=n_boot)
-    boot = [float(classwise_ece(y, Q, sample_weight=w)) for w in weights]
-    return _Estimate(value, float(np.std(boot, ddof=1)), int(idx.size))
+    cum = np.cumsum(Q, axis=1)
+    null = [
+        float(classwise_ece((rng.random((idx.size, 1)) > cum[:, :-1]).sum(axis=1), Q))
+        for _ in range(n_boot)
+    ]  # outcomes drawn from q itself: the ECE of calibrated beliefs at this window size
+    ref = _Reference(float(np.mean(null)), "calibrated q", None, float(np.std(null, ddof=1)))
+    return _Estimate(value, 0.0, int(idx.size), ref)
 
 
 def _share(x: NDArray[np.float64]) -> _Estimate:
@@ -540,7 +550,7 @@ def _fit_references(
         return refs
     crossval = fit_metrics.get("crossval") or {}
     n = fit_metrics.get("n")
-    for name in ("nll", "classwise_ece"):
+    for name in ("nll",):
         if isinstance(crossval.get(name), int | float):
             se = crossval.get(f"{name}_se")
             refs[name] = _Reference(
@@ -591,7 +601,7 @@ class _Engine:
         if reference is not None:
             first = _estimates(s, reference, self.labels, n_boot, seed)
             for name, est in first.items():
-                if name not in self.refs and est.value is not None:
+                if name not in self.refs and est.value is not None and est.reference is None:
                     se = self._own_se(name, est)
                     self.refs[name] = _Reference(est.value, "window 0", est.n, se)
                     self.first[name] = est
@@ -605,7 +615,7 @@ class _Engine:
         ests = _estimates(self.s, idx, self.labels, self.n_boot, self.seed)
         out = []
         for name, est in ests.items():
-            ref = self.refs.get(name)
+            ref = est.reference or self.refs.get(name)
             sided = _SIDED.get(name, "both")
             if is_reference and ref is not None and ref.source == "window 0":
                 out.append(

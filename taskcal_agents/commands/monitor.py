@@ -23,7 +23,8 @@ __all__ = ["monitor_command", "plot_monitor", "register"]
 HELP = """Drift alarm: compare what the calibrated system predicted with the outcomes.
 
 Per window, on labelled served decisions: realised minus expected cost (0 if calibrated),
-NLL and the NLL gap -log q[y] - H(q) (0 if calibrated), classwise ECE (vs fit time);
+NLL and the NLL gap -log q[y] - H(q) (0 if calibrated), classwise ECE (vs the ECE of
+calibrated beliefs at the window size, by resampling outcomes from q);
 on all decisions: label prior, unparsed and fallback rates (vs fit time, else vs the first
 window). Each with its SE; an alarm when z exceeds --z (default 3: about ten metrics per
 window make a two-SE rule alarm by chance) in a window of at least --min-n items.

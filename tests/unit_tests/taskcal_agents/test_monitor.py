@@ -82,6 +82,19 @@ def test_overconfidence_alarms_on_calibration_metrics() -> None:
     assert all(i >= 3 for i, _ in report.alarms())  # only windows after the change
 
 
+def test_classwise_ece_is_compared_with_calibrated_beliefs_of_the_same_window() -> None:
+    # A fit-time ECE from many items is far below the (upward biased) ECE of a window of
+    # 200 calibrated decisions; comparing the two alarmed in most windows of an unchanged
+    # stream. The reference is the ECE of the window's own q under resampled outcomes.
+    fit = {"n": 5000, "crossval": {"nll": 0.9, "classwise_ece": 0.005}}
+    report = monitor(_stream(1200), TASK, window=200, fit_metrics=fit)
+    ece = [w.metric("classwise_ece") for w in report.windows]
+    assert all(m.source == "calibrated q" and m.reference > 0.02 for m in ece)
+    assert not any(m.alarm for m in ece), [(m.value, m.reference, m.z) for m in ece]
+    sharp = monitor(_stream(400, sharpen=3.0), TASK, window=200, fit_metrics=fit)
+    assert all(w.metric("classwise_ece").alarm for w in sharp.windows)
+
+
 def test_label_shift_alarms_on_the_moved_label() -> None:
     records = _stream(400) + _stream(400, seed=1, prior=[0.1, 0.1, 0.8], start=400)
     report = monitor(records, TASK, window=200)
