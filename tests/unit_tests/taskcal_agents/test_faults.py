@@ -138,13 +138,13 @@ def test_a_stall_ends_at_the_request_timeout(fake_openai: FakeOpenAIServer) -> N
     start = time.monotonic()
     expected = f"OpenAISampler: the server at '{fake_openai.base_url}' did not answer in time"
     with pytest.raises(ServerError, match=re.escape(expected)):
-        sampler(fake_openai, timeout=0.5).sample("hi")
+        sampler(fake_openai, timeout=0.5, max_retries=0).sample("hi")
     assert 0.4 < time.monotonic() - start < 3.0
 
 
 def test_async_faults_end_in_the_same_errors(fake_openai: FakeOpenAIServer) -> None:
     async def run() -> None:
-        async with sampler(fake_openai, timeout=0.5) as s:
+        async with sampler(fake_openai, timeout=0.5, max_retries=0) as s:
             fake_openai.fail("stall")
             with pytest.raises(ServerError, match=r"did not answer in time"):
                 await s.asample("hi")
@@ -240,3 +240,11 @@ def test_clients_built_by_the_package_have_a_finite_timeout(fake_openai: Any) ->
     sampler = OpenAISampler.from_endpoint(server.endpoint)
     assert sampler.timeout == REQUEST_TIMEOUT_S
     sampler.close()
+
+
+def test_default_sampler_retries_a_dropped_connection(fake_openai: FakeOpenAIServer) -> None:
+    # A server that drops a kept-alive connection must not fail an item: sampling is safe
+    # to retry, and the default retries do (seen live: one item of a rerun failed without).
+    fake_openai.fail("reset")
+    assert len(sampler(fake_openai).sample("hi", n=2)) == 2
+    assert fake_openai.requests == 2
