@@ -140,8 +140,26 @@ def test_kept_when_the_new_map_is_worse_on_the_recent_holdout() -> None:
     result = refit_from_records(records, _old())
     assert not result.promoted
     assert result.cost_diff is not None and result.cost_diff > 0
-    assert "kept the old artefact" in result.reason and "not shown" in result.reason
+    assert "kept the old artefact" in result.reason and "costs more" in result.reason
     assert result.artefact is not None  # fitted, for inspection, but not promoted
+
+
+def test_kept_on_an_unchanged_stream_for_want_of_evidence() -> None:
+    # outcomes follow the old map's calibration: a refit is not shown better, so it stays
+    kept = [refit_from_records(_records(600, seed=s, shift=None), _old()) for s in range(4)]
+    assert sum(r.promoted for r in kept) <= 1
+    for r in kept:
+        if not r.promoted:
+            assert "not shown lower" in r.reason or "costs more" in r.reason
+
+
+def test_the_cost_guard_keeps_a_map_the_holdout_shows_costlier() -> None:
+    records = _records(600, shift=SHIFT, recent_shift=None)
+    # a huge margin lets the cost through; the NLL evidence still decides
+    lenient = refit_from_records(records, _old(), margin=10.0)
+    assert not lenient.promoted and "not shown lower" in lenient.reason
+    strict = refit_from_records(records, _old())
+    assert not strict.promoted and "costs more" in strict.reason
 
 
 def test_kept_when_too_few() -> None:
