@@ -324,7 +324,7 @@ class TaskCalibrationMiddleware(
                 (whose parser reads a plain answer as unparsed), else ``task`` itself.
                 ``None``: ``task`` (and ``calibrator``) decide on those turns too. On
                 every turn a sampled call that repeats a call already made and answered
-                is a repeat (see :meth:`Decider.decide
+                in the current user turn is a repeat (see :meth:`Decider.decide
                 <taskcal_agents.decision.Decider.decide>`), never sent again.
             tool_result_calibrator: The calibrator of ``tool_result_task`` (as
                 ``calibrator``); ``None``: decide on its raw belief.
