@@ -327,6 +327,42 @@ def test_model_call_limit_ends_with_what_the_tools_returned(mode: str) -> None:
     )
 
 
+@tool(return_direct=True)
+def weather_card(city: str) -> str:
+    """Show the weather card of a city to the user (the result is the answer)."""
+    return f"[weather card: {city}]"
+
+
+class CardModel(ToolModel):
+    """Calls the return_direct weather_card tool."""
+
+    def reply(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        return AIMessage(
+            content="",
+            tool_calls=[{"name": "weather_card", "args": {"city": "Paris"}, "id": "call_card"}],
+        )
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_return_direct_result_gets_no_closing_message(mode: str) -> None:
+    mw = every_call(task=tool_decision(tool_names=["weather_card", "get_weather"]))
+    agent = create_agent(CardModel(), tools=[weather_card, get_weather], middleware=[mw])
+    inputs = {"messages": [HumanMessage("Show me the Paris weather card.")]}
+    result = agent.invoke(inputs) if mode == "sync" else asyncio.run(agent.ainvoke(inputs))
+    last = result["messages"][-1]
+    assert isinstance(last, ToolMessage)  # the tool's result is the answer, as designed
+    assert last.content == "[weather card: Paris]"
+    assert not any("stopped" in str(m.content) for m in result["messages"])
+
+
+def test_a_run_ending_on_another_tool_result_still_gets_the_closing_message() -> None:
+    mw = every_call()
+    messages = [*PARIS_TURN]
+    assert mw._closing_message(messages) == {
+        "messages": [tool_result_reply(messages, stopped="a limit")]
+    }
+
+
 def test_user_turn_mode_adds_no_closing_message() -> None:
     limit = ModelCallLimitMiddleware(run_limit=1, exit_behavior="end")
     mw = TaskCalibrationMiddleware(task=tool_decision(), n_samples=2)
