@@ -162,7 +162,7 @@ def row(name: str, count: int, wall: float, lat: list[float] | None, errors: int
 
 async def leg(name: str, base_url: str, model: str, args: argparse.Namespace) -> list[str]:
     runnable = TaskCalibratedRunnable(
-        chat(base_url, model).bind_tools([get_weather]),
+        chat(base_url, model, max_tokens=64).bind_tools([get_weather]),
         tasks.tool_decision(),
         n_samples=args.n_samples,
         on_error="fallback",
