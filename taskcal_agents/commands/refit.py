@@ -96,6 +96,8 @@ def refit(
         )  # fmt: skip
     except (TaskCalError, OSError) as exc:
         raise _fail(err, exc) from exc
+    except Exception as exc:  # the documented statuses are 0, 3 and 2: never a bare 1
+        raise _fail(err, RuntimeError(f"{type(exc).__name__}: {exc}")) from exc
     console.print(
         f"{result.n_records} records: {result.n_other_task} of another task, "
         f"{result.n_unlabelled} unlabelled, {result.n_unserved} unserved (fallback); "
