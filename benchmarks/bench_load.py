@@ -14,7 +14,8 @@ decisions: memory must not grow), then 1,000 single ``ainvoke`` calls started at
 (latency per decision, queue wait included), then 100
 concurrent agent runs (``create_agent`` + ``TaskCalibrationMiddleware``, each a decision,
 a tool call and a final answer). Printed: decisions/s, p50/p99 latency per decision, errors
-(fallback decisions or raised errors), peak RSS.
+(a raised error, or a fallback decision with no sample: the server did not answer; a
+fallback because no sample parsed is the model's doing and not counted), peak RSS.
 
 Past ``max_concurrency`` nothing is refused: ``abatch`` queues the inputs and starts the
 next when one finishes (``gather_with_concurrency``), so the server never sees more than
@@ -49,6 +50,11 @@ from taskcal_agents.testing import start_process
 def get_weather(city: str) -> str:
     """Get the current weather for a city."""
     return f"It is sunny in {city}."
+
+
+def failed(decision: Any) -> bool:
+    """A fallback decision with no sample: the request failed (not the model's output)."""
+    return bool(decision.fallback and decision.n_samples == 0)
 
 
 def rss_mib() -> float:
@@ -91,7 +97,7 @@ async def timed_decisions(
         async with semaphore:  # what abatch's max_concurrency does, timed per input
             try:
                 decision = await runnable.ainvoke(f"What's the weather in city {i}?")
-                errors += decision.fallback
+                errors += failed(decision)
             except Exception:
                 errors += 1
         latencies.append(time.perf_counter() - start)
@@ -110,7 +116,7 @@ async def abatch_decisions(
         config={"max_concurrency": max_concurrency},
         return_exceptions=True,
     )
-    errors = sum(isinstance(d, Exception) or d.fallback for d in decisions)
+    errors = sum(isinstance(d, Exception) or failed(d) for d in decisions)
     return time.perf_counter() - start, errors
 
 
@@ -138,9 +144,8 @@ async def agent_runs(
         start = time.perf_counter()
         try:
             result = await agent.ainvoke({"messages": [("user", f"Weather in city {i}?")]})
-            errors += bool(
-                result.get("taskcal_decisions") and result["taskcal_decisions"][-1]["fallback"]
-            )
+            last = (result.get("taskcal_decisions") or [{}])[-1]
+            errors += bool(last.get("fallback") and not last.get("n_samples"))
         except Exception:
             errors += 1
         latencies.append(time.perf_counter() - start)
