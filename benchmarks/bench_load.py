@@ -162,7 +162,7 @@ def row(name: str, count: int, wall: float, lat: list[float] | None, errors: int
 
 async def leg(name: str, base_url: str, model: str, args: argparse.Namespace) -> list[str]:
     runnable = TaskCalibratedRunnable(
-        chat(base_url, model).bind_tools([get_weather]),
+        chat(base_url, model, max_tokens=64).bind_tools([get_weather]),
         tasks.tool_decision(),
         n_samples=args.n_samples,
         on_error="fallback",
@@ -183,27 +183,27 @@ async def leg(name: str, base_url: str, model: str, args: argparse.Namespace) ->
     )
     # The same batches again up to --total: what a long-running agent retains shows here.
     rest, wall, errors = args.total - args.decisions, 0.0, 0
-    for done in range(0, rest, args.decisions):  # batches of the same size
-        w, e = await abatch_decisions(
-            runnable, min(args.decisions, rest - done), args.max_concurrency
+    if rest > 0:
+        for done in range(0, rest, args.decisions):  # batches of the same size
+            w, e = await abatch_decisions(
+                runnable, min(args.decisions, rest - done), args.max_concurrency
+            )
+            wall, errors = wall + w, errors + e
+        rss_5k, blocks_5k = memory()
+        lines.append(
+            row(
+                f"{name}: abatch (to {args.total})",
+                rest,
+                wall,
+                None,
+                errors,
+                f"RSS {rss_5k:.0f} MiB (+{rss_5k - rss_1k:.1f}), {blocks_5k / 1e3:.0f}k objects "
+                f"({blocks_5k - blocks_1k:+d}) after {args.total}",
+            )
         )
-        wall, errors = wall + w, errors + e
-    rss_5k, blocks_5k = memory()
-    lines.append(
-        row(
-            f"{name}: abatch (to {args.total})",
-            rest,
-            wall,
-            None,
-            errors,
-            f"RSS {rss_5k:.0f} MiB (+{rss_5k - rss_1k:.1f}), {blocks_5k / 1e3:.0f}k objects "
-            f"({blocks_5k - blocks_1k:+d}) after {args.total}",
-        )
-    )
-    wall, lat, errors = await timed_decisions(runnable, args.decisions, args.max_concurrency)
-    lines.append(
-        row(f"{name}: ainvoke x{args.decisions}, latency", args.decisions, wall, lat, errors, "")
-    )
+    calls = args.latency_calls or args.decisions
+    wall, lat, errors = await timed_decisions(runnable, calls, args.max_concurrency)
+    lines.append(row(f"{name}: ainvoke x{calls}, latency", calls, wall, lat, errors, ""))
     wall, lat, errors = await agent_runs(base_url, model, args.agents, args.n_samples)
     lines.append(
         row(
@@ -226,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decisions", type=int, default=1000)
     parser.add_argument("--total", type=int, default=5000)
     parser.add_argument("--agents", type=int, default=100)
+    parser.add_argument(
+        "--latency-calls", type=int, default=None, help="ainvoke calls (default --decisions)"
+    )
     parser.add_argument("--no-fake", action="store_true")
     args = parser.parse_args(argv)
     header = f"{'leg':<34}{'count':>6}{'dec/s':>10}{'p50 ms':>8}{'p99 ms':>8}{'errors':>7}  memory"

@@ -10,9 +10,10 @@ the :class:`~taskcal_agents.Decision`; a three-way conditional edge routes on it
 
 Right after a tool result ``decide`` uses a second runnable with
 :func:`~taskcal_agents.tasks.after_tool_result` (answer from the result, call another
-tool, ask, abstain); a sampled call that repeats one already answered is never run again
-(``Decision.n_repeats``). Every run ends with a message for the user: when no sample
-wrote the answer, or ``MAX_TOOL_ROUNDS`` stops the run, it reports the last tool result.
+tool, ask, abstain); a sampled call that repeats one already answered in this user turn
+is never run again (``Decision.n_repeats``). Every run ends with a message for the
+user: when no sample wrote the answer, or ``MAX_TOOL_ROUNDS`` stops the run, it reports
+the last tool result.
 
 Run against a running OpenAI-compatible server, or let the script start the CPU default::
 

@@ -199,7 +199,7 @@ class Decision(BaseModel):
     """The number of samples the parser could not map to a task label (repeats included)."""
     n_repeats: int = Field(default=0, ge=0)
     """The number of samples that repeated a tool call already made and answered in the
-    conversation (see :meth:`Decider.decide`); counted as unparsed, never executed."""
+    current user turn (see :meth:`Decider.decide`); counted as unparsed, never executed."""
     fallback: bool = False
     """Whether ``action`` is the task's fallback action rather than the MBR action."""
     fallback_reason: str | None = None
@@ -416,7 +416,7 @@ class Decider:
         """Parse the samples and decide.
 
         A sample labelled ``tool_call`` whose call was already made and answered in the
-        conversation (its key in ``answered_calls``) is a *repeat*. It is counted as
+        current user turn (its key in ``answered_calls``) is a *repeat*. It is counted as
         unparsed, under the task's ``unparsed`` policy, and in ``Decision.n_repeats``:
         it states no new decision to act on (the model did not take the result in), so
         it is never evidence for calling and never the representative call, hence never
@@ -434,7 +434,7 @@ class Decider:
             question: Under answer clustering, the question the samples answer
                 (:func:`~taskcal_agents.answer_clusters.question_of` of the request), as
                 at sampling time; ignored otherwise.
-            answered_calls: The calls already made and answered in the conversation
+            answered_calls: The calls already made and answered in the current user turn
                 (:func:`~taskcal_agents.tool_turns.answered_tool_calls` of the request).
 
         Returns:

@@ -39,14 +39,22 @@ import threading
 import uuid
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from taskcal_agents._jsonfile import append_line, encode_line, split_complete
-from taskcal_agents.errors import ConfigurationError, DecisionLogWarning, UnknownDecisionError
+from taskcal_agents.errors import (
+    ConfigurationError,
+    DataFileError,
+    DecisionLogWarning,
+    UnknownDecisionError,
+)
 
 if TYPE_CHECKING:
     from taskcal_agents.artefact import CalibratorArtefact
@@ -63,6 +71,7 @@ __all__ = [
     "import_outcomes",
     "model_name_of",
     "open_decision_log",
+    "record_belief",
     "record_outcome",
 ]
 
@@ -88,6 +97,58 @@ def artefact_id(artefact: CalibratorArtefact | None) -> str | None:
         return None
     blob = json.dumps(artefact.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+BELIEF_SUM_TOL = 1e-6
+"""How far a logged belief's sum may be from 1 (JSON round trips, float sums)."""
+
+
+def record_belief(
+    record: Mapping[str, Any], field: str, labels: Sequence[str], *, source: str | None = None
+) -> NDArray[np.float64]:
+    """A belief of a logged decision (``probs``, ``calibrated``) as a checked array.
+
+    The value is read in the order of *labels* and must be a probability distribution:
+    every label present, each finite and non-negative, the sum within
+    :data:`BELIEF_SUM_TOL` of 1 (then divided by it). A record that is not is a bad
+    record of the log, never silently repaired.
+
+    Args:
+        record: A record of :meth:`DecisionLog.read`.
+        field: The belief's key.
+        labels: The task's labels.
+        source: The log it came from, for the error (default ``"<decision log>"``).
+
+    Raises:
+        DataFileError: The field is missing or not a distribution over *labels*; the
+            message names the log, the decision id and the field.
+    """
+    where = f"decision {record.get('id')!r}: {field!r}"
+    path = source or "<decision log>"
+    value = record.get(field)
+    if not isinstance(value, Mapping):
+        msg = f"decision {record.get('id')!r} has no {field!r} (a belief per label), got {value!r}."
+        raise DataFileError(msg, path=path)
+    missing = [label for label in labels if label not in value]
+    if missing:
+        msg = f"{where} lacks label {missing[0]!r} (has {sorted(value)!r})."
+        raise DataFileError(msg, path=path)
+    try:
+        q = np.array([float(value[label]) for label in labels], dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        msg = f"{where} holds a non-number ({exc})."
+        raise DataFileError(msg, path=path) from exc
+    if not np.isfinite(q).all():
+        msg = f"{where} is not finite: {dict(zip(labels, q.tolist(), strict=True))!r}."
+        raise DataFileError(msg, path=path)
+    if (q < 0).any():
+        msg = f"{where} has a negative belief: {dict(zip(labels, q.tolist(), strict=True))!r}."
+        raise DataFileError(msg, path=path)
+    total = float(q.sum())
+    if abs(total - 1.0) > BELIEF_SUM_TOL:
+        msg = f"{where} does not sum to 1 (sum {total:.6g})."
+        raise DataFileError(msg, path=path)
+    return q / total
 
 
 def model_name_of(model: Any) -> str | None:

@@ -10,7 +10,7 @@
   and cost matrix under :data:`MODEL_ROUTER_QUESTION_ID`.
 - ``HumanInTheLoopMiddleware`` (a ``when`` predicate per tool call): :func:`hitl_when`
   interrupts when calibrated MBR says "ask a person", and gives the same answer when
-  LangChain runs it again on resume.
+  LangChain runs it again on resume (kept in the agent's store when it has one).
 
 These middlewares see two actions (block / allow, interrupt / run) and one cost ratio per
 question. :class:`~taskcal_agents.middleware.TaskCalibrationMiddleware` takes the full cost
@@ -30,19 +30,21 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.decisions import Noul, NoulCriteria
 
 from taskcal_agents._validation import check_int, check_number
+from taskcal_agents.decision import Decision
 from taskcal_agents.decision_model import TaskCalibratedDecisionModel
 from taskcal_agents.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langgraph.prebuilt.tool_node import ToolCallRequest
+    from langgraph.store.base import BaseStore
 
     from taskcal_agents.artefact import CalibratorLike
-    from taskcal_agents.decision import Decision
 
 __all__ = [
     "AUTO_MODE_QUESTION_ID",
     "HITL_QUESTION_ID",
+    "HITL_STORE_NAMESPACE",
     "MODEL_ROUTER_QUESTION_ID",
     "ReviewGate",
     "block_threshold",
@@ -57,6 +59,8 @@ MODEL_ROUTER_QUESTION_ID = "model_route"
 """The question ID ``ModelRouterMiddleware`` asks."""
 HITL_QUESTION_ID = "needs_review"
 """The question ID :func:`hitl_when` asks by default."""
+HITL_STORE_NAMESPACE: tuple[str, ...] = ("taskcal", "hitl")
+"""The store namespace :func:`hitl_when` keeps its decisions under by default."""
 
 _REVIEW_INSTRUCTIONS = (
     "Should a person review `tool_call` before it runs, given `messages`? Treat every "
@@ -179,9 +183,14 @@ class ReviewGate:
     - decisions are cached by a digest of exactly what the classifier is asked (the
       question, the tool call with its id, the recent messages): the rerun in this
       process returns the cached decision without sampling;
+    - when the agent has a LangGraph store (``create_agent(store=...)``, reached through
+      ``request.runtime.store``), each decision is also put there under the same digest
+      (namespace ``store_namespace``) and read from there first, so a resume in another
+      process sharing the store sees the same decision without sampling;
     - with ``seeded=True`` the sampling seed is derived from the same digest, so a rerun
-      in another process (cache empty) draws the same samples where the server honours
-      ``seed`` (vLLM and OpenAI do; most fake models ignore it).
+      in another process without a shared store draws the same samples where the server
+      honours ``seed`` (vLLM and OpenAI do, though vLLM does not promise the same samples
+      across batch compositions; most fake models ignore it).
 
     The predicate is synchronous (LangChain calls it so, also in async agents).
     """
@@ -194,6 +203,7 @@ class ReviewGate:
         question_id: str,
         cache_size: int,
         seeded: bool,
+        store_namespace: tuple[str, ...] = HITL_STORE_NAMESPACE,
     ) -> None:
         """Store the configuration (see :func:`hitl_when`)."""
         self.classifier = classifier
@@ -201,6 +211,7 @@ class ReviewGate:
         self.question_id = question_id
         self.cache_size = cache_size
         self.seeded = seeded
+        self.store_namespace = store_namespace
         self._cache: OrderedDict[str, Decision] = OrderedDict()
         self._lock = threading.Lock()
         self.n_sampled = 0
@@ -212,25 +223,50 @@ class ReviewGate:
         text = json.dumps([self.question_id, *(m.text for m in prompt)], ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()
 
+    def _stored(self, store: BaseStore | None, key: str) -> Decision | None:
+        """The decision kept in ``store`` under ``key``, or ``None``."""
+        if store is None:
+            return None
+        item = store.get(self.store_namespace, key)
+        if item is None:
+            return None
+        return Decision.model_validate(item.value["decision"])
+
+    def _remember(self, key: str, decision: Decision) -> Decision:
+        """Cache ``decision`` (the one already cached wins) and return the cached one."""
+        with self._lock:
+            decision = self._cache.setdefault(key, decision)
+            self._cache.move_to_end(key)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return decision
+
     def decision(self, request: ToolCallRequest) -> Decision:
-        """Return the (cached) decision about ``request``'s tool call."""
+        """Return the decision about ``request``'s tool call (cached, stored or sampled)."""
         key = self.key(request)
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
+        store: BaseStore | None = getattr(getattr(request, "runtime", None), "store", None)
+        stored = self._stored(store, key)
+        if stored is not None:
+            return self._remember(key, stored)
         seed = int(key[:15], 16) % _MAX_SEED if self.seeded else None
         decision = self.classifier.decide(
             _review_state(request), self.question_id, self.question, seed=seed
         )
         with self._lock:
             self.n_sampled += 1
-            # Two threads deciding the same call at once keep the first decision.
-            decision = self._cache.setdefault(key, decision)
-            self._cache.move_to_end(key)
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        return decision
+        if store is not None:
+            # Another process may have decided the same call meanwhile: keep its decision.
+            stored = self._stored(store, key)
+            if stored is None:
+                store.put(self.store_namespace, key, {"decision": decision.to_metadata()})
+            else:
+                decision = stored
+        # Two threads deciding the same call at once keep the first decision.
+        return self._remember(key, decision)
 
     def __call__(self, request: ToolCallRequest) -> bool:
         """Return ``True`` (interrupt) when the decision is yes (a person reviews the call)."""
@@ -245,6 +281,7 @@ def hitl_when(
     criteria: NoulCriteria | None = _REVIEW_CRITERIA,
     cache_size: int = 1024,
     seeded: bool = True,
+    store_namespace: tuple[str, ...] = HITL_STORE_NAMESPACE,
 ) -> ReviewGate:
     """Return a ``when`` predicate for ``HumanInTheLoopMiddleware`` that asks by MBR.
 
@@ -263,16 +300,21 @@ def hitl_when(
         question_id: The question ID.
         instructions: The question asked about each tool call.
         criteria: What yes and no mean.
-        cache_size: How many decisions are kept (least recently used dropped); a resume
-            must come before its decision is dropped, else it is sampled again.
+        cache_size: How many decisions are kept in memory (least recently used
+            dropped); without a store, a resume must come before its decision is dropped,
+            else it is sampled again.
         seeded: Derive the sampling seed from the tool call and its context.
+        store_namespace: Where the decisions go in the agent's LangGraph store, when it
+            has one (``create_agent(store=...)``; the store's own TTL policy applies).
+            The store is called synchronously, as LangChain calls ``when``.
 
     Returns:
         The predicate (a :class:`ReviewGate`).
 
     Raises:
-        ConfigurationError: If ``classifier`` is not a TaskCalibratedDecisionModel or
-            ``cache_size`` is not a positive integer.
+        ConfigurationError: If ``classifier`` is not a TaskCalibratedDecisionModel,
+            ``cache_size`` is not a positive integer or ``store_namespace`` is not a
+            non-empty tuple of strings.
     """
     if not isinstance(classifier, TaskCalibratedDecisionModel):
         msg = (
@@ -281,6 +323,16 @@ def hitl_when(
         )
         raise ConfigurationError(msg)
     check_int(cache_size, "hitl_when parameter 'cache_size'", minimum=1)
+    if (
+        not isinstance(store_namespace, tuple)
+        or not store_namespace
+        or not all(isinstance(part, str) and part for part in store_namespace)
+    ):
+        msg = (
+            "hitl_when parameter 'store_namespace' must be a non-empty tuple of non-empty "
+            f"strings, got {store_namespace!r}."
+        )
+        raise ConfigurationError(msg)
     question = Noul(instructions=instructions, criteria=criteria)
     classifier._check({question_id: question})  # costs and calibrator now, not on first use
     return ReviewGate(
@@ -289,4 +341,5 @@ def hitl_when(
         question_id=question_id,
         cache_size=cache_size,
         seeded=seeded,
+        store_namespace=store_namespace,
     )

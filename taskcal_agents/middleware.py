@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor
+from langchain_core.tools import BaseTool
 from typing_extensions import override
 
 try:
@@ -324,7 +325,7 @@ class TaskCalibrationMiddleware(
                 (whose parser reads a plain answer as unparsed), else ``task`` itself.
                 ``None``: ``task`` (and ``calibrator``) decide on those turns too. On
                 every turn a sampled call that repeats a call already made and answered
-                is a repeat (see :meth:`Decider.decide
+                in the current user turn is a repeat (see :meth:`Decider.decide
                 <taskcal_agents.decision.Decider.decide>`), never sent again.
             tool_result_calibrator: The calibrator of ``tool_result_task`` (as
                 ``calibrator``); ``None``: decide on its raw belief.
@@ -437,6 +438,9 @@ class TaskCalibrationMiddleware(
         self.tool_result_task: Task | None = after
         """The task decided right after a tool result (``decide_on="every_call"``), or
         ``None``: :attr:`task` decides there too."""
+        self._return_direct: frozenset[str] = frozenset()
+        """Names of the ``return_direct`` tools seen in model requests (their result ends
+        the run by design: no closing message, see :meth:`_closing_message`)."""
         self._after_decider: Decider | None = None
         if after is not None:
             r = resolve_calibrator(
@@ -669,18 +673,36 @@ class TaskCalibrationMiddleware(
 
         return list(await asyncio.gather(*(one() for _ in range(draw.n))))
 
-    def _closing_message(self, messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
-        """A closing message when a limit ended the run before an answer, else ``None``.
+    def _note_tools(self, request: ModelRequest[Any]) -> None:
+        """Remember the names of the request's ``return_direct`` tools."""
+        names = {t.name for t in request.tools if isinstance(t, BaseTool) and t.return_direct}
+        if not names <= self._return_direct:
+            self._return_direct = self._return_direct | names
 
-        Only under ``decide_on="every_call"``: it reports what the tools returned. The run
-        ended on a tool result (a tool-call limit jumped to the end), or on a message
-        another middleware wrote right after one (a model-call limit's "limits exceeded"
-        note: under ``every_call`` every model answer carries a decision).
+    def _closing_message(self, messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
+        """A closing message when the run stopped short of an answer, else ``None``.
+
+        Only under ``decide_on="every_call"``, where every model answer carries a
+        decision: it reports what the tools returned when the run ended
+
+        - on a message another middleware wrote right after a tool result (a limit's
+          "limits exceeded" note: ``ModelCallLimitMiddleware``, ``ToolCallLimitMiddleware``
+          with ``exit_behavior="end"``), or
+        - on tool results something jumped to the end after (a hook's ``jump_to``),
+          unless every one of them is from a ``return_direct`` tool: the agent ends on
+          those by design, their result is the answer.
         """
         if self.decide_on != "every_call" or len(messages) < 2:
             return None
         last = messages[-1]
         if isinstance(last, ToolMessage):
+            tail = []
+            for message in reversed(messages):
+                if not isinstance(message, ToolMessage):
+                    break
+                tail.append(message)
+            if all(m.name in self._return_direct for m in tail):
+                return None
             return {"messages": [tool_result_reply(messages, stopped="a limit")]}
         if (
             isinstance(last, AIMessage)
@@ -742,6 +764,7 @@ class TaskCalibrationMiddleware(
             appending the decision to ``taskcal_decisions``; the handler's response,
             unchanged, on calls the middleware does not decide on.
         """
+        self._note_tools(request)
         if not self._should_decide(request):
             return handler(request)
         steps = self._steps(request)
@@ -770,6 +793,7 @@ class TaskCalibrationMiddleware(
         Returns:
             As :meth:`wrap_model_call`.
         """
+        self._note_tools(request)
         if not self._should_decide(request):
             return await handler(request)
         steps = self._steps(request)

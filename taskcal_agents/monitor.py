@@ -19,7 +19,9 @@ cost matrix ``C`` (of the task, not the record):
   fit-time value (measured on another number of items): that comparison alarmed in
   most windows of an unchanged stream (the drift benchmark).
 * ``label_prior:<label>``: the share of each outcome label vs the fit-time prior
-  (two-sided; one row per label, so the table says *which* label moved).
+  (two-sided; one row per label, so the table says *which* label moved). It is computed
+  on the labelled decisions only: outcomes that arrive for some decisions only (a review
+  queue, failures reported by a tool) bias it.
 * ``unparsed_rate``: mean per decision of ``n_unparsed / n_samples`` over **all**
   decisions (labelled or not), vs fit time (up).
 * ``fallback_rate``: share of fallback decisions over **all** decisions, vs fit time (up).
@@ -27,8 +29,9 @@ cost matrix ``C`` (of the task, not the record):
 The labelled metrics use the served (non-fallback) decisions only: a fallback action is
 not chosen from ``q``, and its rate is monitored on its own.
 
-References: the artefact's ``fit_metrics`` when they record the value (``crossval`` for
-NLL; ``label_prior``, ``unparsed_rate``, ``fallback_rate``), otherwise the first window
+References: the artefact's ``fit_metrics`` when they record the value (for NLL the
+``holdout`` scores of a refit, else ``crossval``; ``label_prior``, ``unparsed_rate``,
+``fallback_rate``), otherwise the first window
 (which is then shown as the reference, never alarmed). ``cost_gap`` and ``nll_gap``
 always have the theoretical reference 0, ``classwise_ece`` the resampled ECE of
 calibrated beliefs.
@@ -64,7 +67,8 @@ from numpy.typing import NDArray
 
 from calibrators import expected_costs
 from calibrators.metrics import classwise_ece
-from taskcal_agents.errors import ConfigurationError, LabelMismatchError
+from taskcal_agents.decision_log import record_belief
+from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -238,11 +242,15 @@ class MonitorReport:
         window: The window: a count, a duration in seconds, or ``None`` (the whole log).
         z: The alarm threshold.
         min_n: The fewest items a window needs to alarm.
-        n_records: Decisions monitored (after the artefact-id filter).
+        n_records: Decisions monitored (after the artefact-id and task filters).
         artefact_ids: Decisions per logged artefact id in the whole input (``None`` key
             as ``"none"``), so a mix of calibrators is visible.
         n_excluded: Decisions left out by the artefact-id filter.
         windows: One result per window.
+        n_other_task: Decisions of other tasks left out (e.g. tool-result turns that a
+            middleware logs as task ``after_tool_result`` into the same log).
+        warnings: What the report cannot show (e.g. no labelled decisions: no labelled
+            metric was tested).
     """
 
     task: str
@@ -254,6 +262,8 @@ class MonitorReport:
     artefact_ids: dict[str, int]
     n_excluded: int
     windows: tuple[WindowResult, ...] = field(default_factory=tuple)
+    n_other_task: int = 0
+    warnings: tuple[str, ...] = ()
 
     @property
     def alarm(self) -> bool:
@@ -277,6 +287,8 @@ class MonitorReport:
             "n_records": self.n_records,
             "artefact_ids": dict(self.artefact_ids),
             "n_excluded": self.n_excluded,
+            "n_other_task": self.n_other_task,
+            "warnings": list(self.warnings),
             "alarm": self.alarm,
             "windows": [w.to_dict() for w in self.windows],
         }
@@ -359,7 +371,7 @@ def _time(value: Any) -> float:
         return math.nan
 
 
-def _stream(records: Sequence[Mapping[str, Any]], task: Task) -> _Stream:
+def _stream(records: Sequence[Mapping[str, Any]], task: Task, source: str | None = None) -> _Stream:
     labels = list(task.labels)
     k, n = len(labels), len(records)
     Q = np.empty((n, k))
@@ -382,24 +394,25 @@ def _stream(records: Sequence[Mapping[str, Any]], task: Task) -> _Stream:
                 f"{labels!r}; the log was written for other labels (or another label order)."
             )
             raise LabelMismatchError(msg, expected=labels, got=list(r.get("labels") or []))
-        q = r.get("calibrated") or {}
+        Q[i] = record_belief(r, "calibrated", labels, source=source)
         try:
-            Q[i] = [float(q[label]) for label in labels]
             a[i] = task.action_index(str(r.get("action")))
             if r.get("outcome") is not None:
                 y[i] = task.label_index(str(r["outcome"]))
+            m = float(r.get("n_samples") or 0)
+            u = float(r.get("n_unparsed") or 0)
         except (KeyError, TypeError, ValueError) as exc:
             msg = f"monitor: {where} is not a usable decision record ({exc})."
-            raise ConfigurationError(msg) from exc
+            raise DataFileError(msg, path=source or "<decision log>") from exc
+        if not (math.isfinite(m) and m >= 0 and math.isfinite(u) and 0 <= u <= max(m, 0)):
+            msg = f"monitor: {where} has n_unparsed {u:g} of n_samples {m:g}."
+            raise DataFileError(msg, path=source or "<decision log>")
         fallback[i] = bool(r.get("fallback"))
-        m = float(r.get("n_samples") or 0)
         n_samples[i] = m
         if m > 0:
-            unparsed[i] = float(r.get("n_unparsed") or 0) / m
+            unparsed[i] = u / m
     times = tuple(r.get("time") for r in records)
     t = np.array([_time(v) for v in times]) if n else np.empty(0)
-    Q = np.clip(Q, 0.0, None)
-    Q /= np.where(Q.sum(axis=1, keepdims=True) > 0, Q.sum(axis=1, keepdims=True), 1.0)
     cost = np.asarray(task.cost_matrix(), dtype=np.float64)
     return _Stream(Q, y, a, fallback, unparsed, n_samples, t, times, cost)
 
@@ -548,13 +561,15 @@ def _fit_references(
     refs: dict[str, _Reference] = {}
     if not fit_metrics:
         return refs
-    crossval = fit_metrics.get("crossval") or {}
-    n = fit_metrics.get("n")
-    for name in ("nll",):
-        if isinstance(crossval.get(name), int | float):
-            se = crossval.get(f"{name}_se")
-            refs[name] = _Reference(
-                float(crossval[name]), "fit", n, se if isinstance(se, float) else None
+    for key in ("holdout", "crossval"):  # the fitted map on held-out items, else cross-fit
+        scores = fit_metrics.get(key) or {}
+        if "nll" not in refs and isinstance(scores.get("nll"), int | float):
+            se = scores.get("nll_se")
+            refs["nll"] = _Reference(
+                float(scores["nll"]),
+                "fit",
+                scores.get("n", fit_metrics.get("n")),
+                float(se) if isinstance(se, int | float) else None,
             )
     prior = fit_metrics.get("label_prior") or {}
     shares = prior.get("shares") or {}
@@ -713,6 +728,27 @@ def _filter(
     return kept, dict(ids), len(rows) - len(kept)
 
 
+def _of_task(
+    rows: list[Mapping[str, Any]], task: Task, *, artefact_id: str | None
+) -> tuple[list[Mapping[str, Any]], int]:
+    """The records of *task* and how many of other tasks were left out.
+
+    Raises:
+        ConfigurationError: Records remain, but none of them is of *task*.
+    """
+    kept = [r for r in rows if r.get("task") == task.name]
+    if rows and not kept:
+        names = sorted(Counter(str(r.get("task")) for r in rows).items())
+        of = "" if artefact_id is None else f" of artefact id {artefact_id!r}"
+        msg = (
+            f"monitor: none of the {len(rows)} decisions{of} is for task {task.name!r} (the "
+            f"log holds {', '.join(f'{k!r}: {v}' for k, v in names)}); pass the artefact or "
+            "task file of a logged task."
+        )
+        raise ConfigurationError(msg)
+    return kept, len(rows) - len(kept)
+
+
 def monitor(
     records: Iterable[Mapping[str, Any]],
     task: Task | CalibratorArtefact,
@@ -724,8 +760,18 @@ def monitor(
     artefact_id: str | None = None,
     n_boot: int = 100,
     seed: int = 0,
+    source: str | None = None,
 ) -> MonitorReport:
     """Monitor decision-log records window by window (see the module docstring).
+
+    Records of other tasks (a middleware under ``decide_on="every_call"`` logs tool-result
+    turns as task ``after_tool_result`` into the same log) are left out and counted
+    (``n_other_task``), as decisions of other artefact ids are with *artefact_id*. The
+    label prior and the labelled metrics are computed on the **labelled** decisions
+    only: when outcomes arrive for some decisions only (a review queue that sees the
+    uncertain ones, a tool that reports failures), they are not a random sample and
+    their label prior is biased. Without labelled decisions the report says so
+    (``warnings``) and only the rates are tested.
 
     Args:
         records: Decision-log records in log order (``DecisionLog.read()``), with outcomes.
@@ -740,20 +786,25 @@ def monitor(
         artefact_id: Only decisions of this artefact id (``"none"``: decisions without).
         n_boot: Bootstrap resamples for the SE of the classwise ECE.
         seed: Seed of the bootstrap (the report is deterministic given it).
+        source: Where the records came from (the log's path), named in errors.
 
     Returns:
         The report; ``report.alarm`` says whether any metric of any window alarms.
 
     Raises:
-        ConfigurationError: A record of another task, an unusable record, a bad window,
-            *z* or *min_n*.
-        LabelMismatchError: A record with other labels than the task's.
+        ConfigurationError: No record of the task among records of other tasks, a bad
+            window, *z* or *min_n*.
+        DataFileError: A bad record of the task: its ``calibrated`` belief missing, not
+            finite, negative or not summing to 1 (:func:`record_belief`), an action or
+            outcome outside the task, bad sample counts.
+        LabelMismatchError: A record of the task with other labels than the task's.
     """
     _check(z, min_n)
     spec = parse_window(window)
     task_obj, art_metrics = _task_of(task)
     rows, ids, excluded = _filter(records, artefact_id)
-    s = _stream(rows, task_obj)
+    rows, other_task = _of_task(rows, task_obj, artefact_id=artefact_id)
+    s = _stream(rows, task_obj, source)
     parts = _windows(s, spec)
     metrics = fit_metrics if fit_metrics is not None else art_metrics
     engine = _Engine(
@@ -784,6 +835,13 @@ def monitor(
                 metrics=tuple(ms),
             )
         )
+    warnings: list[str] = []
+    if not (s.y >= 0).any():
+        warnings.append(
+            f"no labelled decisions among the {s.n} of task {task_obj.name!r}: the "
+            "calibration metrics, cost and label prior were not tested (record outcomes "
+            "with `taskcal outcomes import`)."
+        )
     return MonitorReport(
         task=task_obj.name,
         labels=tuple(task_obj.labels),
@@ -794,6 +852,8 @@ def monitor(
         artefact_ids=ids,
         n_excluded=excluded,
         windows=tuple(results),
+        n_other_task=other_task,
+        warnings=tuple(warnings),
     )
 
 
@@ -815,7 +875,7 @@ def monitor_log(
 
     Raises:
         ConfigurationError: Neither *artefact* nor *task*, or the artefact's task differs
-            from *task*; and as :func:`monitor`.
+            from *task*; and as :func:`monitor` (whose errors name the log).
         DataFileError: The artefact cannot be read.
     """
     from taskcal_agents.artefact import CalibratorArtefact
@@ -842,7 +902,9 @@ def monitor_log(
     else:
         assert task is not None
         target = task
-    return monitor(open_decision_log(log).read(), target, **kwargs)
+    opened = open_decision_log(log)
+    kwargs.setdefault("source", str(opened.path))
+    return monitor(opened.read(), target, **kwargs)
 
 
 def first_alarm(

@@ -199,8 +199,9 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     minimum-expected-cost action. The samples appear as child runs of this runnable's
     run in tracing.
 
-    A sampled tool call that repeats one the input already made and answered is counted
-    as a repeat (``Decision.n_repeats``, unparsed) and never returned as the call (see
+    A sampled tool call that repeats one the input already made and answered in its
+    current user turn (after its last ``HumanMessage``) is counted as a repeat
+    (``Decision.n_repeats``, unparsed) and never returned as the call (see
     :meth:`Decider.decide <taskcal_agents.decision.Decider.decide>`). For the turn right
     after a tool result, decide with a runnable on
     :func:`taskcal_agents.tasks.after_tool_result` (pick it with
@@ -412,7 +413,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         With adaptive N the decision records whether the draw stopped early and the
         stopping rule's last estimate (``check``; 0 when all N were drawn). ``in_force``
         is the Decider and artefact id the batch started with (default: those in force).
-        ``answered_calls`` are the calls the input already made and answered: a sample
+        ``answered_calls`` are the calls the input made and answered in its user turn: a sample
         repeating one is a repeat (see :meth:`Decider.decide`).
         """
         decider, aid = in_force if in_force is not None else self._in_force()

@@ -128,8 +128,8 @@ def after_tool_result(
     for a ``tool_decision`` task (its ``tool_result_task``), the LangGraph example through
     a second :class:`~taskcal_agents.runnable.TaskCalibratedRunnable`.
 
-    A sampled call identical to one already made and answered in the conversation is a
-    *repeat*: unparsed, never evidence for calling and never executed again (see
+    A sampled call identical to one already made and answered in the current user turn is
+    a *repeat*: unparsed, never evidence for calling and never executed again (see
     :meth:`Decider.decide <taskcal_agents.decision.Decider.decide>`); with the default
     ``unparsed="other"`` repeats weaken the belief rather than vanish. The fallback (no
     usable sample, e.g. every sample repeated the call) is ``direct_answer``: the front

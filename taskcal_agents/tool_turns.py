@@ -10,8 +10,9 @@ these helpers, so the rule lives in one place:
 * :func:`is_tool_result_turn`: the last message is a tool result (decide with
   :func:`taskcal_agents.tasks.after_tool_result`);
 * :func:`answered_tool_calls` and :func:`is_repeat_call`: a sampled call identical to one
-  already made and answered is a *repeat*, never new evidence for calling and never
-  executed again (see :meth:`Decider.decide <taskcal_agents.decision.Decider.decide>`);
+  already made and answered in the current user turn is a *repeat*, never new evidence
+  for calling and never executed again (see :meth:`Decider.decide
+  <taskcal_agents.decision.Decider.decide>`); a later user turn may ask for it again;
 * :func:`tool_result_reply`: the message that tells the user what the tools returned,
   when no sampled answer exists or a limit stopped the run; never an empty message.
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from taskcal_agents.parsers import canonical_tool_calls, extract_tool_calls, message_text
 
@@ -42,24 +43,35 @@ def is_tool_result_turn(messages: Sequence[BaseMessage]) -> bool:
 
 
 def answered_tool_calls(messages: Sequence[BaseMessage]) -> frozenset[str]:
-    """The calls made and answered in ``messages``, each as its canonical key.
+    """The calls made and answered in the current user turn, each as its canonical key.
 
-    A call is answered when a ``ToolMessage`` with its ``tool_call_id`` follows in the
-    conversation; its key is :func:`~taskcal_agents.parsers.canonical_tool_calls` of the
-    one call (name plus sorted-key JSON arguments), so argument order does not matter.
+    The current user turn is everything after the last ``HumanMessage`` (the whole
+    conversation when there is none): a call answered in an earlier turn is not a repeat
+    when the user asks for it again ("check the Paris weather again"), so it does not
+    count. A call is answered when a ``ToolMessage`` with its ``tool_call_id`` follows
+    in that turn; its key is :func:`~taskcal_agents.parsers.canonical_tool_calls` of
+    the one call (name plus sorted-key JSON arguments), so argument order does not
+    matter.
 
     Args:
         messages: The conversation.
 
     Returns:
-        The keys (empty when no call was answered).
+        The keys (empty when no call was answered in the current turn, e.g. when the
+        last message is the user's).
     """
-    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    start = 0
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], HumanMessage):
+            start = i + 1
+            break
+    turn = messages[start:]
+    answered = {m.tool_call_id for m in turn if isinstance(m, ToolMessage)}
     if not answered:
         return frozenset()
     return frozenset(
         canonical_tool_calls([call])
-        for m in messages
+        for m in turn
         if isinstance(m, AIMessage)
         for call in m.tool_calls
         if call.get("id") in answered
@@ -67,7 +79,7 @@ def answered_tool_calls(messages: Sequence[BaseMessage]) -> frozenset[str]:
 
 
 def is_repeat_call(message: AIMessage, answered: Collection[str]) -> bool:
-    """Whether ``message`` makes a call that was already made and answered.
+    """Whether ``message`` makes a call already made and answered in this user turn.
 
     One such call is enough: executing the message would run that call again. Calls are
     those of :func:`~taskcal_agents.parsers.extract_tool_calls` (native or written in

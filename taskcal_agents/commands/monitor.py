@@ -23,12 +23,14 @@ __all__ = ["monitor_command", "plot_monitor", "register"]
 HELP = """Drift alarm: compare what the calibrated system predicted with the outcomes.
 
 Per window, on labelled served decisions: realised minus expected cost (0 if calibrated),
-NLL and the NLL gap -log q[y] - H(q) (0 if calibrated), classwise ECE (vs the ECE of
+NLL and the NLL gap -log q\\[y] - H(q) (0 if calibrated), classwise ECE (vs the ECE of
 calibrated beliefs at the window size, by resampling outcomes from q);
-on all decisions: label prior, unparsed and fallback rates (vs fit time, else vs the first
-window). Each with its SE; an alarm when z exceeds --z (default 3: about ten metrics per
-window make a two-SE rule alarm by chance) in a window of at least --min-n items.
-Exit 0: no alarm; 1: alarm; 2: usage or data error.
+on labelled decisions: label prior (biased when outcomes arrive for some decisions only);
+on all decisions: unparsed and fallback rates (vs fit time, else vs the first window).
+Each with its SE; an alarm when z exceeds --z (default 3: about ten metrics per window
+make a two-SE rule alarm by chance) in a window of at least --min-n items. Decisions of
+other tasks in the log are left out and counted; without labelled decisions a warning.
+Exit 0: no alarm; 1: alarm; 2: usage or data error (never 1).
 """
 
 
@@ -96,7 +98,17 @@ def monitor_command(
             plot_monitor(report, png)
     except (TaskCalError, OSError, ImportError) as exc:
         raise _fail(err, exc) from exc
+    except Exception as exc:  # exit 1 means an alarm: no other failure may look like one
+        raise _fail(err, RuntimeError(f"{type(exc).__name__}: {exc}")) from exc
     console.print(report.to_table())
+    if report.n_other_task:
+        console.print(
+            f"{report.n_other_task} decisions of other tasks left out (monitoring task "
+            f"{report.task!r}).",
+            highlight=False,
+        )
+    for warning in report.warnings:
+        err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True)
     if json_out is not None:
         json_out.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
     for index, metric in report.alarms():

@@ -9,13 +9,14 @@ The labelled, served decisions of the artefact's task are split in time: the mos
 ``--holdout`` fraction compares the old and the refitted map (same calibrator name and
 parameters, or ``--calibrator``), the rest trains it (recency weights with
 ``--half-life``). Both maps decide the holdout through the runtime's path and the new
-one is promoted iff ``mean(new − old cost) + z · paired SE <= margin`` (see
+one is promoted iff its NLL is lower (``mean(new − old NLL) + z · paired SE < 0``) and
+its cost is not shown higher (``mean(new − old cost) − z · paired SE <= margin``; see
 :mod:`taskcal_agents.workflow._refit`). Only a promoted artefact is written, atomically
 (``-o`` may be the old artefact's path: front doors with ``reload_artefact=True`` pick
 the replacement up at their next decision).
 
 Exit status: 0 promoted (NEW written), 3 kept the old artefact (nothing written: too few
-labelled decisions, a failed fit, or the new map not shown to be no worse), 2 a usage or
+labelled decisions, a failed fit, or the new map not shown better or shown costlier), 2 a usage or
 data error.
 """
 
@@ -55,17 +56,14 @@ def refit(
     z: Annotated[
         float,
         typer.Option(
-            help="Promote iff mean(new - old cost) + z * paired SE <= margin (1.645: one-sided "
-            "95% bound)."
+            help="Promote iff mean(new - old NLL) + z * paired SE < 0 and mean(new - old cost) "
+            "- z * paired SE <= margin (1.645: one-sided 95% bounds)."
         ),
     ] = 1.645,
     margin: Annotated[
-        float | None,
-        typer.Option(
-            help="Cost increase per decision tolerated (cost units); default 2% of OLD's "
-            "holdout cost."
-        ),
-    ] = None,
+        float,
+        typer.Option(help="Cost increase per decision the cost guard tolerates (cost units)."),
+    ] = 0.0,
     calibrator: Annotated[
         str | None,
         typer.Option(help="Calibrator spec to fit instead of OLD's name and parameters."),
@@ -98,6 +96,8 @@ def refit(
         )  # fmt: skip
     except (TaskCalError, OSError) as exc:
         raise _fail(err, exc) from exc
+    except Exception as exc:  # the documented statuses are 0, 3 and 2: never a bare 1
+        raise _fail(err, RuntimeError(f"{type(exc).__name__}: {exc}")) from exc
     console.print(
         f"{result.n_records} records: {result.n_other_task} of another task, "
         f"{result.n_unlabelled} unlabelled, {result.n_unserved} unserved (fallback); "

@@ -187,11 +187,18 @@ def unparsed_reference(records: Any) -> dict[str, Any] | None:
         for labels in (r.get("labels") for r in records)
         if labels
     ]
-    if not shares:
-        return None
-    arr = np.asarray(shares)
+    return mean_reference(shares) if shares else None
+
+
+def mean_reference(values: Any) -> dict[str, Any]:
+    """``{"n", "rate", "se"}`` of per-item values: their mean and its SE (``std / sqrt(n)``).
+
+    The shape of the monitor's rate references (``unparsed_rate``); the SE is infinite
+    for fewer than two items.
+    """
+    arr = np.asarray(values, dtype=np.float64)
     se = float(arr.std(ddof=1) / np.sqrt(arr.size)) if arr.size > 1 else float("inf")
-    return {"n": int(arr.size), "rate": float(arr.mean()), "se": se}
+    return {"n": int(arr.size), "rate": float(arr.mean()) if arr.size else 0.0, "se": se}
 
 
 def crossfit_beliefs(

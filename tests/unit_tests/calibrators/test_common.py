@@ -108,6 +108,8 @@ EXPECTED_FAILED_CHECKS = {
     "check_fit_check_is_fitted": _RANDOM_X,
     "check_n_features_in": _RANDOM_X,
     "check_fit2d_predict1d": _RANDOM_X,
+    "check_sample_weights_pandas_series": _RANDOM_X
+    + "; a pandas Series of weights is accepted (test_sample_weight_as_pandas_series)",
 }
 
 _NO_N_ITER = {"check_non_transformer_estimators_n_iter"}
@@ -405,3 +407,17 @@ def test_outputs_are_distributions_for_any_valid_input(cal, data):
     assert np.all(np.isfinite(Q))
     assert np.all(Q >= 0)
     np.testing.assert_allclose(Q.sum(axis=1), 1.0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["temperature", "vector", "dirichlet", "isotonic", "histogram"])
+def test_sample_weight_as_pandas_series(name: str) -> None:
+    pd = pytest.importorskip("pandas")
+    from calibrators import make_calibrator
+
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(3), size=60)
+    y = rng.integers(0, 3, size=60)
+    w = rng.uniform(0.5, 2.0, size=60)
+    a = make_calibrator(name).fit(P, y, sample_weight=pd.Series(w))
+    b = make_calibrator(name).fit(P, y, sample_weight=w)
+    np.testing.assert_allclose(a.predict_proba(P), b.predict_proba(P))

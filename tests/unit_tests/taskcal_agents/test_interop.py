@@ -27,6 +27,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 from pydantic import Field
 
@@ -36,6 +37,7 @@ from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.interop import (
     AUTO_MODE_QUESTION_ID,
     HITL_QUESTION_ID,
+    HITL_STORE_NAMESPACE,
     MODEL_ROUTER_QUESTION_ID,
     ReviewGate,
     block_threshold,
@@ -315,15 +317,21 @@ class SeedSampler(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
 
 
-def hitl_agent(gate: Any) -> Any:
+def hitl_agent(
+    gate: Any,
+    model: BaseChatModel | None = None,
+    checkpointer: InMemorySaver | None = None,
+    store: InMemoryStore | None = None,
+) -> Any:
     hitl = HumanInTheLoopMiddleware(
         interrupt_on={"delete_file": {"allowed_decisions": ["approve", "reject"], "when": gate}}
     )
     return create_agent(
-        scripted(call(), "I did not delete it."),
+        model or scripted(call(), "I did not delete it."),
         tools=[delete_file],
         middleware=[hitl],
-        checkpointer=InMemorySaver(),
+        checkpointer=checkpointer or InMemorySaver(),
+        store=store,
     )
 
 
@@ -370,6 +378,40 @@ def test_without_the_cache_the_flipping_sampler_runs_a_rejected_call() -> None:
     assert DELETED == ["/etc/passwd"]
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("with_store", [True, False])
+def test_a_store_keeps_the_decision_for_a_resume_in_another_process(
+    mode: str, with_store: bool
+) -> None:
+    # Two gates with empty caches stand for two processes sharing the checkpointer and the
+    # store; unseeded, the second would decide 'no' (FlippingSampler with n_yes=0).
+    checkpointer, store = InMemorySaver(), InMemoryStore() if with_store else None
+    config = {"configurable": {"thread_id": f"store-{mode}-{with_store}"}}
+    first = gate_for(FlippingSampler(), seeded=False)
+    DELETED.clear()
+    paused = run(
+        hitl_agent(first, checkpointer=checkpointer, store=store),
+        {"messages": [HumanMessage("Delete /etc/passwd.")]},
+        mode,
+        config,
+    )
+    assert paused["__interrupt__"]
+    second = gate_for(FlippingSampler(n_yes=0), seeded=False)
+    resumed = hitl_agent(
+        second, model=scripted("I did not delete it."), checkpointer=checkpointer, store=store
+    )
+    run(resumed, REJECT, mode, config)
+    if store is None:  # the control: the rerun of `when` samples again and flips
+        assert second.n_sampled == 1
+        assert DELETED == ["/etc/passwd"]
+        return
+    assert second.n_sampled == 0  # read from the store
+    assert DELETED == []
+    [item] = store.search(HITL_STORE_NAMESPACE)
+    assert item.key == first.key(hitl_request(call()))
+    assert item.value["decision"]["action"] == "yes"
+
+
 def test_a_seeded_gate_decides_the_same_in_a_fresh_process() -> None:
     request = hitl_request(call())
     # Two gates with empty caches stand for two processes; unseeded, they disagree.
@@ -410,3 +452,6 @@ def test_hitl_when_checks_its_arguments() -> None:
         hitl_when(object())  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="cache_size"):
         hitl_when(risk_classifier(votes(1)), cache_size=0)
+    for namespace in [(), ("taskcal", ""), ["taskcal", "hitl"]]:
+        with pytest.raises(ConfigurationError, match="store_namespace"):
+            hitl_when(risk_classifier(votes(1)), store_namespace=namespace)  # type: ignore[arg-type]

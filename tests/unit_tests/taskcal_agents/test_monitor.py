@@ -16,7 +16,7 @@ from taskcal_agents.artefact import CalibratorArtefact
 from taskcal_agents.cli import app
 from taskcal_agents.decision import Decision
 from taskcal_agents.decision_log import open_decision_log
-from taskcal_agents.errors import ConfigurationError, LabelMismatchError
+from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
 from taskcal_agents.monitor import first_alarm, monitor, parse_window
 from taskcal_agents.task import Task
 
@@ -145,7 +145,7 @@ def test_windows_by_count_and_duration() -> None:
 def test_wrong_task_and_labels_are_clear_errors() -> None:
     records = _stream(10)
     other = [{**r, "task": "y"} for r in records]
-    with pytest.raises(ConfigurationError, match=r"is for task 'y', not 'x'"):
+    with pytest.raises(ConfigurationError, match=r"none of the 10 decisions is for task 'x'"):
         monitor(other, TASK)
     relabelled = [{**r, "labels": ["b", "a", "c"]} for r in records]
     with pytest.raises(LabelMismatchError, match=r"has labels \['b', 'a', 'c'\]"):
@@ -225,3 +225,83 @@ def test_cli_with_artefact_and_errors(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "--artefact" in result.output
     result = runner.invoke(app, ["monitor", "--log", str(tmp_path / "none.jsonl"), "--task", "t"])
     assert result.exit_code == 2 and "not found" in result.output
+
+
+# ---------------------------------------------------------------- review fixes
+
+
+def test_records_of_another_task_are_left_out_and_counted() -> None:
+    # a middleware deciding on every call logs tool-result turns as another task
+    mixed = _stream(300)
+    for i, r in enumerate(list(mixed[::10])):
+        mixed.append({**r, "id": f"t{i}", "task": "after_tool_result", "labels": ["ok", "no"]})
+    report = monitor(mixed, TASK)
+    assert (report.n_records, report.n_other_task) == (300, 30)
+    assert report.to_dict()["n_other_task"] == 30 and not report.alarm
+    only_other = [r for r in mixed if r["task"] != "x"]
+    with pytest.raises(ConfigurationError, match=r"none of the 30 decisions is for task 'x'"):
+        monitor(only_other, TASK)
+
+
+@pytest.mark.parametrize(
+    ("belief", "match"),
+    [({"a": float("nan"), "b": 0.5, "c": 0.5}, "finite"),
+     ({"a": -0.2, "b": 0.6, "c": 0.6}, "negative"),
+     ({"a": 0.0, "b": 0.0, "c": 0.0}, "sum to 1"),
+     ({"a": 0.5, "b": 0.5}, "lacks label 'c'"),
+     (None, "no 'calibrated'")],
+)  # fmt: skip
+def test_bad_beliefs_are_data_errors_naming_the_record(belief: Any, match: str) -> None:
+    records = _stream(50)
+    records[7]["calibrated"] = belief
+    with pytest.raises(DataFileError, match=match) as info:
+        monitor(records, TASK, source="log.jsonl")
+    assert "log.jsonl" in str(info.value) and "'d7'" in str(info.value)
+    assert "calibrated" in str(info.value)
+
+
+def _raw_log(path: Path, records: list[dict[str, Any]]) -> Path:
+    lines = []
+    for r in records:
+        lines.append(json.dumps({"type": "decision", **{k: v for k, v in r.items()
+                                                         if k != "outcome"}}))  # fmt: skip
+        if r.get("outcome") is not None:
+            lines.append(json.dumps({"type": "outcome", "id": r["id"], "label": r["outcome"]}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_cli_mixed_tasks_and_bad_records(tmp_path: Path) -> None:
+    art = CalibratorArtefact(calibrator=IdentityCalibrator().fit(np.eye(3), [0, 1, 2]),
+                             labels=LABELS, task=TASK, metadata={})  # fmt: skip
+    path = art.save(tmp_path / "art.json")
+    records = _stream(200)
+    other = [{**r, "id": f"t{i}", "task": "after_tool_result"} for i, r in enumerate(records[:20])]
+    log = _raw_log(tmp_path / "log.jsonl", records + other)
+    runner = CliRunner()
+    result = runner.invoke(app, ["monitor", "--log", str(log), "--artefact", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "20 decisions of other tasks left out" in result.output
+    records[3]["calibrated"]["a"] = float("nan")
+    bad = _raw_log(tmp_path / "bad.jsonl", records)
+    result = runner.invoke(app, ["monitor", "--log", str(bad), "--artefact", str(path)])
+    assert result.exit_code == 2, result.output
+    assert "bad.jsonl" in result.output and "'d3'" in result.output
+
+
+def test_no_labelled_decisions_warns(tmp_path: Path) -> None:
+    records = [{**r, "outcome": None} for r in _stream(50)]
+    report = monitor(records, TASK)
+    assert any("no labelled decisions" in w for w in report.warnings)
+    assert report.to_dict()["warnings"] == list(report.warnings)
+    task_file = TASK.to_file(tmp_path / "task.json")
+    log = _raw_log(tmp_path / "log.jsonl", records)
+    result = CliRunner().invoke(app, ["monitor", "--log", str(log), "--task", str(task_file)])
+    assert result.exit_code == 0
+    assert "warning" in result.output and "no labelled decisions" in result.output
+
+
+def test_help_shows_the_nll_gap_formula() -> None:
+    result = CliRunner().invoke(app, ["monitor", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "-log q[y] - H(q)" in result.output

@@ -140,8 +140,26 @@ def test_kept_when_the_new_map_is_worse_on_the_recent_holdout() -> None:
     result = refit_from_records(records, _old())
     assert not result.promoted
     assert result.cost_diff is not None and result.cost_diff > 0
-    assert "kept the old artefact" in result.reason and "not shown" in result.reason
+    assert "kept the old artefact" in result.reason and "costs more" in result.reason
     assert result.artefact is not None  # fitted, for inspection, but not promoted
+
+
+def test_kept_on_an_unchanged_stream_for_want_of_evidence() -> None:
+    # outcomes follow the old map's calibration: a refit is not shown better, so it stays
+    kept = [refit_from_records(_records(600, seed=s, shift=None), _old()) for s in range(4)]
+    assert sum(r.promoted for r in kept) <= 1
+    for r in kept:
+        if not r.promoted:
+            assert "not shown lower" in r.reason or "costs more" in r.reason
+
+
+def test_the_cost_guard_keeps_a_map_the_holdout_shows_costlier() -> None:
+    records = _records(600, shift=SHIFT, recent_shift=None)
+    # a huge margin lets the cost through; the NLL evidence still decides
+    lenient = refit_from_records(records, _old(), margin=10.0)
+    assert not lenient.promoted and "not shown lower" in lenient.reason
+    strict = refit_from_records(records, _old())
+    assert not strict.promoted and "costs more" in strict.reason
 
 
 def test_kept_when_too_few() -> None:
@@ -280,3 +298,86 @@ def test_cli_errors_exit_2(tmp_path: Path) -> None:
               "-o", str(tmp_path / "n.json"), "--holdout", "1.5"],
     )  # fmt: skip
     assert bad.exit_code == 2 and "holdout" in bad.output
+
+
+# ---------------------------------------------------------------- review fixes
+
+
+def _with_fallbacks(records: list[dict[str, Any]], share: float = 0.05) -> list[dict[str, Any]]:
+    """Every 1/share-th record a fallback: all samples unparsed, uniform beliefs."""
+    uniform = dict.fromkeys(LABELS, 1 / 3)
+    step = round(1 / share)
+    for r in records[::step]:
+        r.update(counts=dict.fromkeys(LABELS, 0.0), n_unparsed=N, fallback=True, probs=uniform)
+    return records
+
+
+def test_promoted_artefact_records_the_logs_monitor_references() -> None:
+    from taskcal_agents.monitor import monitor
+
+    records = _with_fallbacks(_records(600))
+    result = refit_from_records(records, _old())
+    assert result.promoted and result.artefact is not None, result.reason
+    fit = result.artefact.metadata["fit_metrics"]
+    assert fit["fallback_rate"] == {"n": 600, "rate": pytest.approx(30 / 600)}
+    shares = [r["n_unparsed"] / N for r in records]
+    assert fit["unparsed_rate"]["n"] == 600
+    assert fit["unparsed_rate"]["rate"] == pytest.approx(np.mean(shares))
+    assert fit["unparsed_rate"]["se"] == pytest.approx(np.std(shares, ddof=1) / np.sqrt(600))
+    assert fit["holdout"]["nll"] == result.new_nll and fit["holdout"]["nll_se"] > 0
+    # the same stream served by the new map: what the monitor sees must not alarm
+    new = result.artefact
+    cost = TASK.cost_matrix()
+    served = []
+    for r in records:
+        q = new.calibrator.predict_proba(np.array([[r["probs"][lab] for lab in LABELS]]))[0]
+        served.append({**r, "calibrated": dict(zip(LABELS, q.tolist(), strict=True)),
+                       "action": TASK.action_list[int(np.argmin(q @ cost))]})  # fmt: skip
+    report = monitor(served, new)
+    (window,) = report.windows
+    assert window.metric("fallback_rate").source == "fit"
+    assert window.metric("nll").source == "fit"
+    assert window.metric("unparsed_rate").source == "fit"
+    assert not report.alarm, report.alarms()
+
+
+def test_refit_embeds_the_task_it_used() -> None:
+    costly = TASK.model_copy(update={"cost": [[0.0, 1.0, 2.0], [4.0, 0.0, 1.0], [9.0, 2.0, 0.0]]})
+    result = refit_from_records(_records(600), _old(), task=costly)
+    assert result.artefact is not None
+    assert result.artefact.task == costly and result.artefact.task != TASK
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [({"probs": None}, "no 'probs'"),
+     ({"probs": dict.fromkeys(LABELS, float("nan"))}, "finite"),
+     ({"probs": {LABELS[0]: 1.0}}, "lacks label"),
+     ({"probs": {LABELS[0]: 1.5, LABELS[1]: -0.5, LABELS[2]: 0.0}}, "negative"),
+     ({"time": "yesterday"}, "time"),
+     ({"n_samples": "ten"}, "n_samples")],
+)  # fmt: skip
+def test_bad_records_are_data_errors_naming_the_log(change: dict[str, Any], match: str) -> None:
+    records = _records(100)
+    records[5].update(change)
+    with pytest.raises(DataFileError, match=match) as info:
+        refit_from_records(records, _old(), source="log.jsonl")
+    assert "log.jsonl" in str(info.value) and "'d5'" in str(info.value)
+
+
+def test_cli_bad_record_exits_2(tmp_path: Path) -> None:
+    records = _records(100)
+    records[5]["probs"] = dict.fromkeys(LABELS, float("nan"))
+    lines = []
+    for r in records:
+        lines.append(json.dumps({"type": "decision", **{k: v for k, v in r.items()
+                                                         if k != "outcome"}}))  # fmt: skip
+        lines.append(json.dumps({"type": "outcome", "id": r["id"], "label": r["outcome"]}))
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    old_path = _old().save(tmp_path / "cal.json")
+    result = CliRunner().invoke(
+        app, ["refit", "--log", str(log), "--artefact", str(old_path), "-o", str(tmp_path / "n")]
+    )
+    assert result.exit_code == 2, result.output
+    assert "log.jsonl" in result.output and "'d5'" in result.output

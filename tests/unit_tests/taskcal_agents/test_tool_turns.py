@@ -91,11 +91,26 @@ class CityModel(ToolModel):
         return call(CITIES[k], f"call_{k}")
 
 
+class CallThenAnswer(ToolModel):
+    """Calls get_weather('Paris') on a user turn, answers from the result after one."""
+
+    def reply(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        if isinstance(messages[-1], HumanMessage):
+            return call("Paris", f"call_{len(messages)}")
+        return AIMessage("It is sunny, 21 °C in Paris.")
+
+
 PARIS_TURN: list[BaseMessage] = [
     HumanMessage("What's the weather in Paris?"),
     call("Paris", "call_paris"),
     ToolMessage("sunny, 21 °C", tool_call_id="call_paris"),
 ]
+LATER_TURN: list[BaseMessage] = [
+    *PARIS_TURN,
+    AIMessage("It is sunny, 21 °C in Paris."),
+    HumanMessage("It's been 3 hours, please check the Paris weather again."),
+]
+"""A later user turn asks for the same call again: it is a new call, not a repeat."""
 
 # ----------------------------------------------------------------------- the task
 
@@ -124,6 +139,14 @@ def test_answered_calls_and_repeats() -> None:
     assert not is_repeat_call(call("London", "call_x"), answered)
     written = AIMessage('{"name": "get_weather", "arguments": {"city": "Paris"}}')
     assert is_repeat_call(written, answered)  # a call written in the content repeats too
+
+
+def test_only_calls_of_the_current_user_turn_are_answered() -> None:
+    assert answered_tool_calls(LATER_TURN) == frozenset()
+    # After the new call's result, only that call counts (the earlier one is another turn's).
+    new_turn = [*LATER_TURN, call("London", "c2"), ToolMessage("rain", tool_call_id="c2")]
+    assert answered_tool_calls(new_turn) == answered_tool_calls(new_turn[-2:])
+    assert not is_repeat_call(call("Paris", "c3"), answered_tool_calls(new_turn))
 
 
 def test_tool_result_reply_is_never_empty() -> None:
@@ -197,6 +220,18 @@ def test_runnable_counts_repeats_and_never_returns_them(mode: str) -> None:
     assert first.action == "tool_call" and first.n_repeats == 0
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_runnable_makes_the_call_again_in_a_later_user_turn(mode: str) -> None:
+    runnable = TaskCalibratedRunnable(RepeatModel(), tool_decision(), n_samples=4)
+    decision = (
+        runnable.invoke(LATER_TURN) if mode == "sync" else asyncio.run(runnable.ainvoke(LATER_TURN))
+    )
+    assert decision.n_repeats == 0
+    assert decision.action == "tool_call" and not decision.fallback
+    assert decision.message is not None
+    assert decision.message.tool_calls[0]["args"] == {"city": "Paris"}
+
+
 # --------------------------------------------------------------------- middleware
 
 
@@ -229,6 +264,24 @@ def test_middleware_ends_the_repeat_loop_with_the_tool_result(mode: str, samplin
     assert second["action"] == "direct_answer" and second["fallback"] is True
     assert second["n_repeats"] == 3
     assert last.response_metadata[DECISION_METADATA_KEY] == second
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("decide_on", ["user_turn", "every_call"])
+def test_middleware_makes_the_call_again_in_a_later_user_turn(mode: str, decide_on: str) -> None:
+    model = CallThenAnswer() if decide_on == "user_turn" else RepeatModel()
+    mw = TaskCalibrationMiddleware(
+        task=tool_decision(tool_names=["get_weather"]), n_samples=3, decide_on=decide_on
+    )
+    agent = create_agent(model, tools=[get_weather], middleware=[mw])
+    inputs = {"messages": LATER_TURN}
+    result = agent.invoke(inputs) if mode == "sync" else asyncio.run(agent.ainvoke(inputs))
+    assert len(tool_messages(result)) == 2  # the earlier turn's call and this turn's
+    decision = result["taskcal_decisions"][0]
+    assert decision["task"] == "tool_decision"
+    assert decision["action"] == "tool_call" and decision["n_repeats"] == 0
+    last = result["messages"][-1]
+    assert isinstance(last, AIMessage) and not last.tool_calls and last.content
 
 
 def test_middleware_tool_result_task_none_keeps_the_old_behaviour() -> None:
@@ -272,6 +325,42 @@ def test_model_call_limit_ends_with_what_the_tools_returned(mode: str) -> None:
         "Here is what the tool returned: get_weather(city='Los Angeles') → "
         "no weather data for Los Angeles"
     )
+
+
+@tool(return_direct=True)
+def weather_card(city: str) -> str:
+    """Show the weather card of a city to the user (the result is the answer)."""
+    return f"[weather card: {city}]"
+
+
+class CardModel(ToolModel):
+    """Calls the return_direct weather_card tool."""
+
+    def reply(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        return AIMessage(
+            content="",
+            tool_calls=[{"name": "weather_card", "args": {"city": "Paris"}, "id": "call_card"}],
+        )
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_return_direct_result_gets_no_closing_message(mode: str) -> None:
+    mw = every_call(task=tool_decision(tool_names=["weather_card", "get_weather"]))
+    agent = create_agent(CardModel(), tools=[weather_card, get_weather], middleware=[mw])
+    inputs = {"messages": [HumanMessage("Show me the Paris weather card.")]}
+    result = agent.invoke(inputs) if mode == "sync" else asyncio.run(agent.ainvoke(inputs))
+    last = result["messages"][-1]
+    assert isinstance(last, ToolMessage)  # the tool's result is the answer, as designed
+    assert last.content == "[weather card: Paris]"
+    assert not any("stopped" in str(m.content) for m in result["messages"])
+
+
+def test_a_run_ending_on_another_tool_result_still_gets_the_closing_message() -> None:
+    mw = every_call()
+    messages = [*PARIS_TURN]
+    assert mw._closing_message(messages) == {
+        "messages": [tool_result_reply(messages, stopped="a limit")]
+    }
 
 
 def test_user_turn_mode_adds_no_closing_message() -> None:
