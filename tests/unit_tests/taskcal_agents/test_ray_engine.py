@@ -220,10 +220,34 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.timeout(240)
-def test_ray_routes_fails_error_bodies_and_dead_endpoints_then_resumes(
+def _kill_after_first_record(process: subprocess.Popen[bytes], out: Path, lines: int) -> None:
+    """Kill the job's process group once the file holds more than *lines* lines."""
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if len(out.read_bytes().splitlines()) > lines:
+                return
+            assert process.poll() is None, "the Ray job ended before it could be killed"
+            time.sleep(0.1)
+        pytest.fail("the Ray job wrote no record in time")
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@pytest.mark.timeout(420)
+def test_ray_routes_fails_bad_endpoints_survives_a_kill_and_resumes(
     ray_local: Any, loopback: None, tmp_path: Path
 ) -> None:
+    """Three Ray runs on one file (each run's actor pool is the costly part):
+
+    1. in-process over 4 endpoints (2 healthy, 1 answering error bodies, 1 dead): items go
+       round-robin, the bodies go out exactly as built, the broken and dead endpoints'
+       items fail as items and the job finishes;
+    2. `taskcal sample --engine ray` in a process joined to this Ray, over the healthy
+       endpoints, killed with SIGKILL after its first new record;
+    3. the same command again: it keeps every record, retries the rest, duplicates nothing.
+    """
     settings = SampleSettings(n=2, model="fake-model")
     items = _items(16)
     path = tmp_path / "s.jsonl"
@@ -243,8 +267,7 @@ def test_ray_routes_fails_error_bodies_and_dead_endpoints_then_resumes(
         with SamplesStore.open(path, sample_header(TASK, settings, None)) as store:
             report = run_sampling_ray(TASK, items, store, settings, engine, max_failures=10)
         # Round-robin: items 0, 4, 8, 12 to a; 1, 5, 9, 13 to b (two requests each).
-        assert (a.requests, b.requests) == (8, 8)
-        assert broken.requests == 8
+        assert (a.requests, b.requests, broken.requests) == (8, 8, 8)
         failed = dict(report.failures)
         assert report.written == 8 and not report.interrupted
         assert sorted(failed, key=lambda i: int(i[1:])) == [
@@ -256,69 +279,44 @@ def test_ray_routes_fails_error_bodies_and_dead_endpoints_then_resumes(
         for payload in [*a.payloads, *b.payloads]:
             assert None not in [m.get("name", "") for m in payload["messages"]]
             assert ("tools" in payload) == (payload["messages"][-1]["content"][-2] in "02468")
-        written = read_samples(path)
-        assert set(written.records) == {f"i{k}" for k in range(16) if k % 4 in (0, 1)}
-        assert written.records["i0"]["labels"] == ["tool_call", "tool_call"]
-        assert written.records["i1"]["greedy_label"] == TASK.parse_completion(
+        first = read_samples(path)
+        assert set(first.records) == {f"i{k}" for k in range(16) if k % 4 in (0, 1)}
+        assert first.records["i0"]["labels"] == ["tool_call", "tool_call"]
+        assert first.records["i1"]["greedy_label"] == TASK.parse_completion(
             _FakeSampler().sample("x", n=1, temperature=0.0)[0], tool_names=()
         )
-        # Rerun against the healthy endpoints: only the failed items are sampled.
-        engine = RayEngine(
-            endpoints=(a.base_url, b.base_url), model="fake-model", concurrency=1, batch_size=4
-        )
-        with SamplesStore.open(path, sample_header(TASK, settings, None)) as store:
-            report = run_sampling_ray(TASK, items, store, settings, engine)
-        assert (report.skipped, report.written, report.failures) == (8, 8, [])
-        assert a.requests + b.requests == 16 + 16
-    final = read_samples(path)
-    assert sorted(final.records) == sorted(i.id for i in items)
-    assert final.duplicates == [] and not final.torn_tail
 
-
-@pytest.mark.timeout(300)
-def test_ray_cli_killed_job_loses_and_duplicates_nothing(
-    ray_local: Any, loopback: None, tmp_path: Path
-) -> None:
-    data = tmp_path / "d.jsonl"
-    items = _items(12, prefix="k")
-    data.write_text("".join(item.model_dump_json() + "\n" for item in items))
-    task_file = tmp_path / "task.json"
-    task_file.write_text(TASK.model_dump_json())
-    out = tmp_path / "s.jsonl"
-    with FakeOpenAIServer(latency=0.3) as a, FakeOpenAIServer(latency=0.3) as b:
+        # 2. The CLI in its own process, killed after its first new record.
+        data = tmp_path / "d.jsonl"
+        data.write_text("".join(item.model_dump_json() + "\n" for item in items))
+        task_file = tmp_path / "task.json"
+        task_file.write_text(TASK.model_dump_json())
         args = [
-            "sample", "--task", str(task_file), "--data", str(data), "--out", str(out),
+            "sample", "--task", str(task_file), "--data", str(data), "--out", str(path),
             "--model", "fake-model", "--n", "2", "--engine", "ray", "--concurrency", "1",
             "--batch-size", "2", "--endpoints", f"{a.base_url},{b.base_url}",
         ]  # fmt: skip
+        a.latency = b.latency = 0.3
         address = ray_local.get_runtime_context().gcs_address
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
         process = subprocess.Popen(
             [sys.executable, "-m", "taskcal_agents.cli", *args, "--ray-address", address],
-            env=env,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        try:
-            deadline = time.monotonic() + 180
-            while time.monotonic() < deadline:
-                if out.exists() and len(out.read_bytes().splitlines()) >= 3:  # header + 2
-                    break
-                assert process.poll() is None, "the Ray job ended before it could be killed"
-                time.sleep(0.2)
-            else:
-                pytest.fail("the Ray job wrote no record in time")
-        finally:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        killed = read_samples(out)
-        assert 2 <= len(killed.records) < len(items)
+        _kill_after_first_record(process, path, lines=1 + len(first.records))
+        killed = read_samples(path)
+        assert len(first.records) < len(killed.records) < len(items)
+        assert killed.duplicates == []
+
+        # 3. The same command again finishes the file.
+        a.latency = b.latency = 0.0
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0, result.output
         assert f"{len(killed.records)} already there" in result.output
-    final = read_samples(out)
+    final = read_samples(path)
     assert sorted(final.records) == sorted(i.id for i in items)
-    assert final.duplicates == []
+    assert final.duplicates == [] and not final.torn_tail
     for rid, record in killed.records.items():
         assert final.records[rid] == record
