@@ -245,11 +245,39 @@ def sample(
         Path | None,
         typer.Option(help="With --adaptive: the calibrator artefact (`taskcal fit`) to decide by."),
     ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="local: a thread pool against --base-url; ray: Ray Data's HTTP processor "
+            "against --endpoints (pip install 'taskcal-agents[ray]')."
+        ),
+    ] = "local",
+    endpoints: Annotated[
+        str | None,
+        typer.Option(
+            help="With --engine ray: comma-separated server URLs (http://host:8000/v1,...); "
+            "items are spread over them (default: --base-url)."
+        ),
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            help="With --engine ray: the Ray cluster to join (`auto`, ray://host:10001); "
+            "default: a local Ray."
+        ),
+    ] = None,
+    batch_size: Annotated[
+        int,
+        typer.Option(
+            min=1, help="With --engine ray: requests per batch (a failed batch loses these)."
+        ),
+    ] = 4,
 ) -> None:
     """Sample N completions (+ a greedy one) per item into a resumable samples file.
 
     A rerun with the same --out skips finished items; killing it at any moment loses
-    and duplicates nothing.
+    and duplicates nothing. With --engine ray, --concurrency is the number of HTTP actors
+    (one request in flight each) and --max-failures the failed batches Ray may drop.
     """
     from rich.progress import (
         BarColumn,
@@ -266,7 +294,16 @@ def sample(
 
     console, err = _consoles()
     base_url, model = server_from_env(base_url, model)
+    urls = _split_names(endpoints) if endpoints else []
+    if engine == "ray" and not base_url and urls:
+        base_url = urls[0]
     try:
+        if engine not in ("local", "ray"):
+            msg = f"--engine must be 'local' or 'ray', got {engine!r}."
+            raise ConfigurationError(msg)
+        if engine == "local" and (endpoints or ray_address):
+            msg = "--endpoints and --ray-address need --engine ray."
+            raise ConfigurationError(msg)
         if not base_url or not model:
             msg = (
                 f"--base-url and --model are required (or set ${BASE_URL_ENV} and "
@@ -288,9 +325,30 @@ def sample(
             adaptive=adaptive,
         )
         decider = _adaptive_decider(task_obj, adaptive, artefact)
-        sampler = _make_sampler(base_url, model, api_key, timeout)
+        ray_engine: Any = None
+        sampler: Any = None
+        if engine == "ray":
+            from taskcal_agents.workflow._ray_engine import (
+                RayEngine,
+                check_ray_settings,
+                import_ray,
+            )
+
+            check_ray_settings(task_obj, settings)
+            import_ray()
+            ray_engine = RayEngine(
+                endpoints=tuple(urls or [base_url]),
+                model=model,
+                api_key=api_key,
+                timeout=timeout,
+                concurrency=concurrency,
+                batch_size=batch_size,
+                address=ray_address,
+            )
+        else:
+            sampler = _make_sampler(base_url, model, api_key, timeout)
         store = SamplesStore.open(out, sample_header(task_obj, settings, str(data)))
-    except TaskCalError as exc:
+    except (TaskCalError, ImportError) as exc:
         raise _fail(err, exc) from exc
     counts: Counter[str] = Counter()
     with (
@@ -320,18 +378,31 @@ def sample(
             progress.update(bar, advance=1, status=shown)
 
         try:
-            report = run_sampling(
-                task_obj,
-                items,
-                sampler,
-                store,
-                settings,
-                concurrency=concurrency,
-                max_failures=max_failures,
-                on_record=on_record,
-                decider=decider,
-            )
-        except TaskCalError as exc:
+            if ray_engine is not None:
+                from taskcal_agents.workflow._ray_engine import run_sampling_ray
+
+                report = run_sampling_ray(
+                    task_obj,
+                    items,
+                    store,
+                    settings,
+                    ray_engine,
+                    max_failures=max_failures,
+                    on_record=on_record,
+                )
+            else:
+                report = run_sampling(
+                    task_obj,
+                    items,
+                    sampler,
+                    store,
+                    settings,
+                    concurrency=concurrency,
+                    max_failures=max_failures,
+                    on_record=on_record,
+                    decider=decider,
+                )
+        except (TaskCalError, ImportError) as exc:
             raise _fail(err, exc) from exc
     console.print(
         f"{out}: {report.written} items sampled now, {report.skipped} already there, "

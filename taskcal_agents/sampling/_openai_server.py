@@ -124,6 +124,17 @@ def build_request(
     return request
 
 
+def wire_body(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON body the openai client posts for :func:`build_request`'s *request*.
+
+    ``extra_body`` is merged into the top level, as the openai client does; engines that
+    post the body themselves (Ray's HTTP processor) send exactly this.
+    """
+    body = {key: value for key, value in request.items() if key != "extra_body"}
+    body.update(request.get("extra_body") or {})
+    return body
+
+
 def response_to_messages(
     response: ChatCompletion, n: int, *, parse_content: bool = False
 ) -> list[AIMessage]:
@@ -449,4 +460,5 @@ __all__ = [
     "choice_to_message",
     "response_to_messages",
     "translate_error",
+    "wire_body",
 ]

@@ -277,6 +277,22 @@ def _logprob_belief(sampler: Any, messages: Any, choices: list[str], **options: 
     return logprob_belief(sampler, messages, choices, **options)
 
 
+def draw_params(settings: SampleSettings, tools: Any, *, greedy: bool = False) -> dict[str, Any]:
+    """The sampler parameters of an item's N samples, or (``greedy``) of its greedy draw.
+
+    Every engine asks with these: the local runner through the sampler, the Ray engine
+    in the body it posts.
+    """
+    if greedy:
+        return {"n": 1, "temperature": 0.0, "tools": tools, "max_tokens": settings.max_tokens}
+    return {
+        "n": settings.n,
+        "temperature": settings.temperature,
+        "tools": tools,
+        "max_tokens": settings.max_tokens,
+    }
+
+
 def _draw(
     sampler: Sampler,
     messages: Any,
@@ -290,8 +306,8 @@ def _draw(
     Returns:
         The samples and the last stopping-rule verdict (``None`` without adaptive N).
     """
-    options = {"temperature": settings.temperature, "tools": tools}
-    options["max_tokens"] = settings.max_tokens
+    options = draw_params(settings, tools)
+    options.pop("n")
     if settings.adaptive is None or decider is None:
         return sampler.sample(messages, n=settings.n, **options), None
     rule = AdaptiveSampling(epsilon=settings.adaptive)
@@ -364,9 +380,7 @@ def sample_item(
         else:
             samples, check = _draw(sampler, messages, settings, tools, decider, names)
         greedy = (
-            sampler.sample(
-                messages, n=1, temperature=0.0, tools=tools, max_tokens=settings.max_tokens
-            )[0]
+            sampler.sample(messages, **draw_params(settings, tools, greedy=True))[0]
             if settings.greedy
             else None
         )

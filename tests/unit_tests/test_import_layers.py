@@ -59,6 +59,8 @@ LAYERS: dict[str, int] = {
     "taskcal_agents.decision_model": 6,
     "taskcal_agents.interop": 6,
     "taskcal_agents.workflow": 7,
+    "taskcal_agents.workflow._ray_engine": 7,  # ray imported lazily, in functions
+    "taskcal_agents.workflow._ray_vllm": 7,
     "taskcal_agents.commands": 8,
     "taskcal_agents.cli": 8,
     "taskcal_agents": 8,

@@ -1,0 +1,541 @@
+"""The Ray engine of ``taskcal sample``: Ray Data's HTTP processor against many servers.
+
+``taskcal sample --engine ray`` writes the same records into the same resumable
+:class:`~taskcal_agents.workflow._store.SamplesStore` as the local engine; only who sends
+the requests differs. Ray Data's ``HttpRequestProcessorConfig`` (``ray.data.llm``) posts
+each item's chat-completions body, the one :func:`~taskcal_agents.sampling._openai_server.
+build_request` builds for :class:`~taskcal_agents.sampling.OpenAISampler`, from a pool of
+actors; the postprocess step parses the choices with the task's g_T
+(:func:`~taskcal_agents.workflow._runner.sample_item` replayed over the choices Ray
+brought back), so what Ray returns is the finished record. The driver appends the records
+of each block Ray returns in one write; a rerun skips the ids already in the file.
+
+Items are spread over the endpoints round-robin (item *i* goes to endpoint *i mod K*).
+With greedy draws on, two processors run one after the other: the N samples, then the
+greedy completion.
+
+What Ray's HTTP processor does, and what this module does about it:
+
+* Ray pushes every row through Arrow, which unifies the keys of nested dicts across rows
+  (a message without ``name`` gets ``"name": null``, a tool schema gets the properties of
+  another row's tool as ``null``). The payload therefore travels as one JSON string and an
+  URL (:func:`request_payload`), and :class:`EnvelopeSession` (the processor's
+  ``session_factory``) posts that string unchanged to that URL.
+* An error body (HTTP 400, 500) comes back as JSON in ``http_response``, not as an
+  exception: the postprocess checks for ``choices`` and marks the row failed.
+* The processor has no continue-on-error: retries exhausted (connection refused, 429,
+  502-504) or a body that is not JSON raise in the actor and fail the whole block. Blocks
+  are therefore one batch each, and up to ``max_failures`` failed blocks are dropped
+  (Ray Data's ``max_errored_blocks``): their items are reported failed, the job goes on,
+  and a rerun retries them. A poison item found before the request (its body cannot be
+  built) or after it (an error body, a wrong number of choices) fails alone.
+* Requests within one batch are awaited one after another; parallelism comes from the
+  actor pool (``concurrency`` actors).
+
+``ray`` is imported only when the engine runs (``pip install 'taskcal-agents[ray]'``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from taskcal_agents._validation import check_int
+from taskcal_agents.datasets import DatasetItem
+from taskcal_agents.errors import ConfigurationError, SamplingError
+from taskcal_agents.workflow._runner import (
+    SampleSettings,
+    SamplingReport,
+    build_messages,
+    check_items,
+    check_settings,
+    draw_params,
+    message_from_dict,
+    message_to_dict,
+    offered_tool_names,
+    sample_item,
+)
+from taskcal_agents.workflow._store import SamplesStore
+
+if TYPE_CHECKING:
+    from langchain_core.messages import AIMessage
+
+    from taskcal_agents.task import Task
+
+__all__ = [
+    "RAY_INSTALL_HINT",
+    "EnvelopeSession",
+    "RayEngine",
+    "import_ray",
+    "run_sampling_ray",
+]
+
+RAY_INSTALL_HINT = "pip install 'taskcal-agents[ray]'"
+"""How to get the Ray engine's dependencies (``ray[data]`` and aiohttp)."""
+
+ERROR_COLUMN = "__inference_error__"
+"""Ray's error column: a row with a non-empty value skips the later stages."""
+
+
+def import_ray() -> Any:
+    """Import ``ray`` with Ray Data's LLM processors, or say how to install them.
+
+    Raises:
+        ImportError: Ray (or aiohttp, which the HTTP processor needs) is not installed.
+    """
+    try:
+        import aiohttp  # noqa: F401  (the HTTP processor's client)
+        import ray
+        import ray.data.llm
+    except ImportError as exc:
+        msg = (
+            f"the Ray engine needs ray[data] and aiohttp ({exc}); install them with "
+            f"`{RAY_INSTALL_HINT}`."
+        )
+        raise ImportError(msg) from exc
+    return ray
+
+
+@dataclass(frozen=True)
+class RayEngine:
+    """Where and how the Ray engine sends requests.
+
+    Attributes:
+        endpoints: The servers' base URLs (``http://host:port/v1``); items go round-robin.
+        model: The served model name.
+        api_key: Bearer token sent to every endpoint.
+        timeout: Seconds per request (aiohttp's total timeout).
+        concurrency: HTTP actors per processor (each has one request in flight).
+        batch_size: Items per batch (and per block: a failed block loses this many).
+        max_retries: Ray's retries per request (connection errors, 408/429/502-504).
+        address: The Ray cluster to join (``None``: the running one, else a local one).
+        num_cpus: CPUs reserved per HTTP actor (they wait on the network).
+    """
+
+    endpoints: tuple[str, ...]
+    model: str
+    api_key: str = "EMPTY"
+    timeout: float = 600.0
+    concurrency: int = 4
+    batch_size: int = 4
+    max_retries: int = 2
+    address: str | None = None
+    num_cpus: float = 0.1
+
+    def __post_init__(self) -> None:
+        urls = tuple(u.rstrip("/") for u in self.endpoints if u.strip())
+        if not urls:
+            msg = "RayEngine needs at least one endpoint URL (--endpoints URL,URL or --base-url)."
+            raise ConfigurationError(msg)
+        bad = [u for u in urls if not u.startswith(("http://", "https://"))]
+        if bad:
+            msg = f"RayEngine endpoints must be http(s) URLs like http://host:8000/v1, got {bad}."
+            raise ConfigurationError(msg)
+        object.__setattr__(self, "endpoints", urls)
+        check_int(self.concurrency, "RayEngine parameter 'concurrency'", minimum=1)
+        check_int(self.batch_size, "RayEngine parameter 'batch_size'", minimum=1)
+        check_int(self.max_retries, "RayEngine parameter 'max_retries'", minimum=0)
+        if not 0 < self.timeout < math.inf:
+            msg = f"RayEngine parameter 'timeout' must be finite and > 0, got {self.timeout!r}."
+            raise ConfigurationError(msg)
+
+
+def check_ray_settings(task: Task, settings: SampleSettings) -> None:
+    """Refuse what the Ray engine does not do (it posts two fixed requests per item).
+
+    Raises:
+        ConfigurationError: ``belief="logprob"``, adaptive N, or entailment clustering
+            (each needs requests that depend on earlier answers).
+    """
+    refused = []
+    if settings.belief != "samples":
+        refused.append(f"belief={settings.belief!r}")
+    if settings.adaptive is not None:
+        refused.append("adaptive N")
+    if task.answer_clusters is not None and task.answer_clusters.method == "entailment":
+        refused.append("answer clustering by entailment (the sampler judges)")
+    if refused:
+        msg = (
+            f"the Ray engine posts the N samples and the greedy draw of each item as fixed "
+            f"requests; it does not do {', '.join(refused)}: use --engine local."
+        )
+        raise ConfigurationError(msg)
+
+
+# --------------------------------------------------------------------------------------
+# the row functions (run inside Ray; pure, so tested without Ray)
+
+
+def request_payload(endpoint: str, body: Mapping[str, Any]) -> dict[str, str]:
+    """The envelope :class:`EnvelopeSession` unwraps: the URL and the body as one string."""
+    return {"url": f"{endpoint.rstrip('/')}/chat/completions", "body": json.dumps(dict(body))}
+
+
+def _failed(message: str) -> dict[str, Any]:
+    return {ERROR_COLUMN: message}
+
+
+def _choices_of(response: Any, n: int, *, parse_content: bool) -> list[AIMessage]:
+    """The messages of a chat-completions response that Ray returned as JSON.
+
+    Raises:
+        SamplingError: An error body (no ``choices``), a malformed response, or the wrong
+            number of choices.
+    """
+    from openai.types.chat import ChatCompletion
+
+    from taskcal_agents.sampling._openai_server import response_to_messages
+
+    if not isinstance(response, Mapping) or not isinstance(response.get("choices"), list):
+        detail = (
+            response.get("message") or response.get("error")
+            if isinstance(response, Mapping)
+            else response
+        )
+        if isinstance(response, Mapping) and not detail:
+            detail = {k: v for k, v in response.items() if v is not None}
+        msg = f"the server answered with an error body: {json.dumps(detail, default=str)[:500]}"
+        raise SamplingError(msg)
+    try:
+        parsed = ChatCompletion.model_validate(_drop_nulls(response))
+    except ValueError as exc:
+        msg = f"the server's response is not a chat completion: {exc}"
+        raise SamplingError(msg) from exc
+    return response_to_messages(parsed, n, parse_content=parse_content)
+
+
+def _drop_nulls(value: Any) -> Any:
+    """Drop ``None`` values of dicts (Arrow adds them for keys other rows had)."""
+    if isinstance(value, Mapping):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nulls(v) for v in value]
+    return value
+
+
+class _Replay:
+    """A sampler that hands back completions already drawn (samples, then greedy)."""
+
+    def __init__(self, draws: Sequence[list[AIMessage]]) -> None:
+        self._draws = list(draws)
+
+    def sample(self, messages: Any, **params: Any) -> list[AIMessage]:
+        if not self._draws:
+            msg = "the Ray engine drew no more completions for this item."
+            raise SamplingError(msg)
+        return self._draws.pop(0)
+
+
+def draw_rows(
+    items: Sequence[DatasetItem], endpoints: Sequence[str], settings: SampleSettings
+) -> list[dict[str, Any]]:
+    """The rows of the HTTP engine: per item its N-samples draw and its greedy draw.
+
+    Flat strings (Arrow-safe). Both draws of an item go to the same endpoint (item *i* to
+    endpoint *i mod K*), so the server's prefix cache serves the second.
+    """
+    kinds = ["samples", "greedy"] if settings.greedy else ["samples"]
+    return [
+        {
+            "id": item.id,
+            "draw": j,
+            "kind": kind,
+            "item": item.model_dump_json(),
+            "endpoint": endpoints[i % len(endpoints)],
+        }
+        for i, item in enumerate(items)
+        for j, kind in enumerate(kinds)
+    ]
+
+
+@dataclass
+class RequestStep:
+    """Preprocess: the row's request body (the item's samples or greedy draw), enveloped."""
+
+    task: Task
+    settings: SampleSettings
+    model: str
+
+    def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
+        from taskcal_agents.sampling._openai_server import build_request, wire_body
+
+        try:
+            item = DatasetItem.model_validate_json(row["item"])
+            greedy = row["kind"] == "greedy"
+            params = draw_params(self.settings, item.tools or None, greedy=greedy)
+            request = build_request(self.model, build_messages(self.task, item), **params)
+        except Exception as exc:
+            return _failed(f"building the request failed: {type(exc).__name__}: {exc}")
+        return {
+            "payload": request_payload(row["endpoint"], wire_body(request)),
+            "n_wanted": int(request["n"]),
+            "parse_content": bool(request.get("tools")) and request.get("tool_choice") != "none",
+        }
+
+
+@dataclass
+class ParseStep:
+    """Postprocess: the response's choices as stored messages, labelled by the task's g_T.
+
+    An error body, a malformed response or the wrong number of choices fails the row.
+    """
+
+    task: Task
+
+    def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
+        keep = {"id": row["id"], "draw": row["draw"], "kind": row["kind"]}
+        try:
+            item = DatasetItem.model_validate_json(row["item"])
+            messages = _choices_of(
+                row.get("http_response"),
+                int(row["n_wanted"]),
+                parse_content=bool(row["parse_content"]),
+            )
+            names = offered_tool_names(item)
+            labels = [self.task.parse_completion(m, tool_names=names) for m in messages]
+        except Exception as exc:
+            return {**keep, ERROR_COLUMN: f"{type(exc).__name__}: {exc}"}
+        stored = [message_to_dict(m) for m in messages]
+        return {**keep, "messages": json.dumps(stored), "labels": json.dumps(labels)}
+
+
+class DrawCollector:
+    """Gathers the draws of each item as Ray returns them; finished items become records.
+
+    Rows of kind ``samples`` are concatenated in draw order (one row with all N choices
+    from the HTTP engine, N rows of one choice from the in-Ray vLLM engine); the ``greedy``
+    row is the greedy completion. The record is built by
+    :func:`~taskcal_agents.workflow._runner.sample_item` replayed over the draws, the path
+    the local engine takes (parse, grading, clusters).
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        settings: SampleSettings,
+        items: Sequence[DatasetItem],
+        draws_per_item: int,
+    ) -> None:
+        self.task = task
+        self.settings = settings
+        self.items = {item.id: item for item in items}
+        self.draws_per_item = draws_per_item
+        self._rows: dict[str, dict[int, dict[str, Any]]] = {}
+        self.failed: dict[str, str] = {}
+
+    @property
+    def pending(self) -> list[str]:
+        """Ids with neither a record nor a failure yet, in input order."""
+        return [i for i in self.items if i not in self.failed]
+
+    def add(self, row: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+        """Take one returned row.
+
+        Returns:
+            ``(record, None)`` once its item is complete, ``(None, message)`` when the item
+            failed now, else ``(None, None)``.
+        """
+        rid = row.get("id")
+        if not isinstance(rid, str) or rid not in self.items or rid in self.failed:
+            return None, None
+        if row.get(ERROR_COLUMN):
+            self.failed[rid] = f"item {rid!r}: {row[ERROR_COLUMN]}"
+            self._rows.pop(rid, None)
+            return None, self.failed[rid]
+        got = self._rows.setdefault(rid, {})
+        got[int(row["draw"])] = dict(row)
+        if len(got) < self.draws_per_item:
+            return None, None
+        del self._rows[rid]
+        item = self.items.pop(rid)
+        try:
+            return self._record(item, [got[j] for j in sorted(got)]), None
+        except Exception as exc:
+            self.failed[rid] = f"item {rid!r}: {type(exc).__name__}: {exc}"
+            return None, self.failed[rid]
+
+    def _record(self, item: DatasetItem, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        samples: list[AIMessage] = []
+        greedy: list[AIMessage] = []
+        for row in rows:
+            messages = [message_from_dict(d) for d in json.loads(row["messages"])]
+            (greedy if row["kind"] == "greedy" else samples).extend(messages)
+        draws = [samples, greedy] if self.settings.greedy else [samples]
+        return sample_item(self.task, item, _Replay(draws), self.settings)  # type: ignore[arg-type]
+
+
+class EnvelopeSession:
+    """The HTTP processor's session: posts each envelope's body to the envelope's URL.
+
+    Ray's ``HttpRequestUDF`` calls ``session.post(url, headers=..., data=json.dumps(payload))``
+    inside ``async with session_factory() as session``; the payload is
+    :func:`request_payload`'s envelope, so the body posted is the exact JSON text built in
+    the preprocess (no Arrow-added nulls) and the URL is the item's endpoint.
+    """
+
+    def __init__(self, timeout: float) -> None:
+        import aiohttp
+
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout))
+
+    async def __aenter__(self) -> EnvelopeSession:
+        await self._session.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self._session.__aexit__(*exc_info)
+
+    def post(self, url: str, *, data: Any, headers: Mapping[str, str] | None = None) -> Any:
+        envelope = json.loads(data)
+        return self._session.post(envelope["url"], data=envelope["body"], headers=headers)
+
+
+@dataclass
+class _SessionFactory:
+    timeout: float
+
+    def __call__(self) -> EnvelopeSession:
+        return EnvelopeSession(self.timeout)
+
+
+# --------------------------------------------------------------------------------------
+# the run
+
+
+def build_dataset(
+    task: Task, items: Sequence[DatasetItem], settings: SampleSettings, engine: RayEngine
+) -> Any:
+    """The Ray Data pipeline: draw rows -> request body -> HTTP actors -> parsed draws."""
+    ray = import_ray()
+    from ray.data.llm import HttpRequestProcessorConfig, build_processor
+
+    rows = draw_rows(items, engine.endpoints, settings)
+    blocks = max(1, math.ceil(len(rows) / engine.batch_size))
+    config = HttpRequestProcessorConfig(
+        url=f"{engine.endpoints[0]}/chat/completions",  # each envelope names its own
+        headers={"Authorization": f"Bearer {engine.api_key}"},
+        batch_size=engine.batch_size,
+        # a fixed pool (min = max): the actors start at once instead of scaling up
+        concurrency=(engine.concurrency, engine.concurrency),
+        max_retries=engine.max_retries,
+        base_retry_wait_time_in_s=0.5,
+        session_factory=_SessionFactory(engine.timeout),
+        http_request_stage={"num_cpus": engine.num_cpus},
+    )
+    processor = build_processor(
+        config,
+        preprocess=RequestStep(task, settings, engine.model),
+        postprocess=ParseStep(task),
+        preprocess_map_kwargs={"num_cpus": engine.num_cpus},
+        postprocess_map_kwargs={"num_cpus": engine.num_cpus},
+    )
+    return processor(ray.data.from_items(rows, override_num_blocks=blocks))
+
+
+def _result_rows(ds: Any) -> Iterator[list[dict[str, Any]]]:
+    """The rows of each block as Ray returns it (streaming)."""
+    for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
+        yield batch.to_pylist()
+
+
+def collect(
+    rows: Iterator[list[dict[str, Any]]],
+    collector: DrawCollector,
+    store: SamplesStore,
+    report: SamplingReport,
+    on_record: Callable[[dict[str, Any] | None], None] | None = None,
+) -> None:
+    """Append the records each returned block finishes, in one write per block."""
+    for block in rows:
+        records = []
+        for row in block:
+            record, failure = collector.add(row)
+            if record is not None:
+                records.append(record)
+            elif failure is not None:
+                report.failures.append((str(row["id"]), failure))
+                if on_record is not None:
+                    on_record(None)
+        store.append_many(records)
+        for record in records:
+            report.add(record)
+            if on_record is not None:
+                on_record(record)
+
+
+def ray_session(address: str | None) -> tuple[Any, bool]:
+    """Ray, joined to *address* (or the running instance, or a new local one).
+
+    Returns:
+        ``(ray, started)``: ``started`` when this call started Ray (the caller shuts it down).
+    """
+    ray = import_ray()
+    if ray.is_initialized():
+        return ray, False
+    ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    return ray, True
+
+
+def run_sampling_ray(
+    task: Task,
+    items: Sequence[DatasetItem],
+    store: SamplesStore,
+    settings: SampleSettings,
+    engine: RayEngine,
+    *,
+    max_failures: int = 10,
+    on_record: Callable[[dict[str, Any] | None], None] | None = None,
+) -> SamplingReport:
+    """Sample every item not yet in *store* on Ray; append each returned block at once.
+
+    Args:
+        task: The task (parser, prompt, labels).
+        items: The dataset.
+        store: The open samples store (its ``done`` ids are skipped).
+        settings: N, temperature, greedy, max_tokens (no logprob belief, no adaptive N).
+        engine: Endpoints, model and the actor pool.
+        max_failures: Blocks Ray may drop after an error before the job stops.
+        on_record: Called after each finished item with its record (``None`` on failure).
+
+    Returns:
+        The report; failed items are not written, so a rerun retries them.
+
+    Raises:
+        ConfigurationError: Bad item labels or settings the engine does not do.
+        ImportError: Ray is not installed.
+    """
+    check_int(max_failures, "max_failures", minimum=1)
+    check_items(task, items)
+    check_settings(task, settings)
+    check_ray_settings(task, settings)
+    todo = [item for item in items if item.id not in store.done]
+    report = SamplingReport(total=len(items), skipped=len(items) - len(todo))
+    if not todo:
+        return report
+    ray, started = ray_session(engine.address)
+    context = ray.data.DataContext.get_current()
+    saved = (context.max_errored_blocks, context.enable_progress_bars)
+    context.max_errored_blocks = max_failures
+    context.enable_progress_bars = False
+    collector = DrawCollector(task, settings, todo, 2 if settings.greedy else 1)
+    try:
+        ds = build_dataset(task, todo, settings, engine)
+        collect(_result_rows(ds), collector, store, report, on_record)
+    except KeyboardInterrupt:
+        report.interrupted = True
+    except Exception as exc:  # the job stopped: more failed blocks than max_failures
+        report.interrupted = True
+        report.failures.append(("(ray job)", f"the Ray job stopped: {type(exc).__name__}: {exc}"))
+    finally:
+        context.max_errored_blocks, context.enable_progress_bars = saved
+        if started:
+            ray.shutdown()
+    lost = "Ray returned no result (its batch failed after retries; see the Ray logs)"
+    for rid in collector.pending:
+        report.failures.append((rid, f"item {rid!r}: {lost}"))
+        if on_record is not None:
+            on_record(None)
+    return report
