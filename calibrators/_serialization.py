@@ -42,6 +42,10 @@ CALIBRATOR_NAMES: dict[str, type[BaseCalibrator]] = {
 """Short names accepted by :func:`make_calibrator`."""
 
 
+_MAX_STATE_MAGNITUDE = 1e12
+"""Bound on any fitted state value: far beyond a fitted map's, far below float overflow."""
+
+
 def make_calibrator(name: str, **params: Any) -> BaseCalibrator:
     """Create a calibrator from its short name.
 
@@ -196,6 +200,16 @@ def from_dict(d: Mapping[str, Any]) -> BaseCalibrator:
             msg = (
                 f"from_dict got a {type_name} state {name!r} with a non-finite value (NaN or "
                 f"infinity): {state[name]!r}; the dictionary is corrupt."
+            )
+            raise ValueError(msg)
+        if any(
+            v is not None and np.size(v) and np.max(np.abs(v)) > _MAX_STATE_MAGNITUDE
+            for v in values
+        ):
+            msg = (
+                f"from_dict got a {type_name} state {name!r} with a value beyond "
+                f"{_MAX_STATE_MAGNITUDE:g} in magnitude: {state[name]!r}; no fitted map has one "
+                "(it would overflow at prediction time): the dictionary is corrupt."
             )
             raise ValueError(msg)
         setattr(calibrator, name, value)

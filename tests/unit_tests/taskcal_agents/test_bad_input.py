@@ -113,7 +113,7 @@ def mutated(draw: st.DrawFn, original: Any, n_max: int = 3) -> Any:
         if op == "drop":
             del parent[key]
         elif op == "replace":
-            parent[key] = draw(st.sampled_from(ODD_VALUES))
+            parent[key] = copy.deepcopy(draw(st.sampled_from(ODD_VALUES)))  # never shared
         elif op == "scale" and isinstance(parent[key], int | float):
             parent[key] = draw(st.sampled_from([math.nan, math.inf, -math.inf, -1.0, 0.0]))
         elif op == "permute" and isinstance(parent[key], list) and len(parent[key]) > 1:
@@ -524,3 +524,14 @@ def test_truncated_samples_file(tmp_path: Path, data: st.DataObject, samples_byt
         return
     assert samples.records.keys() <= {item.id for item in tool_items(6)}
     _check_samples(path)
+
+
+def test_a_finite_but_absurd_coefficient_is_refused(tmp_path: Path) -> None:
+    # found by the property test: coef_ 1e308 loaded, then overflowed in predict_proba
+    data = _artefact_dict("vector")
+    data["calibrator"]["state"]["coef_"][0][0] = 1e308
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(DataFileError, match=r"'coef_' with a value beyond 1e\+12") as info:
+        CalibratorArtefact.load(path)
+    _names_file(info.value, path)
