@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -44,6 +45,18 @@ def stop_session_server() -> None:
     """
     for server in _SESSION_SERVERS:
         server.stop()
+
+
+def require_ray() -> Any:
+    """``ray`` (with Ray Data's LLM processors); skips without the ``ray`` extra, fails on CI.
+
+    CI installs ``.[dev]``, which holds the extra: a missing Ray there is a broken install.
+    """
+    if os.environ.get("CI") == "true":
+        from taskcal_agents.workflow._ray_engine import import_ray as _import
+
+        return _import()
+    return pytest.importorskip("ray", reason="the Ray engine needs `pip install '.[ray]'`")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

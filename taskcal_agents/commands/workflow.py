@@ -91,6 +91,13 @@ def _make_sampler(base_url: str, model: str, api_key: str, timeout: float) -> Sa
     )
 
 
+def _close_sampler(sampler: object) -> None:
+    """Close the client's connections (also when sampling failed); ``None`` is a no-op."""
+    close = getattr(sampler, "close", None)
+    if close is not None:
+        close()
+
+
 def _split_names(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
@@ -297,6 +304,7 @@ def sample(
     urls = _split_names(endpoints) if endpoints else []
     if engine == "ray" and not base_url and urls:
         base_url = urls[0]
+    sampler: Any = None
     try:
         if engine not in ("local", "ray"):
             msg = f"--engine must be 'local' or 'ray', got {engine!r}."
@@ -326,7 +334,6 @@ def sample(
         )
         decider = _adaptive_decider(task_obj, adaptive, artefact)
         ray_engine: Any = None
-        sampler: Any = None
         if engine == "ray":
             from taskcal_agents.workflow._ray_engine import (
                 RayEngine,
@@ -349,6 +356,7 @@ def sample(
             sampler = _make_sampler(base_url, model, api_key, timeout)
         store = SamplesStore.open(out, sample_header(task_obj, settings, str(data)))
     except (TaskCalError, ImportError) as exc:
+        _close_sampler(sampler)
         raise _fail(err, exc) from exc
     counts: Counter[str] = Counter()
     with (
@@ -404,6 +412,8 @@ def sample(
                 )
         except (TaskCalError, ImportError) as exc:
             raise _fail(err, exc) from exc
+        finally:
+            _close_sampler(sampler)
     console.print(
         f"{out}: {report.written} items sampled now, {report.skipped} already there, "
         f"{len(report.failures)} failed (of {report.total})."

@@ -113,6 +113,9 @@ class RayEngine:
         max_retries: Ray's retries per request (connection errors, 408/429/502-504).
         address: The Ray cluster to join (``None``: the running one, else a local one).
         num_cpus: CPUs reserved per HTTP actor (they wait on the network).
+        parse_tasks: Parse (postprocess) tasks at once. Each new worker process imports
+            the library (seconds of CPU), and with fractional CPUs Ray would start one per
+            fraction: a few workers, reused, parse faster than many starting up.
     """
 
     endpoints: tuple[str, ...]
@@ -124,6 +127,7 @@ class RayEngine:
     max_retries: int = 2
     address: str | None = None
     num_cpus: float = 0.1
+    parse_tasks: int = 2
 
     def __post_init__(self) -> None:
         urls = tuple(u.rstrip("/") for u in self.endpoints if u.strip())
@@ -138,6 +142,7 @@ class RayEngine:
         check_int(self.concurrency, "RayEngine parameter 'concurrency'", minimum=1)
         check_int(self.batch_size, "RayEngine parameter 'batch_size'", minimum=1)
         check_int(self.max_retries, "RayEngine parameter 'max_retries'", minimum=0)
+        check_int(self.parse_tasks, "RayEngine parameter 'parse_tasks'", minimum=1)
         if not 0 < self.timeout < math.inf:
             msg = f"RayEngine parameter 'timeout' must be finite and > 0, got {self.timeout!r}."
             raise ConfigurationError(msg)
@@ -430,7 +435,7 @@ def build_dataset(
         preprocess=RequestStep(task, settings, engine.model),
         postprocess=ParseStep(task),
         preprocess_map_kwargs={"num_cpus": engine.num_cpus},
-        postprocess_map_kwargs={"num_cpus": engine.num_cpus},
+        postprocess_map_kwargs={"num_cpus": engine.num_cpus, "concurrency": engine.parse_tasks},
     )
     return processor(ray.data.from_items(rows, override_num_blocks=blocks))
 

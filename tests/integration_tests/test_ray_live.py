@@ -13,6 +13,7 @@ from taskcal_agents import tasks
 from taskcal_agents.cli import app
 from taskcal_agents.datasets import DatasetItem
 from taskcal_agents.workflow import read_samples
+from tests.conftest import require_ray
 
 TOOL = {
     "type": "function",
@@ -31,7 +32,7 @@ TOOL = {
 @pytest.mark.integration
 @pytest.mark.timeout(600)
 def test_sample_engine_ray_live(vllm_server: Any, tmp_path: Path) -> None:
-    ray = pytest.importorskip("ray", reason="needs `pip install '.[ray]'`")
+    ray = require_ray()
     task = tasks.tool_decision()
     task_file = tmp_path / "task.json"
     task_file.write_text(task.model_dump_json())

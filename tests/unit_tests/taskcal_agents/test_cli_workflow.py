@@ -420,3 +420,40 @@ def test_sample_adaptive_stops_early_and_records_where(
     assert "adaptive=0.05" in result.stderr
     result = runner.invoke(app, args)
     assert "0 items sampled now, 30 already there" in result.output
+
+
+class _ClosingSampler(FakeSampler):
+    """A fake sampler that records whether the command closed it."""
+
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_sample_closes_its_client(
+    runner: CliRunner,
+    setup: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fail: bool,
+) -> None:
+    # An unclosed client leaves its sockets to the garbage collector (ResourceWarning).
+    sampler = _ClosingSampler(fail_ids=["item-007"] if fail else [])
+    monkeypatch.setattr(cmd, "_make_sampler", lambda *a: sampler)
+    result = runner.invoke(app, _sample_args(setup, tmp_path / "s.jsonl"))
+    assert result.exit_code == (1 if fail else 0)
+    assert sampler.closed
+
+
+def test_sample_closes_its_client_when_the_store_cannot_open(
+    runner: CliRunner, setup: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sampler = _ClosingSampler()
+    monkeypatch.setattr(cmd, "_make_sampler", lambda *a: sampler)
+    out = tmp_path / "s.jsonl"
+    out.write_text('{"not": "a samples header"}\n')
+    result = runner.invoke(app, _sample_args(setup, out))
+    assert result.exit_code == 2, result.output
+    assert sampler.closed

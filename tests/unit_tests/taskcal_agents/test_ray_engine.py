@@ -39,6 +39,7 @@ from taskcal_agents.workflow._ray_engine import (
 )
 from taskcal_agents.workflow._runner import SampleSettings, sample_header, sample_item
 from taskcal_agents.workflow._store import SamplesStore, read_samples
+from tests.conftest import require_ray
 
 TASK = tasks.tool_decision()
 TOOL = {
@@ -172,6 +173,8 @@ def test_check_ray_settings_refuses_what_needs_follow_up_requests() -> None:
         check_ray_settings(TASK, SampleSettings(n=4, belief="logprob"))
     with pytest.raises(ConfigurationError, match="at least one endpoint"):
         RayEngine(endpoints=(), model="m")
+    with pytest.raises(ConfigurationError, match="parse_tasks"):
+        RayEngine(endpoints=("http://127.0.0.1:1/v1",), model="m", parse_tasks=0)
 
 
 def test_append_many_writes_one_batch_and_refuses_repeats(tmp_path: Path) -> None:
@@ -202,7 +205,7 @@ class _FakeSampler:
 
 @pytest.fixture(scope="module")
 def ray_local() -> Iterator[Any]:
-    ray = pytest.importorskip("ray", reason="the Ray engine needs `pip install '.[ray]'`")
+    ray = require_ray()
     ray.init(
         num_cpus=2,
         include_dashboard=False,
