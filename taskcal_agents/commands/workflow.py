@@ -269,8 +269,8 @@ def sample(
     ray_address: Annotated[
         str | None,
         typer.Option(
-            help="With --engine ray: the Ray cluster to join (`auto`, ray://host:10001); "
-            "default: a local Ray."
+            help="With --engine ray: the Ray cluster to join (`auto`, or the head node's "
+            "HOST:6379; this command is its driver); default: a local Ray."
         ),
     ] = None,
     batch_size: Annotated[
@@ -279,12 +279,20 @@ def sample(
             min=1, help="With --engine ray: requests per batch (a failed batch loses these)."
         ),
     ] = 4,
+    parse_tasks: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="With --engine ray: parse tasks at once (each worker imports the library "
+            "once; raise it when the parse, not the servers, is the bottleneck).",
+        ),
+    ] = 2,
 ) -> None:
     """Sample N completions (+ a greedy one) per item into a resumable samples file.
 
     A rerun with the same --out skips finished items; killing it at any moment loses
     and duplicates nothing. With --engine ray, --concurrency is the number of HTTP actors
-    (one request in flight each) and --max-failures the failed batches Ray may drop.
+    (one request in flight each); --max-failures also bounds the batches Ray may drop.
     """
     from rich.progress import (
         BarColumn,
@@ -351,6 +359,7 @@ def sample(
                 concurrency=concurrency,
                 batch_size=batch_size,
                 address=ray_address,
+                parse_tasks=parse_tasks,
             )
         else:
             sampler = _make_sampler(base_url, model, api_key, timeout)
@@ -358,6 +367,9 @@ def sample(
     except (TaskCalError, ImportError) as exc:
         _close_sampler(sampler)
         raise _fail(err, exc) from exc
+    except BaseException:
+        _close_sampler(sampler)
+        raise
     counts: Counter[str] = Counter()
     with (
         store,

@@ -5,14 +5,15 @@
 the requests differs. Ray Data's ``HttpRequestProcessorConfig`` (``ray.data.llm``) posts
 each item's chat-completions body, the one :func:`~taskcal_agents.sampling._openai_server.
 build_request` builds for :class:`~taskcal_agents.sampling.OpenAISampler`, from a pool of
-actors; the postprocess step parses the choices with the task's g_T
-(:func:`~taskcal_agents.workflow._runner.sample_item` replayed over the choices Ray
-brought back), so what Ray returns is the finished record. The driver appends the records
-of each block Ray returns in one write; a rerun skips the ids already in the file.
+actors; the postprocess step parses the choices with the task's g_T, so what Ray returns
+is labelled. The driver assembles each item's record from its labelled draws
+(:func:`~taskcal_agents.workflow._runner.sample_item` replayed over them, so the record
+has the local engine's fields, grading and clusters) and appends the records of each block
+Ray returns in one write; a rerun skips the ids already in the file.
 
 Items are spread over the endpoints round-robin (item *i* goes to endpoint *i mod K*).
-With greedy draws on, two processors run one after the other: the N samples, then the
-greedy completion.
+With greedy draws on, each item has two rows in the same pipeline, both to its endpoint:
+the N samples and the greedy completion.
 
 What Ray's HTTP processor does, and what this module does about it:
 
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,7 @@ __all__ = [
     "EnvelopeSession",
     "RayEngine",
     "import_ray",
+    "run_pipeline",
     "run_sampling_ray",
 ]
 
@@ -77,7 +79,11 @@ RAY_INSTALL_HINT = "pip install 'taskcal-agents[ray]'"
 """How to get the Ray engine's dependencies (``ray[data]`` and aiohttp)."""
 
 ERROR_COLUMN = "__inference_error__"
-"""Ray's error column: a row with a non-empty value skips the later stages."""
+"""Ray's error column: a row whose value is not ``""`` skips the later stages.
+
+Every row function sets it, ``""`` on success: Arrow gives a block's rows the union of their
+keys, so a success row beside a failed one would otherwise carry ``None``, and Ray reads
+``None != ""`` as failed (a poison row would take its block's neighbours with it)."""
 
 
 def import_ray() -> Any:
@@ -183,6 +189,10 @@ def _failed(message: str) -> dict[str, Any]:
     return {ERROR_COLUMN: message}
 
 
+OK = {ERROR_COLUMN: ""}
+"""What a row function adds on success (see :data:`ERROR_COLUMN`)."""
+
+
 def _choices_of(response: Any, n: int, *, parse_content: bool) -> list[AIMessage]:
     """The messages of a chat-completions response that Ray returned as JSON.
 
@@ -278,6 +288,7 @@ class RequestStep:
             "payload": request_payload(row["endpoint"], wire_body(request)),
             "n_wanted": int(request["n"]),
             "parse_content": bool(request.get("tools")) and request.get("tool_choice") != "none",
+            **OK,
         }
 
 
@@ -304,7 +315,7 @@ class ParseStep:
         except Exception as exc:
             return {**keep, ERROR_COLUMN: f"{type(exc).__name__}: {exc}"}
         stored = [message_to_dict(m) for m in messages]
-        return {**keep, "messages": json.dumps(stored), "labels": json.dumps(labels)}
+        return {**keep, "messages": json.dumps(stored), "labels": json.dumps(labels), **OK}
 
 
 class DrawCollector:
@@ -314,7 +325,7 @@ class DrawCollector:
     from the HTTP engine, N rows of one choice from the in-Ray vLLM engine); the ``greedy``
     row is the greedy completion. The record is built by
     :func:`~taskcal_agents.workflow._runner.sample_item` replayed over the draws, the path
-    the local engine takes (parse, grading, clusters).
+    the local engine takes (grading, clusters), with the labels the postprocess parsed.
     """
 
     def __init__(
@@ -346,8 +357,11 @@ class DrawCollector:
         rid = row.get("id")
         if not isinstance(rid, str) or rid not in self.items or rid in self.failed:
             return None, None
-        if row.get(ERROR_COLUMN):
-            self.failed[rid] = f"item {rid!r}: {row[ERROR_COLUMN]}"
+        error = row.get(ERROR_COLUMN)
+        if not error and not isinstance(row.get("messages"), str):
+            error = "Ray returned the draw without its completions"
+        if error:
+            self.failed[rid] = f"item {rid!r}: {error}"
             self._rows.pop(rid, None)
             return None, self.failed[rid]
         got = self._rows.setdefault(rid, {})
@@ -365,11 +379,25 @@ class DrawCollector:
     def _record(self, item: DatasetItem, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         samples: list[AIMessage] = []
         greedy: list[AIMessage] = []
+        labels: list[str | None] = []
+        greedy_labels: list[str | None] = []
         for row in rows:
             messages = [message_from_dict(d) for d in json.loads(row["messages"])]
-            (greedy if row["kind"] == "greedy" else samples).extend(messages)
+            parsed = json.loads(row["labels"])
+            if len(parsed) != len(messages):
+                msg = f"{len(parsed)} labels for {len(messages)} completions"
+                raise SamplingError(msg)
+            is_greedy = row["kind"] == "greedy"
+            (greedy if is_greedy else samples).extend(messages)
+            (greedy_labels if is_greedy else labels).extend(parsed)
         draws = [samples, greedy] if self.settings.greedy else [samples]
-        return sample_item(self.task, item, _Replay(draws), self.settings)  # type: ignore[arg-type]
+        return sample_item(
+            self.task,
+            item,
+            _Replay(draws),  # type: ignore[arg-type]
+            self.settings,
+            parsed=(labels, greedy_labels[0] if greedy_labels else None),
+        )
 
 
 class EnvelopeSession:
@@ -410,15 +438,37 @@ class _SessionFactory:
 # the run
 
 
+def blocks_dataset(ray: Any, rows: Sequence[Mapping[str, Any]], batch_size: int) -> Any:
+    """*rows* as a Ray dataset of blocks of exactly *batch_size* rows (the last: the rest).
+
+    The actor pool bundles blocks up to ``batch_size`` rows; ``from_items`` splits rows
+    evenly instead, and uneven blocks would be bundled two to a batch (a failed batch would
+    then lose more than ``batch_size`` rows).
+    """
+    import pyarrow as pa
+
+    chunks = [rows[k : k + batch_size] for k in range(0, len(rows), batch_size)]
+    return ray.data.from_arrow([pa.Table.from_pylist(list(chunk)) for chunk in chunks])
+
+
 def build_dataset(
     task: Task, items: Sequence[DatasetItem], settings: SampleSettings, engine: RayEngine
 ) -> Any:
     """The Ray Data pipeline: draw rows -> request body -> HTTP actors -> parsed draws."""
-    ray = import_ray()
+    rows = draw_rows(items, engine.endpoints, settings)
+    return build_pipeline(task, settings, engine)(
+        blocks_dataset(import_ray(), rows, engine.batch_size)
+    )
+
+
+def build_pipeline(task: Task, settings: SampleSettings, engine: RayEngine) -> Any:
+    """Ray's HTTP processor with this engine's request and parse steps.
+
+    A callable from a dataset of :func:`draw_rows`' rows to the dataset of parsed draws.
+    """
+    import_ray()
     from ray.data.llm import HttpRequestProcessorConfig, build_processor
 
-    rows = draw_rows(items, engine.endpoints, settings)
-    blocks = max(1, math.ceil(len(rows) / engine.batch_size))
     config = HttpRequestProcessorConfig(
         url=f"{engine.endpoints[0]}/chat/completions",  # each envelope names its own
         headers={"Authorization": f"Bearer {engine.api_key}"},
@@ -430,17 +480,16 @@ def build_dataset(
         session_factory=_SessionFactory(engine.timeout),
         http_request_stage={"num_cpus": engine.num_cpus},
     )
-    processor = build_processor(
+    return build_processor(
         config,
         preprocess=RequestStep(task, settings, engine.model),
         postprocess=ParseStep(task),
         preprocess_map_kwargs={"num_cpus": engine.num_cpus},
         postprocess_map_kwargs={"num_cpus": engine.num_cpus, "concurrency": engine.parse_tasks},
     )
-    return processor(ray.data.from_items(rows, override_num_blocks=blocks))
 
 
-def _result_rows(ds: Any) -> Iterator[list[dict[str, Any]]]:
+def _result_rows(ds: Any) -> Generator[list[dict[str, Any]], None, None]:
     """The rows of each block as Ray returns it (streaming)."""
     for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
         yield batch.to_pylist()
@@ -452,8 +501,14 @@ def collect(
     store: SamplesStore,
     report: SamplingReport,
     on_record: Callable[[dict[str, Any] | None], None] | None = None,
-) -> None:
-    """Append the records each returned block finishes, in one write per block."""
+    max_failures: int | None = None,
+) -> bool:
+    """Append the records each returned block finishes, in one write per block.
+
+    Returns:
+        Whether it stopped early: *max_failures* items had failed (the rows not yet read
+        are left; closing the iterator stops the Ray job).
+    """
     for block in rows:
         records = []
         for row in block:
@@ -469,6 +524,9 @@ def collect(
             report.add(record)
             if on_record is not None:
                 on_record(record)
+        if max_failures is not None and len(report.failures) >= max_failures:
+            return True
+    return False
 
 
 def ray_session(address: str | None) -> tuple[Any, bool]:
@@ -502,7 +560,10 @@ def run_sampling_ray(
         store: The open samples store (its ``done`` ids are skipped).
         settings: N, temperature, greedy, max_tokens (no logprob belief, no adaptive N).
         engine: Endpoints, model and the actor pool.
-        max_failures: Blocks Ray may drop after an error before the job stops.
+        max_failures: Stop after this many failed items, as the local engine does. It also
+            bounds the blocks Ray may drop after an error (Ray Data's
+            ``max_errored_blocks``); the items of a dropped block are reported failed when
+            the job ends.
         on_record: Called after each finished item with its record (``None`` on failure).
 
     Returns:
@@ -517,18 +578,51 @@ def run_sampling_ray(
     check_settings(task, settings)
     check_ray_settings(task, settings)
     todo = [item for item in items if item.id not in store.done]
-    report = SamplingReport(total=len(items), skipped=len(items) - len(todo))
-    if not todo:
+    collector = DrawCollector(task, settings, todo, 2 if settings.greedy else 1)
+    return run_pipeline(
+        lambda: build_dataset(task, todo, settings, engine),
+        collector,
+        store,
+        len(items),
+        address=engine.address,
+        max_failures=max_failures,
+        on_record=on_record,
+    )
+
+
+def run_pipeline(
+    build: Callable[[], Any],
+    collector: DrawCollector,
+    store: SamplesStore,
+    total: int,
+    *,
+    address: str | None,
+    max_failures: int,
+    on_record: Callable[[dict[str, Any] | None], None] | None = None,
+) -> SamplingReport:
+    """Run a Ray pipeline of draws (``build()``) and append what *collector* finishes.
+
+    Shared by the HTTP engine and the in-Ray vLLM engine: the collector holds the items to
+    sample (those not yet in *store*); Ray is joined at *address* (or started, and then
+    shut down); up to *max_failures* failed blocks are dropped, and the job stops after
+    *max_failures* failed items.
+    """
+    report = SamplingReport(total=total, skipped=total - len(collector.pending))
+    if not collector.pending:
         return report
-    ray, started = ray_session(engine.address)
+    ray, started = ray_session(address)
     context = ray.data.DataContext.get_current()
     saved = (context.max_errored_blocks, context.enable_progress_bars)
     context.max_errored_blocks = max_failures
     context.enable_progress_bars = False
-    collector = DrawCollector(task, settings, todo, 2 if settings.greedy else 1)
+    stopped = False
     try:
-        ds = build_dataset(task, todo, settings, engine)
-        collect(_result_rows(ds), collector, store, report, on_record)
+        rows = _result_rows(build())
+        try:
+            stopped = collect(rows, collector, store, report, on_record, max_failures)
+        finally:
+            rows.close()  # stops the Ray job when it stopped early
+        report.interrupted = stopped
     except KeyboardInterrupt:
         report.interrupted = True
     except Exception as exc:  # the job stopped: more failed blocks than max_failures
@@ -538,6 +632,8 @@ def run_sampling_ray(
         context.max_errored_blocks, context.enable_progress_bars = saved
         if started:
             ray.shutdown()
+    if stopped:  # as the local engine: the items not yet returned are simply not written
+        return report
     lost = "Ray returned no result (its batch failed after retries; see the Ray logs)"
     for rid in collector.pending:
         report.failures.append((rid, f"item {rid!r}: {lost}"))

@@ -14,6 +14,9 @@ own tools (Ray's chat-template stage takes neither per-row tools nor messages sa
 through Arrow), and the completion text is read as a choice by the shared treatment
 (:func:`~taskcal_agents.sampling._choices.choice_message`, tool calls read from the text).
 
+:func:`run_sampling_vllm` runs it into a samples store, resumably, through the same
+runner as the HTTP engine (:func:`~taskcal_agents.workflow._ray_engine.run_pipeline`).
+
 Not run here (no GPU): the row functions are unit-tested; :func:`build_vllm_dataset`
 needs ``ray[llm]`` and vLLM on the GPU nodes.
 """
@@ -21,19 +24,31 @@ needs ``ray[llm]`` and vLLM on the GPU nodes.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from taskcal_agents.datasets import DatasetItem
 from taskcal_agents.sampling._choices import choice_message
-from taskcal_agents.workflow._ray_engine import ERROR_COLUMN, DrawCollector, import_ray
+from taskcal_agents.workflow._ray_engine import (
+    ERROR_COLUMN,
+    OK,
+    DrawCollector,
+    blocks_dataset,
+    check_ray_settings,
+    import_ray,
+    run_pipeline,
+)
 from taskcal_agents.workflow._runner import (
     SampleSettings,
+    SamplingReport,
     build_messages,
+    check_items,
+    check_settings,
     message_to_dict,
     offered_tool_names,
 )
+from taskcal_agents.workflow._store import SamplesStore
 
 if TYPE_CHECKING:
     from taskcal_agents.task import Task
@@ -43,6 +58,7 @@ __all__ = [
     "VLLMPromptStep",
     "build_vllm_dataset",
     "replica_rows",
+    "run_sampling_vllm",
     "vllm_collector",
 ]
 
@@ -125,7 +141,7 @@ class VLLMPromptStep:
             prompt = self._render(build_messages(self.task, item), item.tools)
         except Exception as exc:
             return {ERROR_COLUMN: f"rendering the prompt failed: {type(exc).__name__}: {exc}"}
-        return {"prompt": prompt, "sampling_params": row["sampling_params"]}
+        return {"prompt": prompt, "sampling_params": row["sampling_params"], **OK}
 
 
 @dataclass
@@ -158,6 +174,7 @@ class VLLMParseStep:
             **keep,
             "messages": json.dumps([message_to_dict(message)]),
             "labels": json.dumps(labels),
+            **OK,
         }
 
 
@@ -204,4 +221,53 @@ def build_vllm_dataset(
         postprocess=VLLMParseStep(task),
     )
     rows = replica_rows(items, settings, seed=seed)
-    return processor(ray.data.from_items(rows))
+    return processor(blocks_dataset(ray, rows, batch_size))
+
+
+def run_sampling_vllm(
+    task: Task,
+    items: Sequence[DatasetItem],
+    store: SamplesStore,
+    settings: SampleSettings,
+    model_source: str,
+    *,
+    concurrency: int = 1,
+    batch_size: int = 64,
+    seed: int = 0,
+    engine_kwargs: dict[str, Any] | None = None,
+    address: str | None = None,
+    max_failures: int = 10,
+    on_record: Callable[[dict[str, Any] | None], None] | None = None,
+) -> SamplingReport:
+    """Sample every item not yet in *store* with vLLM inside Ray; append each block at once.
+
+    The arguments are :func:`build_vllm_dataset`'s, plus the Ray cluster to join, the
+    failures to stop after and a per-record callback (as
+    :func:`~taskcal_agents.workflow._ray_engine.run_sampling_ray`).
+
+    Raises:
+        ConfigurationError: Bad item labels or settings the engine does not do.
+        ImportError: Ray (or, in the actors, vLLM) is not installed.
+    """
+    check_items(task, items)
+    check_settings(task, settings)
+    check_ray_settings(task, settings)
+    todo = [item for item in items if item.id not in store.done]
+    return run_pipeline(
+        lambda: build_vllm_dataset(
+            task,
+            todo,
+            settings,
+            model_source,
+            concurrency=concurrency,
+            batch_size=batch_size,
+            seed=seed,
+            engine_kwargs=engine_kwargs,
+        ),
+        vllm_collector(task, settings, todo),
+        store,
+        len(items),
+        address=address,
+        max_failures=max_failures,
+        on_record=on_record,
+    )

@@ -333,6 +333,7 @@ def sample_item(
     settings: SampleSettings,
     *,
     decider: Decider | None = None,
+    parsed: tuple[Sequence[str | None], str | None] | None = None,
 ) -> dict[str, Any]:
     """Sample, parse (and grade) one item; return its record.
 
@@ -349,6 +350,9 @@ def sample_item(
     :mod:`taskcal_agents.adaptive` under ``decider`` (the calibrator's task, map and α);
     the record says where in ``stopped_at`` (the samples drawn, ``n`` if it never stopped
     early) and ``change_probability`` (the rule's last estimate, 0 at ``n``).
+
+    ``parsed`` gives the labels of the samples and of the greedy completion when they were
+    already parsed by the task's g_T (the Ray engine parses in its postprocess step).
 
     Raises:
         SamplingError: The sampler failed or returned the wrong number of completions.
@@ -393,7 +397,16 @@ def sample_item(
     if lp is None and len(samples) != wanted:
         msg = f"sampling item {item.id!r}: asked for n={wanted}, got {len(samples)} samples."
         raise SamplingError(msg)
-    labels = [task.parse_completion(m, tool_names=names) for m in samples]
+    if parsed is None:
+        labels = [task.parse_completion(m, tool_names=names) for m in samples]
+        greedy_label = (
+            task.parse_completion(greedy, tool_names=names) if greedy is not None else None
+        )
+    else:
+        labels, greedy_label = list(parsed[0]), parsed[1]
+        if len(labels) != len(samples):
+            msg = f"sampling item {item.id!r}: {len(labels)} labels for {len(samples)} samples."
+            raise SamplingError(msg)
     spec = task.answer_clusters
     clusters: AnswerClusters | None = None
     question: str | None = None
@@ -420,9 +433,7 @@ def sample_item(
         "id": item.id,
         "label": item.label,
         "labels": labels,
-        "greedy_label": task.parse_completion(greedy, tool_names=names)
-        if greedy is not None
-        else None,
+        "greedy_label": greedy_label,
         "unparsed_reasons": {r: reasons[r] for r in UNPARSED_REASONS if reasons[r]},
         "tool_names": list(names),
         "samples": [message_to_dict(m) for m in samples],

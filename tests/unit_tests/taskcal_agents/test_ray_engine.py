@@ -33,11 +33,20 @@ from taskcal_agents.workflow._ray_engine import (
     ParseStep,
     RayEngine,
     RequestStep,
+    _result_rows,
+    blocks_dataset,
+    build_pipeline,
     check_ray_settings,
+    collect,
     draw_rows,
     run_sampling_ray,
 )
-from taskcal_agents.workflow._runner import SampleSettings, sample_header, sample_item
+from taskcal_agents.workflow._runner import (
+    SampleSettings,
+    SamplingReport,
+    sample_header,
+    sample_item,
+)
 from taskcal_agents.workflow._store import SamplesStore, read_samples
 from tests.conftest import require_ray
 
@@ -116,6 +125,18 @@ def test_request_step_marks_an_unbuildable_item_failed() -> None:
     assert "payload" not in out
 
 
+def test_row_functions_mark_success_with_an_empty_error() -> None:
+    # Arrow gives a block's rows the union of their keys: without "" a success row beside a
+    # failed one would carry None, which Ray reads as failed (None != "").
+    item = _items(1)[0]
+    row = draw_rows([item], ["http://h:1/v1"], SampleSettings(n=1))[0]
+    pre = RequestStep(TASK, SampleSettings(n=1), "m")(row)
+    assert pre[ERROR_COLUMN] == ""
+    response = FakeOpenAIServer()._completion(json.loads(pre["payload"]["body"]))
+    out = ParseStep(TASK)({**row, **pre, "http_response": response})
+    assert out[ERROR_COLUMN] == ""
+
+
 def test_parse_step_labels_choices_and_fails_error_bodies() -> None:
     item = _items(1)[0]
     row = draw_rows([item], ["http://h:1/v1"], SampleSettings(n=1))[0]
@@ -153,6 +174,38 @@ def test_collector_builds_the_record_sample_item_builds() -> None:
     for key in ("id", "label", "labels", "greedy_label", "tool_names", "unparsed_reasons"):
         assert record[key] == local[key], key
     assert [s["tool_calls"][0]["name"] for s in record["samples"]] == ["get_weather"] * 2
+    assert collector.pending == []
+
+
+def test_collector_keeps_the_labels_the_postprocess_parsed() -> None:
+    settings = SampleSettings(n=2)
+    item = _items(1)[0]
+    collector = DrawCollector(TASK, settings, [item], draws_per_item=2)
+    for row in draw_rows([item], ["http://h:1/v1"], settings):
+        pre = RequestStep(TASK, settings, "m")(row)
+        response = FakeOpenAIServer()._completion(json.loads(pre["payload"]["body"]))
+        parsed = ParseStep(TASK)({**row, **pre, "http_response": response})
+        if row["kind"] == "samples":  # not what the driver would parse: it must not re-parse
+            parsed["labels"] = json.dumps([TASK.labels[1], None])
+        record, failure = collector.add(parsed)
+    assert failure is None and record is not None
+    assert record["labels"] == [TASK.labels[1], None]
+    assert record["greedy_label"] == "tool_call"
+
+
+def test_collector_fails_a_draw_without_completions_or_with_wrong_labels() -> None:
+    settings = SampleSettings(n=1, greedy=False)
+    items = _items(2)
+    collector = DrawCollector(TASK, settings, items, draws_per_item=1)
+    # An error column of None (Arrow's fill) is not an error, but no completions is.
+    record, failure = collector.add({"id": "i0", "draw": 0, "kind": "samples", ERROR_COLUMN: None})
+    assert record is None and failure is not None and "without its completions" in failure
+    row = draw_rows(items[1:], ["http://h:1/v1"], settings)[0]
+    pre = RequestStep(TASK, settings, "m")(row)
+    response = FakeOpenAIServer()._completion(json.loads(pre["payload"]["body"]))
+    parsed = ParseStep(TASK)({**row, **pre, "http_response": response})
+    record, failure = collector.add({**parsed, "labels": json.dumps([None, None])})
+    assert record is None and failure is not None and "2 labels for 1 completions" in failure
     assert collector.pending == []
 
 
@@ -323,3 +376,51 @@ def test_ray_routes_fails_bad_endpoints_survives_a_kill_and_resumes(
     assert final.duplicates == [] and not final.torn_tail
     for rid, record in killed.records.items():
         assert final.records[rid] == record
+
+
+@pytest.mark.timeout(300)
+def test_ray_poison_row_fails_alone_and_blocks_hold_one_batch(
+    ray_local: Any, loopback: None, tmp_path: Path
+) -> None:
+    """A row whose body cannot be built shares a 4-row block with a healthy item: only the
+    poison item fails (Ray skips rows whose error column is not ""). Blocks hold exactly one
+    batch, the last the rest."""
+    settings = SampleSettings(n=2, model="fake-model")
+    items = _items(3)
+    blocks = blocks_dataset(ray_local, [{"k": k} for k in range(10)], 4)
+    sizes = [len(b) for b in blocks.iter_batches(batch_size=None, batch_format="pyarrow")]
+    assert sizes == [4, 4, 2]
+    with FakeOpenAIServer() as server:
+        engine = RayEngine(endpoints=(server.base_url,), model="fake-model", concurrency=1)
+        rows = draw_rows(items, engine.endpoints, settings)
+        rows[0]["item"] = rows[1]["item"] = "{not json"  # item i0, in the block of i1
+        ds = build_pipeline(TASK, settings, engine)(blocks_dataset(ray_local, rows, 4))
+        report = SamplingReport(total=3)
+        collector = DrawCollector(TASK, settings, items, draws_per_item=2)
+        with SamplesStore.open(tmp_path / "s.jsonl", sample_header(TASK, settings, None)) as st:
+            stopped = collect(_result_rows(ds), collector, st, report, max_failures=10)
+        assert server.requests == 4  # i1 and i2, two draws each; none for i0
+    assert not stopped and report.written == 2
+    assert [rid for rid, _ in report.failures] == ["i0"]
+    assert "building the request failed" in report.failures[0][1]
+    assert set(read_samples(tmp_path / "s.jsonl").records) == {"i1", "i2"}
+
+
+@pytest.mark.timeout(300)
+def test_ray_stops_after_max_failures_items_like_the_local_engine(
+    ray_local: Any, loopback: None, tmp_path: Path
+) -> None:
+    """Every request gets an error body (say, a mistyped --model): the job stops after
+    --max-failures failed items instead of running through the whole dataset."""
+    settings = SampleSettings(n=2, model="fake-model", greedy=False)
+    items = _items(40)
+    with FakeOpenAIServer(fault="500", latency=0.05) as broken:
+        engine = RayEngine(
+            endpoints=(broken.base_url,), model="fake-model", concurrency=1, batch_size=1
+        )
+        with SamplesStore.open(tmp_path / "s.jsonl", sample_header(TASK, settings, None)) as st:
+            report = run_sampling_ray(TASK, items, st, settings, engine, max_failures=3)
+        assert broken.requests < len(items)
+    assert report.interrupted and report.written == 0
+    assert 3 <= len(report.failures) < len(items)
+    assert all("error body" in message for _, message in report.failures)

@@ -4,18 +4,24 @@ generated text, the aggregation back to N samples per item), without Ray or vLLM
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from taskcal_agents import tasks
 from taskcal_agents.datasets import DatasetItem
+from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.workflow._ray_engine import ERROR_COLUMN
 from taskcal_agents.workflow._ray_vllm import (
     VLLMParseStep,
     VLLMPromptStep,
     replica_rows,
+    run_sampling_vllm,
     vllm_collector,
 )
-from taskcal_agents.workflow._runner import SampleSettings, build_messages
+from taskcal_agents.workflow._runner import SampleSettings, build_messages, sample_header
+from taskcal_agents.workflow._store import SamplesStore
 
 TASK = tasks.tool_decision()
 TOOL = {
@@ -104,3 +110,32 @@ def test_a_failed_replica_fails_its_item_once() -> None:
     assert collector.add(parse(_generated(rows[1], "hello", 2))) == (None, None)
     parsed = parse(_generated(rows[1], "hello", 2))
     assert json.loads(parsed["messages"])[0]["content"] == "hello"
+
+
+def test_vllm_row_functions_mark_success_with_an_empty_error() -> None:
+    row = replica_rows(ITEMS[:1], SampleSettings(n=1, max_tokens=16))[0]
+    step = VLLMPromptStep(TASK, "model", render=lambda messages, tools: "PROMPT")
+    assert step(row)[ERROR_COLUMN] == ""
+    out = VLLMParseStep(TASK)({**row, "generated_text": CALL, "num_generated_tokens": 3})
+    assert out[ERROR_COLUMN] == ""
+
+
+def test_run_sampling_vllm_refuses_what_it_cannot_do_and_skips_finished_items(
+    tmp_path: Path,
+) -> None:
+    items = [item.model_copy(update={"label": "tool_call"}) for item in ITEMS]
+    settings = SampleSettings(n=2, model="m")
+    logprob = SampleSettings(n=2, belief="logprob")
+    x = tmp_path / "x.jsonl"
+    with (
+        pytest.raises(ConfigurationError, match="belief='logprob'"),
+        SamplesStore.open(x, sample_header(TASK, settings, None)) as store,
+    ):
+        run_sampling_vllm(TASK, items, store, logprob, "model")
+    path = tmp_path / "s.jsonl"
+    with SamplesStore.open(path, sample_header(TASK, settings, None)) as store:
+        store.append_many([{"id": item.id, "labels": [None, None]} for item in items])
+    with SamplesStore.open(path, sample_header(TASK, settings, None)) as store:
+        # Everything is done: nothing to sample, so Ray (and vLLM) are never needed.
+        report = run_sampling_vllm(TASK, items, store, settings, "model")
+    assert (report.total, report.skipped, report.written, report.failures) == (2, 2, 0, [])
