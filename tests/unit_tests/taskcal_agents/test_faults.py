@@ -12,6 +12,7 @@ import asyncio
 import re
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -34,8 +35,21 @@ WEATHER = {
 }
 
 
+_SAMPLERS: list[OpenAISampler] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_samplers() -> Iterator[None]:
+    """Close every sampler a test made with :func:`sampler` (no socket left open)."""
+    yield
+    while _SAMPLERS:
+        _SAMPLERS.pop().close()
+
+
 def sampler(server: FakeOpenAIServer, **kwargs: Any) -> OpenAISampler:
-    return OpenAISampler(server.base_url, server.model, **{"timeout": 5.0, **kwargs})
+    made = OpenAISampler(server.base_url, server.model, **{"timeout": 5.0, **kwargs})
+    _SAMPLERS.append(made)
+    return made
 
 
 def chat(server: FakeOpenAIServer, **kwargs: Any) -> ChatOpenAI:
