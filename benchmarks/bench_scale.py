@@ -1,20 +1,32 @@
 """Throughput of `taskcal sample`'s engines: local (thread pool) vs Ray (HTTP actors).
 
 Fake OpenAI-compatible endpoints answer every request after a fixed latency (the model's
-compute time). Each item costs two requests (N samples, greedy). Rows:
+compute time), each serving at most ``--concurrency`` (c) requests at once and queueing
+the rest, like a GPU server at its batch limit: an endpoint is a fixed amount of capacity,
+so more endpoints can only help by adding capacity, not by allowing more parallel
+requests. Each item costs two requests (N samples, greedy). Rows, in one run:
 
-* local vs Ray on one endpoint at equal concurrency (threads vs actors);
-* Ray on 1, 2 and 4 endpoints with the same concurrency *per endpoint* (a fleet adds
-  capacity: the ratio to one endpoint should grow near-linearly).
+* ``local``, 1 endpoint, c in flight: the thread-pool engine, the baseline;
+* ``ray``, 1 endpoint, c in flight: Ray's HTTP actors at equal concurrency ("vs local"
+  is Ray's overhead or gain over threads);
+* ``ray``, 2 and 4 endpoints, c in flight *per endpoint* (2c, 4c): a fleet adds
+  capacity, so the ratio to one endpoint ("vs 1 endp.") should grow near-linearly;
+* ``ray control``, 1 endpoint at 4c in flight: the same actors as the 4-endpoint row
+  against one endpoint of capacity c. It must not be faster than one endpoint at c (ratio
+  near 1.00): were it as fast as 4 endpoints, the fleet rows would measure the client's
+  parallelism rather than the endpoints' capacity.
 
 Each fake server runs in a process of its own, as a real one does. Throughput is reported
 twice: over the whole wall time (Ray's includes starting its actor pool and importing the
 library in each actor, tens of seconds on a 2-core machine: the "first s" column) and in
-steady state, from the first record written to the last.
+steady state, from the first record written to the last. "CPU s/it" is the whole
+machine's busy CPU time during the run (user + nice + system + irq + softirq + steal from
+``/proc/stat``, clients and servers together) per item; nan where ``/proc/stat`` is
+missing.
 
-The latency is long enough (1 s) that the client's CPU is not the bottleneck on a 2-core
-machine: with 0.2 s, four endpoints x 2 actors saturate both cores and the fleet rows
-measure the CPU, not the engine.
+The latency is 1 s so that the client's CPU is not the bottleneck on a 2-core machine:
+with 0.2 s, four endpoints x 2 actors saturate both cores and the fleet rows measure the
+CPU, not the engine (the CPU column shows how close a run comes to that).
 
     PYTHONPATH=. python benchmarks/bench_scale.py [--items 120] [--latency 1.0] [--concurrency 2]
 """
@@ -22,6 +34,7 @@ measure the CPU, not the engine.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -79,9 +92,27 @@ class _Clock:
         return (self.count - 1) / max(self.last - self.first, 1e-9)
 
 
+def _busy_jiffies() -> int | None:
+    """The machine's busy CPU time so far in clock ticks (``None``: no ``/proc/stat``).
+
+    user + nice + system + irq + softirq + steal of the ``cpu`` line (idle and iowait are
+    not busy; guest time is already inside user and nice).
+    """
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return None
+    if len(fields) < 9 or fields[0] != "cpu":
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[1:9])
+    return user + nice + system + irq + softirq + steal
+
+
 def run(engine: str, endpoints: list[str], items: list[DatasetItem], concurrency: int) -> dict:
     settings = SampleSettings(n=4, model="fake-model")
     clock = _Clock()
+    busy_before = _busy_jiffies()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "s.jsonl"
         with SamplesStore.open(out, sample_header(TASK, settings, None)) as store:
@@ -101,57 +132,79 @@ def run(engine: str, endpoints: list[str], items: list[DatasetItem], concurrency
                 )
                 report = run_sampling_ray(TASK, items, store, settings, ray_engine, on_record=clock)
             wall = time.perf_counter() - start
+    busy_after = _busy_jiffies()
     assert report.written == len(items), report.failures[:3]
     first = (clock.first or start) - start
-    return {"wall": wall, "first": first, "total": len(items) / wall, "steady": clock.steady()}
+    cpu = float("nan")
+    if busy_before is not None and busy_after is not None:
+        cpu = (busy_after - busy_before) / os.sysconf("SC_CLK_TCK") / len(items)
+    return {
+        "wall": wall,
+        "first": first,
+        "total": len(items) / wall,
+        "steady": clock.steady(),
+        "cpu": cpu,
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=120)
     parser.add_argument("--latency", type=float, default=1.0, help="seconds per request")
-    parser.add_argument("--concurrency", type=int, default=2, help="per endpoint")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=2,
+        help="requests in flight per endpoint, and each endpoint's capacity",
+    )
     args = parser.parse_args()
 
     import ray
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     c = args.concurrency
-    rows: list[tuple[str, int, int, dict]] = []
+    rows: list[tuple[str, int, int, dict]] = []  # (row, endpoints, in flight, result)
     processes = []
     try:
         urls = []
         for _ in range(4):
-            process, url = start_process(latency=args.latency)
+            process, url = start_process(latency=args.latency, capacity=c)
             processes.append(process)
             urls.append(url)
         rows.append(("local", 1, c, run("local", urls[:1], _items(args.items, "l1"), c)))
         for k in (1, 2, 4):
             result = run("ray", urls[:k], _items(args.items, f"r{k}"), c * k)
             rows.append(("ray", k, c * k, result))
+        control = run("ray", urls[:1], _items(args.items, "c1"), 4 * c)
+        rows.append(("ray control", 1, 4 * c, control))
     finally:
         for process in processes:
             process.kill()
             process.wait()
         ray.shutdown()
-    ideal = c / (2 * args.latency)  # items/s of one endpoint at concurrency c
+    ideal = c / (2 * args.latency)  # items/s of one endpoint serving c requests at a time
     print(
         f"{args.items} items, n=4 + greedy (2 requests/item), latency {args.latency}s, "
-        f"concurrency {c} per endpoint; ideal per endpoint {ideal:.1f} items/s"
+        f"capacity and concurrency {c} per endpoint; ideal per endpoint {ideal:.1f} items/s"
     )
     print(
-        f"{'engine':<7}{'endp.':>6}{'conc.':>6}{'wall s':>9}{'first s':>9}{'items/s':>9}"
-        f"{'steady':>9}{'vs ideal':>10}{'vs local':>10}{'vs 1 endp.':>11}"
+        f"{'row':<12}{'endp.':>6}{'conc.':>6}{'wall s':>9}{'first s':>9}{'items/s':>9}"
+        f"{'steady':>9}{'vs ideal':>10}{'vs local':>10}{'vs 1 endp.':>11}{'CPU s/it':>10}"
     )
-    local = rows[0][3]
-    one = rows[1][3]
-    for engine, k, conc, r in rows:
+    local, one, four = rows[0][3], rows[1][3], rows[3][3]
+    for name, k, conc, r in rows:
         vs_local = r["steady"] / local["steady"]
-        vs_one = r["steady"] / one["steady"] if engine == "ray" else float("nan")
+        vs_one = r["steady"] / one["steady"] if name != "local" else float("nan")
         print(
-            f"{engine:<7}{k:>6}{conc:>6}{r['wall']:>9.1f}{r['first']:>9.1f}{r['total']:>9.2f}"
-            f"{r['steady']:>9.2f}{r['steady'] / (ideal * k):>10.2f}{vs_local:>10.2f}{vs_one:>11.2f}"
+            f"{name:<12}{k:>6}{conc:>6}{r['wall']:>9.1f}{r['first']:>9.1f}{r['total']:>9.2f}"
+            f"{r['steady']:>9.2f}{r['steady'] / (ideal * k):>10.2f}{vs_local:>10.2f}"
+            f"{vs_one:>11.2f}{r['cpu']:>10.3f}"
         )
+    print(
+        f"control: 1 endpoint at {4 * c} in flight vs at {c}: "
+        f"{control['steady'] / one['steady']:.2f}x (capacity {c} caps it: expect about 1.00x; "
+        f"4 endpoints: {four['steady'] / one['steady']:.2f}x)"
+    )
 
 
 if __name__ == "__main__":

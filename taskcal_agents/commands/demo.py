@@ -166,36 +166,39 @@ def _run(
     """Serve (or reach) the model and run the demo with progress bars on *err*."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from taskcal_agents.commands.workflow import _make_sampler
+    from taskcal_agents.commands.workflow import _close_sampler, _make_sampler
     from taskcal_agents.workflow._demo import run_demo
 
     if stsb is None:
         err.print("skipping part 1 (STS-B): --no-stsb")
     with _server(base_url, model, err, timer) as (url, name, release):
         sampler = _make_sampler(url, name, "EMPTY", 600.0)
-        with Progress(
-            TextColumn("[bold]{task.description}[/bold]"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-        ) as progress:
+        try:
+            with Progress(
+                TextColumn("[bold]{task.description}[/bold]"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err,
+            ) as progress:
 
-            def observe(description: str, total: int, completed: int) -> Callable[[int], None]:
-                bar = progress.add_task(description, total=total, completed=completed)
-                return lambda k: progress.advance(bar, k)
+                def observe(description: str, total: int, completed: int) -> Callable[[int], None]:
+                    bar = progress.add_task(description, total=total, completed=completed)
+                    return lambda k: progress.advance(bar, k)
 
-            return run_demo(
-                sampler,
-                out_dir,
-                model=name,
-                base_url=url,
-                stsb=stsb,
-                timer=timer,
-                release=release,
-                observe=observe,
-                **options,
-            )
+                return run_demo(
+                    sampler,
+                    out_dir,
+                    model=name,
+                    base_url=url,
+                    stsb=stsb,
+                    timer=timer,
+                    release=release,
+                    observe=observe,
+                    **options,
+                )
+        finally:
+            _close_sampler(sampler)
 
 
 def demo(

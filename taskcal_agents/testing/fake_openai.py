@@ -2,11 +2,14 @@
 
 For tests and benchmarks that need real HTTP without a model: :class:`FakeOpenAIServer`
 answers ``POST /v1/chat/completions`` with ``n`` choices, ``GET /v1/models`` and
-``GET /health``, each after a fixed ``latency``. Only the standard library is used, so it
+``GET /health``, each after a fixed ``latency``. With ``capacity=c`` at most *c*
+chat-completion requests are served at once (the latency and the reply) and the rest
+wait in a queue, as on a GPU server at its batch limit; without it, every request is
+served at once (unlimited parallelism). Only the standard library is used, so it
 starts in milliseconds, in a thread (``with FakeOpenAIServer() as server``) or as a process
-(``python -m taskcal_agents.testing --port 0``, which prints its base URL and
-serves until killed; ``--die-after K`` makes the process exit abruptly on request K + 1,
-as a crashed server would).
+(``python -m taskcal_agents.testing --port 0 [--latency S] [--capacity C]``, which
+prints its base URL and serves until killed; ``--die-after K`` makes the process exit
+abruptly on request K + 1, as a crashed server would).
 
 What a choice says is ``reply(request, index)``: an OpenAI assistant message dict. The
 default, :func:`tool_call_reply`, calls the first offered tool (``tool_calls`` as vLLM's
@@ -35,7 +38,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -99,10 +102,15 @@ class FakeOpenAIServer:
         stall: Seconds a ``"stall"`` waits before closing without an answer.
         port: The port (0: a free one).
         die_after: Only as a process: exit abruptly on request ``die_after + 1``.
+        capacity: At most this many chat-completion requests are served (latency, fault
+            and reply) at once; more wait their turn (in no guaranteed order). ``None``:
+            no limit. ``GET`` requests are never limited.
 
     Attributes:
         requests: How many chat-completion requests arrived (faulty ones included).
         payloads: The last 100 request bodies (bounded, so long benchmarks do not grow).
+        in_flight: Chat-completion requests being served now (not those queued).
+        max_in_flight: The most that were ever served at once (never above ``capacity``).
     """
 
     def __init__(
@@ -116,9 +124,18 @@ class FakeOpenAIServer:
         stall: float = 30.0,
         port: int = 0,
         die_after: int | None = None,
+        capacity: int | None = None,
     ) -> None:
         if fault is not None and fault not in FAULTS:
             msg = f"FakeOpenAIServer parameter 'fault' must be one of {FAULTS}, got {fault!r}."
+            raise ValueError(msg)
+        if capacity is not None and (
+            isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1
+        ):
+            msg = (
+                "FakeOpenAIServer parameter 'capacity' must be an integer >= 1 (requests "
+                f"served at once) or None (no limit), got {capacity!r}."
+            )
             raise ValueError(msg)
         self.model = model
         self.latency = latency
@@ -128,7 +145,11 @@ class FakeOpenAIServer:
         self.stall = stall
         self.port = port
         self.die_after = die_after
+        self.capacity = capacity
         self.requests = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._slots = threading.Semaphore(capacity) if capacity is not None else None
         self.payloads: deque[dict[str, Any]] = deque(maxlen=100)
         self._faults: deque[str] = deque()
         self._lock = threading.Lock()
@@ -191,7 +212,10 @@ class FakeOpenAIServer:
         self.stop()
 
     def __repr__(self) -> str:
-        return f"FakeOpenAIServer(base_url={self.base_url!r}, latency={self.latency!r})"
+        return (
+            f"FakeOpenAIServer(base_url={self.base_url!r}, latency={self.latency!r}, "
+            f"capacity={self.capacity!r})"
+        )
 
     # -- used by the handler -------------------------------------------------------------
 
@@ -205,6 +229,24 @@ class FakeOpenAIServer:
 
                 os._exit(1)  # a crash: no answer, no cleanup
             return self._faults.popleft() if self._faults else self.fault
+
+    @contextlib.contextmanager
+    def _serving(self) -> Iterator[None]:
+        """Hold one of ``capacity`` slots (waiting for one) while a request is served."""
+        if self._slots is not None:
+            self._slots.acquire()
+        try:
+            with self._lock:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                yield
+            finally:
+                with self._lock:
+                    self.in_flight -= 1
+        finally:
+            if self._slots is not None:
+                self._slots.release()
 
     def _completion(self, payload: dict[str, Any]) -> dict[str, Any]:
         n = int(payload.get("n") or 1)
@@ -276,6 +318,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(400, {"message": "the body is not JSON"})
             return
         fault = self.fake._next_fault(payload)
+        with self.fake._serving():
+            self._serve(payload, fault)
+
+    def _serve(self, payload: dict[str, Any], fault: str | None) -> None:
+        """Wait the latency, then answer (or fail as *fault* says)."""
         if self.fake.latency:
             self.fake._stopping.wait(self.fake.latency)
         if fault == "stall":
@@ -314,9 +361,16 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def start_process(
-    *, port: int = 0, latency: float = 0.0, die_after: int | None = None, fault: str | None = None
+    *,
+    port: int = 0,
+    latency: float = 0.0,
+    die_after: int | None = None,
+    fault: str | None = None,
+    capacity: int | None = None,
 ) -> tuple[subprocess.Popen[str], str]:
     """Start the server as a process of its own (to be killed like a real server).
+
+    The keywords are :class:`FakeOpenAIServer`'s (``capacity``: requests served at once).
 
     Returns:
         The process (the caller kills and waits for it) and its base URL.
@@ -334,6 +388,8 @@ def start_process(
         args += ["--die-after", str(die_after)]
     if fault is not None:
         args += ["--fault", fault]
+    if capacity is not None:
+        args += ["--capacity", str(capacity)]
     process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     line = process.stdout.readline().strip()
@@ -354,13 +410,19 @@ def main(argv: Iterable[str] | None = None) -> None:
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--fault", choices=FAULTS, default=None)
     parser.add_argument("--die-after", type=int, default=None)
+    parser.add_argument(
+        "--capacity", type=int, default=None, help="requests served at once (default: no limit)"
+    )
     args = parser.parse_args(None if argv is None else list(argv))
+    if args.capacity is not None and args.capacity < 1:
+        parser.error(f"--capacity must be >= 1, got {args.capacity}")
     server = FakeOpenAIServer(
         model=args.model,
         latency=args.latency,
         fault=args.fault,
         port=args.port,
         die_after=args.die_after,
+        capacity=args.capacity,
     ).start()
     print(server.base_url, flush=True)
     try:

@@ -280,6 +280,33 @@ def test_cli_demo_no_stsb_runs_the_tool_use_part_only(fake_cli: FakeServer, tmp_
     assert len(fake_cli.requests) == 36 + 1
 
 
+@pytest.mark.parametrize("fails", [False, True], ids=["succeeds", "fails"])
+def test_cli_demo_closes_its_sampler(
+    fails: bool, shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import taskcal_agents.workflow._demo as demo_module
+
+    server = FakeServer(shared_data)
+    made: list[OpenAISampler] = []
+
+    def make(*args: object) -> OpenAISampler:
+        made.append(server.sampler())
+        return made[-1]
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the demo broke")
+
+    monkeypatch.setattr(workflow_cmd, "_make_sampler", make)
+    if fails:
+        monkeypatch.setattr(demo_module, "run_demo", broken)
+    args = ["demo", "--base-url", BASE_URL, "--no-stsb", "--permutations", "0", "--show", "0"]
+    result = CliRunner().invoke(app, [*args, "--out-dir", str(tmp_path / "out")])
+
+    assert (result.exit_code != 0) is fails, result.output
+    assert len(made) == 1
+    assert made[0].closed
+
+
 def test_cli_demo_missing_data_fails_before_any_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

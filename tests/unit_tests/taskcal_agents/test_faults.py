@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import httpx
 import pytest
 from langchain_openai import ChatOpenAI
 
 from taskcal_agents import TaskCalibratedRunnable, tasks
 from taskcal_agents.errors import ConfigurationError, ServerError
 from taskcal_agents.sampling import OpenAISampler
-from taskcal_agents.testing import FakeOpenAIServer
+from taskcal_agents.testing import FakeOpenAIServer, start_process
 
 WEATHER = {
     "type": "function",
@@ -31,8 +35,21 @@ WEATHER = {
 }
 
 
+_SAMPLERS: list[OpenAISampler] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_samplers() -> Iterator[None]:
+    """Close every sampler a test made with :func:`sampler` (no socket left open)."""
+    yield
+    while _SAMPLERS:
+        _SAMPLERS.pop().close()
+
+
 def sampler(server: FakeOpenAIServer, **kwargs: Any) -> OpenAISampler:
-    return OpenAISampler(server.base_url, server.model, **{"timeout": 5.0, **kwargs})
+    made = OpenAISampler(server.base_url, server.model, **{"timeout": 5.0, **kwargs})
+    _SAMPLERS.append(made)
+    return made
 
 
 def chat(server: FakeOpenAIServer, **kwargs: Any) -> ChatOpenAI:
@@ -64,6 +81,74 @@ def test_fake_server_answers_n_choices_the_tool_parser_reads(
 def test_fake_server_refuses_unknown_faults() -> None:
     with pytest.raises(ValueError, match=r"unknown faults \['teapot'\]"):
         FakeOpenAIServer().fail("teapot")
+
+
+def _post_at_once(base_url: str, count: int) -> float:
+    """*count* chat completions from as many threads at once: seconds until all answered."""
+    body = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
+    barrier = threading.Barrier(count)
+
+    def post(_: int) -> int:
+        barrier.wait()
+        return httpx.post(f"{base_url}/chat/completions", json=body, timeout=30.0).status_code
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(count) as pool:
+        statuses = list(pool.map(post, range(count)))
+    assert statuses == [200] * count
+    return time.perf_counter() - start
+
+
+@pytest.mark.parametrize("capacity", [1, 2, None], ids=["capacity-1", "capacity-2", "unlimited"])
+def test_fake_server_serves_at_most_capacity_requests_at_once(
+    loopback: None, capacity: int | None
+) -> None:
+    latency = 0.25
+    with FakeOpenAIServer(latency=latency, capacity=capacity) as server:
+        took = _post_at_once(server.base_url, 4)
+    assert server.requests == 4
+    assert server.in_flight == 0
+    if capacity is None:  # the control: without a capacity they overlap
+        assert server.max_in_flight >= 2
+    else:
+        assert server.max_in_flight == capacity
+        rounds = 4 // capacity  # served one round of `capacity` requests after another
+        assert took >= 0.95 * rounds * latency
+
+
+def test_fake_server_capacity_does_not_limit_health_checks(loopback: None) -> None:
+    with FakeOpenAIServer(capacity=1, stall=10.0) as server:
+        server.fail("stall")  # holds the only slot for 10 s
+        with ThreadPoolExecutor(1) as pool:
+            stalled = pool.submit(_post_at_once, server.base_url, 1)
+            deadline = time.monotonic() + 5
+            while server.in_flight < 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert server.in_flight == 1
+            assert (
+                httpx.get(f"http://127.0.0.1:{server.port}/health", timeout=3.0).status_code == 200
+            )
+            server.stop()  # releases the stall: the client sees the connection closed
+            with pytest.raises(httpx.HTTPError):
+                stalled.result(timeout=10)
+
+
+@pytest.mark.parametrize("capacity", [0, -1, 1.5, True, "2"])
+def test_fake_server_refuses_a_capacity_below_one(capacity: Any) -> None:
+    msg = "FakeOpenAIServer parameter 'capacity' must be an integer >= 1"
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        FakeOpenAIServer(capacity=capacity)
+
+
+def test_fake_server_process_takes_a_capacity(loopback: None) -> None:
+    latency = 0.25
+    process, base_url = start_process(latency=latency, capacity=1)
+    try:
+        took = _post_at_once(base_url, 3)
+    finally:
+        process.kill()
+        process.wait()
+    assert took >= 0.95 * 3 * latency  # one after another
 
 
 # -- OpenAISampler -------------------------------------------------------------------------
