@@ -414,7 +414,7 @@ def test_ray_stops_after_max_failures_items_like_the_local_engine(
     --max-failures failed items instead of running through the whole dataset."""
     settings = SampleSettings(n=2, model="fake-model", greedy=False)
     items = _items(40)
-    with FakeOpenAIServer(fault="500", latency=0.05) as broken:
+    with FakeOpenAIServer(fault="500", latency=0.3) as broken:
         engine = RayEngine(
             endpoints=(broken.base_url,), model="fake-model", concurrency=1, batch_size=1
         )
