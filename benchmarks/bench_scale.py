@@ -19,10 +19,12 @@ requests. Each item costs two requests (N samples, greedy). Rows, in one run:
 Each fake server runs in a process of its own, as a real one does. Throughput is reported
 twice: over the whole wall time (Ray's includes starting its actor pool and importing the
 library in each actor, tens of seconds on a 2-core machine: the "first s" column) and in
-steady state, from the first record written to the last. "CPU s/it" is the whole
+steady state, between the 10th and the 90th percentile record (the first records come
+out of a full queue and the last drain it). "CPU s/it" is the whole
 machine's busy CPU time during the run (user + nice + system + irq + softirq + steal from
-``/proc/stat``, clients and servers together) per item; nan where ``/proc/stat`` is
-missing.
+``/proc/stat``, clients and servers together) per item, over the whole run and (the
+second "steady") in that window, without the actors' start-up; nan
+where ``/proc/stat`` is missing.
 
 The latency is 1 s so that the client's CPU is not the bottleneck on a 2-core machine:
 with 0.2 s, four endpoints x 2 actors saturate both cores and the fleet rows measure the
@@ -71,25 +73,46 @@ def _items(count: int, tag: str) -> list[DatasetItem]:
 
 
 class _Clock:
-    """Times of the first and last record written."""
+    """The time (and the machine's busy CPU ticks) at which each record was written."""
 
     def __init__(self) -> None:
-        self.first: float | None = None
-        self.last: float | None = None
-        self.count = 0
+        self.times: list[float] = []
+        self.busy: list[int | None] = []
+
+    @property
+    def first(self) -> float | None:
+        return self.times[0] if self.times else None
 
     def __call__(self, record: dict[str, Any] | None) -> None:
-        now = time.perf_counter()
         if record is not None:
-            self.first = self.first or now
-            self.last = now
-            self.count += 1
+            self.times.append(time.perf_counter())
+            self.busy.append(_busy_jiffies())
+
+    def _window(self) -> tuple[int, int] | None:
+        """The 10th and 90th percentile records: the first come out of a full queue and the
+        last drain it, so both edges would overstate or understate the steady rate."""
+        if len(self.times) < 10:
+            return None
+        return len(self.times) // 10, len(self.times) * 9 // 10
 
     def steady(self) -> float:
-        """Items per second from the first record to the last."""
-        if self.first is None or self.last is None or self.count < 2:
+        """Items per second between the 10th and the 90th percentile record."""
+        window = self._window()
+        if window is None:
             return float("nan")
-        return (self.count - 1) / max(self.last - self.first, 1e-9)
+        lo, hi = window
+        return (hi - lo) / max(self.times[hi] - self.times[lo], 1e-9)
+
+    def steady_cpu(self) -> float:
+        """Busy CPU seconds per item in the same window."""
+        window = self._window()
+        if window is None:
+            return float("nan")
+        lo, hi = window
+        a, b = self.busy[lo], self.busy[hi]
+        if a is None or b is None:
+            return float("nan")
+        return (b - a) / os.sysconf("SC_CLK_TCK") / (hi - lo)
 
 
 def _busy_jiffies() -> int | None:
@@ -144,6 +167,7 @@ def run(engine: str, endpoints: list[str], items: list[DatasetItem], concurrency
         "total": len(items) / wall,
         "steady": clock.steady(),
         "cpu": cpu,
+        "cpu_steady": clock.steady_cpu(),
     }
 
 
@@ -190,6 +214,7 @@ def main() -> None:
     print(
         f"{'row':<12}{'endp.':>6}{'conc.':>6}{'wall s':>9}{'first s':>9}{'items/s':>9}"
         f"{'steady':>9}{'vs ideal':>10}{'vs local':>10}{'vs 1 endp.':>11}{'CPU s/it':>10}"
+        f"{'steady':>8}"
     )
     local, one, four = rows[0][3], rows[1][3], rows[3][3]
     for name, k, conc, r in rows:
@@ -198,7 +223,7 @@ def main() -> None:
         print(
             f"{name:<12}{k:>6}{conc:>6}{r['wall']:>9.1f}{r['first']:>9.1f}{r['total']:>9.2f}"
             f"{r['steady']:>9.2f}{r['steady'] / (ideal * k):>10.2f}{vs_local:>10.2f}"
-            f"{vs_one:>11.2f}{r['cpu']:>10.3f}"
+            f"{vs_one:>11.2f}{r['cpu']:>10.3f}{r['cpu_steady']:>8.3f}"
         )
     print(
         f"control: 1 endpoint at {4 * c} in flight vs at {c}: "
