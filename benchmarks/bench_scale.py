@@ -141,11 +141,16 @@ def run(engine: str, endpoints: list[str], items: list[DatasetItem], concurrency
         with SamplesStore.open(out, sample_header(TASK, settings, None)) as store:
             start = time.perf_counter()
             if engine == "local":
-                sampler = OpenAISampler(endpoints[0], "fake-model", allow_seed=False)
-                report = run_sampling(
-                    TASK, items, sampler, store, settings, concurrency=concurrency, on_record=clock
-                )
-                sampler.close()
+                with OpenAISampler(endpoints[0], "fake-model", allow_seed=False) as sampler:
+                    report = run_sampling(
+                        TASK,
+                        items,
+                        sampler,
+                        store,
+                        settings,
+                        concurrency=concurrency,
+                        on_record=clock,
+                    )
             else:
                 ray_engine = RayEngine(
                     endpoints=tuple(endpoints),

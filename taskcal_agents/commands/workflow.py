@@ -274,19 +274,21 @@ def sample(
         ),
     ] = None,
     batch_size: Annotated[
-        int,
+        int | None,
         typer.Option(
-            min=1, help="With --engine ray: requests per batch (a failed batch loses these)."
+            min=1,
+            help="With --engine ray: requests per batch, whole items, one endpoint (a failed "
+            "batch loses these). Default 4.",
         ),
-    ] = 4,
+    ] = None,
     parse_tasks: Annotated[
-        int,
+        int | None,
         typer.Option(
             min=1,
             help="With --engine ray: parse tasks at once (each worker imports the library "
-            "once; raise it when the parse, not the servers, is the bottleneck).",
+            "once; raise it when the parse, not the servers, is the bottleneck). Default 2.",
         ),
-    ] = 2,
+    ] = None,
 ) -> None:
     """Sample N completions (+ a greedy one) per item into a resumable samples file.
 
@@ -317,8 +319,15 @@ def sample(
         if engine not in ("local", "ray"):
             msg = f"--engine must be 'local' or 'ray', got {engine!r}."
             raise ConfigurationError(msg)
-        if engine == "local" and (endpoints or ray_address):
-            msg = "--endpoints and --ray-address need --engine ray."
+        ray_only = {
+            "--endpoints": endpoints,
+            "--ray-address": ray_address,
+            "--batch-size": batch_size,
+            "--parse-tasks": parse_tasks,
+        }
+        given = [name for name, value in ray_only.items() if value is not None]
+        if engine == "local" and given:
+            msg = f"{', '.join(given)} need --engine ray."
             raise ConfigurationError(msg)
         if not base_url or not model:
             msg = (
@@ -357,9 +366,12 @@ def sample(
                 api_key=api_key,
                 timeout=timeout,
                 concurrency=concurrency,
-                batch_size=batch_size,
                 address=ray_address,
-                parse_tasks=parse_tasks,
+                **{
+                    k: v
+                    for k, v in {"batch_size": batch_size, "parse_tasks": parse_tasks}.items()
+                    if v is not None
+                },
             )
         else:
             sampler = _make_sampler(base_url, model, api_key, timeout)

@@ -11,7 +11,8 @@ is labelled. The driver assembles each item's record from its labelled draws
 has the local engine's fields, grading and clusters) and appends the records of each block
 Ray returns in one write; a rerun skips the ids already in the file.
 
-Items are spread over the endpoints round-robin (item *i* goes to endpoint *i mod K*).
+Items are spread over the endpoints round-robin by block (each block holds whole items for
+one endpoint, so an unreachable endpoint fails only its own blocks).
 With greedy draws on, each item has two rows in the same pipeline, both to its endpoint:
 the N samples and the greedy completion.
 
@@ -110,12 +111,13 @@ class RayEngine:
     """Where and how the Ray engine sends requests.
 
     Attributes:
-        endpoints: The servers' base URLs (``http://host:port/v1``); items go round-robin.
+        endpoints: The servers' base URLs (``http://host:port/v1``); blocks go round-robin.
         model: The served model name.
         api_key: Bearer token sent to every endpoint.
         timeout: Seconds per request (aiohttp's total timeout).
         concurrency: HTTP actors per processor (each has one request in flight).
-        batch_size: Items per batch (and per block: a failed block loses this many).
+        batch_size: Requests per batch (and per block: a failed block loses them), rounded
+            down to whole items (at least one item: its N-samples and greedy requests).
         max_retries: Ray's retries per request (connection errors, 408/429/502-504).
         address: The Ray cluster to join (``None``: the running one, else a local one).
         num_cpus: CPUs reserved per HTTP actor (they wait on the network).
@@ -244,13 +246,29 @@ class _Replay:
         return self._draws.pop(0)
 
 
+def draws_per_item(settings: SampleSettings) -> int:
+    """Rows per item in the HTTP engine: the N-samples draw, and the greedy one if on."""
+    return 2 if settings.greedy else 1
+
+
+def items_per_block(settings: SampleSettings, batch_size: int) -> int:
+    """Whole items per block (and batch): ``batch_size`` rows rounded down, at least one."""
+    return max(1, batch_size // draws_per_item(settings))
+
+
 def draw_rows(
-    items: Sequence[DatasetItem], endpoints: Sequence[str], settings: SampleSettings
+    items: Sequence[DatasetItem],
+    endpoints: Sequence[str],
+    settings: SampleSettings,
+    *,
+    per_block: int = 1,
 ) -> list[dict[str, Any]]:
     """The rows of the HTTP engine: per item its N-samples draw and its greedy draw.
 
-    Flat strings (Arrow-safe). Both draws of an item go to the same endpoint (item *i* to
-    endpoint *i mod K*), so the server's prefix cache serves the second.
+    Flat strings (Arrow-safe). Items go in blocks of *per_block*, and every row of a block
+    goes to one endpoint (block *b* to endpoint *b mod K*): a batch fails as a whole when an
+    endpoint is unreachable, so a dead endpoint then fails only its own blocks. Both draws
+    of an item go to the same endpoint, so the server's prefix cache serves the second.
     """
     kinds = ["samples", "greedy"] if settings.greedy else ["samples"]
     return [
@@ -259,7 +277,7 @@ def draw_rows(
             "draw": j,
             "kind": kind,
             "item": item.model_dump_json(),
-            "endpoint": endpoints[i % len(endpoints)],
+            "endpoint": endpoints[(i // per_block) % len(endpoints)],
         }
         for i, item in enumerate(items)
         for j, kind in enumerate(kinds)
@@ -454,10 +472,14 @@ def blocks_dataset(ray: Any, rows: Sequence[Mapping[str, Any]], batch_size: int)
 def build_dataset(
     task: Task, items: Sequence[DatasetItem], settings: SampleSettings, engine: RayEngine
 ) -> Any:
-    """The Ray Data pipeline: draw rows -> request body -> HTTP actors -> parsed draws."""
-    rows = draw_rows(items, engine.endpoints, settings)
+    """The Ray Data pipeline: draw rows -> request body -> HTTP actors -> parsed draws.
+
+    Each block (and batch) holds whole items, all for one endpoint.
+    """
+    per = items_per_block(settings, engine.batch_size)
+    rows = draw_rows(items, engine.endpoints, settings, per_block=per)
     return build_pipeline(task, settings, engine)(
-        blocks_dataset(import_ray(), rows, engine.batch_size)
+        blocks_dataset(import_ray(), rows, per * draws_per_item(settings))
     )
 
 
@@ -472,7 +494,7 @@ def build_pipeline(task: Task, settings: SampleSettings, engine: RayEngine) -> A
     config = HttpRequestProcessorConfig(
         url=f"{engine.endpoints[0]}/chat/completions",  # each envelope names its own
         headers={"Authorization": f"Bearer {engine.api_key}"},
-        batch_size=engine.batch_size,
+        batch_size=items_per_block(settings, engine.batch_size) * draws_per_item(settings),
         # a fixed pool (min = max): the actors start at once instead of scaling up
         concurrency=(engine.concurrency, engine.concurrency),
         max_retries=engine.max_retries,
@@ -578,7 +600,8 @@ def run_sampling_ray(
     check_settings(task, settings)
     check_ray_settings(task, settings)
     todo = [item for item in items if item.id not in store.done]
-    collector = DrawCollector(task, settings, todo, 2 if settings.greedy else 1)
+    collector = DrawCollector(task, settings, todo, draws_per_item(settings))
+    per = items_per_block(settings, engine.batch_size)
     return run_pipeline(
         lambda: build_dataset(task, todo, settings, engine),
         collector,
@@ -586,6 +609,7 @@ def run_sampling_ray(
         len(items),
         address=engine.address,
         max_failures=max_failures,
+        max_errored_blocks=max(1, math.ceil(max_failures / per)),
         on_record=on_record,
     )
 
@@ -598,24 +622,28 @@ def run_pipeline(
     *,
     address: str | None,
     max_failures: int,
+    max_errored_blocks: int,
     on_record: Callable[[dict[str, Any] | None], None] | None = None,
 ) -> SamplingReport:
     """Run a Ray pipeline of draws (``build()``) and append what *collector* finishes.
 
     Shared by the HTTP engine and the in-Ray vLLM engine: the collector holds the items to
     sample (those not yet in *store*); Ray is joined at *address* (or started, and then
-    shut down); up to *max_failures* failed blocks are dropped, and the job stops after
-    *max_failures* failed items.
+    shut down); up to *max_errored_blocks* failed blocks are dropped (their items are
+    reported failed at the end), and the job stops after *max_failures* failed items.
+    After an interrupt or a stopped job the items not returned are not listed one by one.
     """
+    check_int(max_failures, "max_failures", minimum=1)
+    check_int(max_errored_blocks, "max_errored_blocks", minimum=1)
     report = SamplingReport(total=total, skipped=total - len(collector.pending))
     if not collector.pending:
         return report
     ray, started = ray_session(address)
     context = ray.data.DataContext.get_current()
     saved = (context.max_errored_blocks, context.enable_progress_bars)
-    context.max_errored_blocks = max_failures
+    context.max_errored_blocks = max_errored_blocks
     context.enable_progress_bars = False
-    stopped = False
+    completed = False
     try:
         rows = _result_rows(build())
         try:
@@ -623,16 +651,21 @@ def run_pipeline(
         finally:
             rows.close()  # stops the Ray job when it stopped early
         report.interrupted = stopped
+        completed = not stopped
     except KeyboardInterrupt:
         report.interrupted = True
-    except Exception as exc:  # the job stopped: more failed blocks than max_failures
+    except Exception as exc:  # the job stopped: more failed blocks than max_errored_blocks
         report.interrupted = True
-        report.failures.append(("(ray job)", f"the Ray job stopped: {type(exc).__name__}: {exc}"))
+        message = (
+            f"the Ray job stopped ({len(collector.pending)} items not sampled): "
+            f"{type(exc).__name__}: {exc}"
+        )
+        report.failures.append(("(ray job)", message))
     finally:
         context.max_errored_blocks, context.enable_progress_bars = saved
         if started:
             ray.shutdown()
-    if stopped:  # as the local engine: the items not yet returned are simply not written
+    if not completed:  # as the local engine: the items not yet returned are not written
         return report
     lost = "Ray returned no result (its batch failed after retries; see the Ray logs)"
     for rid in collector.pending:

@@ -269,5 +269,6 @@ def run_sampling_vllm(
         len(items),
         address=address,
         max_failures=max_failures,
+        max_errored_blocks=max_failures,  # rows fail alone here (should_continue_on_error)
         on_record=on_record,
     )

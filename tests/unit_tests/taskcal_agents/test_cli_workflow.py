@@ -457,3 +457,15 @@ def test_sample_closes_its_client_when_the_store_cannot_open(
     result = runner.invoke(app, _sample_args(setup, out))
     assert result.exit_code == 2, result.output
     assert sampler.closed
+
+
+@pytest.mark.parametrize(
+    "extra", [["--batch-size", "2"], ["--parse-tasks", "3"], ["--ray-address", "auto"]]
+)
+def test_sample_refuses_ray_options_on_the_local_engine(
+    runner: CliRunner, setup: dict[str, Path], tmp_path: Path, extra: list[str]
+) -> None:
+    result = runner.invoke(app, _sample_args(setup, tmp_path / "s.jsonl", *extra))
+    assert result.exit_code == 2
+    assert f"{extra[0]} need --engine ray." in " ".join(result.stderr.split())
+    assert not (tmp_path / "s.jsonl").exists()

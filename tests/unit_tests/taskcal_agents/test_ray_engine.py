@@ -39,6 +39,7 @@ from taskcal_agents.workflow._ray_engine import (
     check_ray_settings,
     collect,
     draw_rows,
+    items_per_block,
     run_sampling_ray,
 )
 from taskcal_agents.workflow._runner import (
@@ -115,6 +116,17 @@ def test_request_step_posts_the_body_openai_sampler_builds() -> None:
         assert json.loads(out["payload"]["body"]) == wire_body(sampler.request(messages, **params))
         assert out["n_wanted"] == params["n"]
         assert out["parse_content"] is True
+
+
+def test_rows_go_to_endpoints_by_block_of_whole_items() -> None:
+    greedy, single = SampleSettings(n=2), SampleSettings(n=2, greedy=False)
+    assert [items_per_block(greedy, b) for b in (1, 2, 3, 4, 5)] == [1, 1, 1, 2, 2]
+    assert [items_per_block(single, b) for b in (1, 4)] == [1, 4]
+    rows = draw_rows(_items(6), ["http://a/v1", "http://b/v1"], greedy, per_block=2)
+    assert [(r["id"], r["endpoint"][7]) for r in rows[::2]] == [
+        ("i0", "a"), ("i1", "a"), ("i2", "b"), ("i3", "b"), ("i4", "a"), ("i5", "a")
+    ]  # fmt: skip
+    assert all(rows[k]["endpoint"] == rows[k + 1]["endpoint"] for k in range(0, 12, 2))
 
 
 def test_request_step_marks_an_unbuildable_item_failed() -> None:
@@ -379,31 +391,48 @@ def test_ray_routes_fails_bad_endpoints_survives_a_kill_and_resumes(
 
 
 @pytest.mark.timeout(300)
-def test_ray_poison_row_fails_alone_and_blocks_hold_one_batch(
+def test_ray_poison_row_and_dead_endpoint_fail_only_their_own_items(
     ray_local: Any, loopback: None, tmp_path: Path
 ) -> None:
-    """A row whose body cannot be built shares a 4-row block with a healthy item: only the
-    poison item fails (Ray skips rows whose error column is not ""). Blocks hold exactly one
-    batch, the last the rest."""
+    """Blocks of 4 rows (2 whole items), each block to one endpoint: [i0 i1] -> healthy,
+    [i2 i3] -> dead, [i4 i5] -> healthy. The row of i0 cannot be built: only i0 fails, not
+    its block neighbour i1 (Ray skips rows whose error column is not ""); the dead
+    endpoint's block is dropped, its items reported, the job goes on."""
     settings = SampleSettings(n=2, model="fake-model")
-    items = _items(3)
+    items = _items(6)
     blocks = blocks_dataset(ray_local, [{"k": k} for k in range(10)], 4)
     sizes = [len(b) for b in blocks.iter_batches(batch_size=None, batch_format="pyarrow")]
     assert sizes == [4, 4, 2]
-    with FakeOpenAIServer() as server:
-        engine = RayEngine(endpoints=(server.base_url,), model="fake-model", concurrency=1)
-        rows = draw_rows(items, engine.endpoints, settings)
-        rows[0]["item"] = rows[1]["item"] = "{not json"  # item i0, in the block of i1
-        ds = build_pipeline(TASK, settings, engine)(blocks_dataset(ray_local, rows, 4))
-        report = SamplingReport(total=3)
-        collector = DrawCollector(TASK, settings, items, draws_per_item=2)
-        with SamplesStore.open(tmp_path / "s.jsonl", sample_header(TASK, settings, None)) as st:
-            stopped = collect(_result_rows(ds), collector, st, report, max_failures=10)
-        assert server.requests == 4  # i1 and i2, two draws each; none for i0
-    assert not stopped and report.written == 2
+    dead = f"http://127.0.0.1:{_free_port()}/v1"
+    context = ray_local.data.DataContext.get_current()
+    saved = context.max_errored_blocks
+    context.max_errored_blocks = 5
+    try:
+        with FakeOpenAIServer() as server:
+            engine = RayEngine(
+                endpoints=(server.base_url, dead),
+                model="fake-model",
+                concurrency=1,
+                max_retries=0,
+            )
+            per = items_per_block(settings, engine.batch_size)
+            assert per == 2
+            rows = draw_rows(items, engine.endpoints, settings, per_block=per)
+            rows[0]["item"] = rows[1]["item"] = "{not json"  # item i0, in the block of i1
+            ds = build_pipeline(TASK, settings, engine)(blocks_dataset(ray_local, rows, 4))
+            report = SamplingReport(total=6)
+            collector = DrawCollector(TASK, settings, items, draws_per_item=2)
+            path = tmp_path / "s.jsonl"
+            with SamplesStore.open(path, sample_header(TASK, settings, None)) as store:
+                stopped = collect(_result_rows(ds), collector, store, report, max_failures=10)
+            assert server.requests == 6  # i1, i4, i5: two draws each; none for i0
+    finally:
+        context.max_errored_blocks = saved
+    assert not stopped and report.written == 3
     assert [rid for rid, _ in report.failures] == ["i0"]
     assert "building the request failed" in report.failures[0][1]
-    assert set(read_samples(tmp_path / "s.jsonl").records) == {"i1", "i2"}
+    assert collector.pending == ["i2", "i3"]  # the dead endpoint's block
+    assert set(read_samples(path).records) == {"i1", "i4", "i5"}
 
 
 @pytest.mark.timeout(300)
@@ -420,7 +449,9 @@ def test_ray_stops_after_max_failures_items_like_the_local_engine(
         )
         with SamplesStore.open(tmp_path / "s.jsonl", sample_header(TASK, settings, None)) as st:
             report = run_sampling_ray(TASK, items, st, settings, engine, max_failures=3)
-        assert broken.requests < len(items)
+        sent = broken.requests
+        time.sleep(1.5)  # a job still running would send 4-5 more requests by now
+        assert broken.requests <= sent + 1 < len(items)
     assert report.interrupted and report.written == 0
     assert 3 <= len(report.failures) < len(items)
     assert all("error body" in message for _, message in report.failures)
