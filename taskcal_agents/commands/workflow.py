@@ -376,11 +376,10 @@ def sample(
         else:
             sampler = _make_sampler(base_url, model, api_key, timeout)
         store = SamplesStore.open(out, sample_header(task_obj, settings, str(data)))
-    except (TaskCalError, ImportError) as exc:
+    except BaseException as exc:
         _close_sampler(sampler)
-        raise _fail(err, exc) from exc
-    except BaseException:
-        _close_sampler(sampler)
+        if isinstance(exc, (TaskCalError, ImportError)):
+            raise _fail(err, exc) from exc
         raise
     counts: Counter[str] = Counter()
     with (

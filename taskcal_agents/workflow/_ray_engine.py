@@ -72,6 +72,7 @@ __all__ = [
     "EnvelopeSession",
     "RayEngine",
     "import_ray",
+    "items_to_sample",
     "run_pipeline",
     "run_sampling_ray",
 ]
@@ -254,6 +255,11 @@ def draws_per_item(settings: SampleSettings) -> int:
 def items_per_block(settings: SampleSettings, batch_size: int) -> int:
     """Whole items per block (and batch): ``batch_size`` rows rounded down, at least one."""
     return max(1, batch_size // draws_per_item(settings))
+
+
+def batch_rows(settings: SampleSettings, batch_size: int) -> int:
+    """Rows per block and per batch: :func:`items_per_block` whole items."""
+    return items_per_block(settings, batch_size) * draws_per_item(settings)
 
 
 def draw_rows(
@@ -479,7 +485,7 @@ def build_dataset(
     per = items_per_block(settings, engine.batch_size)
     rows = draw_rows(items, engine.endpoints, settings, per_block=per)
     return build_pipeline(task, settings, engine)(
-        blocks_dataset(import_ray(), rows, per * draws_per_item(settings))
+        blocks_dataset(import_ray(), rows, batch_rows(settings, engine.batch_size))
     )
 
 
@@ -494,7 +500,7 @@ def build_pipeline(task: Task, settings: SampleSettings, engine: RayEngine) -> A
     config = HttpRequestProcessorConfig(
         url=f"{engine.endpoints[0]}/chat/completions",  # each envelope names its own
         headers={"Authorization": f"Bearer {engine.api_key}"},
-        batch_size=items_per_block(settings, engine.batch_size) * draws_per_item(settings),
+        batch_size=batch_rows(settings, engine.batch_size),
         # a fixed pool (min = max): the actors start at once instead of scaling up
         concurrency=(engine.concurrency, engine.concurrency),
         max_retries=engine.max_retries,
@@ -595,11 +601,7 @@ def run_sampling_ray(
         ConfigurationError: Bad item labels or settings the engine does not do.
         ImportError: Ray is not installed.
     """
-    check_int(max_failures, "max_failures", minimum=1)
-    check_items(task, items)
-    check_settings(task, settings)
-    check_ray_settings(task, settings)
-    todo = [item for item in items if item.id not in store.done]
+    todo = items_to_sample(task, items, store, settings)
     collector = DrawCollector(task, settings, todo, draws_per_item(settings))
     per = items_per_block(settings, engine.batch_size)
     return run_pipeline(
@@ -612,6 +614,20 @@ def run_sampling_ray(
         max_errored_blocks=max(1, math.ceil(max_failures / per)),
         on_record=on_record,
     )
+
+
+def items_to_sample(
+    task: Task, items: Sequence[DatasetItem], store: SamplesStore, settings: SampleSettings
+) -> list[DatasetItem]:
+    """The items not yet in *store*, after checking them and the settings for a Ray engine.
+
+    Raises:
+        ConfigurationError: Bad item labels or settings the Ray engines do not do.
+    """
+    check_items(task, items)
+    check_settings(task, settings)
+    check_ray_settings(task, settings)
+    return [item for item in items if item.id not in store.done]
 
 
 def run_pipeline(

@@ -35,16 +35,14 @@ from taskcal_agents.workflow._ray_engine import (
     OK,
     DrawCollector,
     blocks_dataset,
-    check_ray_settings,
     import_ray,
+    items_to_sample,
     run_pipeline,
 )
 from taskcal_agents.workflow._runner import (
     SampleSettings,
     SamplingReport,
     build_messages,
-    check_items,
-    check_settings,
     message_to_dict,
     offered_tool_names,
 )
@@ -191,8 +189,7 @@ def build_vllm_dataset(
 ) -> Any:
     """The Ray Data pipeline of the in-Ray vLLM engine (rows for :func:`vllm_collector`).
 
-    Feed the returned dataset's blocks to
-    :func:`~taskcal_agents.workflow._ray_engine.collect` with :func:`vllm_collector`.
+    :func:`run_sampling_vllm` runs it into a samples store.
 
     Args:
         task: The task.
@@ -249,10 +246,7 @@ def run_sampling_vllm(
         ConfigurationError: Bad item labels or settings the engine does not do.
         ImportError: Ray (or, in the actors, vLLM) is not installed.
     """
-    check_items(task, items)
-    check_settings(task, settings)
-    check_ray_settings(task, settings)
-    todo = [item for item in items if item.id not in store.done]
+    todo = items_to_sample(task, items, store, settings)
     return run_pipeline(
         lambda: build_vllm_dataset(
             task,

@@ -281,20 +281,7 @@ class SamplesStore:
             RuntimeError: The store is closed.
             ValueError: The id is missing or already stored.
         """
-        rid = record.get("id")
-        line = encode_line({"type": "record", **record})
-        with self._lock:
-            if self._fd is None:
-                msg = f"SamplesStore for {self.path} is closed; open it again to append."
-                raise RuntimeError(msg)
-            if not isinstance(rid, str):
-                msg = f"record['id'] must be a string, got {rid!r}."
-                raise ValueError(msg)
-            if rid in self.done:
-                msg = f"record id {rid!r} is already stored in {self.path}; skip finished ids."
-                raise ValueError(msg)
-            append_line(self._fd, line)
-            self.done.add(rid)
+        self.append_many([record])
 
     def append_many(self, records: Sequence[Mapping[str, Any]]) -> None:
         """Append finished records in one ``os.write`` + ``fsync`` (a batch from an engine).
