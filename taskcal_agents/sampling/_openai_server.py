@@ -21,13 +21,18 @@ treatment every sampler shares. openai/httpx errors are translated into
 number of choices).
 
 An httpx client handed in (``http_client``, ``async_http_client``) stays the caller's: the
-sampler never closes it. A closed sampler refuses to sample.
+sampler never closes it. A closed sampler refuses to sample. Closing while other threads or
+tasks still have requests in flight (``run_sampling`` stopping after too many failures) lets
+those requests finish; the last one closes the connections. (httpx gives no such promise: a
+connection opened for a request that raced with ``Client.close`` stays open, unowned, and
+its socket leaks.)
 """
 
 from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -291,6 +296,13 @@ class OpenAISampler:
         self._client: openai.OpenAI | None = None
         self._async_client: openai.AsyncOpenAI | None = None
         self._closed = False
+        # Requests in flight per path, and the client a close left to the last of them.
+        self._lock = threading.Lock()
+        self._in_flight = {"sync": 0, "async": 0}
+        self._to_close: dict[str, openai.OpenAI | openai.AsyncOpenAI | None] = {
+            "sync": None,
+            "async": None,
+        }
 
     @classmethod
     def from_endpoint(cls, endpoint: Endpoint, **kwargs: Any) -> OpenAISampler:
@@ -382,12 +394,46 @@ class OpenAISampler:
         )
 
     def _create(self, request: dict[str, Any]) -> ChatCompletion:
-        response: ChatCompletion = self.client.chat.completions.create(**request)
+        with self._lock:
+            client = self.client
+            self._in_flight["sync"] += 1
+        try:
+            response: ChatCompletion = client.chat.completions.create(**request)
+        finally:
+            orphan = self._finished("sync")
+            if orphan is not None:
+                orphan.close()
         return response
 
     async def _acreate(self, request: dict[str, Any]) -> ChatCompletion:
-        response: ChatCompletion = await self.async_client.chat.completions.create(**request)
+        with self._lock:
+            client = self.async_client
+            self._in_flight["async"] += 1
+        try:
+            response: ChatCompletion = await client.chat.completions.create(**request)
+        finally:
+            orphan = self._finished("async")
+            if orphan is not None:
+                await orphan.close()
         return response
+
+    def _finished(self, path: str) -> Any:
+        """Count a request of *path* done; the client a close left to it, if it was the last."""
+        with self._lock:
+            self._in_flight[path] -= 1
+            if self._in_flight[path]:
+                return None
+            orphan, self._to_close[path] = self._to_close[path], None
+            return orphan
+
+    def _detach(self, path: str, client: Any, owned: bool) -> Any:
+        """The client to close now; ``None`` when it is not ours or requests still use it."""
+        if client is None or not owned:
+            return None
+        if self._in_flight[path]:
+            self._to_close[path] = client  # the last request in flight closes it
+            return None
+        return client
 
     @property
     def closed(self) -> bool:
@@ -397,20 +443,28 @@ class OpenAISampler:
     def close(self) -> None:
         """Close the synchronous connections; the sampler refuses to sample afterwards.
 
-        An ``http_client`` handed in is left open (it is the caller's). Use :meth:`aclose`
-        when the async path was used.
+        Requests already in flight on other threads finish first; the last one closes the
+        connections. An ``http_client`` handed in is left open (it is the caller's). Use
+        :meth:`aclose` when the async path was used.
         """
-        self._closed = True
-        if self._client is not None and self.http_client is None:
-            self._client.close()
-        self._client = None
+        with self._lock:
+            self._closed = True
+            client = self._detach("sync", self._client, self.http_client is None)
+            self._client = None
+        if client is not None:
+            client.close()
 
     async def aclose(self) -> None:
-        """Close both clients' connections (not those of httpx clients handed in)."""
+        """Close both clients' connections (not those of httpx clients handed in).
+
+        Requests in flight finish first, as with :meth:`close`.
+        """
         self.close()
-        if self._async_client is not None and self.async_http_client is None:
-            await self._async_client.close()
-        self._async_client = None
+        with self._lock:
+            client = self._detach("async", self._async_client, self.async_http_client is None)
+            self._async_client = None
+        if client is not None:
+            await client.close()
 
     def __enter__(self) -> OpenAISampler:
         return self

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import gc
 import inspect
-from collections.abc import Generator
+import sys
+import threading
+import time
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import httpx
@@ -19,6 +23,7 @@ from taskcal_agents.sampling import ChatModelSampler, OpenAISampler, Sampler
 from taskcal_agents.sampling._choices import choice_message
 from taskcal_agents.sampling._drive import adrive, drive
 from taskcal_agents.sampling.offline import OfflineSampler, completion_to_message
+from taskcal_agents.testing.fake_openai import FakeOpenAIServer
 
 BASE_URL = "http://fake-vllm.test/v1"
 CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
@@ -217,3 +222,107 @@ def test_a_sampler_closed_async_refuses_both_paths() -> None:
         asyncio.run(sampler.asample("hi"))
     with pytest.raises(RuntimeError, match=CLOSED.format(name="sample")):
         sampler.sample("hi")
+
+
+# ----------------------------------------- OpenAISampler: closed while requests are in flight
+
+
+@pytest.fixture
+def unraisable(monkeypatch: pytest.MonkeyPatch, loopback: None) -> Iterator[list[str]]:
+    """What the garbage collector could not raise (an unclosed socket's ResourceWarning)."""
+    seen: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda hook: seen.append(repr(hook.exc_value)))
+    yield seen
+
+
+def _wait_for(condition: Any, what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.005)
+
+
+def test_close_lets_requests_in_flight_finish_then_closes_their_connections(
+    unraisable: list[str],
+) -> None:
+    # run_sampling stops after too many failures without waiting for the requests in flight,
+    # and `taskcal sample` then closes the sampler: those requests must still finish.
+    with FakeOpenAIServer(latency=0.3) as server:
+        sampler = OpenAISampler(server.base_url, "fake-model", max_retries=0, timeout=10)
+        client = sampler.client
+        replies: list[Any] = []
+
+        def one() -> None:
+            try:
+                replies.append(sampler.sample("hi", n=2)[0].content)
+            except Exception as exc:  # a test thread: record, the assert below reports it
+                replies.append(exc)
+
+        threads = [threading.Thread(target=one) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        _wait_for(lambda: server.in_flight == 4, "the 4 requests never reached the server")
+        sampler.close()
+        assert sampler.closed and not client.is_closed()  # 4 requests still use it
+        for thread in threads:
+            thread.join(timeout=10)
+        gc.collect()
+
+    assert [type(reply) for reply in replies] == [str] * 4, replies
+    assert client.is_closed()  # the last request closed it
+    assert unraisable == []
+
+
+def _sample_until_refused(sampler: OpenAISampler, refused: list[Exception]) -> None:
+    while True:
+        try:
+            sampler.sample("hi")
+        except RuntimeError as exc:  # the sampler is closed
+            refused.append(exc)
+            return
+
+
+def test_closing_during_a_stream_of_requests_leaks_no_socket(unraisable: list[str]) -> None:
+    # Threads sample until the sampler refuses; close lands while requests are being sent.
+    # httpx's own close leaks the socket a racing request opens (8 in 8 rounds before).
+    with FakeOpenAIServer(latency=0.02) as server:
+        for _ in range(8):
+            sampler = OpenAISampler(server.base_url, "fake-model", max_retries=0, timeout=10)
+            client = sampler.client
+            refused: list[Exception] = []
+            threads = [
+                threading.Thread(target=_sample_until_refused, args=(sampler, refused))
+                for _ in range(4)
+            ]
+            for thread in threads:
+                thread.start()
+            _wait_for(lambda server=server: server.requests >= 8, "no requests arrived")
+            sampler.close()
+            for thread in threads:
+                thread.join(timeout=10)
+            assert len(refused) == 4 and all("is closed" in str(exc) for exc in refused)
+            assert client.is_closed()
+        gc.collect()
+
+    assert unraisable == []
+
+
+def test_aclose_lets_async_requests_in_flight_finish(unraisable: list[str]) -> None:
+    async def run(server: FakeOpenAIServer) -> tuple[list[Any], Any]:
+        sampler = OpenAISampler(server.base_url, "fake-model", max_retries=0, timeout=10)
+        client = sampler.async_client
+        tasks = [asyncio.create_task(sampler.asample("hi")) for _ in range(3)]
+        while server.in_flight < 3:
+            await asyncio.sleep(0.005)
+        await sampler.aclose()
+        assert not client.is_closed()
+        replies = await asyncio.gather(*tasks, return_exceptions=True)
+        return replies, client
+
+    with FakeOpenAIServer(latency=0.3) as server:
+        replies, client = asyncio.run(run(server))
+        gc.collect()
+
+    assert [type(reply) for reply in replies] == [list] * 3, replies
+    assert client.is_closed()
+    assert unraisable == []
