@@ -30,6 +30,7 @@ its socket leaks.)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
@@ -394,27 +395,35 @@ class OpenAISampler:
         )
 
     def _create(self, request: dict[str, Any]) -> ChatCompletion:
-        with self._lock:
-            client = self.client
-            self._in_flight["sync"] += 1
+        started = False
         try:
+            with self._lock:
+                self._check_open("sample")  # a close that raced this request refuses it here
+                client = self.client
+                self._in_flight["sync"] += 1
+                started = True
             response: ChatCompletion = client.chat.completions.create(**request)
         finally:
-            orphan = self._finished("sync")
+            orphan = self._finished("sync") if started else None
             if orphan is not None:
-                orphan.close()
+                with contextlib.suppress(Exception):  # the request's outcome is what counts
+                    orphan.close()
         return response
 
     async def _acreate(self, request: dict[str, Any]) -> ChatCompletion:
-        with self._lock:
-            client = self.async_client
-            self._in_flight["async"] += 1
+        started = False
         try:
+            with self._lock:
+                self._check_open("asample")
+                client = self.async_client
+                self._in_flight["async"] += 1
+                started = True
             response: ChatCompletion = await client.chat.completions.create(**request)
         finally:
-            orphan = self._finished("async")
+            orphan = self._finished("async") if started else None
             if orphan is not None:
-                await orphan.close()
+                with contextlib.suppress(Exception):
+                    await orphan.close()
         return response
 
     def _finished(self, path: str) -> Any:

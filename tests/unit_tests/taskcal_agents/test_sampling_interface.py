@@ -247,8 +247,8 @@ def test_close_lets_requests_in_flight_finish_then_closes_their_connections(
 ) -> None:
     # run_sampling stops after too many failures without waiting for the requests in flight,
     # and `taskcal sample` then closes the sampler: those requests must still finish.
-    with FakeOpenAIServer(latency=0.3) as server:
-        sampler = OpenAISampler(server.base_url, "fake-model", max_retries=0, timeout=10)
+    with FakeOpenAIServer(latency=2.0) as server:  # wide enough for a loaded machine
+        sampler = OpenAISampler(server.base_url, "fake-model", max_retries=0, timeout=30)
         client = sampler.client
         replies: list[Any] = []
 
@@ -265,7 +265,7 @@ def test_close_lets_requests_in_flight_finish_then_closes_their_connections(
         sampler.close()
         assert sampler.closed and not client.is_closed()  # 4 requests still use it
         for thread in threads:
-            thread.join(timeout=10)
+            thread.join(timeout=30)
         gc.collect()
 
     assert [type(reply) for reply in replies] == [str] * 4, replies
@@ -289,6 +289,7 @@ def test_closing_during_a_stream_of_requests_leaks_no_socket(unraisable: list[st
         for _ in range(8):
             sampler = OpenAISampler(server.base_url, "fake-model", max_retries=0, timeout=10)
             client = sampler.client
+            start = server.requests
             refused: list[Exception] = []
             threads = [
                 threading.Thread(target=_sample_until_refused, args=(sampler, refused))
@@ -296,7 +297,7 @@ def test_closing_during_a_stream_of_requests_leaks_no_socket(unraisable: list[st
             ]
             for thread in threads:
                 thread.start()
-            _wait_for(lambda server=server: server.requests >= 8, "no requests arrived")
+            _wait_for(lambda n=start + 8: server.requests >= n, "the requests did not arrive")
             sampler.close()
             for thread in threads:
                 thread.join(timeout=10)
@@ -309,17 +310,19 @@ def test_closing_during_a_stream_of_requests_leaks_no_socket(unraisable: list[st
 
 def test_aclose_lets_async_requests_in_flight_finish(unraisable: list[str]) -> None:
     async def run(server: FakeOpenAIServer) -> tuple[list[Any], Any]:
-        sampler = OpenAISampler(server.base_url, "fake-model", max_retries=0, timeout=10)
+        sampler = OpenAISampler(server.base_url, "fake-model", max_retries=0, timeout=30)
         client = sampler.async_client
         tasks = [asyncio.create_task(sampler.asample("hi")) for _ in range(3)]
+        deadline = time.monotonic() + 10
         while server.in_flight < 3:
+            assert time.monotonic() < deadline, "the 3 requests never reached the server"
             await asyncio.sleep(0.005)
         await sampler.aclose()
         assert not client.is_closed()
         replies = await asyncio.gather(*tasks, return_exceptions=True)
         return replies, client
 
-    with FakeOpenAIServer(latency=0.3) as server:
+    with FakeOpenAIServer(latency=2.0) as server:
         replies, client = asyncio.run(run(server))
         gc.collect()
 
