@@ -1,15 +1,16 @@
 """Adaptive N: stop sampling once more samples would hardly change the action.
 
-After m of N samples, with outcome counts c (one per task label, then the unparsed
-samples, as the parser g_T reads them), the stopping rule asks: if the remaining N − m
-samples were drawn, how likely is the decision to change? Under the posterior
+After m of N samples, with outcome counts c (one per task outcome, then the unparsed
+samples: the labels g_T reads, an ungrounded call apart under grounded belief features,
+see :attr:`Task.outcomes <taskcal_agents.task.Task.outcomes>`), the stopping rule asks:
+if the remaining N − m samples were drawn, how likely is the decision to change? Under the posterior
 p ~ Dirichlet(α + c) and the future counts ~ Multinomial(N − m, p),
 
     P(change) = P( action(c + future) ≠ action(c) ),
 
 where action(·) is what :class:`~taskcal_agents.decision.Decider` does with those samples:
-the belief built by the task's own rule (:meth:`Task.belief_from_labels
-<taskcal_agents.task.Task.belief_from_labels>`), the Decider's calibration, then MBR among
+the belief built by the task's own rule (:meth:`Task.belief_from_outcomes
+<taskcal_agents.task.Task.belief_from_outcomes>`), the Decider's calibration, then MBR among
 the executable actions and the Decider's risk guard, if any, through the one map the
 Decider itself uses (:meth:`Decider.choose_actions
 <taskcal_agents.decision.Decider.choose_actions>`), so the rule watches the action the
@@ -37,10 +38,17 @@ import numpy as np
 from langchain_core.messages import AIMessage
 from numpy.typing import ArrayLike, NDArray
 
-from taskcal_agents.decision import Decider, Decision, carried_actions
+from taskcal_agents.decision import (
+    Decider,
+    Decision,
+    carried_actions,
+    grounded_flags,
+    ungrounded_flags,
+)
 from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.grounding import GroundingContext
 from taskcal_agents.options import AdaptiveSampling
-from taskcal_agents.task import Task
+from taskcal_agents.task import UNGROUNDED_CALL, Task
 
 __all__ = [
     "AdaptiveSampling",
@@ -89,31 +97,33 @@ def check_adaptive(task: Task, owner: str) -> None:
 
 
 def outcome_counts(task: Task, labels: Sequence[str | None]) -> NDArray[np.int64]:
-    """Count parsed labels into the rule's outcomes: one per task label, then unparsed.
+    """Count samples into the rule's outcomes: one per task outcome, then unparsed.
 
     Args:
         task: The task.
-        labels: One label per sample as :meth:`Task.parse_completion
-            <taskcal_agents.task.Task.parse_completion>` reads it (``None``: unparsed,
-            before the task's ``unparsed`` policy, which the belief applies).
+        labels: One outcome per sample (:meth:`Task.sample_outcomes
+            <taskcal_agents.task.Task.sample_outcomes>`; for a task without grounding the
+            labels g_T reads; ``None``: unparsed, before the task's ``unparsed`` policy,
+            which the belief applies).
 
     Returns:
-        The counts, shape ``(k + 1,)``.
+        The counts, shape ``(len(task.outcomes) + 1,)``.
 
     Raises:
-        ConfigurationError: If a label is not one of the task's.
+        ConfigurationError: If a label is not one of the task's outcomes.
     """
-    k = len(task.labels)
-    counts = np.zeros(k + 1, dtype=np.int64)
+    outcomes = task.outcomes
+    index = {o: i for i, o in enumerate(outcomes)}
+    counts = np.zeros(len(outcomes) + 1, dtype=np.int64)
     for label in labels:
         if label is None:
-            counts[k] += 1
-        elif label in task.labels:
-            counts[task.label_index(label)] += 1
+            counts[-1] += 1
+        elif label in index:
+            counts[index[label]] += 1
         else:
             msg = (
                 f"outcome_counts got label {label!r}, which is not one of task {task.name!r}'s "
-                f"labels {task.labels!r}; pass None for an unparsed sample."
+                f"outcomes {list(outcomes)!r}; pass None for an unparsed sample."
             )
             raise ConfigurationError(msg)
     return counts
@@ -135,9 +145,9 @@ def _actions(
     take the task's fallback action, as it does.
     """
     task = decider.task
-    outcomes = [*task.labels, None]
+    outcomes = [*task.outcomes, None]
     beliefs = [
-        task.belief_from_labels(
+        task.belief_from_outcomes(
             [o for o, c in zip(outcomes, row.tolist(), strict=True) for _ in range(c)],
             alpha=decider.alpha,
         )
@@ -162,8 +172,8 @@ def change_probability(
 
     Args:
         decider: The task, calibrator and α that decide.
-        counts: Outcome counts so far, shape ``(k + 1,)``: per task label, then unparsed
-            (:func:`outcome_counts`).
+        counts: Outcome counts so far, shape ``(len(task.outcomes) + 1,)``: per task
+            outcome, then unparsed (:func:`outcome_counts`).
         n_max: The number of samples N the draw would reach.
         executable: Which actions the samples so far can carry out, shape ``(m,)``
             (:func:`~taskcal_agents.decision.carried_actions`); ``None``: all.
@@ -177,12 +187,13 @@ def change_probability(
             invalid.
     """
     task = decider.task
-    k, m = len(task.labels), len(task.action_list)
+    k, m = len(task.outcomes), len(task.action_list)
     c = np.asarray(counts)
     if c.shape != (k + 1,) or not np.all(c >= 0) or not np.all(c == np.round(c)):
         msg = (
             f"change_probability parameter 'counts' must hold {k + 1} integer counts >= 0 (one "
-            f"per label of {task.labels!r}, then the unparsed count), got {c.tolist()!r}."
+            f"per outcome of {list(task.outcomes)!r}, then the unparsed count), got "
+            f"{c.tolist()!r}."
         )
         raise ConfigurationError(msg)
     c = c.astype(np.int64)
@@ -208,11 +219,16 @@ def change_probability(
     positive = concentration > 0  # α = 0: an unseen outcome has probability 0
     p[:, positive] = rng.dirichlet(concentration[positive], size=draws)
     future = rng.multinomial(remaining, p)
-    # A sampled action becomes executable when a future sample takes its label.
+    # A sampled action becomes executable when a future sample takes its label (an
+    # ungrounded call only where the task sends any call).
     grows = np.zeros((draws, m), dtype=bool)
+    index = {o: i for i, o in enumerate(task.outcomes)}
+    send_any = task.grounding is None or task.grounding.execute == "any"
     for a in task.sampled_actions:
-        if a in task.labels:
-            grows[:, task.action_index(a)] = future[:, task.label_index(a)] > 0
+        if a in index:
+            grows[:, task.action_index(a)] = future[:, index[a]] > 0
+            if a == "tool_call" and send_any and UNGROUNDED_CALL in index:
+                grows[:, task.action_index(a)] |= future[:, index[UNGROUNDED_CALL]] > 0
     rows = np.concatenate([(c + future), ok | grows], axis=1).astype(np.int64)
     rows = np.concatenate([np.append(c, ok)[None, :].astype(np.int64), rows])
     distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
@@ -259,6 +275,7 @@ def stop_check_messages(
     *,
     tool_names: Sequence[str] | None = None,
     answered_calls: Collection[str] = (),
+    context: GroundingContext | None = None,
 ) -> StopCheck:
     """:func:`stop_check` on sampled messages, parsed as :meth:`Decider.decide` parses them.
 
@@ -269,6 +286,8 @@ def stop_check_messages(
         adaptive: ε and the number of Monte-Carlo draws.
         tool_names: The offered tools (see :meth:`Decider.decide`).
         answered_calls: The calls already answered (see :meth:`Decider.decide`).
+        context: The request's tools and conversation, for a task that grounds its calls
+            (see :meth:`Decider.decide`).
 
     Returns:
         The verdict.
@@ -277,8 +296,13 @@ def stop_check_messages(
     labels, _ = decider.parse_samples(
         messages, tool_names=tool_names, answered_calls=answered_calls
     )
-    executable = carried_actions(task, messages, labels, tool_names=tool_names)
-    return stop_check(decider, outcome_counts(task, labels), n_max, adaptive, executable=executable)
+    groundings = decider.ground(messages, context)
+    executable = carried_actions(
+        task, messages, labels, tool_names=tool_names, grounded=grounded_flags(groundings)
+    )
+    outcomes = task.sample_outcomes(labels, ungrounded_flags(groundings))
+    counts = outcome_counts(task, outcomes)
+    return stop_check(decider, counts, n_max, adaptive, executable=executable)
 
 
 def with_stop(decision: Decision, check: StopCheck | None) -> Decision:

@@ -34,6 +34,13 @@ Unparsed samples (the task's ``unparsed`` policy) enter in one of three ways:
     :class:`taskcal_agents.decision.Decider`), as under ``"drop"``.
 
 Under ``"drop"`` and ``"as:<label>"``, :attr:`Belief.features` is p̂ itself.
+
+Grounded tool decisions (a task's ``grounding`` with ``belief: features``, see
+:mod:`taskcal_agents.grounding`) split one label's count in the features: the
+``tool_call`` samples whose calls the conversation does not support (``ungrounded``) get a
+column of their own, after the k label columns and before the unparsed one. p̂ still
+counts them as calls (the raw belief is g_T's), so raw MBR is unchanged; a calibrator
+fitted on the features learns what an invented argument says about the label.
 """
 
 from __future__ import annotations
@@ -84,9 +91,22 @@ class Belief:
         unparsed_evidence: Whether unparsed samples are evidence (the ``"other"`` policy):
             ``probs`` spreads them over the labels and ``features`` gets their share as
             one more column.
+        split_label: The label whose ungrounded samples get a feature column of their own
+            (``"tool_call"`` under grounded features), or ``None``.
+        n_ungrounded: How many of that label's samples are ungrounded calls (counted in
+            ``counts`` as the label; 0 without ``split_label``).
     """
 
-    __slots__ = ("alpha", "counts", "labels", "n", "n_unparsed", "unparsed_evidence")
+    __slots__ = (
+        "alpha",
+        "counts",
+        "labels",
+        "n",
+        "n_ungrounded",
+        "n_unparsed",
+        "split_label",
+        "unparsed_evidence",
+    )
 
     def __init__(
         self,
@@ -97,6 +117,8 @@ class Belief:
         n_unparsed: int = 0,
         alpha: float = DEFAULT_ALPHA,
         unparsed_evidence: bool = False,
+        split_label: str | None = None,
+        n_ungrounded: int = 0,
     ) -> None:
         """Create a belief from counts.
 
@@ -108,9 +130,13 @@ class Belief:
             alpha: The symmetric Dirichlet prior (>= 0).
             unparsed_evidence: Treat the unparsed samples as evidence (the ``"other"``
                 policy, see the module docstring).
+            split_label: Give this label's ungrounded samples a feature column of their
+                own (see the module docstring).
+            n_ungrounded: How many of ``split_label``'s counted samples are ungrounded.
 
         Raises:
-            ConfigurationError: If the counts do not match the labels or are negative.
+            ConfigurationError: If the counts do not match the labels or are negative, or
+                ``split_label``/``n_ungrounded`` do not fit them.
         """
         arr = np.asarray(counts, dtype=np.float64)
         if arr.shape != (len(labels),) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
@@ -125,6 +151,24 @@ class Belief:
         self.n = round(float(arr.sum())) + self.n_unparsed if n is None else int(n)
         self.alpha = check_alpha(alpha)
         self.unparsed_evidence = bool(unparsed_evidence)
+        self.split_label = split_label
+        self.n_ungrounded = int(n_ungrounded)
+        if split_label is None and self.n_ungrounded:
+            msg = (
+                f"Belief got n_ungrounded={n_ungrounded!r} without split_label; name the label "
+                "the ungrounded samples are counted as (split_label='tool_call')."
+            )
+            raise ConfigurationError(msg)
+        if split_label is not None and (
+            split_label not in self.labels
+            or not 0 <= self.n_ungrounded <= arr[self.labels.index(split_label)]
+        ):
+            msg = (
+                f"Belief parameter 'split_label' must be one of {list(self.labels)!r} with "
+                f"0 <= n_ungrounded <= its count, got split_label={split_label!r}, "
+                f"n_ungrounded={n_ungrounded!r} and counts {arr.tolist()!r}."
+            )
+            raise ConfigurationError(msg)
 
     @classmethod
     def from_labels(
@@ -214,12 +258,20 @@ class Belief:
         """The calibrator input, summing to 1 (uniform if empty).
 
         Under the ``"other"`` policy: the smoothed counts and unparsed share,
-        (c_1, …, c_k, u) + α over N + (k + 1)·α, shape ``(k + 1,)``. Otherwise
-        :attr:`probs`, shape ``(k,)``.
+        (c_1, …, c_k, u) + α over N + (k + 1)·α, shape ``(k + 1,)``. With a
+        ``split_label``, its ungrounded samples move from its column to one of their own
+        after the k label columns (one more column). Otherwise :attr:`probs`, shape
+        ``(k,)``.
         """
-        if not self.unparsed_evidence:
+        if not self.unparsed_evidence and self.split_label is None:
             return self.probs
-        smoothed = np.append(self.counts, float(self.n_unparsed)) + self.alpha
+        columns = self.counts.copy()
+        if self.split_label is not None:
+            columns[self.labels.index(self.split_label)] -= self.n_ungrounded
+            columns = np.append(columns, float(self.n_ungrounded))
+        if self.unparsed_evidence:
+            columns = np.append(columns, float(self.n_unparsed))
+        smoothed = columns + self.alpha
         total = smoothed.sum()
         if total <= 0:
             return np.full(smoothed.size, 1.0 / smoothed.size)
@@ -232,6 +284,8 @@ class Belief:
     def __repr__(self) -> str:
         counts = dict(zip(self.labels, self.counts.tolist(), strict=True))
         extra = ", unparsed_evidence=True" if self.unparsed_evidence else ""
+        if self.split_label is not None:
+            extra += f", split_label={self.split_label!r}, n_ungrounded={self.n_ungrounded}"
         return (
             f"Belief(counts={counts!r}, n={self.n}, n_unparsed={self.n_unparsed}, "
             f"alpha={self.alpha}{extra})"

@@ -33,6 +33,15 @@ from taskcal_agents.answer_clusters import AnswerClusters, EntailmentJudgeFactor
 from taskcal_agents.artefact import check_calibrator
 from taskcal_agents.belief import DEFAULT_ALPHA, Belief, check_alpha
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
+from taskcal_agents.grounding import (
+    GroundingContext,
+    SampleGrounding,
+    call_agreement,
+    grounded_message,
+    mentions,
+    missing_arguments,
+    question_for,
+)
 from taskcal_agents.parsers import (
     canonical_tool_calls,
     extract_tool_calls,
@@ -53,7 +62,9 @@ __all__ = [
     "carries_out",
     "decide_from_messages",
     "executable_mbr",
+    "grounded_flags",
     "mbr_action",
+    "ungrounded_flags",
 ]
 
 TOOL_CALL_ACTION = "tool_call"
@@ -103,6 +114,16 @@ def executable_mbr(
     return chosen, chosen != best
 
 
+def grounded_flags(groundings: Sequence[SampleGrounding] | None) -> list[bool] | None:
+    """Per sample, whether its calls are grounded (``None`` without groundings)."""
+    return None if groundings is None else [g.grounded for g in groundings]
+
+
+def ungrounded_flags(groundings: Sequence[SampleGrounding] | None) -> list[bool] | None:
+    """Per sample, whether it makes a complete call that is not grounded."""
+    return None if groundings is None else [g.makes_call and not g.grounded for g in groundings]
+
+
 class ActionChoice(NamedTuple):
     """The actions :meth:`Decider.choose_actions` takes, row by row.
 
@@ -143,33 +164,62 @@ def carries_out(
     return bool(message_text(message).strip())
 
 
+def _sendable(task: Task, grounded: Sequence[bool] | None, n: int) -> Sequence[bool]:
+    """Per sample, whether the task lets its tool call be sent (``execute: grounded``)."""
+    spec = task.grounding
+    if spec is None or spec.execute == "any":
+        return [True] * n
+    if grounded is None or len(grounded) != n:
+        msg = (
+            f"task {task.name!r} sends only grounded calls (grounding.execute='grounded'), so "
+            f"the decision needs one 'grounded' flag per sample, got "
+            f"{None if grounded is None else len(grounded)} for {n} samples; ground the "
+            "samples with a GroundingContext of the request's tools and conversation."
+        )
+        raise ConfigurationError(msg)
+    return grounded
+
+
 def carried_actions(
     task: Task,
     messages: Sequence[AIMessage],
     labels: Sequence[str | None],
     *,
     tool_names: Sequence[str] | None = None,
+    grounded: Sequence[bool] | None = None,
 ) -> NDArray[np.bool_]:
     """Which of the task's actions these samples let the agent carry out.
 
     An action not in ``task.sampled_actions`` can always be carried out (the ask and
     abstain actions have their texts). A sampled action can be carried out iff some
-    sample labelled with it carries it out (:func:`carries_out`).
+    sample labelled with it carries it out (:func:`carries_out`); under the task's
+    ``grounding.execute: grounded`` a tool call only by a sample whose calls are grounded.
 
     Args:
         task: The task.
         messages: The sampled completions.
-        labels: Their parsed labels (``None``: unparsed), aligned with ``messages``.
+        labels: Their labels as g_T reads them (``None``: unparsed), aligned with
+            ``messages`` (before grounding relabels any: a relabelled call may still be
+            sent under ``execute: any``).
         tool_names: The tools offered to the calls that drew the samples (``None``: any).
+        grounded: Per sample, whether its calls are grounded
+            (:attr:`~taskcal_agents.grounding.SampleGrounding.grounded`); needed under
+            ``execute: grounded``.
 
     Returns:
         A boolean mask over ``task.action_list``.
+
+    Raises:
+        ConfigurationError: The task sends only grounded calls and ``grounded`` is missing.
     """
     sampled = set(task.sampled_actions)
+    sendable = _sendable(task, grounded, len(messages)) if TOOL_CALL_ACTION in sampled else None
     carried = {
         label
-        for message, label in zip(messages, labels, strict=True)
-        if label in sampled and carries_out(label, message, tool_names=tool_names)
+        for i, (message, label) in enumerate(zip(messages, labels, strict=True))
+        if label in sampled
+        and (label != TOOL_CALL_ACTION or sendable is None or sendable[i])
+        and carries_out(label, message, tool_names=tool_names)
     }
     return np.array([a not in sampled or a in carried for a in task.action_list], dtype=bool)
 
@@ -218,6 +268,16 @@ class Decision(BaseModel):
     n_clusters: int | None = None
     """Under answer clustering: the number of meaning clusters among the sampled answers
     (``None`` for tasks that do not cluster)."""
+    n_ungrounded: int | None = None
+    """Under the task's ``grounding``: the ``tool_call`` samples whose calls are ungrounded
+    (a required argument missing, or a value the conversation does not support; see
+    :mod:`taskcal_agents.grounding`); ``None`` for a task without grounding."""
+    call_agreement: int | None = None
+    """Under the task's ``grounding``: how many samples make the modal call (same tools,
+    same normalised arguments)."""
+    missing_arguments: list[str] = Field(default_factory=list)
+    """For an ask decision: the arguments the question asks for (those the sampled calls
+    lacked or invented), in the order asked; empty otherwise."""
     # Adaptive N (taskcal_agents.adaptive), set by the front doors that sample in rounds.
     stopped_early: bool = False
     """Whether adaptive N's stopping rule ended the draw before N samples were requested
@@ -363,15 +423,18 @@ class Decider:
         """
         if not self._features:
             return belief.probs
-        if not belief.unparsed_evidence:
+        features = belief.features
+        if belief.unparsed_evidence != self.task.unparsed_evidence or (
+            features.shape != (self.task.n_features,)
+        ):
             msg = (
                 f"calibrator {type(self.calibrator).__name__} for task {self.task.name!r} "
-                f"reads {self.task.n_features} belief features (with the unparsed share), but "
-                f"the belief {belief!r} was built without the 'other' policy; build it with "
-                "task.belief_from_labels(...) or Belief(..., unparsed_evidence=True)."
+                f"reads {self.task.n_features} belief features, but the belief {belief!r} has "
+                f"{features.shape[0]}; build it with the task's rule "
+                "(task.belief_from_outcomes(task.sample_outcomes(labels, ungrounded)))."
             )
             raise ConfigurationError(msg)
-        return belief.features
+        return features
 
     def calibrate(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """Return q = f(x) (x itself without calibrator), renormalised to sum to 1.
@@ -412,8 +475,9 @@ class Decider:
         return_samples: bool = False,
         question: str | None = None,
         answered_calls: Collection[str] = (),
+        context: GroundingContext | None = None,
     ) -> Decision:
-        """Parse the samples and decide.
+        """Parse the samples, ground their calls and decide.
 
         A sample labelled ``tool_call`` whose call was already made and answered in the
         current user turn (its key in ``answered_calls``) is a *repeat*. It is counted as
@@ -436,14 +500,21 @@ class Decider:
                 at sampling time; ignored otherwise.
             answered_calls: The calls already made and answered in the current user turn
                 (:func:`~taskcal_agents.tool_turns.answered_tool_calls` of the request).
+            context: The request's tools and conversation
+                (:class:`~taskcal_agents.grounding.GroundingContext`), which a task with
+                ``grounding`` checks each sampled call against; ignored otherwise.
 
         Returns:
             The decision; the fallback action (flagged, with its reason) when there are
             no samples or none could be parsed.
+
+        Raises:
+            ConfigurationError: The task grounds its calls and ``context`` is missing.
         """
         labels, n_repeats = self.parse_samples(
             messages, tool_names=tool_names, answered_calls=answered_calls
         )
+        groundings = self.ground(messages, context)
         clusters = None
         if self.task.answer_clusters is not None:
             entails = None
@@ -460,7 +531,9 @@ class Decider:
             clusters, labels = cluster_samples(
                 self.task, messages, labels, question=question, entails=entails
             )
-        belief = self.task.belief_from_labels(labels, alpha=self.alpha)
+        belief = self.task.belief_from_outcomes(
+            self.task.sample_outcomes(labels, ungrounded_flags(groundings)), alpha=self.alpha
+        )
         decision = self.decide_belief(
             belief,
             messages=messages,
@@ -468,6 +541,7 @@ class Decider:
             tool_names=tool_names,
             return_samples=return_samples,
             clusters=clusters,
+            groundings=groundings,
         )
         if not n_repeats:
             return decision
@@ -478,6 +552,26 @@ class Decider:
                 "and answered)"
             )
         return decision.model_copy(update=update)
+
+    def ground(
+        self, messages: Sequence[AIMessage], context: GroundingContext | None
+    ) -> list[SampleGrounding] | None:
+        """Ground each sample's calls under the task's ``grounding`` (``None`` without it).
+
+        Raises:
+            ConfigurationError: The task grounds its calls and ``context`` is ``None``.
+        """
+        if self.task.grounding is None:
+            return None
+        if context is None:
+            msg = (
+                f"Decider for task {self.task.name!r}: the task grounds its tool calls "
+                "(grounding), so decide() needs context=GroundingContext(tools, messages): the "
+                "request's tools and conversation, which each call's arguments are checked "
+                "against; or build the task with grounding=None."
+            )
+            raise ConfigurationError(msg)
+        return context.ground_samples(messages)
 
     def parse_samples(
         self,
@@ -511,18 +605,22 @@ class Decider:
         tool_names: Sequence[str] | None = None,
         return_samples: bool = False,
         clusters: AnswerClusters | None = None,
+        groundings: Sequence[SampleGrounding] | None = None,
     ) -> Decision:
         """Decide from a belief (``messages``/``labels`` only pick the message).
 
         Args:
             belief: The belief over the task labels.
             messages: The samples behind the belief, if any.
-            labels: Their parsed labels (``None``: unparsed), aligned with ``messages``;
-                under answer clustering, the labels after clustering.
+            labels: Their labels as g_T reads them (``None``: unparsed), aligned with
+                ``messages``; under answer clustering, the labels after clustering.
             tool_names: The offered tools (see :meth:`decide`).
             return_samples: Keep the samples and their labels in the decision.
             clusters: Under answer clustering, the clusters of ``messages``: the answer
                 action replies with the modal cluster's representative.
+            groundings: Under the task's ``grounding``, each sample's
+                (:meth:`ground`): only grounded calls are sent (``execute: grounded``),
+                and the ask action's question names what the calls lacked.
 
         Returns:
             The decision.
@@ -545,6 +643,7 @@ class Decider:
             return self.fallback(
                 why, belief=belief, messages=messages, labels=labels,
                 tool_names=tool_names, return_samples=return_samples, clusters=clusters,
+                groundings=groundings,
             )  # fmt: skip
         p = belief.probs
         q = self.calibrate(self.calibrator_input(belief))
@@ -552,21 +651,28 @@ class Decider:
             labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
         # The MBR action; if only a sample can carry it out (a tool call with its arguments)
         # and none does, take the cheapest action that can be carried out, and say so.
-        executable = carried_actions(self.task, messages, labels, tool_names=tool_names)
+        grounded = grounded_flags(groundings)
+        executable = carried_actions(
+            self.task, messages, labels, tool_names=tool_names, grounded=grounded
+        )
         choice = self.choose_actions(q[None, :], executable[None, :])
         ec = choice.expected_costs[0]
         unguarded = self._actions[int(choice.unguarded[0])]
         reason: str | None = None
         if choice.replaced[0]:
             unrestricted = self._actions[int(least_cost_actions(ec[None, :])[0])]
+            why = "no sample carried it out"
+            if unrestricted == TOOL_CALL_ACTION and groundings and any(g.calls for g in groundings):
+                needed = missing_arguments(groundings)[1]
+                why = "every sampled call is ungrounded" + (
+                    f" (they lack {', '.join(repr(a) for a in needed)})" if needed else ""
+                )
             reason = (
-                f"MBR chose {unrestricted!r}, but no sample carried it out; took the cheapest "
-                f"action that can be carried out, {unguarded!r}"
+                f"MBR chose {unrestricted!r}, but {why}; took the cheapest action that can be "
+                f"carried out, {unguarded!r}"
             )
         action = self._actions[int(choice.actions[0])]
-        message = self.representative(
-            action, messages, labels, tool_names=tool_names, clusters=clusters
-        )
+        message, asked = self._message(action, messages, labels, tool_names, clusters, groundings)
         return Decision(
             task=self.task.name,
             action=action,
@@ -583,8 +689,74 @@ class Decider:
             sample_labels=list(labels) if return_samples else None,
             n_clusters=None if clusters is None else clusters.n_clusters,
             unguarded_action=unguarded,
+            missing_arguments=list(asked),
+            **self._grounding_fields(labels, groundings),
             **self._guard_fields(choice),
         )
+
+    def _grounding_fields(
+        self, labels: Sequence[str | None] | None, groundings: Sequence[SampleGrounding] | None
+    ) -> dict[str, Any]:
+        if groundings is None or labels is None:
+            return {}
+        flags = ungrounded_flags(groundings) or []
+        n_ungrounded = sum(
+            bad and label == TOOL_CALL_ACTION for label, bad in zip(labels, flags, strict=True)
+        )
+        return {"n_ungrounded": n_ungrounded, "call_agreement": call_agreement(groundings)}
+
+    def _message(
+        self,
+        action: str,
+        messages: Sequence[AIMessage],
+        labels: Sequence[str | None],
+        tool_names: Sequence[str] | None,
+        clusters: AnswerClusters | None,
+        groundings: Sequence[SampleGrounding] | None,
+    ) -> tuple[AIMessage | None, tuple[str, ...]]:
+        """The representative message and, for the ask action, the arguments it asks for."""
+        if groundings is None or action != self.task.ask_action:
+            message = self.representative(
+                action,
+                messages,
+                labels,
+                tool_names=tool_names,
+                clusters=clusters,
+                groundings=groundings,
+            )
+            return message, ()
+        return self.ask_message(messages, labels, groundings)
+
+    def ask_message(
+        self,
+        messages: Sequence[AIMessage],
+        labels: Sequence[str | None],
+        groundings: Sequence[SampleGrounding],
+    ) -> tuple[AIMessage, tuple[str, ...]]:
+        """The ask action's message under grounding, and the arguments it asks for.
+
+        The arguments are those the ungrounded calls lack
+        (:func:`~taskcal_agents.grounding.missing_arguments`). A sampled clarifying
+        question (a sample g_T reads as the ask label that makes no call) is preferred when
+        it names one of them, or when no call lacked anything; otherwise the question is
+        built from the tool's schema (:func:`~taskcal_agents.grounding.question_for`), and
+        without either the task's ``ask_text``.
+        """
+        ask = self.task.ask_action
+        call, needed = missing_arguments(groundings)
+        questions = [
+            m
+            for m, label, g in zip(messages, labels, groundings, strict=True)
+            if label == ask and not g.calls and message_text(m).strip()
+        ]
+        if needed:
+            questions = [q for q in questions if any(mentions(message_text(q), a) for a in needed)]
+        if questions:
+            texts = [normalize_text(message_text(m)) for m in questions]
+            best = Counter(texts).most_common(1)[0][0]
+            return AIMessage(content=message_text(questions[texts.index(best)])), needed
+        text = question_for(needed, None if call is None else call.description)
+        return AIMessage(content=text or self.task.ask_text), needed if text else ()
 
     def choose_actions(self, Q: NDArray[np.float64], executable: NDArray[np.bool_]) -> ActionChoice:
         """The actions the Decider takes on calibrated beliefs: executable MBR, then the guard.
@@ -645,6 +817,7 @@ class Decider:
         tool_names: Sequence[str] | None = None,
         return_samples: bool = False,
         clusters: AnswerClusters | None = None,
+        groundings: Sequence[SampleGrounding] | None = None,
     ) -> Decision:
         """Return the task's fallback decision, flagged with ``reason``.
 
@@ -660,6 +833,7 @@ class Decider:
         if labels is None:
             labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
         probs = dict(zip(self._labels, p.tolist(), strict=True))
+        message, asked = self._message(action, messages, labels, tool_names, clusters, groundings)
         return Decision(
             task=self.task.name,
             action=action,
@@ -671,9 +845,9 @@ class Decider:
             n_unparsed=belief.n_unparsed,
             fallback=True,
             fallback_reason=reason,
-            message=self.representative(
-                action, messages, labels, tool_names=tool_names, clusters=clusters
-            ),
+            message=message,
+            missing_arguments=list(asked),
+            **self._grounding_fields(labels, groundings),
             samples=list(messages) if return_samples else None,
             sample_labels=list(labels) if return_samples else None,
             n_clusters=None if clusters is None else clusters.n_clusters,
@@ -690,6 +864,7 @@ class Decider:
         *,
         tool_names: Sequence[str] | None = None,
         clusters: AnswerClusters | None = None,
+        groundings: Sequence[SampleGrounding] | None = None,
     ) -> AIMessage | None:
         """Return the message that carries out ``action``.
 
@@ -703,7 +878,11 @@ class Decider:
         arguments) if any sample makes a tool call, its calls as real ``tool_calls`` with
         ids (:func:`~taskcal_agents.parsers.with_tool_calls`: a call written in the
         content is moved out of it), else the first sample with the most frequent
-        normalised text. Ask action without such samples → ``task.ask_text``;
+        normalised text. Under the task's ``grounding`` (``groundings``, one per sample)
+        the calls are compared as they are sent, invented optional arguments dropped
+        (:func:`~taskcal_agents.grounding.grounded_message`), and under ``execute:
+        grounded`` only the samples whose calls are grounded are candidates. Ask action
+        without such samples → ``task.ask_text``;
         any other action without samples → ``None``.
         """
         task = self.task
@@ -716,6 +895,23 @@ class Decider:
         group = [m for m, label in zip(messages, labels, strict=True) if label == action]
         if action in self._sampled:
             group = [m for m in group if carries_out(action, m, tool_names=tool_names)]
+        if action == TOOL_CALL_ACTION and action in self._sampled and task.grounding is not None:
+            if groundings is None or len(groundings) != len(messages):
+                _sendable(task, None, len(messages))  # raises under execute: grounded
+                groundings = None
+            else:
+                sendable = _sendable(task, grounded_flags(groundings), len(messages))
+                pairs = [
+                    (m, g)
+                    for m, label, g, ok in zip(messages, labels, groundings, sendable, strict=True)
+                    if label == action and ok and g.calls
+                    and carries_out(action, m, tool_names=tool_names)
+                ]  # fmt: skip
+                if not pairs:
+                    return None
+                keys = [g.key for _, g in pairs]
+                m, g = pairs[keys.index(Counter(keys).most_common(1)[0][0])]
+                return grounded_message(with_tool_calls(m), g)
         if group:
             calls = [extract_tool_calls(m) for m in group]
             with_calls = [(m, c) for m, c in zip(group, calls, strict=True) if c]
@@ -739,6 +935,7 @@ def decide_from_messages(
     *,
     return_samples: bool = False,
     risk_control: RiskControl | None = None,
+    context: GroundingContext | None = None,
 ) -> Decision:
     """Decide from already-sampled messages (pure: no model call).
 
@@ -753,9 +950,11 @@ def decide_from_messages(
         return_samples: Keep the samples and their labels in the decision.
         risk_control: A calibrated risk limit to guard the decision with (see
             :class:`Decider`).
+        context: The request's tools and conversation, for a task that grounds its calls
+            (see :meth:`Decider.decide`).
 
     Returns:
         The decision.
     """
     decider = Decider(task, calibrator, alpha=alpha, risk_control=risk_control)
-    return decider.decide(messages, return_samples=return_samples)
+    return decider.decide(messages, return_samples=return_samples, context=context)

@@ -60,9 +60,11 @@ from typing_extensions import override
 from taskcal_agents.artefact import as_artefact, resolve_calibrator
 from taskcal_agents.decision import Decider, Decision
 from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.grounding import GroundingContext
 from taskcal_agents.options import SamplingOptions
 from taskcal_agents.parsers import ChoiceParser, message_text, normalize_text
 from taskcal_agents.sampling import asample_messages, sample_messages
+from taskcal_agents.sampling._chat_models import bound_tools
 from taskcal_agents.task import ParserSpec, Task
 
 __all__ = ["LabelParser", "TaskCalibratedDecisionModel", "noul_probability", "render_state"]
@@ -348,28 +350,36 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
             The decision (its ``action`` is the MBR label).
         """
         decider = self._decider(question_id, question)
+        prompt = self.prompt_for(state, question)
         samples = sample_messages(
             self.chat_model,
-            self.prompt_for(state, question),
+            prompt,
             n=self.n_samples,
             temperature=self.temperature,
             seed=seed,
         )
-        return decider.decide(samples)
+        return decider.decide(samples, context=self._context(decider, prompt))
 
     async def adecide(
         self, state: State, question_id: str, question: Question, *, seed: int | None = None
     ) -> Decision:
         """Async :meth:`decide`."""
         decider = self._decider(question_id, question)
+        prompt = self.prompt_for(state, question)
         samples = await asample_messages(
             self.chat_model,
-            self.prompt_for(state, question),
+            prompt,
             n=self.n_samples,
             temperature=self.temperature,
             seed=seed,
         )
-        return decider.decide(samples)
+        return decider.decide(samples, context=self._context(decider, prompt))
+
+    def _context(self, decider: Decider, prompt: Sequence[BaseMessage]) -> GroundingContext | None:
+        """The chat model's bound tools and the prompt, for a task that grounds its calls."""
+        if decider.task.grounding is None:
+            return None
+        return GroundingContext(bound_tools(self.chat_model) or (), prompt)
 
     def _check(self, questions: Mapping[str, Question]) -> None:
         if not questions:

@@ -71,6 +71,7 @@ from taskcal_agents.decision_log import (
     open_decision_log,
 )
 from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.grounding import GroundingContext
 from taskcal_agents.options import (
     DEFAULT_N_SAMPLES,
     DEFAULT_TEMPERATURE,
@@ -125,6 +126,17 @@ def decision_from_message(message: BaseMessage) -> Decision | None:
     """
     record = message.response_metadata.get(DECISION_METADATA_KEY)
     return None if record is None else Decision.model_validate(record)
+
+
+def _grounding_context(request: ModelRequest[Any], task: Task) -> GroundingContext | None:
+    """The request's tools and conversation (its system message included).
+
+    What a task that grounds its calls checks them against; ``None`` for one that does not.
+    """
+    if task.grounding is None:
+        return None
+    system = [request.system_message] if request.system_message is not None else []
+    return GroundingContext(request.tools, [*system, *request.messages])
 
 
 def _is_user_turn(messages: Sequence[BaseMessage]) -> bool:
@@ -525,6 +537,7 @@ class TaskCalibrationMiddleware(
             tool_names=tool_names_of(request.tools),
             question=question,
             answered_calls=answered_tool_calls(request.messages),
+            context=_grounding_context(request, decider.task),
         )
         return decision if self.adaptive is None else with_stop(decision, check)
 
@@ -643,6 +656,7 @@ class TaskCalibrationMiddleware(
                 decider, samples, self.n_samples, self.adaptive,
                 tool_names=tool_names_of(request.tools),
                 answered_calls=answered_tool_calls(request.messages),
+                context=_grounding_context(request, decider.task),
             )  # fmt: skip
             if check.stop:
                 break

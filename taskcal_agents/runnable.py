@@ -48,10 +48,11 @@ from taskcal_agents.artefact import (
 from taskcal_agents.decision import Decider, Decision
 from taskcal_agents.decision_log import DecisionLog, artefact_id, model_name_of, open_decision_log
 from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
+from taskcal_agents.grounding import GroundingContext
 from taskcal_agents.options import SamplingOptions
 from taskcal_agents.prompting import with_task_prompt
 from taskcal_agents.sampling import asample_batch, sample_batch
-from taskcal_agents.sampling._chat_models import bound_tool_names, chat_model_of
+from taskcal_agents.sampling._chat_models import bound_tool_names, bound_tools, chat_model_of
 from taskcal_agents.sampling._messages import to_messages
 from taskcal_agents.task import Task
 from taskcal_agents.tool_turns import answered_tool_calls
@@ -399,6 +400,14 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             return None
         return question_of(to_messages(input_))
 
+    def _context(
+        self, sampled: Runnable[Any, Any], input_: LanguageModelInput
+    ) -> GroundingContext | None:
+        """The input's bound tools and conversation, for a task that grounds its calls."""
+        if self.task.grounding is None:
+            return None
+        return GroundingContext(bound_tools(sampled) or (), to_messages(input_))
+
     def _finish(
         self,
         result: list[AIMessage] | BaseException | None,
@@ -407,6 +416,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         check: StopCheck | None = None,
         in_force: tuple[Decider, str | None] | None = None,
         answered_calls: frozenset[str] = frozenset(),
+        context: GroundingContext | None = None,
     ) -> Decision:
         """Decide from samples, or handle the final error per ``on_error``.
 
@@ -414,7 +424,8 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         stopping rule's last estimate (``check``; 0 when all N were drawn). ``in_force``
         is the Decider and artefact id the batch started with (default: those in force).
         ``answered_calls`` are the calls the input made and answered in its user turn: a sample
-        repeating one is a repeat (see :meth:`Decider.decide`).
+        repeating one is a repeat (see :meth:`Decider.decide`). ``context`` is the input's
+        tools and conversation, which a task with ``grounding`` checks the calls against.
         """
         decider, aid = in_force if in_force is not None else self._in_force()
         if not isinstance(result, BaseException) and result is not None:
@@ -424,6 +435,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
                 return_samples=self.return_samples,
                 question=question,
                 answered_calls=answered_calls,
+                context=context,
             )
             return self._logged(
                 decision if self.adaptive is None else with_stop(decision, check), aid
@@ -490,6 +502,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         in_force = self._in_force()  # one artefact for the whole batch
         prepared = [self._prepare(x) for x in inputs]
         answered = [answered_tool_calls(to_messages(x)) for x in inputs]
+        contexts = [self._context(sampled, x) for x in inputs]
         samples: list[list[AIMessage]] = [[] for _ in inputs]
         errors: list[BaseException | None] = [None] * len(inputs)
         attempts = [0] * len(inputs)
@@ -524,7 +537,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
                 for i in active:
                     checks[i] = stop_check_messages(
                         in_force[0], samples[i], self.n_samples, self.adaptive,
-                        tool_names=tool_names, answered_calls=answered[i],
+                        tool_names=tool_names, answered_calls=answered[i], context=contexts[i],
                     )  # fmt: skip
                 active = [i for i in active if not (checks[i] or _GO_ON).stop]
         out: list[Decision | Exception] = []
@@ -538,6 +551,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
                         checks[i],
                         in_force,
                         answered[i],
+                        contexts[i],
                     )
                 )
             except Exception as exc:

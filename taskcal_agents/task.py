@@ -45,7 +45,14 @@ from taskcal_agents.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.parsers import Parser, get_parser, with_offered_tools
 
-__all__ = ["TASK_FORMAT_VERSION", "AnswerClusterSpec", "ParserSpec", "Task"]
+__all__ = [
+    "TASK_FORMAT_VERSION",
+    "UNGROUNDED_CALL",
+    "AnswerClusterSpec",
+    "GroundingSpec",
+    "ParserSpec",
+    "Task",
+]
 
 TASK_FORMAT_VERSION = 1
 """The ``format_version`` written to and accepted from task files."""
@@ -62,6 +69,42 @@ class ParserSpec(BaseModel):
     never makes taskcal import code)."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Keyword options passed to the parser factory."""
+
+
+UNGROUNDED_CALL = "ungrounded_call"
+"""The outcome of a ``tool_call`` sample whose call the conversation does not support,
+under grounded belief features (:attr:`GroundingSpec.belief` ``"features"``)."""
+
+_CALL_LABEL = "tool_call"
+
+
+class GroundingSpec(BaseModel):
+    """How argument grounding (:mod:`taskcal_agents.grounding`) enters a tool decision.
+
+    A sampled call is *grounded* when its tool was offered, every required argument is
+    given and every given value is stated in the conversation or inferable (a boolean,
+    the schema's default, an optional argument's enum value, a date from "tomorrow").
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    belief: Literal["features", "relabel", "off"] = "relabel"
+    """How the belief sees ungrounded calls:
+
+    - ``"relabel"``: g_T reads an ungrounded call as the ask action's label
+      (``request_for_info``): the model called, but it lacked what the call needs.
+    - ``"features"``: g_T keeps the call as ``tool_call`` in p̂ (raw MBR is g_T's), and
+      the belief features give ungrounded calls a column of their own (k + 1 inputs, + 1
+      more under ``unparsed: other``), read by the calibrators that read features
+      (matrix scaling, full Dirichlet); k → k maps read p̂.
+    - ``"off"``: the belief ignores grounding (only :attr:`execute` applies).
+    """
+    execute: Literal["grounded", "any"] = "grounded"
+    """Which sampled calls a ``tool_call`` decision may send: ``"grounded"`` only (when
+    every sampled call is ungrounded the decision takes the cheapest action that can be
+    carried out, as for any MBR action no sample carries out), or ``"any"`` (a
+    deployment that lets the model fill arguments from its own knowledge: "the weather in
+    the capital of France")."""
 
 
 class AnswerClusterSpec(BaseModel):
@@ -171,6 +214,10 @@ class Task(BaseModel):
     """Cluster the answers of an answer-or-abstain task by meaning (see
     :class:`AnswerClusterSpec`; a plain string is a method: ``lexical`` or
     ``entailment``); ``None``: each sample counts by its parsed label."""
+    grounding: GroundingSpec | None = None
+    """Argument grounding of a tool decision (see :class:`GroundingSpec`): how ungrounded
+    calls enter the belief and which calls may be sent. ``None``: calls count and are sent
+    whatever their arguments (a task file written before grounding existed)."""
 
     _cost: NDArray[np.float64] = PrivateAttr()
     _parser: Parser = PrivateAttr()
@@ -247,6 +294,16 @@ class Task(BaseModel):
                     f"and actions {actions!r}."
                 )
                 raise ValueError(msg)
+        if self.grounding is not None:
+            ask = self.ask_action
+            if _CALL_LABEL not in labels or _CALL_LABEL not in actions or ask not in labels:
+                msg = (
+                    f"Task {self.name!r}: grounding needs a tool decision, with the label and "
+                    f"action {_CALL_LABEL!r} and an ask_action among the labels, got labels "
+                    f"{labels!r}, actions {actions!r} and ask_action {ask!r}; use "
+                    "tasks.tool_decision() or drop 'grounding'."
+                )
+                raise ValueError(msg)
         fallback = self.fallback_action or actions[minimax_action(cost)]
         # Frozen model: fill in derived defaults once, here.
         object.__setattr__(self, "actions", actions)
@@ -289,9 +346,27 @@ class Task(BaseModel):
         return self.unparsed == "other"
 
     @property
+    def splits_ungrounded(self) -> bool:
+        """Whether ungrounded calls get a belief feature of their own (grounded features)."""
+        return self.grounding is not None and self.grounding.belief == "features"
+
+    @property
+    def outcomes(self) -> tuple[str, ...]:
+        """What a parsed sample can count as (an unparsed one is ``None``).
+
+        The labels, then :data:`UNGROUNDED_CALL` under grounded features (see
+        :meth:`sample_outcomes`).
+        """
+        return (*self.labels, UNGROUNDED_CALL) if self.splits_ungrounded else tuple(self.labels)
+
+    @property
     def n_features(self) -> int:
-        """The width of the calibrator input: k labels, plus one column under ``"other"``."""
-        return len(self.labels) + int(self.unparsed_evidence)
+        """The width of the calibrator input.
+
+        k labels, plus one column for ungrounded calls under grounded features, plus one
+        for the unparsed share under ``"other"``.
+        """
+        return len(self.labels) + int(self.splits_ungrounded) + int(self.unparsed_evidence)
 
     def cost_matrix(self) -> NDArray[np.float64]:
         """Return the cost matrix, shape ``(len(labels), len(actions))`` (read-only)."""
@@ -374,6 +449,70 @@ class Task(BaseModel):
             The belief over the task labels.
         """
         return self.belief_from_labels([self.parse_completion(m) for m in messages], alpha=alpha)
+
+    def sample_outcomes(
+        self, labels: Sequence[str | None], ungrounded: Sequence[bool] | None = None
+    ) -> list[str | None]:
+        """Apply the task's grounding to parsed labels: what each sample counts as.
+
+        A ``tool_call`` sample whose call is ungrounded counts as the ask action's label
+        (``belief: relabel``), as :data:`UNGROUNDED_CALL` (``belief: features``) or as
+        ``tool_call`` (``belief: off``, or a task without grounding). A call cut off by
+        ``max_tokens`` has nothing to check and stays ``tool_call``.
+
+        Args:
+            labels: One label per sample (:meth:`parse_completion`; ``None``: unparsed).
+            ungrounded: Per sample, whether it makes a complete call that is not grounded
+                (:attr:`~taskcal_agents.grounding.SampleGrounding.grounded`); ``None``
+                for a task without grounding.
+
+        Raises:
+            ConfigurationError: The task has grounding and ``ungrounded`` is missing or
+                does not match ``labels``.
+        """
+        spec = self.grounding
+        if spec is None or spec.belief == "off":
+            return list(labels)
+        if ungrounded is None or len(ungrounded) != len(labels):
+            msg = (
+                f"Task {self.name!r} grounds its tool calls (grounding.belief="
+                f"{spec.belief!r}), so sample_outcomes needs one 'ungrounded' flag per label, "
+                f"got {None if ungrounded is None else len(ungrounded)} for {len(labels)} "
+                "labels; ground the samples with a GroundingContext of the request's tools "
+                "and conversation."
+            )
+            raise ConfigurationError(msg)
+        into = UNGROUNDED_CALL if spec.belief == "features" else self.ask_action
+        return [
+            into if label == _CALL_LABEL and bad else label
+            for label, bad in zip(labels, ungrounded, strict=True)
+        ]
+
+    def belief_from_outcomes(
+        self, outcomes: Sequence[str | None], *, alpha: float = DEFAULT_ALPHA
+    ) -> Belief:
+        """Return the belief of samples' outcomes (:meth:`sample_outcomes`).
+
+        :data:`UNGROUNDED_CALL` counts as ``tool_call`` in p̂ and in a feature column of
+        its own (:class:`~taskcal_agents.belief.Belief`'s ``split_label``); the other
+        outcomes as in :meth:`belief_from_labels`.
+        """
+        if not self.splits_ungrounded:
+            return self.belief_from_labels(outcomes, alpha=alpha)
+        ungrounded = sum(o == UNGROUNDED_CALL for o in outcomes)
+        belief = self.belief_from_labels(
+            [_CALL_LABEL if o == UNGROUNDED_CALL else o for o in outcomes], alpha=alpha
+        )
+        return Belief(
+            belief.counts,
+            self.labels,
+            n=belief.n,
+            n_unparsed=belief.n_unparsed,
+            alpha=belief.alpha,
+            unparsed_evidence=belief.unparsed_evidence,
+            split_label=_CALL_LABEL,
+            n_ungrounded=ungrounded,
+        )
 
     def belief_from_labels(
         self, labels: Sequence[str | None], *, alpha: float = DEFAULT_ALPHA

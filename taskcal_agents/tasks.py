@@ -13,10 +13,11 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from taskcal_agents.task import ParserSpec, Task
+from taskcal_agents.task import GroundingSpec, ParserSpec, Task
 
 __all__ = [
     "DEFAULT_AFTER_TOOL_RESULT_COST",
+    "DEFAULT_GROUNDING",
     "DEFAULT_TOOL_DECISION_COST",
     "after_tool_result",
     "answer_or_abstain",
@@ -52,6 +53,12 @@ on an impossible request (5).
 """
 
 
+DEFAULT_GROUNDING = GroundingSpec()
+"""The grounding of :func:`tool_decision` and :func:`after_tool_result` by default: only
+grounded calls are sent, and ungrounded ones enter the belief as
+:attr:`GroundingSpec.belief <taskcal_agents.task.GroundingSpec.belief>` says."""
+
+
 def _matrix(cost: Sequence[Sequence[float]]) -> list[list[float]]:
     return [[float(c) for c in row] for row in cost]
 
@@ -63,6 +70,7 @@ def tool_decision(
     tool_names: Sequence[str] | None = None,
     name: str = "tool_decision",
     unparsed: str = "other",
+    grounding: GroundingSpec | None = DEFAULT_GROUNDING,
     **fields: Any,
 ) -> Task:
     """Tool call, ask for information, or abstain (optionally: answer directly).
@@ -74,6 +82,13 @@ def tool_decision(
     request with text no label fits, and a belief drawn from one usable sample of eight
     must not look like strong evidence.
 
+    Sampled calls are checked against the offered tools' schemas and the conversation
+    (:mod:`taskcal_agents.grounding`, :data:`DEFAULT_GROUNDING`): a call with a missing or
+    invented required argument is *ungrounded*, evidence for asking, and never sent; the
+    ask action's question names what the calls lacked. The front doors pass the request's
+    tools and conversation; a direct :meth:`Decider.decide
+    <taskcal_agents.decision.Decider.decide>` call needs ``context=``.
+
     Args:
         direct_answer: Add the ``direct_answer`` label and action.
         cost: Cost matrix replacing the default.
@@ -81,6 +96,9 @@ def tool_decision(
         name: The task name.
         unparsed: The unparsed policy (``"other"``, ``"drop"`` or ``"as:<label>"``, see
             :attr:`Task.unparsed`).
+        grounding: How argument grounding enters the decision
+            (:class:`~taskcal_agents.task.GroundingSpec`); ``None``: calls count and are
+            sent whatever their arguments.
         **fields: Further :class:`Task` fields (``ask_text``, ``prompt``, …).
 
     Returns:
@@ -105,6 +123,7 @@ def tool_decision(
         unparsed=unparsed,
         ask_action="request_for_info",
         abstain_action="cannot_answer",
+        grounding=grounding,
         **fields,
     )
 
@@ -116,6 +135,7 @@ def after_tool_result(
     name: str = "after_tool_result",
     unparsed: str = "other",
     fallback_action: str = "direct_answer",
+    grounding: GroundingSpec | None = DEFAULT_GROUNDING,
     **fields: Any,
 ) -> Task:
     """The decision after a tool result: answer from it, call (another) tool, ask, abstain.
@@ -142,6 +162,8 @@ def after_tool_result(
         name: The task name.
         unparsed: The unparsed policy (see :attr:`Task.unparsed`).
         fallback_action: The action without a usable sample.
+        grounding: Argument grounding (see :func:`tool_decision`); a call's arguments may
+            come from the tool result.
         **fields: Further :class:`Task` fields.
 
     Returns:
@@ -154,6 +176,7 @@ def after_tool_result(
         name=name,
         unparsed=unparsed,
         fallback_action=fallback_action,
+        grounding=grounding,
         **fields,
     )
 

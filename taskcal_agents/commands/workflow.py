@@ -516,6 +516,14 @@ def fit(
         int, typer.Option(min=0, help="Folds of the cross-validated fit metrics (0: none).")
     ] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the folds.")] = 0,
+    data_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="Dataset JSONL the samples were drawn from (default: the one their header "
+            "names); read for a task that grounds its tool calls.",
+        ),
+    ] = None,
     reparse: Annotated[
         bool, typer.Option(help="Re-parse the stored completions with the task's parser.")
     ] = False,
@@ -552,7 +560,9 @@ def fit(
     console, err = _consoles()
     risk = None
     try:
-        task_obj, samples_file, data = load_eval_arrays(samples, task, alpha=alpha, reparse=reparse)
+        task_obj, samples_file, data = load_eval_arrays(
+            samples, task, alpha=alpha, reparse=reparse, data=data_file
+        )
         if risk_control is not None:
             RiskGuard(task_obj, risk_control)  # a bad spec fails before any fit
         params = _parse_params(param)
@@ -670,6 +680,14 @@ def evaluate(
         typer.Option(help="Task file (default: the sampling task; costs may be changed)."),
     ] = None,
     alpha: Annotated[float, typer.Option(min=0.0, help="Belief smoothing prior α.")] = 0.1,
+    data_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="Dataset JSONL the samples were drawn from (default: the one their header "
+            "names); read for a task that grounds its tool calls.",
+        ),
+    ] = None,
     reparse: Annotated[
         bool, typer.Option(help="Re-parse the stored completions with the task's parser.")
     ] = False,
@@ -690,7 +708,7 @@ def evaluate(
     from taskcal_agents._jsonfile import write_json
     from taskcal_agents.workflow._data import load_eval_arrays, task_summary
     from taskcal_agents.workflow._evaluate import evaluate_arrays, evaluation_to_dict
-    from taskcal_agents.workflow._report import rich_table, verdict
+    from taskcal_agents.workflow._report import rich_table, tool_rich_table, verdict
 
     console, err = _consoles()
     names = _split_names(calibrators)
@@ -698,7 +716,9 @@ def evaluate(
         msg = f"--target-risk must be a finite number > 0, got {target_risk!r}."
         raise _fail(err, ConfigurationError(msg))
     try:
-        task_obj, samples_file, data = load_eval_arrays(samples, task, alpha=alpha, reparse=reparse)
+        task_obj, samples_file, data = load_eval_arrays(
+            samples, task, alpha=alpha, reparse=reparse, data=data_file
+        )
         with Progress(
             TextColumn("[bold]evaluating[/bold]"),
             BarColumn(),
@@ -742,6 +762,9 @@ def evaluate(
         else f"N={settings.get('n')} samples at T={settings.get('temperature')}"
     )
     console.print(rich_table(evaluation, title=title))
+    tools = tool_rich_table(evaluation)
+    if tools is not None:
+        console.print(tools)
     clusters = evaluation["meta"].get("answer_clusters")
     if clusters is not None:
         console.print(

@@ -151,6 +151,9 @@ def convert_when2call(source: Path) -> list[DatasetItem]:
                         "source": row.get("source"),
                         "source_id": row.get("source_id"),
                         "target_tool": row.get("target_tool"),
+                        # request_for_info items: the required argument deleted from the
+                        # question, which the decision's question should ask for
+                        "held_out_param": row.get("held_out_param"),
                     },
                 )
             )

@@ -80,6 +80,12 @@ def unwrap_binding(
     return model, kwargs, configs, factories
 
 
+def bound_tools(model: Runnable[Any, Any]) -> list[Any] | None:
+    """The tools bound to ``model`` (``bind_tools``) as bound, or ``None`` if none are."""
+    tools = unwrap_binding(model)[1].get("tools")
+    return None if tools is None else list(tools)
+
+
 def bound_tool_names(model: Runnable[Any, Any]) -> tuple[str, ...] | None:
     """The names of the tools bound to ``model`` (``bind_tools``), or ``None`` if none are."""
     from taskcal_agents.parsers import tool_names_of

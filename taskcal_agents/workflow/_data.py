@@ -18,8 +18,10 @@ from taskcal_agents.answer_clusters import (
     sample_answers,
 )
 from taskcal_agents.belief import DEFAULT_ALPHA, Belief
-from taskcal_agents.decision import carried_actions
+from taskcal_agents.datasets import DatasetItem, read_dataset
+from taskcal_agents.decision import carried_actions, grounded_flags, ungrounded_flags
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
+from taskcal_agents.grounding import GroundingContext
 from taskcal_agents.task import Task
 from taskcal_agents.workflow._evaluate import EvalArrays
 from taskcal_agents.workflow._runner import grading, message_from_dict
@@ -104,6 +106,61 @@ def record_clusters(
     return clusters, modal_labels(task, clusters, labels)
 
 
+def dataset_items(
+    samples: SamplesFile, data: str | os.PathLike[str] | None = None
+) -> dict[str, DatasetItem]:
+    """The items a samples file was drawn from, by id.
+
+    *data* if given, else the dataset named in the header (as written, else beside the
+    samples file).
+
+    Raises:
+        DataFileError: No dataset is named, or it cannot be read.
+    """
+    path = Path(data) if data is not None else None
+    if path is None:
+        named = samples.header.get("dataset")
+        if not isinstance(named, str) or not named:
+            msg = (
+                "the samples file names no dataset, and grounding the tool calls needs each "
+                "item's conversation; pass --data DATA.jsonl (the file it was sampled from)."
+            )
+            raise DataFileError(msg, path=str(samples.path), line=1)
+        path = Path(named)
+        if not path.exists() and (samples.path.parent / path.name).exists():
+            path = samples.path.parent / path.name
+    return {item.id: item for item in read_dataset(path)}
+
+
+def record_context(
+    record: Mapping[str, Any], items: Mapping[str, DatasetItem] | None, *, source: str
+) -> GroundingContext:
+    """What a record's calls are grounded in: its tools and its item's conversation.
+
+    The tools and messages the record stores (``tools``, ``messages``: the item's own,
+    never the task prompt, as at sampling time,
+    :func:`~taskcal_agents.workflow._runner.item_context`); a record written before they
+    were stored takes them from its item in *items*.
+
+    Raises:
+        DataFileError: The record stores no conversation and its item is not in *items*.
+    """
+    tools, messages = record.get("tools"), record.get("messages")
+    if isinstance(messages, list) and isinstance(tools, list):
+        return GroundingContext(tools, messages)
+    item = None if items is None else items.get(str(record.get("id")))
+    if item is None:
+        msg = (
+            f"record {record.get('id')!r} stores no conversation, and grounding its tool calls "
+            "needs it; pass --data with the dataset it was sampled from."
+        )
+        raise DataFileError(msg, path=source)
+    return GroundingContext(
+        tools if isinstance(tools, list) else item.tools,
+        messages if isinstance(messages, list) else item.messages,
+    )
+
+
 def task_summary(task: Task) -> dict[str, object]:
     """The task block of an evaluation file: name, labels, actions, cost and fallback action."""
     return {
@@ -122,6 +179,7 @@ def eval_arrays(
     alpha: float = DEFAULT_ALPHA,
     reparse: bool = False,
     ids: Sequence[str] | None = None,
+    items: Mapping[str, DatasetItem] | None = None,
 ) -> EvalArrays:
     """Build :class:`EvalArrays` from a samples file.
 
@@ -133,6 +191,8 @@ def eval_arrays(
             the stored labels (after changing parser options).
         ids: Restrict to these ids, in this order (default: all, sorted by id, so that the
             folds do not depend on the order in which concurrent sampling finished).
+        items: The dataset's items by id, for a task that grounds its calls (each record's
+            conversation; default: :func:`dataset_items` of the header's dataset).
 
     Returns:
         The arrays; ``executable`` says per item which actions its stored samples can
@@ -143,7 +203,12 @@ def eval_arrays(
         task with ``answer_clusters`` the beliefs are those of the samples' clusters
         (:func:`record_clusters`), ``n_clusters`` holds the number of clusters per item,
         and a graded record's label is the grade of its modal answer against the stored
-        references (records sampled without clustering are re-graded so).
+        references (records sampled without clustering are re-graded so). For a task with
+        ``grounding`` each record's calls are grounded in its item's conversation
+        (:func:`record_context`) and enter the beliefs and ``executable`` as the
+        :class:`~taskcal_agents.decision.Decider` reads them; ``executable_any`` says what
+        could be carried out if any call could be sent, and ``no_tools`` marks the items
+        offered no tools.
 
     Raises:
         DataFileError: No records, or a record with a missing or unknown label (naming the
@@ -159,7 +224,21 @@ def eval_arrays(
         raise DataFileError(msg, path=str(samples.path))
     k = len(task.labels)
     P = np.empty((len(records), k))
-    X = np.empty((len(records), k + 1)) if task.unparsed_evidence else None
+    X = np.empty((len(records), task.n_features)) if task.n_features > k else None
+    grounding = task.grounding
+    if (
+        grounding is not None
+        and items is None
+        and any(
+            not isinstance(r.get("messages"), list) or not isinstance(r.get("tools"), list)
+            for r in records
+        )
+    ):
+        items = dataset_items(samples)  # records written before they stored the conversation
+    sends_grounded = grounding is not None and grounding.execute == "grounded"
+    executable_any = np.ones((len(records), len(task.action_list)), dtype=bool)
+    is_tool_task = "tool_call" in task.labels
+    no_tools = np.zeros(len(records), dtype=bool)
     y = np.empty(len(records), dtype=np.intp)
     greedy = np.full(len(records), -1, dtype=np.intp)
     no_sample = np.zeros(len(records), dtype=bool)
@@ -167,6 +246,7 @@ def eval_arrays(
     n_clusters = np.zeros(len(records), dtype=np.intp) if task.answer_clusters is not None else None
     for i, record in enumerate(records):
         line = samples.lines.get(record["id"])
+        groundings = None
         try:
             messages = [message_from_dict(m) for m in record.get("samples", [])]
         except (AttributeError, KeyError, TypeError, ValueError) as exc:  # incl. pydantic
@@ -226,16 +306,34 @@ def eval_arrays(
                 alpha=alpha,
                 unparsed_evidence=task.unparsed_evidence,
             )
+        elif grounding is not None and len(labels) == len(messages):
+            groundings = record_context(record, items, source=str(samples.path)).ground_samples(
+                messages
+            )
+            outcomes = task.sample_outcomes(labels, ungrounded_flags(groundings))
+            belief = task.belief_from_outcomes(outcomes, alpha=alpha)
         else:
             belief = task.belief_from_labels(labels, alpha=alpha)
+        if is_tool_task:
+            no_tools[i] = not record.get("tool_names") and not record.get("tools")
         P[i] = belief.probs
         if X is not None:
             X[i] = belief.features
         no_sample[i] = belief.n_parsed == 0
         if len(labels) == len(messages):
-            executable[i] = carried_actions(task, messages, labels, tool_names=offered)
+            flags = grounded_flags(groundings) if grounding is not None else None
+            executable[i] = carried_actions(
+                task, messages, labels, tool_names=offered, grounded=flags
+            )
+            if sends_grounded:
+                executable_any[i] = carried_actions(
+                    task, messages, labels, tool_names=offered, grounded=[True] * len(messages)
+                )
+            else:
+                executable_any[i] = executable[i]
         else:  # labels without their messages: nothing sampled can be carried out
             executable[i] = carried_actions(task, [], [])
+            executable_any[i] = executable[i]
         y[i] = task.label_index(cast(str, true))  # checked above, or a grade: a task label
         if g_label is not None:
             greedy[i] = task.label_index(g_label)
@@ -255,6 +353,8 @@ def eval_arrays(
         X=X,
         n_clusters=n_clusters,
         has_greedy=bool(samples.settings.get("greedy", True)) and task.answer_clusters is None,
+        executable_any=executable_any if sends_grounded else None,
+        no_tools=no_tools if is_tool_task else None,
     )
 
 
@@ -264,8 +364,19 @@ def load_eval_arrays(
     *,
     alpha: float = DEFAULT_ALPHA,
     reparse: bool = False,
+    data: str | os.PathLike[str] | None = None,
 ) -> tuple[Task, SamplesFile, EvalArrays]:
-    """Read a samples file, resolve its task and build the arrays (see :func:`eval_arrays`)."""
+    """Read a samples file, resolve its task and build the arrays (see :func:`eval_arrays`).
+
+    *data* is the dataset the samples were drawn from (default: the one the header names),
+    read only for a task that grounds its calls and only for records that do not store
+    their conversation.
+    """
     samples = read_samples(Path(path))
     resolved = resolve_task(samples, task)
-    return resolved, samples, eval_arrays(resolved, samples, alpha=alpha, reparse=reparse)
+    items = dataset_items(samples, data) if resolved.grounding is not None and data else None
+    return (
+        resolved,
+        samples,
+        eval_arrays(resolved, samples, alpha=alpha, reparse=reparse, items=items),
+    )

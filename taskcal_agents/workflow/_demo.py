@@ -115,6 +115,7 @@ def demo_task() -> Task:
         prompt=DEMO_PROMPT,
         unparsed="drop",
         sampled_actions=[],
+        grounding=None,  # one pass: no sampled call to ground
     )
 
 

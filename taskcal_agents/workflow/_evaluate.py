@@ -16,11 +16,19 @@ Decoders (one row each):
     Majority vote over the samples: the action named by the MAP label of the raw belief.
 ``mbr_raw``
     MBR on the raw belief.
+``mbr_raw_any``
+    Only under a task that sends grounded calls only (``EvalArrays.executable_any`` set):
+    MBR on the raw belief where any sampled call may be sent (no grounding rule), so the
+    cost of the grounding rule is ``mbr_raw`` minus this row.
 ``mbr_<calibrator>``
     MBR on the belief calibrated by a map fitted on the other folds (cross-fitting).
     ``dirichlet`` is the regularised default (ODIR, ``reg_lambda`` and ``reg_mu`` chosen
     by inner cross-validation, see :data:`WORKFLOW_CALIBRATOR_PARAMS`); ``matrix`` is the
     same map without regularisation (matrix scaling).
+``argmax_<test calibrator>``
+    The action named by the most probable label of the test calibrator's cross-fitted
+    belief (the 0-1-cost decision, blind to the cost matrix and to what the samples can
+    carry out): only when that calibrator is among those evaluated and fitted.
 
 The scores are those of what the runtime (:class:`~taskcal_agents.decision.Decider`)
 would do:
@@ -42,8 +50,8 @@ picks the input by the calibrator's ``n_features_in_``); the others need one inp
 per label and are fitted on ``P`` (their rows say so in ``inputs`` and ``description``).
 Raw MBR and the majority vote read ``P``.
 
-``greedy`` and ``majority`` turn a label into the action of the same name; they are only
-defined when every label is also an action.
+``greedy``, ``majority`` and ``argmax_<calibrator>`` turn a label into the action of the
+same name; they are only defined when every label is also an action.
 
 Columns: mean realised cost and its standard error; the paired saving over the best
 constant action and over ``mbr_raw`` (positive = this decoder is cheaper) with paired
@@ -53,6 +61,13 @@ Brier, ECE, classwise ECE; and the cross-fitted, signed task calibration error `
 (:func:`calibrators.metrics.tce` with ``method="crossfit"`` and the ODIR map
 :data:`TCE_CALIBRATOR`: the cost a recalibration of these beliefs would save on held-out
 items; it can be negative).
+
+A tool decision (``tool_call`` among the labels and the actions) adds When2Call's
+comparable columns to every row (:func:`tool_scores`): ``tool_call_recall`` (share of the
+items labelled ``tool_call`` on which the decoder calls a tool), ``over_calling_rate``
+(share of the other items on which it does), and, when some item was offered no tools
+(``EvalArrays.no_tools``), ``no_tool_call_rate`` (share of those on which it calls a tool:
+When2Call's tool hallucination rate). Macro-F1 is When2Call's headline score.
 
 Folds are stratified by label and seeded, so every decoder and calibrator sees the same
 splits. The label-shuffle test permutes ``y`` against ``P`` (the masks stay with their
@@ -108,7 +123,11 @@ DECODER_DESCRIPTIONS = {
     "greedy": "greedy completion (temperature 0)",
     "majority": "majority vote (MAP of the raw belief)",
     "mbr_raw": "MBR on the raw belief",
+    "mbr_raw_any": "MBR on the raw belief, any sampled call sent (no grounding rule)",
 }
+
+TOOL_CALL = "tool_call"
+"""The label and action of a tool call (a tool decision has both)."""
 
 
 @dataclass(frozen=True)
@@ -127,14 +146,21 @@ class EvalArrays:
         ids: Item ids (for the per-item output).
         executable: Whether each item's samples can carry out each action, (n, m)
             (:func:`~taskcal_agents.decision.carried_actions`); ``None`` means all True.
-        X: Calibrator inputs under the ``unparsed: other`` policy, (n, k + 1): smoothed
-            counts and unparsed share, rows sum to 1; ``None`` when calibrators read ``P``.
+        X: Calibrator inputs (belief features), (n, d) with d > k: under the ``unparsed:
+            other`` policy the smoothed counts and unparsed share (d = k + 1), under
+            grounded belief features also the ungrounded calls' share (one more column);
+            rows sum to 1. ``None`` when calibrators read ``P``.
         n_clusters: For a task with ``answer_clusters``, the number of meaning clusters
             among each item's answers, (n,) (0: no answer); ``None`` otherwise.
         has_greedy: Whether a ``greedy`` row means anything: a greedy completion was drawn
             (not with ``--no-greedy``, e.g. one-pass beliefs, where it would be the fallback
             action on every item) and the label grades it (not under answer clustering,
             where the label grades the modal answer). ``False`` leaves the row out.
+        executable_any: Under a task that sends only grounded calls
+            (``grounding.execute: grounded``), what each item's samples could carry out
+            if any call could be sent, (n, m); ``None`` otherwise.
+        no_tools: For a tool decision, the items offered no tools, (n,); ``None``
+            otherwise.
     """
 
     P: NDArray[np.float64]
@@ -150,6 +176,8 @@ class EvalArrays:
     X: NDArray[np.float64] | None = None
     n_clusters: NDArray[np.intp] | None = None
     has_greedy: bool = True
+    executable_any: NDArray[np.bool_] | None = None
+    no_tools: NDArray[np.bool_] | None = None
 
     def __post_init__(self) -> None:
         n, k = self.P.shape
@@ -173,11 +201,19 @@ class EvalArrays:
             )
         elif n and (self.y.min() < 0 or self.y.max() >= k):
             problems.append(f"y must hold label indices in [0, {k}), got {sorted(set(self.y))}")
-        if self.X is not None and self.X.shape != (n, k + 1):
+        bad_x = self.X is not None and (self.X.ndim != 2 or self.X.shape[0] != n)
+        if self.X is not None and (bad_x or self.X.shape[1] <= k):
             problems.append(
-                f"X must have shape (n, k + 1) = ({n}, {k + 1}) (the beliefs' counts plus the "
-                f"unparsed share), got {self.X.shape}"
+                f"X must have shape (n, d) with d > k = {k} (the belief features: counts plus "
+                f"the unparsed or ungrounded shares) and n = {n}, got {self.X.shape}"
             )
+        if self.executable_any is not None and np.shape(self.executable_any) != (n, m):
+            problems.append(
+                f"executable_any must have shape (n, m) = ({n}, {m}), got "
+                f"{np.shape(self.executable_any)}"
+            )
+        if self.no_tools is not None and np.shape(self.no_tools) != (n,):
+            problems.append(f"no_tools must have shape ({n},), got {np.shape(self.no_tools)}")
         if self.n_clusters is not None and np.shape(self.n_clusters) != (n,):
             problems.append(f"n_clusters must have shape ({n},), got {np.shape(self.n_clusters)}")
         if not 0 <= self.fallback < m:
@@ -241,15 +277,28 @@ def stratified_folds(y: NDArray[np.intp], n_folds: int, seed: int) -> NDArray[np
     return folds
 
 
-def runtime_actions(Q: NDArray[np.float64], data: EvalArrays) -> NDArray[np.intp]:
+def runtime_actions(
+    Q: NDArray[np.float64], data: EvalArrays, *, executable: NDArray[np.bool_] | None = None
+) -> NDArray[np.intp]:
     """The actions the runtime takes on beliefs *Q*.
 
     MBR among the executable actions (the decision kernel's :func:`calibrators.mbr_actions`
     with ``allowed``, the rule of :func:`~taskcal_agents.decision.executable_mbr`), the
     fallback action on items without a usable sample.
+
+    Args:
+        Q: Beliefs, (n, k).
+        data: The evaluation arrays.
+        executable: The actions each item may take, (n, m) (default:
+            ``data.executable``; ``data.executable_any`` for ``mbr_raw_any``).
+
+    Returns:
+        The action index of each item, (n,).
     """
-    assert data.executable is not None  # filled in by EvalArrays.__post_init__
-    allowed = np.asarray(data.executable, dtype=bool)
+    if executable is None:
+        executable = data.executable
+    assert executable is not None  # filled in by EvalArrays.__post_init__
+    allowed = np.asarray(executable, dtype=bool)
     actions = mbr_actions(Q, data.cost, allowed=allowed)
     actions[data.no_sample] = data.fallback
     return actions
@@ -434,6 +483,35 @@ def paired_difference(
     return float(diff.mean()), (float(diff.std(ddof=1) / math.sqrt(n)) if n > 1 else None)
 
 
+def tool_scores(actions: NDArray[np.intp], data: EvalArrays) -> dict[str, float | None]:
+    """When2Call's tool-use rates of one decoder's actions (empty for other tasks).
+
+    Args:
+        actions: Action index per item, (n,).
+        data: The evaluation arrays.
+
+    Returns:
+        For a tool decision (:data:`TOOL_CALL` among the labels and the actions):
+        ``tool_call_recall``, the share of the items labelled ``tool_call`` whose action
+        is ``tool_call``; ``over_calling_rate``, the share of the other items whose action
+        is ``tool_call`` (each ``None`` when it has no items); and, when ``data.no_tools``
+        marks some item, ``no_tool_call_rate``, the share of those items whose action is
+        ``tool_call`` (When2Call's tool hallucination rate). ``{}`` for any other task.
+    """
+    if TOOL_CALL not in data.labels or TOOL_CALL not in data.actions:
+        return {}
+    calls = np.asarray(actions) == data.actions.index(TOOL_CALL)
+    should = data.y == data.labels.index(TOOL_CALL)
+
+    def share(mask: NDArray[np.bool_]) -> float | None:
+        return float(calls[mask].mean()) if mask.any() else None
+
+    out = {"tool_call_recall": share(should), "over_calling_rate": share(~should)}
+    if data.no_tools is not None and np.any(data.no_tools):
+        out["no_tool_call_rate"] = share(np.asarray(data.no_tools, dtype=bool))
+    return out
+
+
 def score_actions(
     actions: NDArray[np.intp],
     data: EvalArrays,
@@ -456,7 +534,8 @@ def score_actions(
         ``accuracy`` and ``macro_f1`` (when every label is an action; else ``None``;
         macro-F1 averages over the task's labels only, like scikit-learn's
         ``f1_score(labels=..., average="macro", zero_division=0)``), the probability
-        scores (``None`` without *probs*), and ``action_counts``.
+        scores (``None`` without *probs*), ``action_counts``, and for a tool decision
+        the rates of :func:`tool_scores`.
     """
     from sklearn.metrics import f1_score
 
@@ -481,6 +560,7 @@ def score_actions(
         row.update(dict.fromkeys(("nll", "brier", "ece", "classwise_ece", "tce")))
     counts = np.bincount(actions, minlength=len(data.actions))
     row["action_counts"] = {a: int(c) for a, c in zip(data.actions, counts, strict=True)}
+    row.update(tool_scores(actions, data))
     return row
 
 
@@ -740,7 +820,8 @@ def evaluate_arrays(
         seed: Seed of the folds and of the label shuffles.
         n_permutations: Label shuffles of the permutation test (0 skips it).
         test_calibrator: The calibrator whose MBR the test compares with the best constant
-            action; ``None`` skips the test. It need not be in *calibrators*.
+            action; ``None`` skips the test. It need not be in *calibrators*; when it is
+            (and fits), an ``argmax_<test_calibrator>`` row adds its 0-1-cost decision.
         factory: Maps a calibrator spec to a factory of fresh calibrators.
         progress: Called with a step count as work completes (for a progress bar).
         target_risk: The risk a user accepts on the items a decoder keeps; each row's
@@ -760,7 +841,9 @@ def evaluate_arrays(
         that fails to fit gets a row with ``error`` set and no scores. Each calibrator
         row says in ``inputs`` what the map read: ``"probs"`` (p̂) or, under the
         ``unparsed: other`` policy, ``"features"`` (p̂'s counts plus the unparsed share;
-        see :func:`calibrator_inputs`).
+        see :func:`calibrator_inputs`). ``mbr_raw_any`` appears when
+        ``data.executable_any`` is set; tool decisions add the rates of
+        :func:`tool_scores` to every scored row.
 
     Raises:
         ConfigurationError: Bad *n_folds* (see :func:`stratified_folds`), a negative
@@ -790,12 +873,18 @@ def evaluate_arrays(
         except (ValueError, RuntimeError, np.linalg.LinAlgError):
             return None
 
-    def add(name: str, acts: NDArray[np.intp], Q: NDArray[np.float64] | None) -> None:
+    def add(
+        name: str,
+        acts: NDArray[np.intp],
+        Q: NDArray[np.float64] | None,
+        executable: NDArray[np.bool_] | None = None,
+    ) -> None:
         actions[name] = acts
         description = DECODER_DESCRIPTIONS.get(name) or f"MBR on the {name[4:]}-calibrated belief"
         rows.append({"decoder": name, "description": description, "error": None})
         rows[-1].update(score_actions(acts, data, Q, tce=tce))
-        confidence = action_confidence(data.P if Q is None else Q, data.cost, acts, data.executable)
+        allowed = data.executable if executable is None else executable
+        confidence = action_confidence(data.P if Q is None else Q, data.cost, acts, allowed)
         if name != "constant" and data.no_sample.any():
             # Items without a usable sample are the least informed: deferred first.
             confidence = np.where(data.no_sample, confidence.min() - 1.0, confidence)
@@ -813,6 +902,9 @@ def evaluate_arrays(
             add("greedy", greedy.astype(np.intp), None)
         add("majority", _with_fallback(l2a[np.argmax(data.P, axis=1)], data), data.P)
     add("mbr_raw", runtime_actions(data.P, data), data.P)
+    if data.executable_any is not None:
+        anyway = np.asarray(data.executable_any, dtype=bool)
+        add("mbr_raw_any", runtime_actions(data.P, data, executable=anyway), data.P, anyway)
     tick(1)
     factories = {name: factory(name) for name in calibrators}
     test_factory = factory(test_calibrator) if test_calibrator and n_permutations else None
@@ -845,6 +937,11 @@ def evaluate_arrays(
             rows[-1]["description"] = description
             rows[-1]["inputs"] = inputs
         tick(1)
+    if l2a is not None and test_calibrator in calibrators and test_calibrator in fitted:
+        Q = probs[test_calibrator]
+        argmax = f"argmax_{test_calibrator}"
+        add(argmax, _with_fallback(l2a[np.argmax(Q, axis=1)], data), Q)
+        rows[-1]["description"] = f"most probable {test_calibrator}-calibrated label (0-1 cost)"
     _add_paired_savings(rows, actions, data)
     test = None
     test_error = None
@@ -917,12 +1014,14 @@ def evaluation_to_dict(
         task: Task summary (name, labels, actions, cost).
         meta: Anything else worth recording (samples path, alpha, settings).
         include_items: Add per-item ids, labels, folds, no-sample flags, executable
-            masks (rows over ``task.actions``), beliefs and actions (for ``report``), and
-            the number of answer clusters when the task clusters answers.
+            masks (rows over ``task.actions``), beliefs and actions (for ``report``), the
+            number of answer clusters when the task clusters answers, and the
+            ``executable_any`` and ``no_tools`` masks when set.
 
     Returns:
         ``{"format", "format_version", "task", "n_items", "n_excluded_no_sample",
-        "folds", "seed", "decoders", "permutation_test", "meta", "items"}``.
+        "folds", "seed", "decoders", "permutation_test", "meta", "items"}``, and
+        ``n_no_tools`` (items offered no tools) for a tool decision with ``no_tools``.
     """
     out: dict[str, Any] = {
         "format": EVALUATION_FORMAT,
@@ -942,6 +1041,8 @@ def evaluation_to_dict(
         "permutation_error": evaluation.permutation_error,
         "meta": meta or {},
     }
+    if data.no_tools is not None:
+        out["n_no_tools"] = int(np.sum(data.no_tools))
     if include_items:
         out["items"] = {
             "ids": list(data.ids),
@@ -954,4 +1055,8 @@ def evaluation_to_dict(
         }
         if data.n_clusters is not None:
             out["items"]["n_clusters"] = data.n_clusters.tolist()
+        if data.executable_any is not None:
+            out["items"]["executable_any"] = np.asarray(data.executable_any, bool).tolist()
+        if data.no_tools is not None:
+            out["items"]["no_tools"] = np.asarray(data.no_tools, bool).tolist()
     return out

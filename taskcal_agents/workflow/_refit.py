@@ -13,10 +13,12 @@ sample took the fallback action and never reached the calibrator, so they are le
 reached it and stay. Records of other artefacts are used too (p̂ does not depend on the
 calibrator) and counted. The calibrator input is the logged p̂ (``probs``), or, for a
 map that reads the belief features (``unparsed: other``, ``fit_metrics["inputs"] ==
-"features"``), the features rebuilt from the logged counts, unparsed count and the
-artefact's α (:class:`~taskcal_agents.belief.Belief`). Which actions each decision could
+"features"``), the features rebuilt from the logged counts, unparsed count, ungrounded
+calls (``n_ungrounded``, under grounded belief features) and the artefact's α
+(:class:`~taskcal_agents.belief.Belief`). Which actions each decision could
 carry out is read back from the log: an action no sample names is not executable (a
-sampled action needs a sample labelled with it), and for a decision whose MBR action was
+sampled action needs a sample labelled with it; a tool call, under ``execute: grounded``,
+a grounded one), and for a decision whose MBR action was
 replaced (``fallback`` on a served decision) that action is not executable either.
 
 Split. Records are ordered by ``time``; the most recent ``holdout`` fraction is the
@@ -207,6 +209,27 @@ def _sample_counts(record: Mapping[str, Any], source: str) -> tuple[dict[str, fl
     return counts, int(n), int(u)
 
 
+def _ungrounded(record: Mapping[str, Any], counts: Mapping[str, float], source: str) -> int:
+    """A record's ``n_ungrounded`` (0 when not logged), checked against its call count.
+
+    Raises:
+        DataFileError: It is not an integer in [0, the tool_call count].
+    """
+    value = record.get("n_ungrounded") or 0
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value <= counts.get("tool_call", 0.0)
+        or value != int(value)
+    ):
+        msg = (
+            f"decision record {record.get('id')!r} has n_ungrounded {value!r}: it must be an "
+            f"integer between 0 and its tool_call count {counts.get('tool_call', 0.0):g}."
+        )
+        raise DataFileError(msg, path=source)
+    return int(value)
+
+
 def _rows(
     records: Sequence[Mapping[str, Any]],
     task: Task,
@@ -225,7 +248,12 @@ def _rows(
         ref = ref.replace(tzinfo=UTC)
     n = len(records)
     P = np.empty((n, k))
-    X = np.empty((n, k + 1)) if task.unparsed_evidence else None
+    X = np.empty((n, task.n_features)) if task.n_features > k else None
+    grounding = task.grounding
+    # Under grounded features or "off", the logged tool_call count includes the ungrounded
+    # calls (logged apart in n_ungrounded); under "relabel" they were counted as asks.
+    split = grounding is not None and grounding.belief != "relabel"
+    unsent = split and grounding is not None and grounding.execute == "grounded"
     y = np.empty(n, dtype=np.intp)
     executable = np.ones((n, m), dtype=bool)
     age = np.empty(n)
@@ -234,9 +262,11 @@ def _rows(
         r = records[i]
         P[row] = record_belief(r, "probs", labels, source=source)
         counts, n_drawn, n_unparsed = _sample_counts(r, source)
+        n_ungrounded = _ungrounded(r, counts, source) if split else 0
         y[row] = labels.index(str(r["outcome"]))
         for j, action in enumerate(actions):
-            if action in sampled and counts.get(action, 0.0) <= 0:
+            sendable = counts.get(action, 0.0) - (n_ungrounded if action == "tool_call" else 0)
+            if action in sampled and (sendable if unsent else counts.get(action, 0.0)) <= 0:
                 executable[row, j] = False
         if r.get("fallback"):  # served + fallback: the MBR action could not be carried out
             ec = r.get("expected_cost") or {}
@@ -250,7 +280,10 @@ def _rows(
             try:
                 belief = Belief(
                     [counts.get(label, 0.0) for label in labels], labels, n=n_drawn,
-                    n_unparsed=n_unparsed, alpha=alpha, unparsed_evidence=True,
+                    n_unparsed=n_unparsed, alpha=alpha,
+                    unparsed_evidence=task.unparsed_evidence,
+                    split_label="tool_call" if task.splits_ungrounded else None,
+                    n_ungrounded=n_ungrounded if task.splits_ungrounded else 0,
                 )  # fmt: skip
             except ValueError as exc:
                 msg = f"decision record {r.get('id')!r}: its counts make no belief ({exc})."

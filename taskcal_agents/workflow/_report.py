@@ -195,6 +195,79 @@ def rich_table(evaluation: dict[str, Any], title: str | None = None) -> Table:
     return table
 
 
+TOOL_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("macro_f1", "macro-F1"),
+    ("tool_call_recall", "tool-call recall"),
+    ("over_calling_rate", "over-calling"),
+    ("no_tool_call_rate", "no-tool call rate"),
+)
+"""(key, header) of the tool-use table of a tool decision (When2Call's metrics):
+macro-F1 over the labels, the share of ``tool_call`` items answered with a call, the share
+of the other items answered with one, and the share of items offered no tools answered
+with one (When2Call's tool hallucination rate; only when some item had no tools)."""
+
+
+def tool_columns(evaluation: dict[str, Any]) -> list[tuple[str, str]]:
+    """The :data:`TOOL_COLUMNS` the rows carry ([] when the task is no tool decision)."""
+    rows = [r for r in evaluation["decoders"] if not r.get("error")]
+    if not any("tool_call_recall" in r for r in rows):
+        return []
+    return [(key, h) for key, h in TOOL_COLUMNS if key == "macro_f1" or any(key in r for r in rows)]
+
+
+def _tool_caption(evaluation: dict[str, Any], columns: Sequence[tuple[str, str]]) -> str:
+    text = (
+        "tool-call recall: share of tool_call items where the decoder calls a tool; "
+        "over-calling: share of the other items where it does"
+    )
+    if any(key == "no_tool_call_rate" for key, _ in columns):
+        n = evaluation.get("n_no_tools")
+        items = f"the {n} items" if n is not None else "the items"
+        text += f"; no-tool call rate: share of {items} offered no tools where it does"
+    return text + "."
+
+
+def tool_rich_table(
+    evaluation: dict[str, Any], title: str | None = "tool-use metrics"
+) -> Table | None:
+    """The terminal table of When2Call's tool-use metrics, or ``None`` for other tasks."""
+    from rich.table import Table
+
+    columns = tool_columns(evaluation)
+    if not columns:
+        return None
+    caption = _tool_caption(evaluation, columns)
+    table = Table(title=title, caption=caption, caption_justify="left", show_lines=False)
+    table.add_column("decoder", style="bold", no_wrap=True)
+    for _, header in columns:
+        table.add_column(header, justify="right")
+    for row in evaluation["decoders"]:
+        if not row.get("error"):
+            table.add_row(row["decoder"], *(_fmt(row.get(key)) for key, _ in columns))
+    return table
+
+
+def tool_section(evaluation: dict[str, Any]) -> str:
+    """The markdown section of the tool-use metrics ("" when the task is no tool decision)."""
+    columns = tool_columns(evaluation)
+    if not columns:
+        return ""
+    caption = _tool_caption(evaluation, columns)
+    lines = [
+        "## Tool use",
+        "",
+        caption[0].upper() + caption[1:],
+        "",
+        "| decoder | " + " | ".join(h for _, h in columns) + " |",
+        "|---|" + "|".join("---:" for _ in columns) + "|",
+    ]
+    for row in evaluation["decoders"]:
+        if not row.get("error"):
+            cells = " | ".join(_fmt(row.get(key)) for key, _ in columns)
+            lines.append(f"| {row['decoder']} | {cells} |")
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------------------------------
 # figures
 
@@ -434,9 +507,10 @@ def selective_section(evaluation: dict[str, Any]) -> str:
 
 
 def markdown_summary(evaluation: dict[str, Any], figures: Sequence[Path] = ()) -> str:
-    """The markdown summary: setting, decoders, label-shuffle test, selective prediction, figures.
+    """The markdown summary: setting, decoders, shuffle test, tool use, selective, figures.
 
-    The selective-prediction section appears only when the decoder rows carry it.
+    The tool-use section appears only for a tool decision, the selective-prediction section
+    only when the decoder rows carry it.
     """
     task = evaluation["task"]
     meta = evaluation.get("meta") or {}
@@ -467,9 +541,9 @@ def markdown_summary(evaluation: dict[str, Any], figures: Sequence[Path] = ()) -
     lines.append(verdict(evaluation))
     descriptions = [f"- `{r['decoder']}`: {r['description']}" for r in evaluation["decoders"]]
     lines += ["", "Decoders:", "", *descriptions]
-    section = selective_section(evaluation)
-    if section:
-        lines += ["", section]
+    for section in (tool_section(evaluation), selective_section(evaluation)):
+        if section:
+            lines += ["", section]
     if figures:
         lines += ["", "## Figures", ""]
         lines.extend(f"![{f.stem}]({f.name})" for f in figures)

@@ -43,6 +43,7 @@ from taskcal_agents.answer_clusters import (
 from taskcal_agents.datasets import DatasetItem
 from taskcal_agents.datasets.grading import grade_answer, normalize_answer
 from taskcal_agents.errors import ConfigurationError, SamplingError
+from taskcal_agents.grounding import GroundingContext
 from taskcal_agents.options import DEFAULT_N_SAMPLES
 from taskcal_agents.parsers import UNPARSED_REASONS, tool_names_of, unparsed_reason
 from taskcal_agents.prompting import with_task_prompt
@@ -183,6 +184,17 @@ def build_messages(task: Task, item: DatasetItem) -> list[dict[str, Any]]:
     return [dict(m) for m in with_task_prompt(item.messages, task.prompt)]
 
 
+def item_context(task: Task, item: DatasetItem) -> GroundingContext | None:
+    """What *item*'s sampled calls are grounded in: its tools and its own messages.
+
+    The task's prompt is not evidence (it is the deployment's instruction, the same for
+    every item). ``None`` for a task without grounding.
+    """
+    if task.grounding is None:
+        return None
+    return GroundingContext(item.tools, item.messages)
+
+
 def offered_tool_names(item: DatasetItem) -> tuple[str, ...]:
     """The names of the tools offered with *item* (empty: none, so any call is unoffered)."""
     return tool_names_of(item.tools)
@@ -300,6 +312,7 @@ def _draw(
     tools: Any,
     decider: Decider | None,
     tool_names: Sequence[str],
+    context: GroundingContext | None = None,
 ) -> tuple[list[AIMessage], StopCheck | None]:
     """The N samples of an item, or with adaptive N the rounds until the rule stops.
 
@@ -320,7 +333,9 @@ def _draw(
         samples += drawn
         if total >= settings.n:
             break
-        check = stop_check_messages(decider, samples, settings.n, rule, tool_names=tool_names)
+        check = stop_check_messages(
+            decider, samples, settings.n, rule, tool_names=tool_names, context=context
+        )
         if check.stop:
             break
     return samples, check
@@ -342,8 +357,10 @@ def sample_item(
 
     The samples are parsed with the item's offered tools (a call to any other tool is
     unparsed); the record keeps their names in ``tool_names`` (pass them to
-    :meth:`Task.parse_completion` when re-parsing) and counts why samples were unparsed in
-    ``unparsed_reasons`` (``{"length": 5, "unoffered_tool": 2}``, see
+    :meth:`Task.parse_completion` when re-parsing), and the tools and the item's messages
+    (without the task prompt) in ``tools`` and ``messages``, which argument grounding checks
+    the calls against (:func:`~taskcal_agents.workflow._data.record_context`), and counts
+    why samples were unparsed in ``unparsed_reasons`` (``{"length": 5, "unoffered_tool": 2}``, see
     :func:`~taskcal_agents.parsers.unparsed_reason`).
 
     With ``settings.adaptive`` the samples are drawn in rounds and stop by the rule of
@@ -382,7 +399,9 @@ def sample_item(
                 tools=tools,
             )
         else:
-            samples, check = _draw(sampler, messages, settings, tools, decider, names)
+            samples, check = _draw(
+                sampler, messages, settings, tools, decider, names, item_context(task, item)
+            )
         greedy = (
             sampler.sample(messages, **draw_params(settings, tools, greedy=True))[0]
             if settings.greedy
@@ -436,6 +455,8 @@ def sample_item(
         "greedy_label": greedy_label,
         "unparsed_reasons": {r: reasons[r] for r in UNPARSED_REASONS if reasons[r]},
         "tool_names": list(names),
+        "tools": list(item.tools),
+        "messages": [dict(m) for m in item.messages],
         "samples": [message_to_dict(m) for m in samples],
         "greedy": message_to_dict(greedy) if greedy is not None else None,
         "elapsed_s": round(time.perf_counter() - start, 4),

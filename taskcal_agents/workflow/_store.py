@@ -143,6 +143,8 @@ def _record_problem(record: Mapping[str, Any]) -> str | None:
         "samples": lambda v: _is_list_of(v, (dict,)),
         "greedy": lambda v: v is None or isinstance(v, dict),
         "tool_names": lambda v: v is None or _is_list_of(v, (str,)),
+        "tools": lambda v: v is None or _is_list_of(v, (dict,)),
+        "messages": lambda v: v is None or _is_list_of(v, (dict,)),
         "grading": lambda v: v is None or isinstance(v, dict),
         "probs": lambda v: (
             _is_list_of(v, (int, float))

@@ -6,7 +6,7 @@ dependency); only ``if TYPE_CHECKING:`` blocks are exempt. The layers, low to hi
     0  calibrators · errors · endpoint · _vllm_cpu · _validation · _jsonfile
     1  belief · options
     2  parsers · prompting · constraints · tool_turns
-    3  task · tasks · answer_clusters · datasets · models
+    3  task · tasks · answer_clusters · grounding · datasets · models
     4  decision · artefact · adaptive · risk_control · decision_log · monitor · testing
     5  sampling | serving            (side by side: neither imports the other)
     6  runnable · chat_model · middleware · decision_model · interop
@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     "taskcal_agents.task": 3,
     "taskcal_agents.tasks": 3,
     "taskcal_agents.answer_clusters": 3,
+    "taskcal_agents.grounding": 3,
     "taskcal_agents.datasets": 3,
     "taskcal_agents.models": 3,
     "taskcal_agents.decision": 4,
