@@ -84,7 +84,12 @@ from taskcal_agents.risk_control import RiskControl
 from taskcal_agents.sampling import asample_messages, sample_messages
 from taskcal_agents.task import Task
 from taskcal_agents.tasks import after_tool_result
-from taskcal_agents.tool_turns import answered_tool_calls, is_tool_result_turn, tool_result_reply
+from taskcal_agents.tool_turns import (
+    answered_tool_calls,
+    is_tool_result_turn,
+    tool_result_reply,
+    unusable_reply,
+)
 
 if TYPE_CHECKING:
     from langchain_core.language_models import LanguageModelInput
@@ -687,6 +692,26 @@ class TaskCalibrationMiddleware(
 
         return list(await asyncio.gather(*(one() for _ in range(draw.n))))
 
+    def _vetted(
+        self, request: ModelRequest[Any], response: ModelResponse[Any]
+    ) -> ModelResponse[Any] | AIMessage:
+        """The model's own reply on a turn not decided, unless it cannot end the turn.
+
+        Under ``decide_on="user_turn"`` the reply right after a tool result is the model's:
+        a repeated call, a call written as text or an empty message
+        (:func:`~taskcal_agents.tool_turns.unusable_reply`) is replaced by a message that
+        reports what the tools returned, with the reason in ``response_metadata``.
+        """
+        if not isinstance(response, ModelResponse) or not is_tool_result_turn(request.messages):
+            return response
+        reply = _first_ai(response)
+        why = None if reply is None else unusable_reply(reply, request.messages)
+        if why is None:
+            return response
+        message = tool_result_reply(request.messages)
+        metadata = {"taskcal_replaced_reply": f"the model's reply {why}"}
+        return message.model_copy(update={"response_metadata": metadata})
+
     def _note_tools(self, request: ModelRequest[Any]) -> None:
         """Remember the names of the request's ``return_direct`` tools."""
         names = {t.name for t in request.tools if isinstance(t, BaseTool) and t.return_direct}
@@ -780,7 +805,7 @@ class TaskCalibrationMiddleware(
         """
         self._note_tools(request)
         if not self._should_decide(request):
-            return handler(request)
+            return self._vetted(request, handler(request))
         steps = self._steps(request)
         step = _drive_step(steps)
         while isinstance(step, _Draw):
@@ -809,7 +834,7 @@ class TaskCalibrationMiddleware(
         """
         self._note_tools(request)
         if not self._should_decide(request):
-            return await handler(request)
+            return self._vetted(request, await handler(request))
         steps = self._steps(request)
         step = _drive_step(steps)
         while isinstance(step, _Draw):

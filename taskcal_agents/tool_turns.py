@@ -14,7 +14,9 @@ these helpers, so the rule lives in one place:
   for calling and never executed again (see :meth:`Decider.decide
   <taskcal_agents.decision.Decider.decide>`); a later user turn may ask for it again;
 * :func:`tool_result_reply`: the message that tells the user what the tools returned,
-  when no sampled answer exists or a limit stopped the run; never an empty message.
+  when no sampled answer exists or a limit stopped the run; never an empty message;
+* :func:`unusable_reply`: why the model's own reply right after a tool result cannot be
+  shown as the answer (a repeated call, a call written as text, an empty message).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ __all__ = [
     "is_tool_result_turn",
     "last_tool_results",
     "tool_result_reply",
+    "unusable_reply",
 ]
 
 _MAX_RESULT_CHARS = 500
@@ -152,3 +155,23 @@ def tool_result_reply(messages: Sequence[BaseMessage], *, stopped: str | None = 
     )
     body = f"{lead} {lines[0]}" if len(lines) == 1 else "\n".join([lead, *lines])
     return AIMessage(content=f"{note} {body}".strip())
+
+
+def unusable_reply(reply: AIMessage, messages: Sequence[BaseMessage]) -> str | None:
+    """Why ``reply``, the model's answer right after a tool result, cannot end the turn.
+
+    ``"repeats a call already answered"`` (running it again loops), ``"writes a tool
+    call as text"`` (no native call, so the agent would show the JSON to the user) or
+    ``"is empty"``; ``None`` for a reply that answers, asks, or makes a new call.
+
+    Args:
+        reply: The model's message.
+        messages: The conversation it answers (ending in the tool results).
+    """
+    if is_repeat_call(reply, answered_tool_calls(messages)):
+        return "repeats a call already answered"
+    if not reply.tool_calls and extract_tool_calls(reply):
+        return "writes a tool call as text"
+    if not reply.tool_calls and not message_text(reply).strip():
+        return "is empty"
+    return None

@@ -1,0 +1,108 @@
+"""Under decide_on="user_turn" a run ends in an answer, never in the model's unusable reply."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+
+from taskcal_agents.tool_turns import unusable_reply
+
+pytest.importorskip("langchain.agents")
+from langchain.agents import create_agent
+
+from taskcal_agents.middleware import TaskCalibrationMiddleware
+from taskcal_agents.tasks import tool_decision
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather in a city."""
+    return "sunny, 21 °C" if city.lower() == "paris" else f"no weather data for {city}"
+
+
+PARIS = {"name": "get_weather", "args": {"city": "Paris"}, "id": "call_paris"}
+TURN: list[BaseMessage] = [
+    HumanMessage("What's the weather in Paris?"),
+    AIMessage(content="", tool_calls=[PARIS]),
+    ToolMessage("sunny, 21 °C", tool_call_id="call_paris"),
+]
+
+
+def test_unusable_replies() -> None:
+    assert unusable_reply(AIMessage(content="", tool_calls=[PARIS]), TURN) == (
+        "repeats a call already answered"
+    )
+    written = AIMessage(content=json.dumps({"name": "get_weather", "arguments": {"city": "Rome"}}))
+    assert unusable_reply(written, TURN) == "writes a tool call as text"
+    assert unusable_reply(AIMessage(content="  "), TURN) == "is empty"
+    assert unusable_reply(AIMessage(content="It is sunny, 21 °C in Paris."), TURN) is None
+    rome = {"name": "get_weather", "args": {"city": "Rome"}, "id": "call_rome"}
+    assert unusable_reply(AIMessage(content="", tool_calls=[rome]), TURN) is None
+
+
+class Scripted(BaseChatModel):
+    """Calls get_weather('Paris') on the user turn; after the result, replies ``after``."""
+
+    after: str = "repeat"
+
+    def _reply(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        if isinstance(messages[-1], HumanMessage):
+            return AIMessage(content="", tool_calls=[PARIS])
+        if self.after == "repeat":
+            return AIMessage(content="", tool_calls=[{**PARIS, "id": "call_again"}])
+        if self.after == "text":
+            return AIMessage(
+                content=json.dumps({"name": "get_weather", "arguments": PARIS["args"]})
+            )
+        if self.after == "empty":
+            return AIMessage(content="")
+        return AIMessage(content="It is sunny, 21 °C in Paris.")
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kw: Any) -> Any:
+        return self.bind(**kw)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("after", ["repeat", "text", "empty"])
+def test_the_run_ends_with_the_tool_result_not_the_unusable_reply(mode: str, after: str) -> None:
+    mw = TaskCalibrationMiddleware(task=tool_decision(), n_samples=2)
+    agent = create_agent(Scripted(after=after), tools=[get_weather], middleware=[mw])
+    request = {"messages": [HumanMessage("What's the weather in Paris?")]}
+    if mode == "sync":
+        result = agent.invoke(request)
+    else:
+        import asyncio
+
+        result = asyncio.run(agent.ainvoke(request))
+    tool_messages = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert len(tool_messages) == 1  # the repeated call was not run again
+    last = result["messages"][-1]
+    assert isinstance(last, AIMessage) and not last.tool_calls
+    assert (
+        last.content == "Here is what the tool returned: get_weather(city='Paris') → sunny, 21 °C"
+    )
+    assert last.response_metadata["taskcal_replaced_reply"].startswith("the model's reply ")
+
+
+def test_a_real_answer_is_kept() -> None:
+    mw = TaskCalibrationMiddleware(task=tool_decision(), n_samples=2)
+    agent = create_agent(Scripted(after="answer"), tools=[get_weather], middleware=[mw])
+    result = agent.invoke({"messages": [HumanMessage("What's the weather in Paris?")]})
+    assert result["messages"][-1].content == "It is sunny, 21 °C in Paris."
+    assert "taskcal_replaced_reply" not in result["messages"][-1].response_metadata
