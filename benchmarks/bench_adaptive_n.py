@@ -30,6 +30,7 @@ import numpy as np
 from taskcal_agents.adaptive import AdaptiveSampling, stop_check_messages
 from taskcal_agents.decision import Decider
 from taskcal_agents.workflow import load_eval_arrays
+from taskcal_agents.workflow._data import dataset_items, record_context
 from taskcal_agents.workflow._evaluate import (
     calibrator_inputs,
     crossfit_calibrators,
@@ -42,9 +43,21 @@ from taskcal_agents.workflow._runner import message_from_dict
 EPSILONS = (0.001, 0.005, 0.01, 0.02, 0.05)
 
 
-def replay(path: Path, *, n_max: int, folds: int, calibrator: str, first: int) -> dict:
+def replay(
+    path: Path,
+    *,
+    n_max: int,
+    folds: int,
+    calibrator: str,
+    first: int,
+    task_path: Path | None = None,
+    data_path: Path | None = None,
+) -> dict:
     """Per item: the rule's estimate after each round and the decision at each prefix."""
-    task, samples, data = load_eval_arrays(path)
+    task, samples, data = load_eval_arrays(path, task_path, data=data_path)
+    items = None
+    if task.grounding is not None and data_path is not None:
+        items = dataset_items(samples, data_path)
     fold = stratified_folds(data.y, folds, seed=0)
     if calibrator == "raw":  # MBR on the raw belief: no calibrator
         fitted: dict[int, Any] = dict.fromkeys(range(folds))
@@ -63,15 +76,22 @@ def replay(path: Path, *, n_max: int, folds: int, calibrator: str, first: int) -
             msg = f"{path}: item {item_id!r} has {len(messages)} samples, fewer than {n_max}."
             raise SystemExit(msg)
         names = record.get("tool_names")
+        context = (
+            None
+            if task.grounding is None
+            else record_context(record, items or dataset_items(samples), source=str(path))
+        )
         decider = Decider(task, fitted[int(fold[i])], alpha=0.1)
         rule = AdaptiveSampling(epsilon=0.5, first=first)
         for r, m in enumerate(rounds):
             prefix = messages[:m]
-            action = decider.decide(prefix, tool_names=names).action
+            action = decider.decide(prefix, tool_names=names, context=context).action
             actions[i, r] = task.action_index(action)
             costs[i, r] = cost[data.y[i], actions[i, r]]
             if m < n_max:
-                check = stop_check_messages(decider, prefix, n_max, rule, tool_names=names)
+                check = stop_check_messages(
+                    decider, prefix, n_max, rule, tool_names=names, context=context
+                )
                 probs[i, r] = check.change_probability
             else:
                 probs[i, r] = 0.0
@@ -102,11 +122,19 @@ def main() -> None:
     parser.add_argument(
         "--calibrator", default="dirichlet", help="a workflow calibrator spec, or raw (none)"
     )
+    parser.add_argument("--task", type=Path, default=None, help="task (default: the header's)")
+    parser.add_argument("--data", type=Path, default=None, help="dataset, for grounding")
     args = parser.parse_args()
     for path in args.samples:
         start = time.perf_counter()
         result = replay(
-            path, n_max=args.n, folds=args.folds, calibrator=args.calibrator, first=args.first
+            path,
+            n_max=args.n,
+            folds=args.folds,
+            calibrator=args.calibrator,
+            first=args.first,
+            task_path=args.task,
+            data_path=args.data,
         )
         how = "no calibrator" if args.calibrator == "raw" else f"{args.calibrator} cross-fitted"
         print(
@@ -119,7 +147,10 @@ def main() -> None:
         print(
             f"full-N actions: {shown}; mean cost at N={args.n}: {result['cost'][:, -1].mean():.4f}"
         )
-        print("| ε | mean samples | saved | identical to N=16 | Δ cost vs N=16 (± paired SE) |")
+        print(
+            f"| ε | mean samples | saved | identical to N={args.n} | Δ cost vs N={args.n} "
+            "(± paired SE) |"
+        )
         print("|---|---|---|---|---|")
         for eps, n_used, same, diff, se in table(result, EPSILONS):
             print(

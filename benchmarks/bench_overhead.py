@@ -37,6 +37,7 @@ from taskcal_agents import TaskCalibratedRunnable, tasks
 from taskcal_agents.belief import DEFAULT_ALPHA
 from taskcal_agents.decision import Decider, mbr_action
 from taskcal_agents.endpoint import server_from_env
+from taskcal_agents.grounding import GroundingContext
 from taskcal_agents.sampling import sample_messages
 
 PROMPTS = [
@@ -50,6 +51,10 @@ PROMPTS = [
 def get_weather(city: str) -> str:
     """Get the current weather for a city."""
     return f"sunny in {city}"
+
+
+REQUEST = "What's the weather in Paris?"
+"""The request the synthetic samples answer (their calls are grounded in it)."""
 
 
 def synthetic_samples(n: int, seed: int = 0) -> list[AIMessage]:
@@ -106,12 +111,22 @@ def overhead_rows(
     x = decider.calibrator_input(belief)
     q = decider.calibrate(x)
     cost = task.cost_matrix()
+    conversation = [{"role": "user", "content": REQUEST}]
+    context = GroundingContext([get_weather], conversation)
     return [
         ("parse (g_T) x N", timed(lambda: [task.parse_completion(m) for m in samples], repeats)),
+        (
+            "grounding context",
+            timed(lambda: GroundingContext([get_weather], conversation), repeats),
+        ),
+        ("ground calls x N", timed(lambda: context.ground_samples(samples), repeats)),
         ("belief", timed(lambda: task.belief_from_labels(labels, alpha=decider.alpha), repeats)),
         ("calibrate", timed(lambda: decider.calibrate(x), repeats)),
         ("MBR", timed(lambda: mbr_action(q, cost), repeats)),
-        ("total: Decider.decide", timed(lambda: decider.decide(samples), repeats)),
+        (
+            "total: Decider.decide",
+            timed(lambda: decider.decide(samples, context=context), repeats),
+        ),
     ]
 
 

@@ -85,6 +85,55 @@ if [ -n "${QWEN:-}" ]; then
   kill "$QPID"
 fi
 
+# Grounded tool decisions on When2Call (README "Grounded tool calls" and the When2Call tables):
+# Qwen2.5-Coder-0.5B on all 300 items and Qwen2.5-Coder-1.5B on 150 balanced items, N = 8,
+# T = 0.7, max_tokens 128, the system prompt above, items in a seeded label-interleaved order (so
+# that a partial run is balanced). Each model has its own server. Then `taskcal evaluate` under
+# four tasks: no grounding; the execution rule only (belief: off); relabel (the default); and
+# grounded features. About 1.5 h (0.5B) and 1.2 h (1.5B) of sampling on 2 cores. Run with W2C=1.
+if [ -n "${W2C:-}" ]; then
+  [ -n "${SERVER_PID:-}" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  $T data convert when2call --out runs/when2call.jsonl --task-out runs/w2c.relabel.task.yaml
+  python3 - "$PROMPT" <<'PY'
+import json, random, sys, yaml
+base = yaml.safe_load(open("runs/w2c.relabel.task.yaml"))
+base["prompt"] = sys.argv[1]
+for name, grounding in [("none", None), ("off", "off"), ("relabel", "relabel"), ("features", "features")]:
+    d = dict(base)
+    d["grounding"] = None if grounding is None else {"belief": grounding, "execute": "grounded"}
+    yaml.safe_dump(d, open(f"runs/w2c.{name}.task.yaml", "w"), sort_keys=False)
+items = [json.loads(line) for line in open("runs/when2call.jsonl")]
+rng, by = random.Random(0), {}
+for item in items:
+    by.setdefault(item["label"], []).append(item)
+for group in by.values():
+    rng.shuffle(group)
+mixed = [by[label][i] for i in range(100) for label in ("tool_call", "request_for_info", "cannot_answer")]
+with open("runs/when2call.mixed.jsonl", "w") as f:
+    f.writelines(json.dumps(i) + "\n" for i in mixed)
+with open("runs/when2call.mixed150.jsonl", "w") as f:
+    f.writelines(json.dumps(i) + "\n" for i in mixed[:150])
+PY
+  for Q in qwen2.5-coder-0.5b-instruct:mixed:q05 qwen2.5-coder-1.5b-instruct:mixed150:q15; do
+    IFS=: read -r QM QD QT <<< "$Q"
+    $T model prepare "$QM"
+    rm -f runs/${QT}_w2c_url
+    $T serve --model "$QM" --port 8003 --url-file runs/${QT}_w2c_url --log-file runs/${QT}_w2c.log &
+    WPID=$!
+    while [ ! -s runs/${QT}_w2c_url ]; do sleep 5; done
+    $T sample --task runs/w2c.none.task.yaml --data runs/when2call.$QD.jsonl \
+      --base-url "$(cat runs/${QT}_w2c_url)" --model "$QM" --n 8 --max-tokens 128 --temperature 0.7 \
+      --concurrency 4 --out runs/$QT.w2c.n8.samples.jsonl || true
+    kill "$WPID"; wait "$WPID" 2>/dev/null
+    for G in none off relabel features; do
+      $T evaluate --samples runs/$QT.w2c.n8.samples.jsonl --task runs/w2c.$G.task.yaml \
+        --data runs/when2call.jsonl --folds 5 --permutations 200 --out runs/$QT.w2c.$G.eval.json
+    done
+    PYTHONPATH=. .venv/bin/python benchmarks/when2call_grounding.py --samples runs/$QT.w2c.n8.samples.jsonl \
+      --task runs/w2c.relabel.task.yaml --data runs/when2call.jsonl
+  done
+fi
+
 # Qwen2.5-Coder-1.5B-Instruct (registry model, ~1.1 GB of wheels; its own server): the README's
 # main tables. STS-B 200 and MMLU dev+val 300 (with abstain, cost 0.3) one-pass logprob;
 # NQ-open and SimpleQA 120 each, N = 8, cluster belief; When2Call balanced 60, N = 8 and

@@ -462,7 +462,7 @@ class GroundingContext:
         self._norm = " " + " ".join(tokens) + " "
         self._tokens = frozenset(tokens)
         self._stems = frozenset(_stem(t) for t in tokens)
-        self._relative = bool(self._tokens & _RELATIVE_DAYS) or "next " in self._lower
+        self._relative = bool(self._tokens & _RELATIVE_DAYS)
         self._initials = _WORD.findall(text)
         self._clock = _clock_times(self._lower)
 
@@ -528,7 +528,9 @@ class GroundingContext:
     def _check(
         self, value: Any, prop: Mapping[str, Any], *, required: bool
     ) -> tuple[ArgumentStatus, str]:
-        if isinstance(value, bool) or prop.get("type") == "boolean":
+        if isinstance(value, bool) or (
+            prop.get("type") == "boolean" and str(value).strip().lower() in ("true", "false")
+        ):
             return "inferable", "boolean"
         if "default" in prop and _same(value, prop["default"]):
             return "inferable", "default"
@@ -652,7 +654,13 @@ class GroundingContext:
                 return "stated", "date"
         elif numeric is not None:
             if self._has_run(answer_tokens(value)):
-                return "stated", "date"
+                return "stated", "date"  # "5/3/2024" written as it stands
+            first, second = int(numeric.group(1)), int(numeric.group(2))
+            # 04/23/2023 (month first) or 23/04/2023 (day first), against "April 23"
+            for day, month in ((second, first), (first, second)):
+                valid = 1 <= month <= 12 and 1 <= day <= 31
+                if valid and self._has_run([str(day), _MONTH_NAMES[month - 1]]):
+                    return "stated", "date"
         elif clock is not None:
             # A time of day is stated or invented: "tonight" names no hour.
             hour, minute, half = clock.groups()
