@@ -167,7 +167,7 @@ def carries_out(
 def _sendable(task: Task, grounded: Sequence[bool] | None, n: int) -> Sequence[bool]:
     """Per sample, whether the task lets its tool call be sent (``execute: grounded``)."""
     spec = task.grounding
-    if spec is None or spec.execute == "any":
+    if spec is None or spec.execute == "any" or n == 0:
         return [True] * n
     if grounded is None or len(grounded) != n:
         msg = (

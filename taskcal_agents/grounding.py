@@ -356,6 +356,8 @@ def mentions(text: str, argument: str) -> bool:
 
 def _openai_function(tool: Any) -> dict[str, Any] | None:
     """The ``function`` block of an offered tool, or ``None`` for a tool without one."""
+    if isinstance(tool, str):  # a name only: no schema, no argument known to be required
+        return {"name": tool}
     if isinstance(tool, Mapping):
         if isinstance(tool.get("function"), Mapping):
             return dict(tool["function"])
@@ -372,7 +374,9 @@ def tool_schemas(tools: Iterable[Any]) -> dict[str, dict[str, Any]]:
 
     Args:
         tools: OpenAI tool schemas, bare function blocks (BFCL's ``"type": "dict"`` is read
-            as ``"object"``), LangChain tools or functions.
+            as ``"object"``), LangChain tools or functions, or tool names (no schema: no
+            argument is known to be required, each given one is checked against the
+            conversation).
 
     Returns:
         ``{name: {"properties": {...}, "required": [...], ...}}``; a tool without
@@ -384,7 +388,10 @@ def tool_schemas(tools: Iterable[Any]) -> dict[str, dict[str, Any]]:
         if function is None or not isinstance(function.get("name"), str):
             continue
         params = function.get("parameters")
+        unknown = not isinstance(params, Mapping)
         params = dict(params) if isinstance(params, Mapping) else {}
+        if unknown:  # a name only: every given argument counts as required
+            params["x-unknown-schema"] = True
         props = params.get("properties")
         params["properties"] = dict(props) if isinstance(props, Mapping) else {}
         required = params.get("required")
@@ -504,7 +511,7 @@ class GroundingContext:
         for arg, value in args.items():
             prop = props.get(arg)
             prop = prop if isinstance(prop, Mapping) else {}
-            is_required = arg in required
+            is_required = arg in required or bool((schema or {}).get("x-unknown-schema"))
             if _empty(value):
                 if is_required:
                     missing.append(arg)

@@ -11,7 +11,7 @@ import httpx
 import numpy as np
 import pytest
 from langchain.agents.middleware.types import ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import ValidationError
 
 from taskcal_agents import tasks
@@ -26,6 +26,7 @@ from taskcal_agents.adaptive import (
 from taskcal_agents.chat_model import TaskCalibratedChatModel
 from taskcal_agents.decision import Decider
 from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.grounding import GroundingContext
 from taskcal_agents.middleware import TaskCalibrationMiddleware
 from taskcal_agents.risk_control import RiskControl, RiskSpec
 from taskcal_agents.runnable import TaskCalibratedRunnable
@@ -40,6 +41,20 @@ MODES = ["sync", "async"]
 CHOICE = tasks.multiple_choice(["Paris", "London", "Rome"])  # labels A, B, C; 0-1 cost
 COUNTS_GRID = [[4, 0, 0, 0], [3, 1, 0, 0], [2, 2, 0, 0], [1, 1, 1, 1], [6, 2, 0, 0], [0, 0, 0, 4]]
 EPSILONS = [0.001, 0.01, 0.05, 0.2, 0.5]
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the current weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+PARIS = GroundingContext([WEATHER], [HumanMessage("What's the weather in Paris?")])
+"""The tools and conversation of the get_weather(city="Paris") samples: grounded calls."""
 
 
 class ConstantCalibrator:
@@ -145,10 +160,14 @@ def test_the_rule_watches_the_guarded_action() -> None:
         content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c"}]
     )
     now, later = [call] * 4, [call] * 4 + [AIMessage(content="zzz")]
-    assert plain.decide(now).action == plain.decide(later).action == "tool_call"
-    assert guarded.decide(now).action == "tool_call"
-    assert guarded.decide(later).action == "request_for_info"
-    assert guarded.decide(later).guarded
+    assert (
+        plain.decide(now, context=PARIS).action
+        == plain.decide(later, context=PARIS).action
+        == "tool_call"
+    )
+    assert guarded.decide(now, context=PARIS).action == "tool_call"
+    assert guarded.decide(later, context=PARIS).action == "request_for_info"
+    assert guarded.decide(later, context=PARIS).guarded
     rule = AdaptiveSampling(epsilon=0.05)
     assert stop_check(plain, [4, 0, 0, 0], 16, rule).stop
     check = stop_check(guarded, [4, 0, 0, 0], 16, rule)
@@ -173,7 +192,7 @@ def test_choose_actions_is_the_decision_of_decide() -> None:
         messages = [call] * row[0] + [
             AIMessage(content=t) for t, c in zip(texts, row[1:], strict=True) for _ in range(c)
         ]
-        expected.append(task.action_index(decider.decide(messages).action))
+        expected.append(task.action_index(decider.decide(messages, context=PARIS).action))
     counts = np.asarray(rows, dtype=np.int64)
     got = _actions(decider, counts, np.ones((len(rows), 3), dtype=bool))
     assert got.tolist() == expected

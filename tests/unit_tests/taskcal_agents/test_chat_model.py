@@ -19,6 +19,7 @@ from taskcal_agents.errors import ConfigurationError, LabelMismatchError
 from taskcal_agents.runnable import TaskCalibratedRunnable
 from tests.unit_tests.taskcal_agents.test_decision import FakeCalibrator
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
+    WEATHER_SCHEMA,
     FakeOpenAIServer,
     RecordingChatModel,
     get_weather,
@@ -42,9 +43,11 @@ def decision_of(message: AIMessage) -> Decision:
 @pytest.mark.parametrize("mode", MODES)
 def test_returns_tool_call_message_with_decision(mode: str) -> None:
     model = GenericFakeChatModel(messages=iter([tool_call_message(city="Paris")] * 4))
-    chat = TaskCalibratedChatModel(model, tasks.tool_decision(), n_samples=4)
+    # The default task grounds calls: the tool is bound and the user names the city.
+    bound = model.bind(tools=[WEATHER_SCHEMA])
+    chat = TaskCalibratedChatModel(bound, tasks.tool_decision(), n_samples=4)
     assert isinstance(chat, BaseChatModel)
-    reply = call(chat, "weather?", mode)
+    reply = call(chat, "What's the weather in Paris?", mode)
     assert isinstance(reply, AIMessage)
     assert reply.tool_calls[0]["name"] == "get_weather"
     assert reply.tool_calls[0]["args"] == {"city": "Paris"}
@@ -154,9 +157,9 @@ def test_bind_tools_binds_to_inner_model(mode: str) -> None:
     assert isinstance(bound, TaskCalibratedChatModel)
     assert bound is not chat
     assert chat.runnable.model is inner  # the original is untouched
-    reply = call(bound, "x", mode)
+    reply = call(bound, "What's the weather in Rome?", mode)  # the call is grounded
     assert reply.tool_calls[0]["args"] == {"city": "Rome"}
-    assert inner.calls == [{"tools": ["get_weather"], "tool_choice": "auto"}] * 2
+    assert inner.calls == [{"tools": [WEATHER_SCHEMA], "tool_choice": "auto"}] * 2
 
 
 def test_bind_tools_replaces_tools_and_keeps_other_bindings() -> None:
@@ -228,4 +231,4 @@ def test_in_create_agent() -> None:
     assert messages[2].content == "sunny in Paris"
     assert messages[3].content == "It is sunny in Paris."
     assert decision_of(messages[3]).action == "direct_answer"
-    assert inner.calls[0]["tools"] == ["get_weather"]
+    assert inner.calls[0]["tools"] == [WEATHER_SCHEMA]

@@ -160,13 +160,17 @@ def test_sample_fit_evaluate_report(
     assert "mbr_dirichlet" in result.output
     assert "label-shuffle p = " in result.output
     ev = json.loads(evaluation.read_text())
+    # The task sends only grounded calls (the default), so the evaluation adds mbr_raw_any:
+    # raw MBR where any sampled call may be sent, the baseline of the grounding rule.
     assert [d["decoder"] for d in ev["decoders"]] == [
         "constant",
         "greedy",
         "majority",
         "mbr_raw",
+        "mbr_raw_any",
         "mbr_temperature",
         "mbr_dirichlet",
+        "argmax_dirichlet",
     ]
     assert ev["permutation_test"]["n_permutations"] == 19
     assert ev["meta"]["n"] == 8

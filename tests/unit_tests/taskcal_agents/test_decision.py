@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 
 from calibrators import expected_costs
 from taskcal_agents import tasks
@@ -21,9 +21,11 @@ from taskcal_agents.decision import (
     carried_actions,
     decide_from_messages,
     executable_mbr,
+    grounded_flags,
     mbr_action,
 )
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
+from taskcal_agents.grounding import GroundingContext
 
 
 class FakeCalibrator:
@@ -48,6 +50,27 @@ class FakeCalibrator:
 
 def call(name: str, **args: Any) -> AIMessage:
     return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": None}])
+
+
+def tool(name: str, required: tuple[str, ...] = (), **properties: Any) -> dict[str, Any]:
+    """An OpenAI tool schema (the tools a request offers, for grounding)."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"Run {name}.",
+            "parameters": {"type": "object", "properties": properties, "required": list(required)},
+        },
+    }
+
+
+F_TOOL = tool("f", x={"type": "integer"})
+WEATHER_TOOL = tool(
+    "get_weather", ("city",), city={"type": "string"}, unit={"type": "string", "enum": ["c", "f"]}
+)
+# The default tool_decision() grounds each sampled call in the request's tools and
+# conversation: a direct decide() passes them as context=.
+F_CONTEXT = GroundingContext([F_TOOL], [HumanMessage("Please run f.")])
 
 
 # ---------------------------------------------------------------------------- MBR
@@ -85,7 +108,7 @@ def test_decision_is_mbr_over_all_count_vectors() -> None:
         if sum(counts) == 0:
             continue
         msgs = [call("f")] * counts[0] + [question] * counts[1] + [refusal] * counts[2]
-        decision = decide_from_messages(task, msgs, alpha=0.1)
+        decision = decide_from_messages(task, msgs, alpha=0.1, context=F_CONTEXT)
         p = (np.array(counts) + 0.1) / (sum(counts) + 0.3)
         costs = p @ cost
         assert decision.action == task.actions[int(np.argmin(costs))]
@@ -113,8 +136,13 @@ def test_decision_fields_and_tool_call_message() -> None:
         AIMessage(content="Which city?"),
         AIMessage(content="Sunny."),
     ]
-    decision = decide_from_messages(task, msgs)
+    # The user names both cities; "c" is an optional enum value: every call is grounded.
+    context = GroundingContext(
+        [WEATHER_TOOL], [HumanMessage("What's the weather in Paris or Rome?")]
+    )
+    decision = decide_from_messages(task, msgs, context=context)
     assert decision.action == "tool_call"
+    assert (decision.n_ungrounded, decision.call_agreement) == (0, 3)
     assert decision.task == "tool_decision"
     assert (decision.n_samples, decision.n_unparsed, decision.fallback) == (7, 1, False)
     assert decision.counts == {"tool_call": 5.0, "request_for_info": 1.0, "cannot_answer": 0.0}
@@ -132,7 +160,8 @@ def test_decision_fields_and_tool_call_message() -> None:
 def test_tool_call_message_from_content_only() -> None:
     task = tasks.tool_decision()
     content = '<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>'
-    decision = decide_from_messages(task, [AIMessage(content=content)] * 3)
+    context = GroundingContext([F_TOOL], [HumanMessage("Run f with x = 1.")])
+    decision = decide_from_messages(task, [AIMessage(content=content)] * 3, context=context)
     assert decision.message is not None
     assert decision.message.content == ""
     assert decision.message.tool_calls[0]["args"] == {"x": 1}
@@ -141,7 +170,7 @@ def test_tool_call_message_from_content_only() -> None:
 def test_native_tool_call_ids_are_kept() -> None:
     task = tasks.tool_decision()
     msg = AIMessage(content="", tool_calls=[{"name": "f", "args": {}, "id": "abc"}])
-    decision = decide_from_messages(task, [msg])
+    decision = decide_from_messages(task, [msg], context=F_CONTEXT)
     assert decision.message is not None
     assert decision.message.tool_calls[0]["id"] == "abc"
 
@@ -154,7 +183,7 @@ def test_ask_message_is_most_typical_question() -> None:
         AIMessage(content="which  city"),
         AIMessage(content="Which city?"),
     ]
-    decision = decide_from_messages(task, msgs)
+    decision = decide_from_messages(task, msgs, context=F_CONTEXT)
     assert decision.action == "request_for_info"
     assert decision.message is not None
     assert decision.message.content == "Which city?"
@@ -162,7 +191,9 @@ def test_ask_message_is_most_typical_question() -> None:
 
 def test_abstain_message_is_configured_text() -> None:
     task = tasks.tool_decision(abstain_text="Nope, sorry.")
-    decision = decide_from_messages(task, [AIMessage(content="I'm sorry, I can't do that.")] * 4)
+    decision = decide_from_messages(
+        task, [AIMessage(content="I'm sorry, I can't do that.")] * 4, context=F_CONTEXT
+    )
     assert decision.action == "cannot_answer"
     assert decision.message is not None
     assert decision.message.content == "Nope, sorry."
@@ -170,7 +201,7 @@ def test_abstain_message_is_configured_text() -> None:
 
 def test_ask_without_sampled_question_uses_ask_text() -> None:
     task = tasks.tool_decision(cost=[[0, 0, 9], [9, 0, 9], [9, 0, 9]])  # ask is free
-    decision = decide_from_messages(task, [call("f")])
+    decision = decide_from_messages(task, [call("f")], context=F_CONTEXT)
     assert decision.action == "request_for_info"
     assert decision.message is not None
     assert decision.message.content == task.ask_text
@@ -186,7 +217,7 @@ def test_action_without_samples_has_no_message() -> None:
 def test_return_samples() -> None:
     task = tasks.tool_decision()
     msgs = [AIMessage(content="Which city?"), AIMessage(content="Sunny.")]
-    decision = decide_from_messages(task, msgs, return_samples=True)
+    decision = decide_from_messages(task, msgs, return_samples=True, context=F_CONTEXT)
     assert decision.samples == msgs
     assert decision.sample_labels == ["request_for_info", None]
 
@@ -194,7 +225,9 @@ def test_return_samples() -> None:
 def test_to_metadata_is_json_without_messages() -> None:
     import json
 
-    decision = decide_from_messages(tasks.tool_decision(), [call("f")], return_samples=True)
+    decision = decide_from_messages(
+        tasks.tool_decision(), [call("f")], return_samples=True, context=F_CONTEXT
+    )
     meta = decision.to_metadata()
     assert "message" not in meta and "samples" not in meta
     assert json.loads(json.dumps(meta))["action"] == "tool_call"
@@ -206,7 +239,7 @@ def test_to_metadata_is_json_without_messages() -> None:
 
 def test_fallback_no_samples() -> None:
     task = tasks.tool_decision()
-    decision = decide_from_messages(task, [])
+    decision = decide_from_messages(task, [], context=F_CONTEXT)
     assert decision.fallback is True
     assert decision.fallback_reason == "no samples were drawn"
     assert decision.action == task.fallback_action == "request_for_info"
@@ -219,7 +252,9 @@ def test_fallback_no_samples() -> None:
 
 def test_fallback_all_unparsed() -> None:
     task = tasks.tool_decision(fallback_action="cannot_answer")
-    decision = decide_from_messages(task, [AIMessage(content="Sunny.")] * 3, return_samples=True)
+    decision = decide_from_messages(
+        task, [AIMessage(content="Sunny.")] * 3, return_samples=True, context=F_CONTEXT
+    )
     assert decision.fallback is True
     assert decision.fallback_reason == "all 3 samples were unparsed by parser 'tool_decision'"
     assert decision.action == "cannot_answer"
@@ -229,7 +264,7 @@ def test_fallback_all_unparsed() -> None:
 
 def test_unparsed_as_label_avoids_fallback() -> None:
     task = tasks.tool_decision(unparsed="as:cannot_answer")
-    decision = decide_from_messages(task, [AIMessage(content="Sunny.")] * 3)
+    decision = decide_from_messages(task, [AIMessage(content="Sunny.")] * 3, context=F_CONTEXT)
     assert decision.fallback is False
     assert decision.action == "cannot_answer"
     assert (decision.n_unparsed, decision.counts["cannot_answer"]) == (3, 3.0)
@@ -252,7 +287,7 @@ def test_calibrator_is_applied_to_belief() -> None:
     task = tasks.tool_decision()
     cal = FakeCalibrator(3, fixed=[0.9, 0.05, 0.05])
     msgs = [AIMessage(content="Which city?")] * 4
-    decision = decide_from_messages(task, msgs, calibrator=cal, alpha=0.1)
+    decision = decide_from_messages(task, msgs, calibrator=cal, alpha=0.1, context=F_CONTEXT)
     np.testing.assert_allclose(cal.calls[0], [[0.1 / 4.3, 4.1 / 4.3, 0.1 / 4.3]])
     assert decision.calibrated == pytest.approx(
         {"tool_call": 0.9, "request_for_info": 0.05, "cannot_answer": 0.05}
@@ -277,7 +312,7 @@ def test_calibrator_bad_output() -> None:
             "probabilities >= 0 for task 'tool_decision', got [[0.5, nan, 0.5]]."
         ),
     ):
-        decider.decide([call("f")])
+        decider.decide([call("f")], context=F_CONTEXT)
 
 
 def test_check_calibrator_class_count() -> None:
@@ -372,7 +407,9 @@ def test_real_calibrator() -> None:
     P = rng.dirichlet(np.ones(3), size=200)
     y = np.array([rng.choice(3, p=p) for p in P])
     cal = make("temperature").fit(P, y)
-    decision = decide_from_messages(tasks.tool_decision(), [call("f")] * 3, calibrator=cal)
+    decision = decide_from_messages(
+        tasks.tool_decision(), [call("f")] * 3, calibrator=cal, context=F_CONTEXT
+    )
     assert sum(decision.calibrated.values()) == pytest.approx(1.0)
 
 
@@ -386,7 +423,9 @@ def test_sampled_action_without_sample_takes_next_cheapest() -> None:
         def predict_proba(self, P: np.ndarray) -> np.ndarray:
             return np.array([[0.8, 0.15, 0.05]])
 
-    decision = decide_from_messages(task, [AIMessage(content="Which city?")], AlwaysCall())
+    decision = decide_from_messages(
+        task, [AIMessage(content="Which city?")], AlwaysCall(), context=F_CONTEXT
+    )
     assert decision.expected_cost["tool_call"] < decision.expected_cost["request_for_info"]
     assert decision.action == "request_for_info"
     assert decision.fallback
@@ -449,19 +488,36 @@ def test_carried_actions_needs_an_extractable_tool_call() -> None:
     cut_off = AIMessage(content='<tool_call>{"name": "lookup", "argu')
     messages = [cut_off, AIMessage(content="Which city?"), AIMessage(content="  ")]
     labels = ["tool_call", "request_for_info", "direct_answer"]
+    # The task sends only grounded calls: carried_actions takes each sample's flag.
+    context = GroundingContext([tool("lookup", ("q",), q={"type": "string"})], [HumanMessage("x")])
+
+    def grounded(samples: list[AIMessage]) -> list[bool] | None:
+        return grounded_flags(context.ground_samples(samples))
+
     # the cut-off call and the blank answer carry nothing out; non-sampled actions always
-    assert carried_actions(task, messages, labels).tolist() == [False, True, True, False]
-    messages += [call("lookup", q="x"), AIMessage(content="42")]
-    labels += ["tool_call", "direct_answer"]
-    assert carried_actions(task, messages, labels).tolist() == [True, True, True, True]
-    # a sample carries out only the action it is labelled with
-    assert carried_actions(task, [call("lookup")], ["cannot_answer"]).tolist() == [
+    assert carried_actions(task, messages, labels, grounded=grounded(messages)).tolist() == [
         False,
         True,
         True,
         False,
     ]
-    assert carried_actions(task, [], []).tolist() == [False, True, True, False]
+    messages += [call("lookup", q="x"), AIMessage(content="42")]
+    labels += ["tool_call", "direct_answer"]
+    assert carried_actions(task, messages, labels, grounded=grounded(messages)).tolist() == [
+        True,
+        True,
+        True,
+        True,
+    ]
+    # a sample carries out only the action it is labelled with
+    lone = [call("lookup", q="x")]
+    assert carried_actions(task, lone, ["cannot_answer"], grounded=grounded(lone)).tolist() == [
+        False,
+        True,
+        True,
+        False,
+    ]
+    assert carried_actions(task, [], [], grounded=[]).tolist() == [False, True, True, False]
 
 
 def test_cut_off_tool_call_is_never_sent() -> None:
@@ -471,10 +527,13 @@ def test_cut_off_tool_call_is_never_sent() -> None:
     belief = Belief.from_labels(["tool_call"] * 3 + ["request_for_info"], task.labels)
     messages = [cut_off] * 3 + [AIMessage(content="Which city?")]
     labels = ["tool_call"] * 3 + ["request_for_info"]
-    decision = decider.decide_belief(belief, messages=messages, labels=labels)
+    groundings = F_CONTEXT.ground_samples(messages)  # a cut-off call has no call to ground
+    decision = decider.decide_belief(
+        belief, messages=messages, labels=labels, groundings=groundings
+    )
     assert (decision.action, decision.fallback) == ("request_for_info", True)
     assert decision.message is not None and decision.message.content == "Which city?"
-    assert decider.representative("tool_call", messages, labels) is None
+    assert decider.representative("tool_call", messages, labels, groundings=groundings) is None
 
 
 def test_answer_or_abstain_falls_back_when_no_sample_answers() -> None:
@@ -505,7 +564,9 @@ def test_answer_or_abstain_falls_back_when_no_sample_answers() -> None:
 
 
 def test_decide_with_offered_tools_drops_calls_to_other_tools() -> None:
-    task = tasks.tool_decision(cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]])
+    # Parser-level check of the offered tool names (tool_names=), without grounding, which
+    # would also refuse the unoffered rm_rf call (its schema is unknown).
+    task = tasks.tool_decision(cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]], grounding=None)
     offered = AIMessage(content="", tool_calls=[{"name": "lookup", "args": {}, "id": "a"}])
     other = AIMessage(content="", tool_calls=[{"name": "rm_rf", "args": {}, "id": "b"}])
     decider = Decider(task)

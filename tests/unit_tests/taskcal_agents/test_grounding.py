@@ -411,3 +411,13 @@ def test_adaptive_n_counts_ungrounded_calls_apart() -> None:
 def test_grounding_needs_a_tool_decision() -> None:
     with pytest.raises(ValueError, match="grounding needs a tool decision"):
         multiple_choice(["yes", "no"], grounding=GroundingSpec())
+
+
+def test_a_tool_named_without_a_schema_is_offered() -> None:
+    ctx = GroundingContext(["get_weather"], [user("weather in Paris")])
+    assert ctx.ground_call(call("get_weather", city="Paris")).grounded
+    assert not ctx.ground_call(call("get_weather", city="Oslo")).grounded
+
+
+def test_no_samples_need_no_grounding_flags() -> None:
+    assert carried_actions(_task("off"), [], []).tolist() == [False, True, True]

@@ -94,7 +94,9 @@ class CountingHandler:
 
 
 def make_request(messages: list[BaseMessage] | None = None, **kw: Any) -> ModelRequest[Any]:
-    messages = messages if messages is not None else [HumanMessage("What's the weather?")]
+    # The user names the city, so CALL (get_weather(city="Paris")) is grounded: the
+    # default tool_decision() sends only calls the conversation supports.
+    messages = messages if messages is not None else [HumanMessage("What's the weather in Paris?")]
     return ModelRequest(
         model=scripted(),
         messages=messages,
@@ -153,7 +155,8 @@ def test_call_branch_returns_the_tool_call(mode: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_ask_branch_returns_the_question(mode: str) -> None:
     handler = CountingHandler([QUESTION, QUESTION, QUESTION, CALL])
-    message, record = unwrap(run_hook(middleware(), handler, make_request(), mode))
+    request = make_request([HumanMessage("What's the weather?")])
+    message, record = unwrap(run_hook(middleware(), handler, request, mode))
     assert record["action"] == "request_for_info"
     assert message.content == QUESTION
     assert message.tool_calls == []

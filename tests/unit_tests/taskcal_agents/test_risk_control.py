@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from scipy import stats
 
 from calibrators import mbr_actions
@@ -19,6 +19,7 @@ from taskcal_agents import tasks
 from taskcal_agents.artefact import CalibratorArtefact
 from taskcal_agents.decision import Decider
 from taskcal_agents.errors import ConfigurationError, DataFileError
+from taskcal_agents.grounding import GroundingContext
 from taskcal_agents.middleware import TaskCalibrationMiddleware
 from taskcal_agents.risk_control import (
     DEFAULT_GRID,
@@ -345,16 +346,32 @@ RC = RiskControl(spec=RiskSpec.parse("tool_call_when_not:0.05"), delta=0.05, thr
                  method="ltt-binomial-fixed-sequence", n_grid=101)  # fmt: skip
 
 
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the current weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+# TOOL grounds its calls: the user names the city, so CALL is grounded.
+CONTEXT = GroundingContext([WEATHER], [HumanMessage("What's the weather in Paris?")])
+
+
 def _with_threshold(threshold: float) -> RiskControl:
     return RiskControl(**{**RC.__dict__, "threshold": threshold})
 
 
 def test_decider_guards_a_tool_call_below_the_threshold() -> None:
     messages = [CALL] * 8  # p̂(tool_call) = 8.1 / 8.3 = 0.976: MBR calls the tool
-    plain = Decider(TOOL).decide(messages)
+    plain = Decider(TOOL).decide(messages, context=CONTEXT)
     assert plain.action == "tool_call" and plain.guard is None and not plain.guarded
     assert plain.unguarded_action == "tool_call"
-    d = Decider(TOOL, risk_control=RC).decide(messages)
+    d = Decider(TOOL, risk_control=RC).decide(messages, context=CONTEXT)
     assert (d.action, d.unguarded_action, d.guarded) == ("request_for_info", "tool_call", True)
     assert (d.guard, d.guard_threshold) == ("tool_call_when_not:0.05", 0.99)
     assert d.guard_score == pytest.approx(8.1 / 8.3)
@@ -362,18 +379,18 @@ def test_decider_guards_a_tool_call_below_the_threshold() -> None:
     assert not d.fallback
     meta = d.to_metadata()
     assert meta["guarded"] is True and meta["unguarded_action"] == "tool_call"
-    lenient = Decider(TOOL, risk_control=_with_threshold(0.5)).decide(messages)
+    lenient = Decider(TOOL, risk_control=_with_threshold(0.5)).decide(messages, context=CONTEXT)
     assert (lenient.action, lenient.guarded) == ("tool_call", False)
-    always = Decider(TOOL, risk_control=_with_threshold(math.inf)).decide(messages)
+    always = Decider(TOOL, risk_control=_with_threshold(math.inf)).decide(messages, context=CONTEXT)
     assert always.guarded and always.to_metadata()["guard_threshold"] is None
     json.dumps(always.to_metadata(), allow_nan=False)
 
 
 def test_decider_does_not_guard_other_actions_or_fallbacks() -> None:
     ask = AIMessage(content="Which city?")
-    d = Decider(TOOL, risk_control=RC).decide([ask] * 4)
+    d = Decider(TOOL, risk_control=RC).decide([ask] * 4, context=CONTEXT)
     assert (d.action, d.guarded, d.guard_score) == ("request_for_info", False, None)
-    f = Decider(TOOL, risk_control=RC).decide([])
+    f = Decider(TOOL, risk_control=RC).decide([], context=CONTEXT)
     assert f.fallback and not f.guarded and f.guard == "tool_call_when_not:0.05"
     assert f.unguarded_action == f.action
 
@@ -439,7 +456,7 @@ def _tool(**changes: Any) -> Task:
             "actions",
         ),
         (_tool(fallback_action="cannot_answer"), "fallback action"),
-        (_tool(ask_action=None), "ask action"),
+        (_tool(ask_action=None, grounding=None), "ask action"),
         (_tool(abstain_action=None), "abstain action"),
         (_tool(unparsed="drop"), "unparsed policy"),
     ],

@@ -26,6 +26,7 @@ from taskcal_agents.runnable import TaskCalibratedRunnable, _RetryPolicy, split_
 from taskcal_agents.sampling._chat_models import chat_model_of, supports_n
 from tests.unit_tests.taskcal_agents.test_decision import FakeCalibrator
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
+    WEATHER_SCHEMA,
     FakeOpenAIServer,
     RecordingChatModel,
     get_weather,
@@ -61,9 +62,12 @@ def test_is_runnable_serializable() -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_tool_call_decision(mode: str) -> None:
+    # The default task grounds calls in the bound tools and the input: the tool is bound
+    # (as bind_tools would) and the user names the city.
     model = generic([tool_call_message(city="Paris")] * 7 + [QUESTION])
+    model = model.bind(tools=[WEATHER_SCHEMA])
     runnable = TaskCalibratedRunnable(model, tasks.tool_decision(), n_samples=8)
-    decision = invoke(runnable, "What's the weather?", mode)
+    decision = invoke(runnable, "What's the weather in Paris?", mode)
     assert decision.action == "tool_call"
     assert decision.n_samples == 8
     assert decision.message is not None
@@ -144,7 +148,7 @@ def test_bound_tools_are_kept(mode: str) -> None:
     runnable = TaskCalibratedRunnable(model.bind_tools([get_weather]), tasks.tool_decision(),
                                       n_samples=2, temperature=None)  # fmt: skip
     invoke(runnable, "x", mode)
-    assert model.calls == [{"tools": ["get_weather"]}] * 2
+    assert model.calls == [{"tools": [WEATHER_SCHEMA]}] * 2
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -152,7 +156,8 @@ def test_chat_openai_one_request_with_n(mode: str) -> None:
     server = FakeOpenAIServer()
     model = server.chat_openai().bind_tools([get_weather])
     runnable = TaskCalibratedRunnable(model, tasks.tool_decision(), n_samples=6, temperature=0.8)
-    decision = invoke(runnable, "weather?", mode)
+    # The server's calls are get_weather(city="Paris"): grounded when the user names it.
+    decision = invoke(runnable, "What's the weather in Paris?", mode)
     assert len(server.requests) == 1
     assert server.requests[0]["n"] == 6
     assert server.requests[0]["temperature"] == 0.8
@@ -372,8 +377,11 @@ def test_calls_to_tools_that_were_not_bound_are_never_sent(mode: str) -> None:
     assert decision.counts["tool_call"] == 0
     assert decision.n_unparsed == 4
     assert decision.action != "tool_call"
-    # unbound: no tool list to check against, so any tool counts
-    unbound = TaskCalibratedRunnable(model, tasks.tool_decision(), n_samples=4, temperature=None)
+    # unbound: no tool list to check against, so any tool counts (the parser's check; without
+    # grounding, which would refuse a call to a tool whose schema it does not know)
+    unbound = TaskCalibratedRunnable(
+        model, tasks.tool_decision(grounding=None), n_samples=4, temperature=None
+    )
     assert invoke(unbound, "x", mode).counts["tool_call"] == 4
 
 

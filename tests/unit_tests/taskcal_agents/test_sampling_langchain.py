@@ -20,6 +20,7 @@ from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import tool
 from langchain_core.tracers.context import collect_runs
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai import ChatOpenAI
 from pydantic import Field
 
@@ -102,7 +103,8 @@ class RecordingChatModel(BaseChatModel):
             self.active -= 1
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
-        return self.bind(tools=[getattr(t, "name", t) for t in tools], **kwargs)
+        # As ChatOpenAI does: the tools' OpenAI schemas, which grounding checks calls against.
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
     @property
     def _llm_type(self) -> str:
@@ -174,6 +176,10 @@ class FakeOpenAIServer:
 def get_weather(city: str) -> str:
     """Get the weather for a city."""
     return f"sunny in {city}"
+
+
+WEATHER_SCHEMA = convert_to_openai_tool(get_weather)
+"""What RecordingChatModel.bind_tools([get_weather]) binds."""
 
 
 # ------------------------------------------------------------------------- helpers
@@ -325,7 +331,7 @@ async def test_seed_differs_per_sample_async() -> None:
 def test_bound_kwargs_are_kept() -> None:
     model = RecordingChatModel(responses=["a"])
     sample_messages(model.bind_tools([get_weather]), "hi", n=2, stop=["END"])
-    assert model.calls == [{"tools": ["get_weather"], "stop": ["END"]}] * 2
+    assert model.calls == [{"tools": [WEATHER_SCHEMA], "stop": ["END"]}] * 2
 
 
 def test_generic_fake_with_tool_calls() -> None:

@@ -25,6 +25,7 @@ from langchain_openai import ChatOpenAI
 
 from taskcal_agents import tasks
 from taskcal_agents.decision import Decider
+from taskcal_agents.grounding import GroundingContext
 from taskcal_agents.parsers import (
     extract_tool_calls,
     get_parser,
@@ -46,6 +47,9 @@ CALL_ROWS = [row for row in ROWS if row["expect"]["tool_calls"]]
 EVENTS = [row for row in ROWS if "Events_3_FindEvents" in row["tool_names"]]
 CALL_ID = re.compile(r"call_[0-9a-f]{24}")
 MODES = ["sync", "async"]
+# The EVENTS calls' arguments as the user states them (a relative day makes each date
+# inferable): the default tool_decision() grounds the calls, and sends only grounded ones.
+EVENTS_QUESTION = "Music events in Philadelphia this weekend?"
 
 
 @tool
@@ -210,7 +214,9 @@ def test_a_call_to_a_tool_not_offered_is_no_valid_call(row: dict[str, Any]) -> N
     other = {**row, "tool_names": ["stock_price.get"]}
     assert label(other, message) is None
     assert unparsed_reason(message, tool_names=["stock_price.get"]) == "unoffered_tool"
-    decision = Decider(tasks.tool_decision()).decide([message] * 4, tool_names=["stock_price.get"])
+    # The parser's check of the offered tool names (tool_names=), without grounding.
+    task = tasks.tool_decision(grounding=None)
+    decision = Decider(task).decide([message] * 4, tool_names=["stock_price.get"])
     assert decision.action != "tool_call"
     assert decision.n_unparsed == 4
     assert decision.message is None or decision.message.tool_calls == []
@@ -230,8 +236,12 @@ def test_a_call_cut_off_by_max_tokens_is_counted_and_never_sent() -> None:
     [invalid] = with_tool_calls(message).invalid_tool_calls
     assert invalid["name"] == "Music_3_PlayMedia"
     assert invalid["args"] == row["message"]["content"].removeprefix("```json").strip()
-    # a decision never sends it
-    decision = Decider(tasks.tool_decision()).decide([message] * 4, tool_names=row["tool_names"])
+    # a decision never sends it (the fixture keeps the offered tools' names only; a cut-off
+    # call has no arguments to ground)
+    context = GroundingContext([{"name": name} for name in row["tool_names"]])
+    decision = Decider(tasks.tool_decision()).decide(
+        [message] * 4, tool_names=row["tool_names"], context=context
+    )
     assert decision.counts["tool_call"] == 4
     assert decision.action != "tool_call"
     assert decision.fallback_reason is not None and "no sample carried it out" in (
@@ -245,7 +255,10 @@ def test_a_call_cut_off_by_max_tokens_is_counted_and_never_sent() -> None:
 
 def test_decider_returns_the_content_call_as_a_tool_call() -> None:
     samples = [served(row) for row in EVENTS]
-    decision = Decider(tasks.tool_decision()).decide(samples, tool_names=EVENTS[0]["tool_names"])
+    context = GroundingContext([Events_3_FindEvents], [HumanMessage(EVENTS_QUESTION)])
+    decision = Decider(tasks.tool_decision()).decide(
+        samples, tool_names=EVENTS[0]["tool_names"], context=context
+    )
     assert decision.action == "tool_call"
     assert decision.counts["tool_call"] == 3
     assert decision.n_unparsed == 1  # the echoed tool definition, cut off
@@ -268,7 +281,11 @@ def test_runnable_returns_the_content_call_as_a_tool_call(mode: str) -> None:
         n_samples=4,
         temperature=None,
     )
-    decision = runnable.invoke("x") if mode == "sync" else asyncio.run(runnable.ainvoke("x"))
+    decision = (
+        runnable.invoke(EVENTS_QUESTION)
+        if mode == "sync"
+        else asyncio.run(runnable.ainvoke(EVENTS_QUESTION))
+    )
     assert decision.action == "tool_call"
     assert decision.message is not None
     [call] = decision.message.tool_calls
@@ -285,7 +302,7 @@ def test_agent_runs_the_tool_that_the_model_wrote_as_json(mode: str, sampling: s
     agent = create_agent(
         model, tools=[Events_3_FindEvents], middleware=[middleware(sampling=sampling)]
     )
-    inputs = {"messages": [HumanMessage("Music events in Philadelphia?")]}
+    inputs = {"messages": [HumanMessage(EVENTS_QUESTION)]}
     result = agent.invoke(inputs) if mode == "sync" else asyncio.run(agent.ainvoke(inputs))
     kinds = [type(m).__name__ for m in result["messages"]]
     assert kinds == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]

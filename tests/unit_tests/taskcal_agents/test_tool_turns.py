@@ -21,11 +21,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from taskcal_agents import TaskCalibratedRunnable
 from taskcal_agents.chat_model import DECISION_METADATA_KEY
 from taskcal_agents.decision import Decider
 from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.grounding import GroundingContext
 from taskcal_agents.middleware import TaskCalibrationMiddleware
 from taskcal_agents.tasks import (
     DEFAULT_AFTER_TOOL_RESULT_COST,
@@ -73,7 +75,8 @@ class ToolModel(BaseChatModel):
         return "fake-tool-model"
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kw: Any) -> Any:
-        return self.bind(**kw)
+        # As a real chat model does: the front doors ground the calls in the bound schemas.
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kw)
 
 
 class RepeatModel(ToolModel):
@@ -84,7 +87,7 @@ class RepeatModel(ToolModel):
 
 
 class CityModel(ToolModel):
-    """Invents a new city after each tool result (New York, then Los Angeles, …)."""
+    """Calls a new city after each tool result (New York, then Los Angeles, …)."""
 
     def reply(self, messages: Sequence[BaseMessage]) -> AIMessage:
         k = sum(isinstance(m, ToolMessage) for m in messages)
@@ -111,6 +114,15 @@ LATER_TURN: list[BaseMessage] = [
     HumanMessage("It's been 3 hours, please check the Paris weather again."),
 ]
 """A later user turn asks for the same call again: it is a new call, not a repeat."""
+CITIES_REQUEST = "What's the weather in New York, Los Angeles and Chicago?"
+"""Names CityModel's cities: the default tasks send only grounded calls (never an invented
+city), so a run that goes from one city to the next needs the user to name them."""
+
+
+def context(messages: Sequence[BaseMessage]) -> GroundingContext:
+    """What the front doors pass a grounded task's Decider: the tools and the conversation."""
+    return GroundingContext([get_weather], messages)
+
 
 # ----------------------------------------------------------------------- the task
 
@@ -168,21 +180,23 @@ def test_repeats_are_unparsed_counted_and_never_the_call() -> None:
     decider = Decider(after_tool_result())
     answered = answered_tool_calls(PARIS_TURN)
     samples = [call("Paris", f"c{i}") for i in range(3)] + [AIMessage("It is sunny, 21 °C.")]
-    decision = decider.decide(samples, answered_calls=answered)
+    decision = decider.decide(samples, answered_calls=answered, context=context(PARIS_TURN))
     assert decision.n_repeats == 3
     assert decision.n_unparsed == 3
     assert decision.n_samples == 4
     assert decision.counts["tool_call"] == 0
     assert decision.action == "direct_answer"
     assert decision.message is not None and decision.message.content == "It is sunny, 21 °C."
-    # Without the conversation the same samples are evidence for calling.
-    assert decider.decide(samples).action == "tool_call"
+    # Without the answered calls the same samples are evidence for calling.
+    assert decider.decide(samples, context=context(PARIS_TURN)).action == "tool_call"
 
 
 def test_all_repeats_fall_back_to_answering_from_the_result() -> None:
     decider = Decider(after_tool_result())
     samples = [call("Paris", f"c{i}") for i in range(4)]
-    decision = decider.decide(samples, answered_calls=answered_tool_calls(PARIS_TURN))
+    decision = decider.decide(
+        samples, answered_calls=answered_tool_calls(PARIS_TURN), context=context(PARIS_TURN)
+    )
     assert decision.fallback is True
     assert decision.action == "direct_answer"
     assert decision.message is None  # the front door reports the tool result
@@ -195,8 +209,12 @@ def test_all_repeats_fall_back_to_answering_from_the_result() -> None:
 
 def test_a_new_call_after_a_result_is_still_a_call() -> None:
     decider = Decider(after_tool_result())
+    # The user asked for London too, so the new call is grounded.
+    turn = [HumanMessage("What's the weather in Paris and in London?"), *PARIS_TURN[1:]]
     samples = [call("London", f"c{i}") for i in range(4)]
-    decision = decider.decide(samples, answered_calls=answered_tool_calls(PARIS_TURN))
+    decision = decider.decide(
+        samples, answered_calls=answered_tool_calls(turn), context=context(turn)
+    )
     assert decision.action == "tool_call"
     assert decision.n_repeats == 0
     assert decision.message is not None
@@ -208,7 +226,8 @@ def test_a_new_call_after_a_result_is_still_a_call() -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_runnable_counts_repeats_and_never_returns_them(mode: str) -> None:
-    runnable = TaskCalibratedRunnable(RepeatModel(), after_tool_result(), n_samples=4)
+    model = RepeatModel().bind_tools([get_weather])
+    runnable = TaskCalibratedRunnable(model, after_tool_result(), n_samples=4)
     decision = (
         runnable.invoke(PARIS_TURN) if mode == "sync" else asyncio.run(runnable.ainvoke(PARIS_TURN))
     )
@@ -222,7 +241,8 @@ def test_runnable_counts_repeats_and_never_returns_them(mode: str) -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_runnable_makes_the_call_again_in_a_later_user_turn(mode: str) -> None:
-    runnable = TaskCalibratedRunnable(RepeatModel(), tool_decision(), n_samples=4)
+    model = RepeatModel().bind_tools([get_weather])
+    runnable = TaskCalibratedRunnable(model, tool_decision(), n_samples=4)
     decision = (
         runnable.invoke(LATER_TURN) if mode == "sync" else asyncio.run(runnable.ainvoke(LATER_TURN))
     )
@@ -313,7 +333,7 @@ def test_tool_result_task_defaults() -> None:
 def test_model_call_limit_ends_with_what_the_tools_returned(mode: str) -> None:
     limit = ModelCallLimitMiddleware(run_limit=2, exit_behavior="end")
     agent = create_agent(CityModel(), tools=[get_weather], middleware=[limit, every_call()])
-    inputs = {"messages": [HumanMessage("What's the weather like?")]}
+    inputs = {"messages": [HumanMessage(CITIES_REQUEST)]}
     result = agent.invoke(inputs) if mode == "sync" else asyncio.run(agent.ainvoke(inputs))
     assert [m.content for m in tool_messages(result)] == [
         "no weather data for New York",
@@ -367,7 +387,7 @@ def test_user_turn_mode_adds_no_closing_message() -> None:
     limit = ModelCallLimitMiddleware(run_limit=1, exit_behavior="end")
     mw = TaskCalibrationMiddleware(task=tool_decision(), n_samples=2)
     agent = create_agent(CityModel(), tools=[get_weather], middleware=[limit, mw])
-    result = agent.invoke({"messages": [HumanMessage("What's the weather like?")]})
+    result = agent.invoke({"messages": [HumanMessage(CITIES_REQUEST)]})
     assert "limits exceeded" in str(result["messages"][-1].content).lower()
 
 
@@ -408,7 +428,7 @@ def test_langgraph_example_answers_from_the_result_when_the_model_repeats() -> N
 
 def test_langgraph_example_says_it_stopped_at_max_tool_rounds() -> None:
     example = load_example("langgraph_routing.py")
-    result = run_graph(CityModel(), "What's the weather like?")
+    result = run_graph(CityModel(), CITIES_REQUEST)
     assert len(tool_messages(result)) == example.MAX_TOOL_ROUNDS
     last = result["messages"][-1]
     assert isinstance(last, AIMessage) and not last.tool_calls

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 
 from calibrators import DirichletCalibrator, MatrixScaling
 from taskcal_agents import tasks
@@ -18,6 +18,7 @@ from taskcal_agents.artefact import check_calibrator
 from taskcal_agents.belief import Belief
 from taskcal_agents.decision import Decider, decide_from_messages
 from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.grounding import GroundingContext
 from taskcal_agents.task import Task
 from taskcal_agents.workflow import (
     EvalArrays,
@@ -36,6 +37,23 @@ from .test_workflow_fakes import LABELS, FakeSampler, label_message, tool_items
 
 README_COST = [[0.0, 1.0, 2.0], [4.0, 0.0, 2.0], [4.0, 1.0, 0.0]]
 CHATTER = "Sure! The Moon has no restaurants yet, but here is a nice place."
+
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the current weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+MOON = GroundingContext([WEATHER], [HumanMessage("Book me a table at a restaurant on the Moon.")])
+"""The Moon request: the user names the Moon, so the sampled get_weather(city="Moon") is
+grounded (the default tool_decision() grounds each call in the tools and conversation)."""
 
 
 def moon_samples() -> list[AIMessage]:
@@ -72,7 +90,7 @@ def test_tool_decision_defaults_to_other() -> None:
 
 def test_moon_request_no_longer_calls_the_tool() -> None:
     other = tasks.tool_decision(cost=README_COST)
-    decision = decide_from_messages(other, moon_samples())
+    decision = decide_from_messages(other, moon_samples(), context=MOON)
     assert (decision.n_samples, decision.n_unparsed, decision.fallback) == (8, 7, False)
     assert decision.probs["tool_call"] == pytest.approx((1.1 + 7 / 3) / 8.3)
     assert decision.probs["tool_call"] == pytest.approx(0.4137, abs=1e-4)
@@ -80,7 +98,7 @@ def test_moon_request_no_longer_calls_the_tool() -> None:
     assert decision.action == "request_for_info"
     # Under "drop" one usable sample of eight looked like strong evidence.
     drop = tasks.tool_decision(cost=README_COST, unparsed="drop")
-    dropped = decide_from_messages(drop, moon_samples())
+    dropped = decide_from_messages(drop, moon_samples(), context=MOON)
     assert dropped.probs["tool_call"] == pytest.approx(1.1 / 1.3)
     assert dropped.action == "tool_call"
     assert dropped.message is not None
@@ -90,7 +108,7 @@ def test_moon_request_no_longer_calls_the_tool() -> None:
 def test_all_unparsed_still_falls_back() -> None:
     task = tasks.tool_decision(cost=README_COST)
     calibrator = RecordingCalibrator(4, [1.0, 0.0, 0.0])
-    decision = Decider(task, calibrator).decide([AIMessage(content=CHATTER)] * 4)
+    decision = Decider(task, calibrator).decide([AIMessage(content=CHATTER)] * 4, context=MOON)
     assert decision.fallback
     assert decision.fallback_reason == "all 4 samples were unparsed by parser 'tool_decision'"
     assert decision.action == task.fallback_action == "request_for_info"
@@ -100,7 +118,7 @@ def test_all_unparsed_still_falls_back() -> None:
 def test_decider_feeds_a_k_plus_1_calibrator_the_belief_features() -> None:
     task = tasks.tool_decision(cost=README_COST)
     calibrator = RecordingCalibrator(4, [0.1, 0.1, 0.8])
-    decision = Decider(task, calibrator, alpha=0.1).decide(moon_samples())
+    decision = Decider(task, calibrator, alpha=0.1).decide(moon_samples(), context=MOON)
     np.testing.assert_allclose(calibrator.calls[0], [[1.1 / 8.4, 0.1 / 8.4, 0.1 / 8.4, 7.1 / 8.4]])
     assert decision.calibrated == pytest.approx(
         {"tool_call": 0.1, "request_for_info": 0.1, "cannot_answer": 0.8}
@@ -114,7 +132,7 @@ def test_decider_feeds_a_k_plus_1_calibrator_the_belief_features() -> None:
 def test_decider_feeds_a_k_calibrator_the_raw_belief_under_other() -> None:
     task = tasks.tool_decision(cost=README_COST)
     calibrator = RecordingCalibrator(3, [0.2, 0.5, 0.3])
-    Decider(task, calibrator, alpha=0.1).decide(moon_samples())
+    Decider(task, calibrator, alpha=0.1).decide(moon_samples(), context=MOON)
     spread = 7 / 3
     np.testing.assert_allclose(
         calibrator.calls[0], [[(1.1 + spread) / 8.3, (0.1 + spread) / 8.3, (0.1 + spread) / 8.3]]
@@ -137,10 +155,10 @@ def test_decider_with_a_real_k_plus_1_calibrator() -> None:
         y.append(label)
     calibrator = MatrixScaling(n_classes=3).fit(np.array(beliefs), np.array(y))
     decider = Decider(task, calibrator)
-    decision = decider.decide(moon_samples())
+    decision = decider.decide(moon_samples(), context=MOON)
     assert decision.calibrated["cannot_answer"] > 0.5
     assert decision.action == "cannot_answer"
-    confident = decider.decide(moon_samples()[:1] * 8)
+    confident = decider.decide(moon_samples()[:1] * 8, context=MOON)
     assert confident.action == "tool_call"
 
 
@@ -175,19 +193,20 @@ def test_decide_belief_needs_features_for_a_k_plus_1_calibrator() -> None:
     task = tasks.tool_decision(cost=README_COST)
     decider = Decider(task, RecordingCalibrator(4, [1, 0, 0]))
     belief = Belief([2, 0, 0], task.labels, n_unparsed=1)
+    # The message now names the feature widths (grounded features add a column of their own).
     with pytest.raises(
         ConfigurationError,
         match=re.escape(
-            "calibrator RecordingCalibrator for task 'tool_decision' reads 4 belief features "
-            "(with the unparsed share), but the belief Belief(counts={'tool_call': 2.0, "
-            "'request_for_info': 0.0, 'cannot_answer': 0.0}, n=3, n_unparsed=1, alpha=0.1) was "
-            "built without the 'other' policy; build it with task.belief_from_labels(...) or "
-            "Belief(..., unparsed_evidence=True)."
+            "calibrator RecordingCalibrator for task 'tool_decision' reads 4 belief features, "
+            "but the belief Belief(counts={'tool_call': 2.0, 'request_for_info': 0.0, "
+            "'cannot_answer': 0.0}, n=3, n_unparsed=1, alpha=0.1) has 3; build it with the "
+            "task's rule (task.belief_from_outcomes(task.sample_outcomes(labels, ungrounded)))."
         ),
     ):
         decider.decide_belief(belief)
     flagged = Belief([2, 0, 0], task.labels, n_unparsed=1, unparsed_evidence=True)
-    decision = decider.decide_belief(flagged)
+    # The task sends only grounded calls: the decision takes one grounding per sample (none).
+    decision = decider.decide_belief(flagged, groundings=[])
     assert decision.calibrated["tool_call"] == 1.0
     np.testing.assert_allclose(decider.calibrator.calls[0], [flagged.features])
 
@@ -246,8 +265,8 @@ def test_eval_arrays_x_shape_is_validated() -> None:
     with pytest.raises(
         ConfigurationError,
         match=re.escape(
-            "EvalArrays are inconsistent: X must have shape (n, k + 1) = (2, 4) (the beliefs' "
-            "counts plus the unparsed share), got (2, 3)."
+            "EvalArrays are inconsistent: X must have shape (n, d) with d > k = 3 (the belief "
+            "features: counts plus the unparsed or ungrounded shares) and n = 2, got (2, 3)."
         ),
     ):
         EvalArrays(
@@ -325,7 +344,7 @@ def test_fit_on_features_and_decide_with_the_artefact(tmp_path: Path) -> None:
     loaded, info = load_artefact(write_json(artefact, tmp_path / "cal.json"), labels=task.labels)
     assert info["task_spec"]["unparsed"] == "other"
     np.testing.assert_allclose(loaded.predict_proba(data.X), calibrator.predict_proba(data.X))
-    decision = Decider(task, loaded).decide(moon_samples())
+    decision = Decider(task, loaded).decide(moon_samples(), context=MOON)
     assert sum(decision.calibrated.values()) == pytest.approx(1.0)
     with pytest.raises(ConfigurationError, match=r"fitted on 4 input columns"):
         Decider(_task("drop"), loaded)

@@ -183,6 +183,7 @@ def test_decoder_rows_and_columns() -> None:
         "mbr_dirichlet",
         "mbr_isotonic",
         "mbr_histogram",
+        "argmax_dirichlet",
     ]
     for row in evaluation.rows:
         assert row["error"] is None

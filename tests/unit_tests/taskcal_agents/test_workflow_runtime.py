@@ -15,6 +15,7 @@ from calibrators import metrics
 from taskcal_agents._jsonfile import write_json
 from taskcal_agents.decision import Decider
 from taskcal_agents.errors import DataFileError
+from taskcal_agents.grounding import GroundingContext
 from taskcal_agents.workflow import (
     EvalArrays,
     SampleSettings,
@@ -49,6 +50,18 @@ def _call(i: int) -> AIMessage:
     )
 
 
+LOOKUP = {
+    "type": "function",
+    "function": {
+        "name": "lookup",
+        "description": "Look something up.",
+        "parameters": {
+            "type": "object",
+            "properties": {"q": {"type": "string"}},
+            "required": ["q"],
+        },
+    },
+}
 CUT_OFF = AIMessage(content='<tool_call>{"name": "lookup", "argu')
 UNOFFERED = AIMessage(content="", tool_calls=[{"name": "rm_rf", "args": {}, "id": "u"}])
 QUESTION = AIMessage(content="Which city do you mean?")
@@ -95,6 +108,10 @@ def _samples_file(tmp_path: Path, n: int = 90, seed: int = 0) -> Path:
                     "greedy": None,
                     "greedy_label": None,
                     "tool_names": ["lookup"],
+                    # What `taskcal sample` stores for grounding: the item's tools and
+                    # conversation (the user states the query, so _call(i) is grounded).
+                    "tools": [LOOKUP],
+                    "messages": [{"role": "user", "content": f"Please look up x{i}."}],
                 }
             )
     return path
@@ -120,9 +137,12 @@ def test_replayed_items_match_the_decider(tmp_path: Path) -> None:
             messages = [message_from_dict(m) for m in record["samples"]]
             calibrator = None if name is None else evaluation.calibrators[name][evaluation.folds[i]]
             decider = Decider(task, calibrator, alpha=0.1)
-            # the runtime path: parse with the offered tools, then decide
+            # the runtime path: parse with the offered tools, ground, then decide
             decision = decider.decide(
-                messages, tool_names=record["tool_names"], return_samples=True
+                messages,
+                tool_names=record["tool_names"],
+                return_samples=True,
+                context=GroundingContext(record["tools"], record["messages"]),
             )
             assert decision.sample_labels == record["labels"]  # the fixture parses as sampled
             action = task.action_index(decision.action)
