@@ -21,11 +21,12 @@ if TYPE_CHECKING:
     from taskcal_agents.chat_model import TaskCalibratedChatModel
     from taskcal_agents.decision import Decider, Decision, decide_from_messages
     from taskcal_agents.decision_model import TaskCalibratedDecisionModel
+    from taskcal_agents.grounding import GroundingContext
     from taskcal_agents.middleware import TaskCalibrationMiddleware
     from taskcal_agents.options import SamplingOptions
     from taskcal_agents.runnable import TaskCalibratedRunnable
     from taskcal_agents.sampling import asample_messages, sample_messages
-    from taskcal_agents.task import ParserSpec, Task
+    from taskcal_agents.task import GroundingSpec, ParserSpec, Task
 
 __version__ = "0.1.0"
 
@@ -35,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "CalibratorArtefact": "taskcal_agents.artefact",
     "Decider": "taskcal_agents.decision",
     "Decision": "taskcal_agents.decision",
+    "GroundingContext": "taskcal_agents.grounding",
+    "GroundingSpec": "taskcal_agents.task",
     "ParserSpec": "taskcal_agents.task",
     "SamplingOptions": "taskcal_agents.options",
     "Task": "taskcal_agents.task",
@@ -53,6 +56,8 @@ __all__ = [
     "CalibratorArtefact",
     "Decider",
     "Decision",
+    "GroundingContext",
+    "GroundingSpec",
     "ParserSpec",
     "SamplingOptions",
     "Task",
