@@ -293,10 +293,9 @@ def stop_check_messages(
         The verdict.
     """
     task = decider.task
-    labels, _ = decider.parse_samples(
-        messages, tool_names=tool_names, answered_calls=answered_calls
+    labels, _, groundings = decider.read_samples(
+        messages, tool_names=tool_names, answered_calls=answered_calls, context=context
     )
-    groundings = decider.ground(messages, context)
     executable = carried_actions(
         task, messages, labels, tool_names=tool_names, grounded=grounded_flags(groundings)
     )

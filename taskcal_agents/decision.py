@@ -41,6 +41,7 @@ from taskcal_agents.grounding import (
     mentions,
     missing_arguments,
     question_for,
+    sent_args,
 )
 from taskcal_agents.parsers import (
     canonical_tool_calls,
@@ -511,10 +512,9 @@ class Decider:
         Raises:
             ConfigurationError: The task grounds its calls and ``context`` is missing.
         """
-        labels, n_repeats = self.parse_samples(
-            messages, tool_names=tool_names, answered_calls=answered_calls
+        labels, n_repeats, groundings = self.read_samples(
+            messages, tool_names=tool_names, answered_calls=answered_calls, context=context
         )
-        groundings = self.ground(messages, context)
         clusters = None
         if self.task.answer_clusters is not None:
             entails = None
@@ -552,6 +552,39 @@ class Decider:
                 "and answered)"
             )
         return decision.model_copy(update=update)
+
+    def read_samples(
+        self,
+        messages: Sequence[AIMessage],
+        *,
+        tool_names: Sequence[str] | None = None,
+        answered_calls: Collection[str] = (),
+        context: GroundingContext | None = None,
+    ) -> tuple[list[str | None], int, list[SampleGrounding] | None]:
+        """Parse and ground the samples as :meth:`decide` reads them.
+
+        The labels of :meth:`parse_samples` and the groundings of :meth:`ground`; under
+        grounding a call is also a repeat when the call that would be *sent* (invented
+        optional arguments dropped) was already made and answered. The adaptive-N stopping
+        rule reads the samples through here too.
+
+        Returns:
+            The labels (``None``: unparsed or a repeat), the number of repeats, and the
+            groundings (``None`` for a task without grounding).
+        """
+        labels, n_repeats = self.parse_samples(
+            messages, tool_names=tool_names, answered_calls=answered_calls
+        )
+        groundings = self.ground(messages, context)
+        if groundings is None or not answered_calls:
+            return labels, n_repeats, groundings
+        for i, (label, g) in enumerate(zip(labels, groundings, strict=True)):
+            sent = [canonical_tool_calls([{"name": c.name, "args": sent_args(c), "id": None}])
+                    for c in g.calls]  # fmt: skip
+            if label == TOOL_CALL_ACTION and any(key in answered_calls for key in sent):
+                labels[i] = None
+                n_repeats += 1
+        return labels, n_repeats, groundings
 
     def ground(
         self, messages: Sequence[AIMessage], context: GroundingContext | None

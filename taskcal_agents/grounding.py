@@ -76,9 +76,9 @@ _STOPWORDS = frozenset((
     "us", "our", "we",
 ))
 _RELATIVE_DAYS = frozenset((
-    "today", "tonight", "tomorrow", "yesterday", "now", "weekend", "week", "month", "year",
+    "today", "tonight", "tomorrow", "yesterday", "now", "weekend", "week",
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "morning",
-    "evening", "afternoon", "night", "noon", "midnight", "later", "soon", "upcoming",
+    "evening", "afternoon", "night", "noon", "midnight",
 ))
 _MONTH_NAMES = (
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
@@ -361,8 +361,12 @@ def _openai_function(tool: Any) -> dict[str, Any] | None:
     if isinstance(tool, Mapping):
         if isinstance(tool.get("function"), Mapping):
             return dict(tool["function"])
-        if isinstance(tool.get("name"), str):  # a bare function block (BFCL style)
-            return dict(tool)
+        if isinstance(tool.get("name"), str) and "input_schema" not in tool:
+            return dict(tool)  # a bare function block (BFCL style)
+        if isinstance(tool.get("name"), str):  # Anthropic style: {"name", "input_schema"}
+            from langchain_core.utils.function_calling import convert_to_openai_tool
+
+            return dict(convert_to_openai_tool(dict(tool))["function"])
         return None  # a provider's built-in tool ({"type": "web_search"})
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
@@ -395,7 +399,9 @@ def tool_schemas(tools: Iterable[Any]) -> dict[str, dict[str, Any]]:
         props = params.get("properties")
         params["properties"] = dict(props) if isinstance(props, Mapping) else {}
         required = params.get("required")
-        params["required"] = [r for r in required if isinstance(r, str)] if required else []
+        params["required"] = (
+            [r for r in required if isinstance(r, str)] if isinstance(required, list) else []
+        )
         if isinstance(function.get("description"), str):
             params.setdefault("x-tool-description", function["description"])
         out[function["name"]] = params
@@ -407,7 +413,7 @@ def tool_schemas(tools: Iterable[Any]) -> dict[str, dict[str, Any]]:
 
 def _message_role_text(message: Any) -> tuple[str, str]:
     if isinstance(message, BaseMessage):
-        role = message.type
+        role = str(getattr(message, "role", "")) if message.type == "chat" else message.type
         content: Any = message.content
     elif isinstance(message, Mapping):
         role = str(message.get("role", ""))
@@ -554,8 +560,12 @@ class GroundingContext:
         if isinstance(value, Mapping):
             sub = prop.get("properties")
             sub = sub if isinstance(sub, Mapping) else {}
+            inner = prop.get("required")
+            inner = set(inner) if isinstance(inner, list) else set()
+            if required and any(_empty(value.get(k)) for k in inner):
+                return "unsupported", "empty"  # a required field of a required object
             results = [
-                self._check(v, _mapping(sub.get(k)), required=False)
+                self._check(v, _mapping(sub.get(k)), required=required and k in inner)
                 for k, v in value.items()
                 if not _empty(v)
             ]
@@ -660,9 +670,12 @@ class GroundingContext:
             if any(self._has_run(w) for w in wanted) or self._has_run([str(month), str(day)]):
                 return "stated", "date"
         elif numeric is not None:
+            first, second = int(numeric.group(1)), int(numeric.group(2))
+            pairs = ((first, second), (second, first))
+            if not any(1 <= m <= 12 and 1 <= d <= 31 for d, m in pairs):
+                return None  # "12.50" is no date
             if self._has_run(answer_tokens(value)):
                 return "stated", "date"  # "5/3/2024" written as it stands
-            first, second = int(numeric.group(1)), int(numeric.group(2))
             # 04/23/2023 (month first) or 23/04/2023 (day first), against "April 23"
             for day, month in ((second, first), (first, second)):
                 valid = 1 <= month <= 12 and 1 <= day <= 31
@@ -751,7 +764,14 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 
 def _empty(value: Any) -> bool:
-    return value is None or (isinstance(value, str | list | dict) and not value)
+    """None, "" or a list or object with nothing but empty members."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return True
+    if isinstance(value, list):
+        return all(_empty(v) for v in value)
+    if isinstance(value, dict):
+        return all(_empty(v) for v in value.values())
+    return False
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -305,6 +305,7 @@ def eval_arrays(
                 n=n_pseudo,
                 alpha=alpha,
                 unparsed_evidence=task.unparsed_evidence,
+                split_label="tool_call" if task.splits_ungrounded else None,
             )
         elif grounding is not None and len(labels) == len(messages):
             groundings = record_context(record, items, source=str(samples.path)).ground_samples(
@@ -312,8 +313,8 @@ def eval_arrays(
             )
             outcomes = task.sample_outcomes(labels, ungrounded_flags(groundings))
             belief = task.belief_from_outcomes(outcomes, alpha=alpha)
-        else:
-            belief = task.belief_from_labels(labels, alpha=alpha)
+        else:  # no grounding, or labels without their messages (no call to ground)
+            belief = task.belief_from_outcomes(labels, alpha=alpha)
         if is_tool_task:
             no_tools[i] = not record.get("tool_names") and not record.get("tools")
         P[i] = belief.probs

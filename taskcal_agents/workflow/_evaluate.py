@@ -18,8 +18,10 @@ Decoders (one row each):
     MBR on the raw belief.
 ``mbr_raw_any``
     Only under a task that sends grounded calls only (``EvalArrays.executable_any`` set):
-    MBR on the raw belief where any sampled call may be sent (no grounding rule), so the
-    cost of the grounding rule is ``mbr_raw`` minus this row.
+    MBR on the same raw belief where any sampled call may be sent (``execute: any``): the
+    execution rule's effect is ``mbr_raw`` minus this row. Under ``belief: relabel`` that
+    belief already reads ungrounded calls as asks; a task without grounding gives raw MBR
+    with neither.
 ``mbr_<calibrator>``
     MBR on the belief calibrated by a map fitted on the other folds (cross-fitting).
     ``dirichlet`` is the regularised default (ODIR, ``reg_lambda`` and ``reg_mu`` chosen
@@ -123,7 +125,7 @@ DECODER_DESCRIPTIONS = {
     "greedy": "greedy completion (temperature 0)",
     "majority": "majority vote (MAP of the raw belief)",
     "mbr_raw": "MBR on the raw belief",
-    "mbr_raw_any": "MBR on the raw belief, any sampled call sent (no grounding rule)",
+    "mbr_raw_any": "MBR on the raw belief, any sampled call sent (execute: any)",
 }
 
 TOOL_CALL = "tool_call"

@@ -109,6 +109,13 @@ def read_samples(path: str | os.PathLike[str]) -> SamplesFile:
             "file with this version of taskcal."
         )
         raise DataFileError(msg, path=str(p), line=1)
+    for key in ("settings", "task"):
+        if header.get(key) is not None and not isinstance(header[key], dict):
+            msg = (
+                f"header field {key!r} must be an object, got {str(header[key])[:80]!r}; re-create "
+                "the file with `taskcal sample`."
+            )
+            raise DataFileError(msg, path=str(p), line=1)
     out = SamplesFile(path=p, header=header, torn_tail=torn)
     for lineno, raw in enumerate(lines[1:], start=2):
         if not raw.strip():

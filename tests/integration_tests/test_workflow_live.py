@@ -112,10 +112,16 @@ def test_sample_fit_evaluate_report_live(
         "greedy",
         "majority",
         "mbr_raw",
+        "mbr_raw_any",  # the task sends only grounded calls: raw MBR sending any call too
         "mbr_temperature",
         "mbr_dirichlet",
-    }
+        "argmax_dirichlet",
+    } - ({"argmax_dirichlet"} if rows.get("mbr_dirichlet", {}).get("error") else set())
     assert rows["constant"]["expected_cost"] == pytest.approx(2 / 3)  # balanced: always ask
+    for row in rows.values():  # When2Call's rates, on every scored row of a tool decision
+        if row.get("error") is None:  # 2 items of each label: both rates are defined
+            assert 0 <= row["tool_call_recall"] <= 1
+            assert 0 <= row["over_calling_rate"] <= 1
     # With 6 items of a weak model the training folds may hold too few items with a usable
     # sample to fit the test's calibrator: the test is then reported as not run, with the
     # reason, instead of crashing.

@@ -421,3 +421,77 @@ def test_a_tool_named_without_a_schema_is_offered() -> None:
 
 def test_no_samples_need_no_grounding_flags() -> None:
     assert carried_actions(_task("off"), [], []).tolist() == [False, True, True]
+
+
+def test_a_call_sent_without_its_dropped_argument_is_a_repeat() -> None:
+    from taskcal_agents.tool_turns import answered_tool_calls
+
+    task = _task()
+    conversation = [
+        user("What's the weather in Paris?"),
+        AIMessage(content="", tool_calls=[call("get_weather", city="Paris")]),
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+    ]
+    from langchain_core.messages import HumanMessage, ToolMessage
+
+    turn = [
+        HumanMessage("What's the weather in Paris?"),
+        AIMessage(content="", tool_calls=[call("get_weather", city="Paris")]),
+        ToolMessage("sunny", tool_call_id="c1"),
+    ]
+    samples = [
+        AIMessage(content="", tool_calls=[call("get_weather", city="Paris", date="2023-01-01")])
+    ] * 4
+    ctx = GroundingContext([WEATHER], conversation)
+    decision = Decider(task).decide(samples, context=ctx, answered_calls=answered_tool_calls(turn))
+    assert decision.n_repeats == 4
+    assert decision.action != "tool_call"
+
+
+def test_tool_dialects_nested_objects_and_not_dates() -> None:
+    anthropic = {
+        "name": "get_weather",
+        "description": "Get the weather.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    }
+    ctx = GroundingContext([anthropic], [user("What is the weather?")])
+    assert ctx.ground_call(call("get_weather")).missing == ("city",)
+    nested = {
+        "type": "function",
+        "function": {
+            "name": "find",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "filters": {
+                        "type": "object",
+                        "properties": {"genre": {"type": "string", "enum": ["Mystery", "Drama"]}},
+                        "required": ["genre"],
+                    },
+                    "amount": {"type": "string"},
+                },
+                "required": ["filters"],
+            },
+        },
+    }
+    ctx = GroundingContext([nested], [user("Find me a good movie, and pay my bill today")])
+    assert not ctx.ground_call(call("find", filters={"genre": "Mystery"})).grounded
+    assert ctx.ground_call(call("find", filters={"genre": ""})).missing == ("filters",)
+    paid = ctx.ground_call(call("find", filters={"genre": "Mystery"}, amount="12.50"))
+    assert _status(paid)["amount"] == ("unsupported", "absent")  # "12.50" is no date
+    assert (
+        GroundingContext([nested], [user("a Drama film")])
+        .ground_call(call("find", filters={"genre": "Drama"}))
+        .grounded
+    )
+
+
+def test_a_chat_message_from_the_user_is_evidence() -> None:
+    from langchain_core.messages import ChatMessage
+
+    ctx = GroundingContext([WEATHER], [ChatMessage(role="user", content="weather in Paris")])
+    assert ctx.ground_call(call("get_weather", city="Paris")).grounded

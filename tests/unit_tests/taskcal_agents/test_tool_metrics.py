@@ -199,7 +199,7 @@ def test_mbr_raw_any_ignores_the_grounding_rule() -> None:
     names = [r["decoder"] for r in evaluation.rows]
     assert names.index("mbr_raw_any") == names.index("mbr_raw") + 1
     row = evaluation.row("mbr_raw_any")
-    assert row["description"] == "MBR on the raw belief, any sampled call sent (no grounding rule)"
+    assert row["description"] == "MBR on the raw belief, any sampled call sent (execute: any)"
     raw, free = evaluation.actions["mbr_raw"], evaluation.actions["mbr_raw_any"]
     assert not np.any(raw[::2] == 0)
     np.testing.assert_array_equal(free, runtime_actions(data.P, data, executable=anyway))
