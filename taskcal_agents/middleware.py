@@ -78,7 +78,7 @@ from taskcal_agents.options import (
     AdaptiveSampling,
     SamplingOptions,
 )
-from taskcal_agents.parsers import tool_names_of
+from taskcal_agents.parsers import canonical_tool_calls, tool_names_of
 from taskcal_agents.prompting import request_with_task_prompt
 from taskcal_agents.risk_control import RiskControl
 from taskcal_agents.sampling import asample_messages, sample_messages
@@ -708,6 +708,13 @@ class TaskCalibrationMiddleware(
         why = None if reply is None else unusable_reply(reply, request.messages)
         if why is None:
             return response
+        if reply is not None and why.startswith("repeats") and reply.tool_calls:
+            answered = answered_tool_calls(request.messages)
+            new = [c for c in reply.tool_calls if canonical_tool_calls([c]) not in answered]
+            if new:  # parallel calls: only the repeated ones are dropped
+                metadata = {**reply.response_metadata, "taskcal_dropped_repeats": len(
+                    reply.tool_calls) - len(new)}  # fmt: skip
+                return reply.model_copy(update={"tool_calls": new, "response_metadata": metadata})
         message = tool_result_reply(request.messages)
         metadata = {"taskcal_replaced_reply": f"the model's reply {why}"}
         return message.model_copy(update={"response_metadata": metadata})

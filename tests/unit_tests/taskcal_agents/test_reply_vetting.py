@@ -63,6 +63,9 @@ class Scripted(BaseChatModel):
             )
         if self.after == "empty":
             return AIMessage(content="")
+        if self.after == "parallel":  # the answered call again, and a new one
+            rome = {"name": "get_weather", "args": {"city": "Rome"}, "id": "call_rome"}
+            return AIMessage(content="", tool_calls=[{**PARIS, "id": "call_again"}, rome])
         return AIMessage(content="It is sunny, 21 °C in Paris.")
 
     def _generate(
@@ -106,3 +109,14 @@ def test_a_real_answer_is_kept() -> None:
     result = agent.invoke({"messages": [HumanMessage("What's the weather in Paris?")]})
     assert result["messages"][-1].content == "It is sunny, 21 °C in Paris."
     assert "taskcal_replaced_reply" not in result["messages"][-1].response_metadata
+
+
+def test_only_the_repeated_call_of_a_parallel_reply_is_dropped() -> None:
+    mw = TaskCalibrationMiddleware(task=tool_decision(), n_samples=2)
+    agent = create_agent(Scripted(after="parallel"), tools=[get_weather], middleware=[mw])
+    result = agent.invoke({"messages": [HumanMessage("What's the weather in Paris?")]})
+    ran = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in ran] == ["call_paris", "call_rome"]  # Paris ran once
+    last = result["messages"][-1]
+    assert isinstance(last, AIMessage) and not last.tool_calls  # then both were repeats
+    assert "taskcal_replaced_reply" in last.response_metadata
