@@ -486,6 +486,18 @@ def _adaptive_decider(task: Task, adaptive: float | None, artefact: Path | None)
     return Decider(task, resolved.calibrator, alpha=resolved.alpha)
 
 
+_SampledFrom = Annotated[
+    Path | None,
+    typer.Option(
+        "--data",
+        help="Dataset JSONL the samples were drawn from (default: the one their header "
+        "names); read for a task that grounds its tool calls, by records that do not store "
+        "their conversation.",
+    ),
+]
+"""The ``--data`` option of ``fit`` and ``evaluate``."""
+
+
 # --------------------------------------------------------------------------------------
 # fit
 
@@ -516,14 +528,7 @@ def fit(
         int, typer.Option(min=0, help="Folds of the cross-validated fit metrics (0: none).")
     ] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the folds.")] = 0,
-    data_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--data",
-            help="Dataset JSONL the samples were drawn from (default: the one their header "
-            "names); read for a task that grounds its tool calls.",
-        ),
-    ] = None,
+    data_file: _SampledFrom = None,
     reparse: Annotated[
         bool, typer.Option(help="Re-parse the stored completions with the task's parser.")
     ] = False,
@@ -680,14 +685,7 @@ def evaluate(
         typer.Option(help="Task file (default: the sampling task; costs may be changed)."),
     ] = None,
     alpha: Annotated[float, typer.Option(min=0.0, help="Belief smoothing prior α.")] = 0.1,
-    data_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--data",
-            help="Dataset JSONL the samples were drawn from (default: the one their header "
-            "names); read for a task that grounds its tool calls.",
-        ),
-    ] = None,
+    data_file: _SampledFrom = None,
     reparse: Annotated[
         bool, typer.Option(help="Re-parse the stored completions with the task's parser.")
     ] = False,

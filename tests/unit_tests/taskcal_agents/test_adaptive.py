@@ -37,22 +37,12 @@ from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
     completion,
 )
 
+from .test_grounding import WEATHER  # get_weather(city) schema
+
 MODES = ["sync", "async"]
 CHOICE = tasks.multiple_choice(["Paris", "London", "Rome"])  # labels A, B, C; 0-1 cost
 COUNTS_GRID = [[4, 0, 0, 0], [3, 1, 0, 0], [2, 2, 0, 0], [1, 1, 1, 1], [6, 2, 0, 0], [0, 0, 0, 4]]
 EPSILONS = [0.001, 0.01, 0.05, 0.2, 0.5]
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the current weather for a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
 PARIS = GroundingContext([WEATHER], [HumanMessage("What's the weather in Paris?")])
 """The tools and conversation of the get_weather(city="Paris") samples: grounded calls."""
 

@@ -40,6 +40,7 @@ from taskcal_agents.runnable import TaskCalibratedRunnable
 from taskcal_agents.task import Task
 
 from .test_artefact import fitted
+from .test_grounding import WEATHER  # get_weather(city) schema
 
 TOOL = tasks.tool_decision(cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]])
 SYMMETRIC = tasks.answer_or_abstain(wrong_answer_cost=1, abstain_cost=1)
@@ -346,18 +347,6 @@ RC = RiskControl(spec=RiskSpec.parse("tool_call_when_not:0.05"), delta=0.05, thr
                  method="ltt-binomial-fixed-sequence", n_grid=101)  # fmt: skip
 
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the current weather for a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
 # TOOL grounds its calls: the user names the city, so CALL is grounded.
 CONTEXT = GroundingContext([WEATHER], [HumanMessage("What's the weather in Paris?")])
 

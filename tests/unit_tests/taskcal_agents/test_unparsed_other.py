@@ -33,24 +33,13 @@ from taskcal_agents.workflow import (
 )
 from taskcal_agents.workflow._fit import load_artefact, make_artefact
 
+from .test_grounding import WEATHER  # get_weather(city) schema
 from .test_workflow_fakes import LABELS, FakeSampler, label_message, tool_items
 
 README_COST = [[0.0, 1.0, 2.0], [4.0, 0.0, 2.0], [4.0, 1.0, 0.0]]
 CHATTER = "Sure! The Moon has no restaurants yet, but here is a nice place."
 
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the current weather for a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
 MOON = GroundingContext([WEATHER], [HumanMessage("Book me a table at a restaurant on the Moon.")])
 """The Moon request: the user names the Moon, so the sampled get_weather(city="Moon") is
 grounded (the default tool_decision() grounds each call in the tools and conversation)."""
