@@ -17,8 +17,11 @@ their fixtures call :func:`stop_session_server` before starting theirs.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -57,6 +60,33 @@ def require_ray() -> Any:
 
         return _import()
     return pytest.importorskip("ray", reason="the Ray engine needs `pip install '.[ray]'`")
+
+
+def require_shared_file(dataset: str) -> Path:
+    """A data set's default file in the shared data folder; missing fails on CI, else skips.
+
+    Tests that read the shared data must not pass by skipping where CI has it.
+    """
+    from taskcal_agents.datasets import CONVERTERS
+    from taskcal_agents.datasets._shared_data import shared_data_dir
+
+    path = shared_data_dir() / CONVERTERS[dataset].default_source
+    if not path.is_file():
+        msg = f"{path} not found (set TASKCAL_SHARED_DATA to the shared data folder)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return path
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """The script ``benchmarks/<name>.py`` as a module (benchmarks are not a package)."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

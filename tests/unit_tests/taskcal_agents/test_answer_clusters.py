@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import math
-import os
 import re
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import httpx
@@ -22,10 +19,9 @@ from taskcal_agents.answer_clusters import (
     cluster_answers,
     entailment_judge,
 )
-from taskcal_agents.datasets import CONVERTERS
-from taskcal_agents.datasets._shared_data import shared_data_dir
 from taskcal_agents.errors import ConfigurationError, DataFileError, SamplingError
 from taskcal_agents.sampling import OpenAISampler
+from tests.conftest import load_benchmark, require_shared_file
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -366,31 +362,10 @@ def test_entailment_judge_rejects_bad_arguments(kwargs: dict[str, Any], message:
 # ----------------------------------------------------------------- agreement with hand labels
 
 
-def _benchmark() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "bench_answer_clusters", ROOT / "benchmarks" / "answer_clusters.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _shared_nq_open() -> Path:
-    """NQ-open dev in the shared data folder; missing data fails under CI=true, else skips."""
-    path = shared_data_dir() / CONVERTERS["nq-open"].default_source
-    if not path.is_file():
-        msg = f"{path} not found (set TASKCAL_SHARED_DATA to the shared data folder)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return path
-
-
 @pytest.fixture(scope="module")
 def nq_open() -> Path:
     """NQ-open dev (``NQ-open.dev.jsonl``), which the hand-labelled pairs point into."""
-    return _shared_nq_open()
+    return require_shared_file("nq-open")
 
 
 def test_missing_shared_data_fails_under_ci_and_skips_otherwise(
@@ -403,17 +378,17 @@ def test_missing_shared_data_fails_under_ci_and_skips_otherwise(
     )
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match=message):
-        _shared_nq_open()
+        require_shared_file("nq-open")
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception, match=message):
-        _shared_nq_open()
+        require_shared_file("nq-open")
     (tmp_path / "nq_open").mkdir()
     (tmp_path / "nq_open" / "NQ-open.dev.jsonl").write_text("", encoding="utf-8")
-    assert _shared_nq_open() == tmp_path / "nq_open" / "NQ-open.dev.jsonl"
+    assert require_shared_file("nq-open") == tmp_path / "nq_open" / "NQ-open.dev.jsonl"
 
 
 def test_agreement_with_hand_labelled_pairs(nq_open: Path) -> None:
-    bench = _benchmark()
+    bench = load_benchmark("answer_clusters")
     pairs = bench.load_pairs(source=nq_open)
     assert len(pairs) == 179
     real = [p for p in pairs if "constructed" not in p["tags"]]
@@ -474,7 +449,7 @@ def test_load_pairs_resolves_questions_and_references(tmp_path: Path) -> None:
         same=True,
     )
     path, source = _write_fakes(tmp_path, _fake_pair(), second)
-    pairs = _benchmark().load_pairs(path, source=source)
+    pairs = load_benchmark("answer_clusters").load_pairs(path, source=source)
     assert [(p["id"], p["question"], p["a"], p["b"], p["same"]) for p in pairs] == [
         ("pair-001", "what colour is the made-up test sky", "Green.", "pale green", False),
         ("pair-002", "how many legs has the made-up test bird", "three", "3", True),
@@ -487,7 +462,7 @@ def test_load_pairs_reads_the_shared_data_folder_by_default(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     path, source = _write_fakes(tmp_path, _fake_pair())
-    bench = _benchmark()
+    bench = load_benchmark("answer_clusters")
     monkeypatch.setenv("TASKCAL_SHARED_DATA", str(tmp_path / "empty"))
     missing = tmp_path / "empty" / "nq_open" / "NQ-open.dev.jsonl"
     with pytest.raises(
@@ -544,7 +519,7 @@ def test_load_pairs_rejects_pairs_that_do_not_match_the_data(
     with pytest.raises(
         DataFileError, match=where + message.replace("{source}", re.escape(str(source)))
     ):
-        _benchmark().load_pairs(path, source=source)
+        load_benchmark("answer_clusters").load_pairs(path, source=source)
 
 
 @pytest.mark.parametrize(
@@ -563,11 +538,11 @@ def test_load_pairs_rejects_a_bad_header(
 ) -> None:
     path, source = _write_fakes(tmp_path, _fake_pair(), **header)
     with pytest.raises(DataFileError, match=rf"^{re.escape(str(path))}:1: " + message):
-        _benchmark().load_pairs(path, source=source)
+        load_benchmark("answer_clusters").load_pairs(path, source=source)
 
 
 def test_benchmark_predict_with_a_judge() -> None:
-    bench = _benchmark()
+    bench = load_benchmark("answer_clusters")
     pairs = [
         {"question": "q", "a": "Tom Baxter Jr.", "b": "Thomas Baxter Jr."},
         {"question": "q", "a": "8", "b": "eight"},
@@ -592,7 +567,7 @@ def test_benchmark_predict_with_a_judge() -> None:
 
 
 def test_agreement_counts() -> None:
-    bench = _benchmark()
+    bench = load_benchmark("answer_clusters")
     scores = bench.agreement([True, True, False, False], [True, False, True, False])
     assert scores == {"n": 4, "same": 2, "accuracy": 0.5, "precision": 0.5, "recall": 0.5}
     empty = bench.agreement([False], [False])

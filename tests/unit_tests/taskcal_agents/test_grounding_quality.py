@@ -10,9 +10,7 @@ no conversation or schema: they need the shared data folder (missing data fails 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -21,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from taskcal_agents.datasets import CONVERTERS, read_dataset
-from taskcal_agents.datasets._shared_data import shared_data_dir
+from taskcal_agents.datasets import read_dataset
+from tests.conftest import load_benchmark, require_shared_file
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DATA = REPO_ROOT / "tests" / "data" / "grounding"
@@ -53,29 +51,9 @@ FLOORS = {
 OFFENDING_FLOORS = {"demo": 0.76, "all": 0.75}
 
 
-def _benchmark() -> ModuleType:
-    path = REPO_ROOT / "benchmarks" / "grounding_quality.py"
-    spec = importlib.util.spec_from_file_location("grounding_quality", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _shared_when2call() -> Path:
-    """When2Call in the shared data folder; missing data fails under CI=true, else skips."""
-    path = shared_data_dir() / CONVERTERS["when2call"].default_source
-    if not path.is_file():
-        msg = f"{path} not found (set TASKCAL_SHARED_DATA to the shared data folder)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return path
-
-
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    return _benchmark()
+    return load_benchmark("grounding_quality")
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +151,7 @@ def local_results(bench: ModuleType, rows: list[dict[str, Any]]) -> dict[str, An
 @pytest.fixture(scope="module")
 def results(bench: ModuleType, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Scores of every row; When2Call items from the shared data folder."""
-    source = _shared_when2call()
+    source = require_shared_file("when2call")
     return bench.evaluate(rows, bench.load_items(("gset", "demo", "when2call"), source=source))  # type: ignore[no-any-return]
 
 
@@ -220,10 +198,10 @@ def test_missing_shared_data_fails_under_ci_and_skips_otherwise(
     )
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match=message):
-        _shared_when2call()
+        require_shared_file("when2call")
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception, match=message):
-        _shared_when2call()
+        require_shared_file("when2call")
     missing.parent.mkdir()
     missing.write_text("", encoding="utf-8")
-    assert _shared_when2call() == missing
+    assert require_shared_file("when2call") == missing

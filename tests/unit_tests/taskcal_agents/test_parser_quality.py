@@ -7,17 +7,16 @@ folder's README and ``benchmarks/parser_quality.py``), so that a regression fail
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections import Counter
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from taskcal_agents.parsers import extract_tool_calls, get_parser, with_offered_tools
 from taskcal_agents.workflow._runner import message_from_dict
+from tests.conftest import load_benchmark
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SET = REPO_ROOT / "tests" / "data" / "parser_quality" / "completions.jsonl"
@@ -31,15 +30,6 @@ FLOORS = {
     "rating": 0.72,
     "choice": 0.89,
 }
-
-
-def _benchmark() -> ModuleType:
-    path = REPO_ROOT / "benchmarks" / "parser_quality.py"
-    spec = importlib.util.spec_from_file_location("parser_quality", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +65,7 @@ def test_tool_decision_rows_cover_each_label(rows: list[dict[str, Any]]) -> None
 
 @pytest.fixture(scope="module")
 def results(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return _benchmark().evaluate(rows)  # type: ignore[no-any-return]
+    return load_benchmark("parser_quality").evaluate(rows)  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize("parser", sorted(FLOORS))
