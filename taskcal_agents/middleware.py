@@ -534,15 +534,17 @@ class TaskCalibrationMiddleware(
         samples: Sequence[AIMessage],
         check: StopCheck | None = None,
         decider: Decider | None = None,
+        context: GroundingContext | None = None,
     ) -> Decision:
         decider = decider or self._in_force(request.messages)[0]
+        context = context or _grounding_context(request, decider.task)
         question = None if decider.task.answer_clusters is None else question_of(request.messages)
         decision = decider.decide(
             samples,
             tool_names=tool_names_of(request.tools),
             question=question,
             answered_calls=answered_tool_calls(request.messages),
-            context=_grounding_context(request, decider.task),
+            context=context,
         )
         return decision if self.adaptive is None else with_stop(decision, check)
 
@@ -636,6 +638,7 @@ class TaskCalibrationMiddleware(
         mode = self._mode(request)
         decider, aid = self._in_force(request.messages)  # one artefact for the whole decision
         sample_request = self._sample_request(request, decider.task)
+        context = _grounding_context(request, decider.task)  # once per decision
         done = 0
         for total in self._rounds():
             # Only a failed draw (thrown in here) may become the fallback decision; an error
@@ -661,13 +664,13 @@ class TaskCalibrationMiddleware(
                 decider, samples, self.n_samples, self.adaptive,
                 tool_names=tool_names_of(request.tools),
                 answered_calls=answered_tool_calls(request.messages),
-                context=_grounding_context(request, decider.task),
+                context=context,
             )  # fmt: skip
             if check.stop:
                 break
         return self._respond(
             request,
-            self._decide(request, samples, check, decider),
+            self._decide(request, samples, check, decider, context),
             responses,
             aid=aid,
             task=decider.task,
