@@ -110,6 +110,27 @@ _ALIASES: dict[str, tuple[str, ...]] = {
 }
 """Common abbreviations and codes, each with words that state it (either direction)."""
 
+_LANGUAGE_CODES: dict[str, tuple[str, ...]] = {
+    "en": ("english",),
+    "it": ("italian",),
+    "de": ("german", "deutsch"),
+    "fr": ("french", "français"),
+    "es": ("spanish", "español"),
+    "pt": ("portuguese",),
+    "nl": ("dutch",),
+    "ru": ("russian",),
+    "zh": ("chinese", "mandarin"),
+    "ja": ("japanese",),
+    "ko": ("korean",),
+    "ar": ("arabic",),
+    "hi": ("hindi",),
+    "sv": ("swedish",),
+    "pl": ("polish",),
+    "tr": ("turkish",),
+}
+"""ISO 639-1 codes, each stated by the language's name; one direction only: a code in the
+text ("de", "it", "hi") is too often a word to state a language named in a call."""
+
 _ISO_DATE = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ][\d:.]+Z?)?\s*$")
 _NUMERIC_DATE = re.compile(r"^\s*(\d{1,2})[/.](\d{1,2})(?:[/.](\d{2,4}))?\s*$")
 _CLOCK = re.compile(r"^\s*(\d{1,2}):(\d{2})(?::\d{2})?\s*(am|pm)?\s*$", re.IGNORECASE)
@@ -300,11 +321,16 @@ def _phrase_of(name: str) -> str:
 _VERB_ENDINGS = (("ies", "y"), ("ches", "ch"), ("shes", "sh"), ("sses", "ss"), ("s", ""))
 
 
+_ASIDE = re.compile(r"\s*\([^)]*\)|,?\s+(?:e\.g|i\.e)\.?,?\s[^.]*", re.IGNORECASE)
+"""A parenthesis or an example ("e.g. Paris") in a tool's description."""
+
+
 def _purpose(description: str | None) -> str | None:
     """The tool's description as a purpose clause: "Gets the weather." → "get the weather"."""
     if not description:
         return None
-    first = re.split(r"(?<=[.!?])\s", description.strip(), maxsplit=1)[0].rstrip(" .!?")
+    text = _ASIDE.sub("", description).strip()  # "(ISO codes, e.g. EUR)", ", e.g. Paris"
+    first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0].rstrip(" .!?,;:")
     words = first.split()
     if not words or len(words) > 14 or not words[0].isalpha():
         return None
@@ -634,7 +660,8 @@ class GroundingContext:
 
     def _alias(self, value: str) -> bool:
         key = normalize_answer(value).replace(" ", "")
-        if key in _ALIASES and any(self._phrase(p) for p in _ALIASES[key]):
+        words = _ALIASES.get(key, ()) + _LANGUAGE_CODES.get(key, ())
+        if any(self._phrase(p) for p in words):
             return True
         norm = normalize_answer(value)
         return any(norm in phrases and short in self._tokens for short, phrases in _ALIASES.items())

@@ -121,6 +121,31 @@ def test_numbers_and_currencies_by_value() -> None:
     assert _status(g)["to_currency"] == ("stated", "alias")
 
 
+def test_language_codes_are_stated_by_the_language_name_only() -> None:
+    translate = {
+        "type": "function",
+        "function": {
+            "name": "translate",
+            "parameters": {
+                "type": "object",
+                "properties": {"text": {"type": "string"}, "target": {"type": "string"}},
+                "required": ["text", "target"],
+            },
+        },
+    }
+
+    def target(text: str, value: str) -> tuple[str, str]:
+        g = _ctx(text, translate).ground_call(call("translate", text="hello", target=value))
+        return _status(g)["target"]
+
+    assert target("Translate 'hello' to German.", "de") == ("stated", "alias")
+    assert target("Translate 'hello' into Spanish.", "es") == ("stated", "alias")
+    assert target("Translate 'hello' to German.", "fr")[0] == "unsupported"
+    # A code in the text is a word first: "it" states no Italian, "hi" no Hindi.
+    assert target("Translate it: 'hello'.", "Italian")[0] == "unsupported"
+    assert target("hi, translate 'hello'", "Hindi")[0] == "unsupported"
+
+
 def test_dates_by_value_and_relative_days() -> None:
     stated = _ctx("Forecast for Rome on March 3rd, 2025.").ground_call(
         call("get_forecast", city="Rome", date="2025-03-03")
@@ -280,6 +305,16 @@ def test_questions_built_from_the_schema() -> None:
         "To book a visit, I need the visit date and city. Could you tell me the visit date and "
         "city?"
     )
+    # Asides and examples in the description stay out of the question.
+    assert question_for(
+        ["amount"], "Convert an amount of money from one currency to another (ISO codes, e.g. EUR)."
+    ) == (
+        "To convert an amount of money from one currency to another, I need the amount. "
+        "Which amount should I use?"
+    )
+    assert question_for(["city"], "Get the weather for a city, e.g. Paris. Returns JSON.") == (
+        "To get the weather for a city, I need the city. Which city should I use?"
+    )
     assert question_for([], "x") is None
     assert mentions("Which dates work for you?", "visit_date")
     assert not mentions("Which city?", "visit_date")
@@ -346,6 +381,21 @@ def test_a_sampled_question_naming_the_argument_is_preferred() -> None:
     assert decision.action == "request_for_info"
     assert decision.message is not None and decision.message.content == "Which city are you in?"
     assert decision.missing_arguments == ["city"]
+
+
+def test_a_question_that_writes_a_call_out_is_never_the_reply() -> None:
+    # Captured from Qwen2.5-Coder-0.5B: a call written as text, then a question after it.
+    written = (
+        '{"name": "get_weather", "arguments": {"city": "London", "unit": "celsius"}}\n'
+        "<|endoftext|>Can you help me with that?"
+    )
+    ctx = GroundingContext([WEATHER], [user("What's the weather like?")])
+    samples = [*_calls("London", "London"), AIMessage(content=written)]
+    decision = Decider(_task()).decide(samples, context=ctx)
+    assert decision.action == "request_for_info"
+    assert decision.message is not None
+    assert "city" in str(decision.message.content)
+    assert "{" not in str(decision.message.content)
 
 
 def test_relabel_and_features_beliefs() -> None:
