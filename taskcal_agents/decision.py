@@ -46,6 +46,7 @@ from taskcal_agents.grounding import (
 from taskcal_agents.parsers import (
     canonical_tool_calls,
     extract_tool_calls,
+    has_written_call,
     message_text,
     normalize_text,
     with_tool_calls,
@@ -770,7 +771,8 @@ class Decider:
 
         The arguments are those the ungrounded calls lack
         (:func:`~taskcal_agents.grounding.missing_arguments`). A sampled clarifying
-        question (a sample g_T reads as the ask label that makes no call) is preferred when
+        question (a sample g_T reads as the ask label that makes no call and writes none
+        out, :func:`~taskcal_agents.parsers.has_written_call`) is preferred when
         it names one of them, or when no call lacked anything; otherwise the question is
         built from the tool's schema (:func:`~taskcal_agents.grounding.question_for`), and
         without either the task's ``ask_text``.
@@ -780,7 +782,10 @@ class Decider:
         questions = [
             m
             for m, label, g in zip(messages, labels, groundings, strict=True)
-            if label == ask and not g.calls and message_text(m).strip()
+            if label == ask
+            and not g.calls
+            and message_text(m).strip()
+            and not has_written_call(message_text(m))
         ]
         if needed:
             questions = [q for q in questions if any(mentions(message_text(q), a) for a in needed)]

@@ -59,6 +59,7 @@ __all__ = [
     "canonical_tool_calls",
     "extract_tool_calls",
     "get_parser",
+    "has_written_call",
     "message_text",
     "normalize_text",
     "parse_tool_calls",
@@ -141,6 +142,16 @@ _FENCE_CLOSE = re.compile(r"\s*```")
 """The fence that closes right after a fenced call (prose may follow a closed fence)."""
 _BEFORE_CALL = re.compile(r"(?:<tools>\s*)?(?:```[A-Za-z_]*\s*)?\[?\s*$")
 """An opening code fence and list bracket right before the first call (not content)."""
+
+
+def has_written_call(text: str) -> bool:
+    """Whether *text* writes a tool call out, whole or cut off, amid other text.
+
+    A JSON object opening with ``"name"`` or ``"function"``, or a ``<tool_call>`` tag:
+    text that is no message for a user even where :func:`parse_tool_calls` finds no call
+    in it (a call followed by prose, a special token written as text).
+    """
+    return bool(_BROKEN_CALL.search(text)) or "<tool_call>" in text.lower()
 
 
 class ContentToolCalls(NamedTuple):

@@ -25,7 +25,12 @@ from collections.abc import Collection, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from taskcal_agents.parsers import canonical_tool_calls, extract_tool_calls, message_text
+from taskcal_agents.parsers import (
+    canonical_tool_calls,
+    extract_tool_calls,
+    has_written_call,
+    message_text,
+)
 
 __all__ = [
     "answered_tool_calls",
@@ -170,7 +175,9 @@ def unusable_reply(reply: AIMessage, messages: Sequence[BaseMessage]) -> str | N
     """
     if is_repeat_call(reply, answered_tool_calls(messages)):
         return "repeats a call already answered"
-    if not reply.tool_calls and extract_tool_calls(reply):
+    if not reply.tool_calls and (
+        extract_tool_calls(reply) or has_written_call(message_text(reply))
+    ):
         return "writes a tool call as text"
     if not reply.tool_calls and not message_text(reply).strip():
         return "is empty"

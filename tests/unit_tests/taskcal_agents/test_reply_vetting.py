@@ -41,6 +41,8 @@ def test_unusable_replies() -> None:
     )
     written = AIMessage(content=json.dumps({"name": "get_weather", "arguments": {"city": "Rome"}}))
     assert unusable_reply(written, TURN) == "writes a tool call as text"
+    prose = AIMessage(content=f"{written.content}\n<|endoftext|>Can you help me with that?")
+    assert unusable_reply(prose, TURN) == "writes a tool call as text"
     assert unusable_reply(AIMessage(content="  "), TURN) == "is empty"
     assert unusable_reply(AIMessage(content="It is sunny, 21 °C in Paris."), TURN) is None
     rome = {"name": "get_weather", "args": {"city": "Rome"}, "id": "call_rome"}
