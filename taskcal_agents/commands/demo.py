@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from taskcal_agents.errors import TaskCalError
-from taskcal_agents.workflow._demo import DEMO_MODEL, DEMO_PERMUTATIONS, STSB_ITEMS
+from taskcal_agents.workflow._demo import DEMO_MODEL, DEMO_PERMUTATIONS, STSB_ITEMS, STSB_SEED
 
 __all__ = ["demo", "register"]
 
@@ -27,13 +27,14 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from taskcal_agents.datasets import DatasetItem
+    from taskcal_agents.decision import Decision
     from taskcal_agents.workflow._demo import DemoPart, DemoResult, StepTimer
 
 STEP_LABELS = {
     "model_preparation": "model preparation",
     "server_start": "server start",
     "stsb_sampling": "STS-B: one-pass beliefs",
-    "tool_use_sampling": "tool use: one-pass beliefs",
+    "tool_use_sampling": "tool use: sampled completions",
     "decisions": "live decisions",
     "server_stop": "server stop",
     "stsb_evaluation": "STS-B: evaluation",
@@ -72,7 +73,8 @@ def _server(
 def _print_part(part: DemoPart, console: Console) -> None:
     from taskcal_agents.workflow._report import rich_table, verdict
 
-    title = f"{part.title}: one-pass logprob belief, {part.evaluation['folds']}-fold cross-fitted"
+    belief = "one-pass logprob belief" if part.key == "stsb" else "sampled belief"
+    title = f"{part.title}: {belief}, {part.evaluation['folds']}-fold cross-fitted"
     console.print(rich_table(part.evaluation, title=title))
     console.print(verdict(part.evaluation), highlight=False, soft_wrap=True)
     console.print(f"evaluation: {part.evaluation_path}; samples: {part.samples_path}\n")
@@ -84,8 +86,9 @@ def _print_decisions(result: DemoResult, console: Console) -> None:
     if not result.decisions:
         return
     console.print(
-        "[bold]Live decisions[/bold]: one forward pass → p̂ → q (Dirichlet map fitted on the "
-        "other requests) → the action of least expected cost (Decider.decide_belief)."
+        "[bold]Live decisions[/bold]: N fresh completions with the tools → g_T with argument "
+        "grounding → p̂ → q (Dirichlet map fitted on the other requests) → the action of least "
+        "expected cost (Decider.decide)."
     )
     for shown in result.decisions:
         decision = shown.decision
@@ -104,10 +107,24 @@ def _print_decisions(result: DemoResult, console: Console) -> None:
                 f"{decision.expected_cost.get(label, float('nan')):.3f}",
             )
         console.print(table)
-        if decision.message is not None:
-            console.print(f"  reply: {decision.message.content!r}", highlight=False)
+        console.print(f"  samples: {_sample_summary(decision)}", highlight=False)
+        if decision.message is None:
+            console.print(f"  next: the agent takes the {decision.action} action")
+        elif decision.message.tool_calls:
+            console.print(f"  call sent: {shown.reply}", highlight=False)
         else:
-            console.print(f"  next: the agent makes the {decision.action} with the offered tools")
+            console.print(f"  reply: {shown.reply!r}", highlight=False)
+
+
+def _sample_summary(decision: Decision) -> str:
+    """``8 → tool_call 2, request_for_info 6; 5 ungrounded calls (lacking city); 0 unparsed``."""
+    counts = ", ".join(f"{label} {count:g}" for label, count in decision.counts.items())
+    out = f"{decision.n_samples} → {counts}"
+    if decision.n_ungrounded:
+        missing = ", ".join(decision.missing_arguments)
+        out += f"; {decision.n_ungrounded} ungrounded call(s)"
+        out += f" (lacking {missing})" if missing else ""
+    return out + f"; {decision.n_unparsed} unparsed"
 
 
 def _print_timings(result: DemoResult, console: Console) -> None:
@@ -217,9 +234,10 @@ def demo(
         bool,
         typer.Option(help="Run part 1 (STS-B from $TASKCAL_SHARED_DATA); --no-stsb skips it."),
     ] = True,
-    stsb_items: Annotated[
-        int, typer.Option(min=1, help="STS-B dev items drawn (seed 0).")
-    ] = STSB_ITEMS,
+    stsb_items: Annotated[int, typer.Option(min=1, help="STS-B dev items drawn.")] = STSB_ITEMS,
+    stsb_seed: Annotated[
+        int, typer.Option(help="Seed of the STS-B draw (another seed, other items).")
+    ] = STSB_SEED,
     permutations: Annotated[
         int, typer.Option(min=0, help="Label shuffles of each part's test (0: skip).")
     ] = DEMO_PERMUTATIONS,
@@ -242,7 +260,7 @@ def demo(
     timer = StepTimer()
     try:
         with _convergence_summary(err):
-            items = load_stsb(stsb_items) if stsb else None
+            items = load_stsb(stsb_items, seed=stsb_seed) if stsb else None
             result = _run(
                 model,
                 base_url,

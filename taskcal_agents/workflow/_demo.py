@@ -1,20 +1,23 @@
 """The built-in demonstration: calibrated MBR on a task with signal, then tool-use decisions.
 
-Everything ``taskcal demo`` does, as functions. Both parts read a one-pass belief from
-``top_logprobs`` under a choice constraint (:mod:`taskcal_agents.sampling.logprob`: one
-forward pass per item instead of N sampled completions, which a 0.5B model on two CPU
-cores cannot afford), sample into resumable samples files, and compare decoders with the
-workflow's cross-fitted evaluation (:func:`~taskcal_agents.workflow.evaluate_arrays`, the
-function behind ``taskcal evaluate``: paired savings and a label-shuffle test):
+Everything ``taskcal demo`` does, as functions. Each part samples into a resumable samples
+file and compares decoders with the workflow's cross-fitted evaluation
+(:func:`~taskcal_agents.workflow.evaluate_arrays`, the function behind ``taskcal
+evaluate``: paired savings and a label-shuffle test):
 
 1. **STS-B** (:func:`stsb_items`): random sentence pairs of the STS-B dev set, rated 0–5
-   with L1 cost (the data set's default task, read from the shared data folder).
+   with L1 cost (the data set's default task, read from the shared data folder), each
+   read as a one-pass belief from ``top_logprobs`` under a choice constraint
+   (:mod:`taskcal_agents.sampling.logprob`: one forward pass per item).
 2. **Tool use** (:func:`demo_items`): 36 requests written for this library, each with its
-   tools and true label, decided as call / ask / refuse (:func:`demo_task`); a few of them
-   are then decided live through the runtime path,
-   :func:`~taskcal_agents.sampling.logprob.logprob_belief` →
-   :meth:`~taskcal_agents.decision.Decider.decide_belief`, with a Dirichlet map fitted on
-   the other requests.
+   tools and true label, decided as call / ask / refuse (:func:`demo_task`) from
+   :data:`DEMO_N` completions sampled with the tools, whose calls are checked against the
+   tools' schemas and the request (argument grounding, :mod:`taskcal_agents.grounding`).
+   A few of them are then decided live through the runtime path: N fresh completions →
+   :meth:`~taskcal_agents.decision.Decider.decide` with the request's
+   :class:`~taskcal_agents.grounding.GroundingContext`, under a Dirichlet map fitted on
+   the other requests; a call decision sends a grounded call, an ask decision a question
+   that names the missing argument.
 
 :class:`StepTimer` records where the time goes; :func:`run_demo` stores it, with both
 evaluations and the decisions, in ``demo.json``.
@@ -38,13 +41,15 @@ if TYPE_CHECKING:
     from taskcal_agents.workflow._runner import SampleSettings
 
 __all__ = [
-    "DEMO_CHOICES",
     "DEMO_COST",
     "DEMO_FORMAT",
     "DEMO_FORMAT_VERSION",
+    "DEMO_MAX_TOKENS",
     "DEMO_MODEL",
+    "DEMO_N",
     "DEMO_PERMUTATIONS",
     "DEMO_PROMPT",
+    "DEMO_TEMPERATURE",
     "PSEUDO_SAMPLES",
     "STSB_ITEMS",
     "STSB_SEED",
@@ -66,23 +71,33 @@ DEMO_COST: list[list[float]] = [[0, 1, 2], [4, 0, 2], [4, 1, 0]]
 """Row = truth, column = action, order tool_call, request_for_info, cannot_answer: a wrong
 tool call costs 4, a needless question 1, a wrong abstention 2."""
 
-DEMO_CHOICES = ("call", "ask", "refuse")
-"""What the model emits for tool_call, request_for_info and cannot_answer (one word each,
-distinct first letters: one forward pass decides the belief)."""
-
 DEMO_PROMPT = (
-    "You are an assistant with tools. Decide how to handle the user's request. Answer "
-    "'call' if a tool fits the request and every required argument is given; 'ask' if a "
-    "tool fits but a required argument is missing; 'refuse' if no tool can do what the user "
-    "wants. Answer with one word: call, ask or refuse."
+    "You are an assistant with tools. If a tool fits the request and every required "
+    "argument is given, call the tool. If a tool fits but a required argument is missing, "
+    "ask the user a short question for it. If no tool can do what the user wants, say that "
+    "you cannot help with that."
 )
-"""The system prompt that elicits the decision as one of :data:`DEMO_CHOICES`."""
+"""The system prompt of the tool-use part (that of the When2Call runs in
+``benchmarks/real_data.sh``)."""
 
-STSB_ITEMS = 150
-"""STS-B dev items the demo draws (seed :data:`STSB_SEED`)."""
+DEMO_N = 8
+"""Completions sampled per tool-use request."""
+
+DEMO_MAX_TOKENS = 64
+"""Their length limit: a call, a short question or a refusal fits; a longer text is cut
+and counts as unparsed, as it would in deployment under this limit."""
+
+DEMO_TEMPERATURE = 0.7
+"""Their sampling temperature."""
+
+STSB_ITEMS = 500
+"""STS-B dev items the demo draws (seed :data:`STSB_SEED`): enough that the Dirichlet
+saving over the best constant action clears two paired standard errors on any draw, not
+only a lucky one (on Qwen2.5-Coder-0.5B about five; at 150 items the verdict flips with
+the draw)."""
 
 STSB_SEED = 0
-"""The seed of the STS-B draw (``taskcal data convert stsb --limit 150 --seed 0``)."""
+"""The seed of the STS-B draw (``taskcal data convert stsb --limit 500 --seed 0``)."""
 
 DEMO_PERMUTATIONS = 200
 """Label shuffles of each part's test, as ``taskcal evaluate``: p-values down to 1/201 ≈
@@ -95,28 +110,19 @@ PSEUDO_SAMPLES = 16
 
 DEMO_FORMAT = "taskcal.demo"
 """The ``format`` of ``demo.json``."""
-DEMO_FORMAT_VERSION = 1
+DEMO_FORMAT_VERSION = 2
 """Its ``format_version``."""
 
 
 def demo_task() -> Task:
-    """The tool-use task: call / ask / refuse with :data:`DEMO_COST`, decided in one pass.
+    """The tool-use task: call / ask / refuse with :data:`DEMO_COST` and argument grounding.
 
-    The labels and costs are those of ``tasks.tool_decision``; the prompt asks for one of
-    :data:`DEMO_CHOICES`. The belief comes from one forward pass, with no sampled
-    completion, so no action needs a sample to be carried out (``sampled_actions`` is
-    empty): a ``tool_call`` decision tells the agent to make the call next.
+    ``tasks.tool_decision`` with its default grounding (an ungrounded call reads as
+    ``request_for_info`` and is never sent) and :data:`DEMO_PROMPT`.
     """
     from taskcal_agents.tasks import tool_decision
 
-    return tool_decision(
-        cost=DEMO_COST,
-        name="demo_tool_use",
-        prompt=DEMO_PROMPT,
-        unparsed="drop",
-        sampled_actions=[],
-        grounding=None,  # one pass: no sampled call to ground
-    )
+    return tool_decision(cost=DEMO_COST, name="demo_tool_use", prompt=DEMO_PROMPT)
 
 
 def demo_items() -> list[DatasetItem]:
@@ -221,13 +227,31 @@ class ShownDecision:
         text: The user's request.
         truth: Its true label.
         tools: The names of the tools offered with it.
-        decision: The runtime's decision (p̂, q, expected cost per action).
+        decision: The runtime's decision (p̂, q, expected cost per action, the grounding
+            counts and the message it sends).
     """
 
     text: str
     truth: str
     tools: tuple[str, ...]
     decision: Decision
+
+    @property
+    def reply(self) -> str | None:
+        """What the agent does: the call it sends, else the text it replies with.
+
+        A call reads as ``get_weather(city='Paris')``; ``None`` when the decision carries
+        no message.
+        """
+        message = self.decision.message
+        if message is None:
+            return None
+        if message.tool_calls:
+            return "; ".join(
+                f"{call['name']}({', '.join(f'{k}={v!r}' for k, v in call['args'].items())})"
+                for call in message.tool_calls
+            )
+        return str(message.content)
 
 
 @dataclass
@@ -275,6 +299,7 @@ class DemoResult:
                     "truth": shown.truth,
                     "tools": list(shown.tools),
                     "decision": shown.decision.to_metadata(),
+                    "reply": shown.reply,
                 }
                 for shown in self.decisions
             ],
@@ -325,7 +350,8 @@ def _sample_part(
 
     with SamplesStore.open(path, sample_header(task, settings, dataset)) as store:
         done = sum(item.id in store.done for item in items)
-        advance = observe(f"{key}: one-pass beliefs", len(items), done)
+        what = "one-pass beliefs" if settings.belief == "logprob" else f"{settings.n} samples each"
+        advance = observe(f"{key}: {what}", len(items), done)
         report = run_sampling(
             task,
             items,
@@ -426,17 +452,21 @@ def _decide(
 ) -> list[ShownDecision]:
     """Decide *shown* live, each with the workflow's Dirichlet map fitted on the others.
 
-    The runtime path: :func:`~taskcal_agents.sampling.logprob.logprob_belief` (one
-    forward pass) → :meth:`LogprobBelief.to_belief` → :meth:`Decider.decide_belief`.
+    The runtime path: N fresh completions drawn with the request's tools (the sampling
+    function of ``taskcal sample``) → :meth:`Decider.decide` with the request's grounding
+    context (its tools and messages), as the Runnable and the middleware decide.
     """
     import numpy as np
 
     from taskcal_agents.decision import Decider
-    from taskcal_agents.parsers import tool_names_of
-    from taskcal_agents.sampling.logprob import logprob_belief
     from taskcal_agents.workflow._data import eval_arrays
     from taskcal_agents.workflow._evaluate import calibrator_inputs, default_factory
-    from taskcal_agents.workflow._runner import build_messages
+    from taskcal_agents.workflow._runner import (
+        _draw,
+        build_messages,
+        item_context,
+        offered_tool_names,
+    )
     from taskcal_agents.workflow._store import read_samples
 
     data = eval_arrays(task, read_samples(path), ids=sorted(item.id for item in items))
@@ -446,18 +476,15 @@ def _decide(
     for item in shown:
         keep = (ids != item.id) & data.served
         calibrator = make().fit(X[keep], data.y[keep])
-        belief = logprob_belief(
-            sampler,
-            build_messages(task, item),
-            list(settings.choices or task.labels),
-            temperature=settings.temperature,
-            tools=item.tools or None,
+        names = offered_tool_names(item)
+        samples, _ = _draw(
+            sampler, build_messages(task, item), settings, item.tools or None, None, names
         )
-        decision = Decider(task, calibrator).decide_belief(
-            belief.to_belief(settings.n, labels=task.labels)
+        decision = Decider(task, calibrator).decide(
+            samples, tool_names=names, context=item_context(task, item)
         )
         text, truth = str(item.messages[-1]["content"]), str(item.label)
-        out.append(ShownDecision(text, truth, tool_names_of(item.tools), decision))
+        out.append(ShownDecision(text, truth, names, decision))
     return out
 
 
@@ -478,13 +505,14 @@ def run_demo(
 ) -> DemoResult:
     """Sample both parts, decide a few requests, evaluate, and write ``demo.json``.
 
-    Order: STS-B beliefs, tool-use beliefs, the live decisions (the last use of the
+    Order: STS-B beliefs, tool-use samples, the live decisions (the last use of the
     server; *release* is called next, so a server started for the demo stops before the
     CPU-heavy evaluation), then each part's evaluation.
 
     Args:
         sampler: An :class:`~taskcal_agents.sampling.OpenAISampler` (or any object
-            with its ``sample`` method that returns ``logprobs``).
+            with its ``sample`` method: ``logprobs`` for STS-B, completions with tool
+            calls for the tool-use part).
         out_dir: Where the samples, evaluation files and ``demo.json`` go.
         model: The served model name (recorded; it names the samples files).
         base_url: The server URL (recorded).
@@ -534,16 +562,16 @@ def run_demo(
         (
             "tool_use",
             f"Part {len(plan) + 1} — {len(tool_items)} built-in tool-use requests: call / ask / "
-            "refuse",
+            f"refuse, N = {DEMO_N} with argument grounding",
             demo_task(),
             tool_items,
             SampleSettings(
-                n=PSEUDO_SAMPLES,
+                n=DEMO_N,
+                temperature=DEMO_TEMPERATURE,
+                max_tokens=DEMO_MAX_TOKENS,
                 greedy=False,
                 model=model,
                 base_url=base_url,
-                belief="logprob",
-                choices=DEMO_CHOICES,
             ),
             "builtin:demo",
         )

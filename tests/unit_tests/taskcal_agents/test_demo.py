@@ -1,9 +1,14 @@
 """``taskcal demo`` against a fake OpenAI-compatible server (httpx.MockTransport), no vLLM.
 
-The fake answers only one-pass belief requests (``max_tokens=1``, ``top_logprobs``, a
-choice constraint), with log-probabilities drawn per prompt around what it "says": on
-STS-B a rating two points too high (a systematic miscalibration that a calibration map can
-undo), on the tool-use requests the true choice.
+On STS-B the fake answers one-pass belief requests (``max_tokens=1``, ``top_logprobs``, a
+choice constraint) with log-probabilities drawn per prompt around a rating two points too
+high (a systematic miscalibration that a calibration map can undo). On the tool-use
+requests it answers sampled requests (``n`` completions with the tools) by replaying the
+real Qwen2.5-Coder-0.5B calls captured for that request in the hand-labelled grounding set
+(``tests/data/grounding/calls.jsonl``), mixed per prompt with a question; a request that
+no offered tool serves gets a call to a tool it was not offered or a refusal. As the real
+model does, it calls a tool on most requests, with invented arguments where the request
+lacks them.
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ from taskcal_agents.errors import DataFileError
 from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.workflow import eval_arrays, read_samples
 from taskcal_agents.workflow._demo import (
-    DEMO_CHOICES,
     DEMO_FORMAT,
+    DEMO_MAX_TOKENS,
+    DEMO_N,
     demo_items,
     demo_task,
     run_demo,
@@ -38,6 +44,11 @@ from taskcal_agents.workflow._demo import (
 
 BASE_URL = "http://fake-vllm.test/v1"
 N_STSB = 24
+CALLS = Path(__file__).resolve().parents[2] / "data" / "grounding" / "calls.jsonl"
+QUESTION = "Could you tell me more about what you need?"
+REFUSAL = "I'm sorry, I cannot help with that."
+UNOFFERED = {"name": "do_it", "args": {"request": "what the user asked"}}
+"""A call to a tool no request is offered (the real model's way to say no tool fits)."""
 
 
 @pytest.fixture
@@ -55,7 +66,7 @@ def shared_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 class FakeServer:
-    """Chat completions with top_logprobs under a choice constraint, nothing else."""
+    """STS-B one-pass requests (top_logprobs under a choice constraint) and sampled tool use."""
 
     def __init__(self, shared: Path) -> None:
         self.truth = {str(i.messages[-1]["content"]): str(i.label) for i in demo_items()}
@@ -63,32 +74,72 @@ class FakeServer:
         self.truth |= {
             str(i.messages[-1]["content"]): str(i.label) for i in convert("stsb", source)
         }
+        by_id = {i.id: str(i.messages[-1]["content"]) for i in demo_items()}
+        self.calls: dict[str, list[dict[str, Any]]] = {}
+        for line in CALLS.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if row["dataset"] == "demo":
+                self.calls.setdefault(by_id[row["item_id"]], []).append(row["call"])
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
     def top(self, prompt: str, choices: list[str]) -> dict[str, float]:
-        """Log-probabilities of *choices*: a per-prompt draw around what the fake says."""
-        truth = self.truth[prompt]
-        if choices == list(DEMO_CHOICES):
-            said = list(demo_task().labels).index(truth)
-        else:
-            said = min(int(truth) + 2, 5)  # STS-B: two points too high
-        seed = int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16)
-        logits = np.random.default_rng(seed).normal(0.0, 0.5, len(choices))
+        """STS-B log-probabilities of *choices*: a per-prompt draw two points too high."""
+        said = min(int(self.truth[prompt]) + 2, 5)
+        logits = self._rng(prompt).normal(0.0, 0.5, len(choices))
         logits[said] += 1.5
         logprobs = logits - np.log(np.exp(logits).sum())
         return dict(zip(choices, logprobs.tolist(), strict=True))
+
+    @staticmethod
+    def _rng(prompt: str) -> np.random.Generator:
+        return np.random.default_rng(int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16))
+
+    def completions(self, prompt: str, n: int) -> list[dict[str, Any]]:
+        """*n* tool-use completions: a captured call, another tool's call or a text per draw.
+
+        As the real model does, a request that no offered tool can serve mostly gets a
+        call to a tool it was not offered (which g_T leaves unparsed) or a refusal; the
+        others mostly get their captured calls (grounded on the ``tool_call`` requests,
+        invented on the others), else a question. The draw is seeded by the
+        prompt, so a request always gets the same *n*.
+        """
+        rng, calls = self._rng(prompt), self.calls[prompt]
+        refuse = self.truth[prompt] == "cannot_answer"
+        p_call, p_other = (0.0, 0.6) if refuse else (0.8, 0.0)
+        out = []
+        for i in range(n):
+            u = rng.random()
+            if u < p_call + p_other:
+                call = calls[i % len(calls)] if u < p_call else UNOFFERED
+                raw = {
+                    "id": f"call-{i}",
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": json.dumps(call["args"])},
+                }
+                message = {"role": "assistant", "content": None, "tool_calls": [raw]}
+                finish = "tool_calls"
+            else:
+                text = REFUSAL if refuse else QUESTION
+                message, finish = {"role": "assistant", "content": text}, "stop"
+            out.append({"index": i, "message": message, "finish_reason": finish})
+        return out
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         payload = json.loads(request.content)
         with self._lock:
             self.requests.append(payload)
+        prompt = payload["messages"][-1]["content"]
+        body = {"id": "c", "object": "chat.completion", "created": 0, "model": "fake"}
         choices = (payload.get("structured_outputs") or {}).get("choice")
+        if payload.get("tools"):
+            if payload.get("logprobs") or choices or payload.get("max_tokens") != DEMO_MAX_TOKENS:
+                return httpx.Response(400, json={"message": f"not a sampled request: {payload}"})
+            completions = self.completions(prompt, payload["n"])
+            return httpx.Response(200, json={**body, "choices": completions})
         if payload.get("max_tokens") != 1 or not payload.get("logprobs") or not choices:
             return httpx.Response(400, json={"message": f"not a one-pass request: {payload}"})
-        if payload.get("tools") and payload.get("tool_choice") != "none":
-            return httpx.Response(400, json={"message": "tools need tool_choice='none'"})
-        top = self.top(payload["messages"][-1]["content"], choices)
+        top = self.top(prompt, choices)
         entries = [
             {"token": token, "logprob": lp, "bytes": list(token.encode())}
             for token, lp in top.items()
@@ -100,7 +151,6 @@ class FakeServer:
             "finish_reason": "length",
             "logprobs": {"content": [{**first, "top_logprobs": entries}]},
         }
-        body = {"id": "c", "object": "chat.completion", "created": 0, "model": "fake"}
         return httpx.Response(200, json={**body, "choices": [choice]})
 
     def sampler(self) -> OpenAISampler:
@@ -167,11 +217,19 @@ def test_run_demo_evaluates_both_parts_decides_live_and_resumes(
     on_disk = json.loads((out / "stsb.evaluation.json").read_text())
     assert on_disk["decoders"] == json.loads(json.dumps(stsb["decoders"]))
 
-    # The live decisions go through the runtime and see the stored beliefs.
+    # The tool-use part samples N completions with the tools, grounded by the task.
+    tool_use = result.parts[1].evaluation
+    assert tool_use["meta"]["n"] == DEMO_N
+    assert {"mbr_raw", "mbr_raw_any", "mbr_dirichlet"} <= {
+        r["decoder"] for r in tool_use["decoders"]
+    }
+
+    # The live decisions go through the runtime (fresh samples, Decider.decide with the
+    # request's grounding context) and see what the stored samples say.
     task = demo_task()
     data = eval_arrays(task, read_samples(result.parts[1].samples_path))
     live = server.requests[-3:]
-    assert all(r["structured_outputs"] == {"choice": list(DEMO_CHOICES)} for r in live)
+    assert all(r["n"] == DEMO_N and r["tools"] and "structured_outputs" not in r for r in live)
     assert [d.truth for d in result.decisions] == list(task.labels)
     for shown in result.decisions:
         row = data.ids.index(
@@ -186,6 +244,15 @@ def test_run_demo_evaluates_both_parts_decides_live_and_resumes(
         assert not decision.fallback
         assert q.sum() == pytest.approx(1.0)
         assert shown.tools
+    # The fake's signal is plain, so each request gets its right action: the Paris
+    # request's grounded call, a question for the city, a refusal.
+    call, ask, refuse = result.decisions
+    assert [d.decision.action for d in result.decisions] == list(task.labels)
+    assert call.reply == "get_weather(city='Paris', unit='celsius')"
+    assert ask.decision.missing_arguments == ["city"]
+    assert ask.decision.n_ungrounded
+    assert "city" in str(ask.reply)
+    assert refuse.reply in (REFUSAL, task.abstain_text)
     saved = json.loads((out / "demo.json").read_text())
     assert saved["format"] == DEMO_FORMAT
     assert saved["timings_s"] == result.timings
@@ -193,6 +260,7 @@ def test_run_demo_evaluates_both_parts_decides_live_and_resumes(
     assert [d["decision"]["action"] for d in saved["decisions"]] == [
         shown.decision.action for shown in result.decisions
     ]
+    assert [d["reply"] for d in saved["decisions"]] == [s.reply for s in result.decisions]
 
     # A rerun resumes: only the live decisions reach the server.
     before = len(server.requests)
@@ -240,7 +308,17 @@ def fake_cli(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> FakeServer:
 
 def test_cli_demo_with_a_running_server(fake_cli: FakeServer, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    args = ["demo", "--base-url", BASE_URL, "--model", "fake", "--stsb-items", "12"]
+    args = [
+        "demo",
+        "--base-url",
+        BASE_URL,
+        "--model",
+        "fake",
+        "--stsb-items",
+        "12",
+        "--stsb-seed",
+        "1",
+    ]
     result = CliRunner().invoke(app, [*args, "--permutations", "1", "--out-dir", str(out)])
 
     assert result.exit_code == 0, result.output
@@ -255,14 +333,15 @@ def test_cli_demo_with_a_running_server(fake_cli: FakeServer, tmp_path: Path) ->
         assert label in text
     saved = json.loads((out / "demo.json").read_text())
     assert saved["model"] == "fake"
-    task = demo_task()
-    shown = {
-        "tool_call": "next: the agent makes the tool_call with the offered tools",
-        "request_for_info": f"reply: {task.ask_text!r}",
-        "cannot_answer": f"reply: {task.abstain_text!r}",
-    }
+    stsb = read_samples(out / "stsb.fake.samples.jsonl")
+    assert set(stsb.records) == {i.id for i in stsb_items(12, seed=1)}
+    assert set(stsb.records) != {i.id for i in stsb_items(12)}
     for decided in saved["decisions"]:
-        assert shown[decided["decision"]["action"]] in text
+        action = decided["decision"]["action"]
+        prefix = "call sent: " if action == "tool_call" else "reply: "
+        shown = decided["reply"] if action == "tool_call" else repr(decided["reply"])
+        assert prefix + shown in text
+    assert "ungrounded call(s)" in text
     assert "model_preparation" not in saved["timings_s"]
 
 
