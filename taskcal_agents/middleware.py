@@ -701,7 +701,7 @@ class TaskCalibrationMiddleware(
         """The model's own reply on a turn not decided, unless it cannot end the turn.
 
         Under ``decide_on="user_turn"`` the reply right after a tool result is the model's:
-        a repeated call, a call written as text or an empty message
+        a repeated call, a call written as text, an empty or an off-topic message
         (:func:`~taskcal_agents.tool_turns.unusable_reply`) is replaced by a message that
         reports what the tools returned, with the reason in ``response_metadata``.
         """

@@ -16,11 +16,13 @@ these helpers, so the rule lives in one place:
 * :func:`tool_result_reply`: the message that tells the user what the tools returned,
   when no sampled answer exists or a limit stopped the run; never an empty message;
 * :func:`unusable_reply`: why the model's own reply right after a tool result cannot be
-  shown as the answer (a repeated call, a call written as text, an empty message).
+  shown as the answer (a repeated call, a call written as text, an empty or off-topic
+  message).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -166,8 +168,12 @@ def unusable_reply(reply: AIMessage, messages: Sequence[BaseMessage]) -> str | N
     """Why ``reply``, the model's answer right after a tool result, cannot end the turn.
 
     ``"repeats a call already answered"`` (running it again loops), ``"writes a tool
-    call as text"`` (no native call, so the agent would show the JSON to the user) or
-    ``"is empty"``; ``None`` for a reply that answers, asks, or makes a new call.
+    call as text"`` (no native call, so the agent would show the JSON to the user),
+    ``"is empty"``, or ``"uses nothing the tools returned"`` (off topic: a statement that
+    shares no word or number with the results, such as a model describing how it would
+    parse the response); ``None`` for a reply that answers from the results, asks, or
+    makes a new call. The off-topic rule errs toward replacing: the replacement reports
+    what the tools returned, which answers the user too.
 
     Args:
         reply: The model's message.
@@ -179,6 +185,31 @@ def unusable_reply(reply: AIMessage, messages: Sequence[BaseMessage]) -> str | N
         extract_tool_calls(reply) or has_written_call(message_text(reply))
     ):
         return "writes a tool call as text"
-    if not reply.tool_calls and not message_text(reply).strip():
+    text = message_text(reply)
+    if not reply.tool_calls and not text.strip():
         return "is empty"
+    if not reply.tool_calls and "?" not in text:
+        used = _content_words(" ".join(result for _, result in last_tool_results(messages)))
+        if used and not used & _content_words(text):
+            return "uses nothing the tools returned"
     return None
+
+
+_WORDS = re.compile(r"[^\W\d_]{3,}|\d+(?:[.,]\d+)?", re.UNICODE)
+# fmt: off
+_COMMON = frozenset((
+    "the", "and", "for", "are", "was", "were", "has", "have", "had", "not", "but", "with", "from",
+    "this", "that", "these", "those", "you", "your", "our", "its", "his", "her", "their", "there",
+    "here", "what", "which", "who", "when", "where", "why", "how", "all", "any", "can", "could",
+    "would", "should", "will", "may", "might", "must", "been", "being", "into", "onto", "than",
+    "then", "them", "they", "also", "only", "just", "very", "more", "most", "some", "such",
+    "each", "other", "about", "over", "under", "result", "results", "returned", "tool", "tools",
+    "none", "null", "true", "false", "error",
+))
+# fmt: on
+"""Words too common to show that a reply reports a tool's result."""
+
+
+def _content_words(text: str) -> frozenset[str]:
+    """The words (three letters or more, not :data:`_COMMON`) and numbers of *text*."""
+    return frozenset(w for w in _WORDS.findall(text.lower()) if w not in _COMMON)

@@ -28,6 +28,10 @@ def get_weather(city: str) -> str:
 
 
 PARIS = {"name": "get_weather", "args": {"city": "Paris"}, "id": "call_paris"}
+OFF_TOPIC = (
+    "Parse the response to extract the weather description and temperature. Let's compare the "
+    "provided response to the format of the expected JSON response structure"
+)
 TURN: list[BaseMessage] = [
     HumanMessage("What's the weather in Paris?"),
     AIMessage(content="", tool_calls=[PARIS]),
@@ -44,6 +48,11 @@ def test_unusable_replies() -> None:
     prose = AIMessage(content=f"{written.content}\n<|endoftext|>Can you help me with that?")
     assert unusable_reply(prose, TURN) == "writes a tool call as text"
     assert unusable_reply(AIMessage(content="  "), TURN) == "is empty"
+    assert unusable_reply(AIMessage(content=OFF_TOPIC), TURN) == "uses nothing the tools returned"
+    # A reply that uses a word or number of the result, or asks, is the model's to give.
+    assert unusable_reply(AIMessage(content="Sunny skies over Paris today."), TURN) is None
+    assert unusable_reply(AIMessage(content="It is 21 degrees."), TURN) is None
+    assert unusable_reply(AIMessage(content="Do you want the forecast too?"), TURN) is None
     assert unusable_reply(AIMessage(content="It is sunny, 21 °C in Paris."), TURN) is None
     rome = {"name": "get_weather", "args": {"city": "Rome"}, "id": "call_rome"}
     assert unusable_reply(AIMessage(content="", tool_calls=[rome]), TURN) is None
@@ -65,6 +74,8 @@ class Scripted(BaseChatModel):
             )
         if self.after == "empty":
             return AIMessage(content="")
+        if self.after == "off_topic":  # Qwen2.5-Coder-1.5B's reply to "sunny, 21 °C"
+            return AIMessage(content=OFF_TOPIC)
         if self.after == "parallel":  # the answered call again, and a new one
             rome = {"name": "get_weather", "args": {"city": "Rome"}, "id": "call_rome"}
             return AIMessage(content="", tool_calls=[{**PARIS, "id": "call_again"}, rome])
@@ -84,7 +95,7 @@ class Scripted(BaseChatModel):
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-@pytest.mark.parametrize("after", ["repeat", "text", "empty"])
+@pytest.mark.parametrize("after", ["repeat", "text", "empty", "off_topic"])
 def test_the_run_ends_with_the_tool_result_not_the_unusable_reply(mode: str, after: str) -> None:
     mw = TaskCalibrationMiddleware(task=tool_decision(), n_samples=2)
     agent = create_agent(Scripted(after=after), tools=[get_weather], middleware=[mw])
