@@ -793,7 +793,7 @@ class Decider:
             texts = [normalize_text(message_text(m)) for m in questions]
             best = Counter(texts).most_common(1)[0][0]
             return AIMessage(content=message_text(questions[texts.index(best)])), needed
-        text = question_for(needed, None if call is None else call.description)
+        text = None if call is None else question_for(needed, call.description, call.numeric)
         return AIMessage(content=text or self.task.ask_text), needed if text else ()
 
     def choose_actions(self, Q: NDArray[np.float64], executable: NDArray[np.bool_]) -> ActionChoice:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -172,6 +172,8 @@ class CallGrounding:
         arguments: The check of each given argument.
         description: The offered tool's description (for a question that asks for what the
             call lacks, :func:`question_for`).
+        numeric: The offered tool's parameters of type ``number`` or ``integer`` (asked for
+            with "how many" or "what", not "which").
     """
 
     name: str
@@ -180,6 +182,7 @@ class CallGrounding:
     missing: tuple[str, ...]
     arguments: tuple[ArgumentCheck, ...]
     description: str | None = None
+    numeric: tuple[str, ...] = ()
 
     @property
     def unsupported(self) -> tuple[str, ...]:
@@ -342,16 +345,20 @@ def _purpose(description: str | None) -> str | None:
     return " ".join([verb, *words[1:]])
 
 
-def question_for(arguments: Sequence[str], description: str | None = None) -> str | None:
+def question_for(
+    arguments: Sequence[str], description: str | None = None, numeric: Collection[str] = ()
+) -> str | None:
     """A question that asks the user for exactly ``arguments``.
 
     Built from the tool's schema, with no model call: its description gives the purpose,
     the parameter names the words ("To get the current weather for a city, I need the
-    city. Which city should I use?").
+    city. Which city should I use?"); a number is asked for with "how many" when its name
+    is plural ("How many minutes?"), else with "what".
 
     Args:
         arguments: The arguments to ask for (:func:`missing_arguments`).
         description: The tool's description (:attr:`CallGrounding.description`).
+        numeric: The tool's numeric parameters (:attr:`CallGrounding.numeric`).
 
     Returns:
         The question, or ``None`` without arguments.
@@ -362,9 +369,13 @@ def question_for(arguments: Sequence[str], description: str | None = None) -> st
     listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
     purpose = _purpose(description)
     lead = f"To {purpose}, I need the {listed}." if purpose else f"I need the {listed}."
-    if len(names) == 1:
-        return f"{lead} Which {names[0]} should I use?"
-    return f"{lead} Could you tell me the {listed}?"
+    if len(names) > 1:
+        return f"{lead} Could you tell me the {listed}?"
+    if arguments[0] in numeric:
+        plural = names[0].endswith("s") and not names[0].endswith("ss")
+        ask = f"How many {names[0]}?" if plural else f"What {names[0]} should I use?"
+        return f"{lead} {ask}"
+    return f"{lead} Which {names[0]} should I use?"
 
 
 def mentions(text: str, argument: str) -> bool:
@@ -560,6 +571,11 @@ class GroundingContext:
             missing=tuple(missing),
             arguments=tuple(checks),
             description=(schema or {}).get("x-tool-description"),
+            numeric=tuple(
+                a
+                for a, p in props.items()
+                if isinstance(p, Mapping) and p.get("type") in ("number", "integer")
+            ),
         )
 
     # ------------------------------------------------------------------------ values

@@ -324,6 +324,17 @@ def test_questions_built_from_the_schema() -> None:
     assert question_for(["city"], "Get the weather for a city, e.g. Paris. Returns JSON.") == (
         "To get the weather for a city, I need the city. Which city should I use?"
     )
+    # Numbers are asked for by how many or what, with the numeric parameters of the schema.
+    g = _ctx("Convert some money to yen.").ground_call(
+        call("convert_currency", amount=12, from_currency="USD", to_currency="JPY")
+    )
+    assert "amount" in g.numeric
+    assert question_for(["minutes"], "Set a timer.", ["minutes"]) == (
+        "To set a timer, I need the minutes. How many minutes?"
+    )
+    assert question_for(["amount"], None, g.numeric) == (
+        "I need the amount. What amount should I use?"
+    )
     assert question_for([], "x") is None
     assert mentions("Which dates work for you?", "visit_date")
     assert not mentions("Which city?", "visit_date")
