@@ -90,7 +90,8 @@ fi
 # T = 0.7, max_tokens 128, the system prompt above, items in a seeded label-interleaved order (so
 # that a partial run is balanced). Each model has its own server. Then `taskcal evaluate` under
 # four tasks: no grounding; the execution rule only (belief: off); relabel (the default); and
-# grounded features. About 1.5 h (0.5B) and 1.2 h (1.5B) of sampling on 2 cores. Run with W2C=1.
+# grounded features; then the grounding report and adaptive N replayed on the samples. About
+# 1.5 h (0.5B) and 1.2 h (1.5B) of sampling on 2 cores. Run with W2C=1.
 if [ -n "${W2C:-}" ]; then
   [ -n "${SERVER_PID:-}" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
   $T data convert when2call --out runs/when2call.jsonl --task-out runs/w2c.relabel.task.yaml
@@ -131,6 +132,10 @@ PY
     done
     PYTHONPATH=. .venv/bin/python benchmarks/when2call_grounding.py --samples runs/$QT.w2c.n8.samples.jsonl \
       --task runs/w2c.relabel.task.yaml --data runs/when2call.jsonl
+    for CAL in dirichlet raw; do  # adaptive N replayed on the recorded samples (rounds 4, 8)
+      PYTHONPATH=. .venv/bin/python benchmarks/bench_adaptive_n.py runs/$QT.w2c.n8.samples.jsonl --n 8 \
+        --first 4 --calibrator $CAL --task runs/w2c.relabel.task.yaml --data runs/when2call.jsonl
+    done
   done
 fi
 
