@@ -86,9 +86,9 @@ if [ -n "${QWEN:-}" ]; then
 fi
 
 # Grounded tool decisions on When2Call (README "Grounded tool calls" and the When2Call tables):
-# Qwen2.5-Coder-0.5B on all 300 items and Qwen2.5-Coder-1.5B on 150 balanced items, N = 8,
-# T = 0.7, max_tokens 128, the system prompt above, items in a seeded label-interleaved order (so
-# that a partial run is balanced). Each model has its own server. Then `taskcal evaluate` under
+# Qwen2.5-Coder-0.5B on all 300 items and Qwen2.5-Coder-1.5B on 150 balanced items (151 drawn),
+# N = 8, T = 0.7, max_tokens 128, the system prompt above, items in a seeded label-interleaved
+# order (so that a partial run is balanced). Each model has its own server. Then `taskcal evaluate` under
 # four tasks: no grounding; the execution rule only (belief: off); relabel (the default); and
 # grounded features; then the grounding report and adaptive N replayed on the samples. About
 # 1.5 h (0.5B) and 1.2 h (1.5B) of sampling on 2 cores. Run with W2C=1.
@@ -112,10 +112,10 @@ for group in by.values():
 mixed = [by[label][i] for i in range(100) for label in ("tool_call", "request_for_info", "cannot_answer")]
 with open("runs/when2call.mixed.jsonl", "w") as f:
     f.writelines(json.dumps(i) + "\n" for i in mixed)
-with open("runs/when2call.mixed150.jsonl", "w") as f:
-    f.writelines(json.dumps(i) + "\n" for i in mixed[:150])
+with open("runs/when2call.mixed151.jsonl", "w") as f:  # one prompt is too long for the context
+    f.writelines(json.dumps(i) + "\n" for i in mixed[:151])
 PY
-  for Q in qwen2.5-coder-0.5b-instruct:mixed:q05 qwen2.5-coder-1.5b-instruct:mixed150:q15; do
+  for Q in qwen2.5-coder-0.5b-instruct:mixed:q05 qwen2.5-coder-1.5b-instruct:mixed151:q15; do
     IFS=: read -r QM QD QT <<< "$Q"
     $T model prepare "$QM"
     rm -f runs/${QT}_w2c_url
