@@ -629,10 +629,8 @@ class GroundingContext:
     def _token_ok(self, token: str) -> bool:
         if token in self._tokens or _stem(token) in self._stems:
             return True
-        if len(token) >= 3 and any(
-            t.startswith(token) and 2 * len(token) >= len(t) for t in self._tokens if len(t) > 3
-        ):
-            return True  # "eur" of "euros"; not "new" of "newsletter" (too short a head)
+        if len(token) >= 3 and any(t.startswith(token) for t in self._tokens if len(t) > 3):
+            return True  # "eur" of "euros", "cal" of "california"
         if token in _ALIASES:
             return any(self._phrase(p) for p in _ALIASES[token])
         return False

@@ -121,15 +121,6 @@ def test_numbers_and_currencies_by_value() -> None:
     assert _status(g)["to_currency"] == ("stated", "alias")
 
 
-def test_a_prefix_states_a_word_only_when_it_is_half_of_it() -> None:
-    g = _ctx("What's the weather in Amsterdam?").ground_call(call("get_weather", city="Amster"))
-    assert _status(g)["city"][0] == "stated"
-    g = _ctx("Subscribe me to the newsletter about weather.").ground_call(
-        call("get_weather", city="new")
-    )
-    assert _status(g)["city"][0] == "unsupported"
-
-
 def test_language_codes_are_stated_by_the_language_name_only() -> None:
     translate = {
         "type": "function",
