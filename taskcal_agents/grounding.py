@@ -324,8 +324,13 @@ def _phrase_of(name: str) -> str:
 _VERB_ENDINGS = (("ies", "y"), ("ches", "ch"), ("shes", "sh"), ("sses", "ss"), ("s", ""))
 
 
-_ASIDE = re.compile(r"\s*\([^)]*\)|,?\s+(?:e\.g|i\.e)\.?,?\s[^.]*", re.IGNORECASE)
-"""A parenthesis or an example ("e.g. Paris") in a tool's description."""
+_ASIDE = re.compile(
+    r"\s*\((?:[^()]|\([^()]*\))*\)"  # a parenthesis, one level nested
+    r"|,?\s+(?:e\.g|i\.e)\.?,?\s(?:(?!\.(?:\s|$))[^,;])*",  # ", e.g. 1.5 for EUR", up to , ; or .
+    re.IGNORECASE,
+)
+"""A parenthesis or an aside ("e.g. Paris", "i.e. the expected weather") in a tool's
+description, which the built question leaves out."""
 
 
 def _purpose(description: str | None) -> str | None:
@@ -372,8 +377,10 @@ def question_for(
     if len(names) > 1:
         return f"{lead} Could you tell me the {listed}?"
     if arguments[0] in numeric:
-        plural = names[0].endswith("s") and not names[0].endswith("ss")
-        ask = f"How many {names[0]}?" if plural else f"What {names[0]} should I use?"
+        name = names[0]
+        counted = name.split()[0] in ("number", "num", "count", "amount")
+        plural = name.endswith("s") and not name.endswith(("ss", "us", "is")) and not counted
+        ask = f"How many {name}?" if plural else f"What {name} should I use?"
         return f"{lead} {ask}"
     return f"{lead} Which {names[0]} should I use?"
 

@@ -147,11 +147,15 @@ _BEFORE_CALL = re.compile(r"(?:<tools>\s*)?(?:```[A-Za-z_]*\s*)?\[?\s*$")
 def has_written_call(text: str) -> bool:
     """Whether *text* writes a tool call out, whole or cut off, amid other text.
 
-    A JSON object opening with ``"name"`` or ``"function"``, or a ``<tool_call>`` tag:
-    text that is no message for a user even where :func:`parse_tool_calls` finds no call
-    in it (a call followed by prose, a special token written as text).
+    A call object (``{"name": "x", "arguments": …``, or inside ``{"function": …}``) or a
+    ``<tool_call>`` tag: text that is no message for a user even where
+    :func:`parse_tool_calls` finds no call in it (a call followed by prose, a special
+    token written as text). JSON data that only has a ``"name"`` key (``{"name":
+    "Alice", "email": …}``) is no call.
     """
-    return bool(_BROKEN_CALL.search(text)) or "<tool_call>" in text.lower()
+    if "<tool_call>" in text.lower():
+        return True
+    return any(m.group(2) and m.group(2).strip(' ,"') for m in _CALL_HEAD.finditer(text))
 
 
 class ContentToolCalls(NamedTuple):

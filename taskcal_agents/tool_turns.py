@@ -22,8 +22,10 @@ these helpers, so the rule lives in one place:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Collection, Sequence
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -110,18 +112,12 @@ def last_tool_results(messages: Sequence[BaseMessage]) -> list[tuple[str, str]]:
     ``call`` is written ``name(arg=value, …)`` when the call that asked for the result
     is in the conversation, else the tool message's ``name`` (or ``"tool"``).
     """
-    tail: list[ToolMessage] = []
-    for message in reversed(messages):
-        if not isinstance(message, ToolMessage):
-            break
-        tail.append(message)
+    tail = _tail_results(messages)
     if not tail:
         return []
-    calls = {
-        call.get("id"): call for m in messages if isinstance(m, AIMessage) for call in m.tool_calls
-    }
+    calls = _calls_by_id(messages)
     out = []
-    for result in reversed(tail):
+    for result in tail:
         call = calls.get(result.tool_call_id)
         if call is not None:
             args = ", ".join(f"{k}={v!r}" for k, v in (call.get("args") or {}).items())
@@ -133,6 +129,23 @@ def last_tool_results(messages: Sequence[BaseMessage]) -> list[tuple[str, str]]:
             text = text[:_MAX_RESULT_CHARS] + "…"
         out.append((described, text or "(empty result)"))
     return out
+
+
+def _tail_results(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
+    """The tool messages at the end of ``messages``, in order."""
+    tail: list[ToolMessage] = []
+    for message in reversed(messages):
+        if not isinstance(message, ToolMessage):
+            break
+        tail.append(message)
+    return tail[::-1]
+
+
+def _calls_by_id(messages: Sequence[BaseMessage]) -> dict[Any, Any]:
+    """The tool calls the AI messages of ``messages`` made, by call id."""
+    return {
+        call.get("id"): call for m in messages if isinstance(m, AIMessage) for call in m.tool_calls
+    }
 
 
 def tool_result_reply(messages: Sequence[BaseMessage], *, stopped: str | None = None) -> AIMessage:
@@ -170,10 +183,12 @@ def unusable_reply(reply: AIMessage, messages: Sequence[BaseMessage]) -> str | N
     ``"repeats a call already answered"`` (running it again loops), ``"writes a tool
     call as text"`` (no native call, so the agent would show the JSON to the user),
     ``"is empty"``, or ``"uses nothing the tools returned"`` (off topic: a statement that
-    shares no word or number with the results, such as a model describing how it would
-    parse the response); ``None`` for a reply that answers from the results, asks, or
-    makes a new call. The off-topic rule errs toward replacing: the replacement reports
-    what the tools returned, which answers the user too.
+    shares no word stem or number with the results and the calls that asked for them,
+    such as a model describing how it would parse the response); ``None`` for a reply
+    that answers from the results, asks, or makes a new call. The off-topic rule errs
+    toward replacing (a reply that paraphrases a result in other words, or translates it,
+    is replaced too): the replacement reports what the tools returned, which answers the
+    user as well. Empty results and results in a script without spaces are never judged.
 
     Args:
         reply: The model's message.
@@ -188,11 +203,28 @@ def unusable_reply(reply: AIMessage, messages: Sequence[BaseMessage]) -> str | N
     text = message_text(reply)
     if not reply.tool_calls and not text.strip():
         return "is empty"
-    if not reply.tool_calls and "?" not in text:
-        used = _content_words(" ".join(result for _, result in last_tool_results(messages)))
-        if used and not used & _content_words(text):
-            return "uses nothing the tools returned"
+    if not reply.tool_calls and "?" not in text and _off_topic(text, messages):
+        return "uses nothing the tools returned"
     return None
+
+
+def _off_topic(text: str, messages: Sequence[BaseMessage]) -> bool:
+    """Whether *text* shares no word or number with the last tool results and their calls.
+
+    The results are read whole (not cut as in :func:`tool_result_reply`); an empty result,
+    and a result in a script written without spaces (Chinese, Japanese, Korean), say too
+    little to judge, so such a turn is never off topic.
+    """
+    tail = _tail_results(messages)
+    results = [message_text(m).strip() for m in tail]  # type: ignore[arg-type]
+    if not any(results) or any(_UNSPACED.search(r) for r in results):
+        return False
+    calls = _calls_by_id(messages)
+    args = [
+        json.dumps((calls.get(m.tool_call_id) or {}).get("args") or {}, default=str) for m in tail
+    ]
+    used = _content_words(" ".join(results + args))
+    return bool(used) and not used & _content_words(text)
 
 
 _WORDS = re.compile(r"[^\W\d_]{3,}|\d+(?:[.,]\d+)?", re.UNICODE)
@@ -210,6 +242,29 @@ _COMMON = frozenset((
 """Words too common to show that a reply reports a tool's result."""
 
 
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+"""Kana, CJK ideographs and Hangul: scripts whose words are not split by spaces."""
+
+
 def _content_words(text: str) -> frozenset[str]:
-    """The words (three letters or more, not :data:`_COMMON`) and numbers of *text*."""
-    return frozenset(w for w in _WORDS.findall(text.lower()) if w not in _COMMON)
+    """The word stems (three letters or more, not :data:`_COMMON`) and numbers of *text*.
+
+    A number also gives its whole part ("22.46" is used by "about 22 degrees").
+    """
+    out: set[str] = set()
+    for word in _WORDS.findall(text.lower()):
+        if word in _COMMON:
+            continue
+        if word[0].isdigit():
+            out.update({word, re.split(r"[.,]", word)[0]})
+        else:
+            out.add(_stem(word))
+    return frozenset(out)
+
+
+def _stem(word: str) -> str:
+    """A crude stem: "raining", "rained", "rains" → "rain"; "lightly" → "light"."""
+    for ending in ("ing", "ly", "ed", "es", "s"):
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[: -len(ending)]
+    return word

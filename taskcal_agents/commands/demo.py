@@ -117,7 +117,7 @@ def _print_decisions(result: DemoResult, console: Console) -> None:
 
 
 def _sample_summary(decision: Decision) -> str:
-    """``8 → tool_call 2, request_for_info 6; 5 ungrounded calls (lacking city); 0 unparsed``."""
+    """``8 → tool_call 2, request_for_info 6; 5 ungrounded call(s) (lacking city); 0 unparsed``."""
     counts = ", ".join(f"{label} {count:g}" for label, count in decision.counts.items())
     out = f"{decision.n_samples} → {counts}"
     if decision.n_ungrounded:

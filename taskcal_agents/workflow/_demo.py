@@ -392,7 +392,8 @@ def _evaluate_part(
 ) -> tuple[dict[str, Any], Path]:
     """Evaluate the part's items as ``taskcal evaluate`` does; write its evaluation file.
 
-    The one-pass belief draws no greedy completion, so the evaluation has no ``greedy`` row.
+    Neither part draws a greedy completion (STS-B reads a one-pass belief, the tool-use
+    part samples with ``greedy=False``), so the evaluation has no ``greedy`` row.
     """
     from taskcal_agents._jsonfile import write_json
     from taskcal_agents.belief import DEFAULT_ALPHA
@@ -576,7 +577,10 @@ def run_demo(
             "builtin:demo",
         )
     )
-    paths = {key: out_dir / f"{key}.{slug}.samples.jsonl" for key, *_ in plan}
+    # The tool-use file names its sampling (N completions; demo format 1 read one pass there),
+    # so an out-dir of an older demo resumes nothing it cannot.
+    stems = {"stsb": "stsb", "tool_use": f"tool_use.n{DEMO_N}"}
+    paths = {key: out_dir / f"{stems[key]}.{slug}.samples.jsonl" for key, *_ in plan}
     sampled: dict[str, int] = {}
     for key, _, task, items, settings, dataset in plan:
         with timer.step(f"{key}_sampling"):

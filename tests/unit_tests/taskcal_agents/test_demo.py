@@ -188,6 +188,7 @@ def test_run_demo_evaluates_both_parts_decides_live_and_resumes(
     assert [part.key for part in result.parts] == ["stsb", "tool_use"]
     assert [p.n_sampled_now for p in result.parts] == [N_STSB, 36]
     assert result.parts[0].samples_path == out / "stsb.fake_model.samples.jsonl"
+    assert result.parts[1].samples_path == out / f"tool_use.n{DEMO_N}.fake_model.samples.jsonl"
     assert list(result.timings) == [
         "stsb_sampling",
         "tool_use_sampling",

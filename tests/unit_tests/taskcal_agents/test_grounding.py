@@ -326,6 +326,18 @@ def test_questions_built_from_the_schema() -> None:
     assert question_for(["amount"], None, g.numeric) == (
         "I need the amount. What amount should I use?"
     )
+    assert question_for(["rate"], "Returns the exchange rate, e.g. 1.5 for EUR to USD.") == (
+        "To return the exchange rate, I need the rate. Which rate should I use?"
+    )
+    assert question_for(["city"], "Gets the forecast, i.e. the expected weather, for a city.") == (
+        "To get the forecast, for a city, I need the city. Which city should I use?"
+    )
+    assert (
+        question_for(["status"], None, ["status"]) == "I need the status. What status should I use?"
+    )
+    assert question_for(["number_of_items"], None, ["number_of_items"]) == (
+        "I need the number of items. What number of items should I use?"
+    )
     assert question_for([], "x") is None
     assert mentions("Which dates work for you?", "visit_date")
     assert not mentions("Which city?", "visit_date")

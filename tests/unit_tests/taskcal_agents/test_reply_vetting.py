@@ -53,6 +53,37 @@ def test_unusable_replies() -> None:
     assert unusable_reply(AIMessage(content="Sunny skies over Paris today."), TURN) is None
     assert unusable_reply(AIMessage(content="It is 21 degrees."), TURN) is None
     assert unusable_reply(AIMessage(content="Do you want the forecast too?"), TURN) is None
+
+
+def _turn(result: str, **args: Any) -> list[BaseMessage]:
+    call = {"name": "act", "args": args, "id": "call_1"}
+    return [
+        HumanMessage("Do it."),
+        AIMessage(content="", tool_calls=[call]),
+        ToolMessage(result, tool_call_id="call_1"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("result", "args", "reply"),
+    [
+        ("", {"to": "bob@x.org"}, "Done, I sent the email."),  # an empty result says nothing
+        ("x " * 300 + "Zanzibar", {}, "The answer is Zanzibar."),  # read whole, not cut
+        ("Light rain", {"city": "Paris"}, "It's raining lightly."),  # stems
+        ("22.46", {}, "About 22 degrees."),  # a number's whole part
+        ("Success", {"to": "bob@x.org"}, "Your email to Bob has been sent."),  # the call's args
+        ("東京は晴れです", {}, "東京は晴れでしょう。"),  # no spaces: not judged
+    ],
+)
+def test_replies_that_use_the_result_or_the_call_are_kept(
+    result: str, args: dict[str, Any], reply: str
+) -> None:
+    assert unusable_reply(AIMessage(content=reply), _turn(result, **args)) is None
+
+
+def test_json_data_in_a_reply_is_no_written_call() -> None:
+    data = AIMessage(content='The user is {"name": "Alice", "email": "a@x.org"}.')
+    assert unusable_reply(data, _turn('{"name": "Alice", "email": "a@x.org"}')) is None
     assert unusable_reply(AIMessage(content="It is sunny, 21 °C in Paris."), TURN) is None
     rome = {"name": "get_weather", "args": {"city": "Rome"}, "id": "call_rome"}
     assert unusable_reply(AIMessage(content="", tool_calls=[rome]), TURN) is None
