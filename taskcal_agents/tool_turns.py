@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -38,6 +38,7 @@ from taskcal_agents.parsers import (
 
 __all__ = [
     "answered_tool_calls",
+    "call_text",
     "is_repeat_call",
     "is_tool_result_turn",
     "last_tool_results",
@@ -106,6 +107,12 @@ def is_repeat_call(message: AIMessage, answered: Collection[str]) -> bool:
     return any(canonical_tool_calls([call]) in answered for call in extract_tool_calls(message))
 
 
+def call_text(call: Mapping[str, Any]) -> str:
+    """A tool call as the user reads it: ``get_weather(city='Paris')``."""
+    args = ", ".join(f"{k}={v!r}" for k, v in (call.get("args") or {}).items())
+    return f"{call['name']}({args})"
+
+
 def last_tool_results(messages: Sequence[BaseMessage]) -> list[tuple[str, str]]:
     """The tool results at the end of ``messages``, as ``(call, result text)`` pairs.
 
@@ -119,11 +126,7 @@ def last_tool_results(messages: Sequence[BaseMessage]) -> list[tuple[str, str]]:
     out = []
     for result in tail:
         call = calls.get(result.tool_call_id)
-        if call is not None:
-            args = ", ".join(f"{k}={v!r}" for k, v in (call.get("args") or {}).items())
-            described = f"{call['name']}({args})"
-        else:
-            described = result.name or "tool"
+        described = call_text(call) if call is not None else result.name or "tool"
         text = message_text(result).strip()  # type: ignore[arg-type]  # same content shape
         if len(text) > _MAX_RESULT_CHARS:
             text = text[:_MAX_RESULT_CHARS] + "…"
@@ -196,14 +199,14 @@ def unusable_reply(reply: AIMessage, messages: Sequence[BaseMessage]) -> str | N
     """
     if is_repeat_call(reply, answered_tool_calls(messages)):
         return "repeats a call already answered"
-    if not reply.tool_calls and (
-        extract_tool_calls(reply) or has_written_call(message_text(reply))
-    ):
-        return "writes a tool call as text"
+    if reply.tool_calls:
+        return None  # a new call
     text = message_text(reply)
-    if not reply.tool_calls and not text.strip():
+    if extract_tool_calls(reply) or has_written_call(text):
+        return "writes a tool call as text"
+    if not text.strip():
         return "is empty"
-    if not reply.tool_calls and "?" not in text and _off_topic(text, messages):
+    if "?" not in text and _off_topic(text, messages):
         return "uses nothing the tools returned"
     return None
 

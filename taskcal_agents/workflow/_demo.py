@@ -243,14 +243,13 @@ class ShownDecision:
         A call reads as ``get_weather(city='Paris')``; ``None`` when the decision carries
         no message.
         """
+        from taskcal_agents.tool_turns import call_text
+
         message = self.decision.message
         if message is None:
             return None
         if message.tool_calls:
-            return "; ".join(
-                f"{call['name']}({', '.join(f'{k}={v!r}' for k, v in call['args'].items())})"
-                for call in message.tool_calls
-            )
+            return "; ".join(call_text(call) for call in message.tool_calls)
         return str(message.content)
 
 
