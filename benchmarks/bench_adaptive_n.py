@@ -2,7 +2,7 @@
 
 For each item of a samples file (``taskcal sample --n 16``), the recorded samples are
 taken in their stored order as if drawn in rounds (4, 8, 16), the stopping rule of
-:mod:`taskcal_agents.adaptive` decides after each round whether to stop, and the decision
+:mod:`taskcal_agents.decision.adaptive` decides after each round whether to stop, and the decision
 at the stop is compared with the decision on all 16 samples. Both decisions are the
 runtime's (:meth:`Decider.decide` on the messages) with an honest calibrator: Dirichlet
 calibration (the workflow's default, ODIR with inner CV) cross-fitted on 5 stratified
@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from taskcal_agents.adaptive import AdaptiveSampling, stop_check_messages
-from taskcal_agents.decision import Decider
+from taskcal_agents.decision.adaptive import AdaptiveSampling, stop_check_messages
+from taskcal_agents.decision.decider import Decider
 from taskcal_agents.workflow import load_eval_arrays
 from taskcal_agents.workflow._data import dataset_items, record_context
 from taskcal_agents.workflow._evaluate import (

@@ -34,10 +34,10 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
 from taskcal_agents import TaskCalibratedRunnable, tasks
-from taskcal_agents.belief import DEFAULT_ALPHA
-from taskcal_agents.decision import Decider, mbr_action
+from taskcal_agents.decision.belief import DEFAULT_ALPHA
+from taskcal_agents.decision.decider import Decider, mbr_action
 from taskcal_agents.endpoint import server_from_env
-from taskcal_agents.grounding import GroundingContext
+from taskcal_agents.parsing.grounding import GroundingContext
 from taskcal_agents.sampling import sample_messages
 
 PROMPTS = [

@@ -3,7 +3,7 @@
 ``TaskCalibrationMiddleware`` samples N completions on every user turn, maps each to
 ``tool_call`` / ``request_for_info`` / ``cannot_answer``, and takes the action with the
 smallest expected cost. With ``--decide-on every_call`` it also decides after each tool
-result, by :func:`~taskcal_agents.tasks.after_tool_result` (answer from the result, call
+result, by :func:`~taskcal_agents.decision.presets.after_tool_result` (answer from the result, call
 another tool, ask, abstain); a repeated call is never run again. The decision is in the
 agent state (``taskcal_decisions``) and in the returned message's
 ``response_metadata["taskcal_decision"]``.
@@ -24,10 +24,10 @@ from langchain.agents import create_agent
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
+from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
-from taskcal_agents.middleware import TaskCalibrationMiddleware
+from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
 from taskcal_agents.serving import connect
-from taskcal_agents.tasks import tool_decision
 
 WEATHER = {"paris": "sunny, 21 °C", "london": "light rain, 14 °C", "tokyo": "cloudy, 18 °C"}
 

@@ -17,9 +17,9 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import ModelChoice, ModelRouterMiddleware
 from langchain_openai import ChatOpenAI
 
-from taskcal_agents.decision_model import TaskCalibratedDecisionModel
 from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
-from taskcal_agents.interop import MODEL_ROUTER_QUESTION_ID
+from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
+from taskcal_agents.langchain.interop import MODEL_ROUTER_QUESTION_ID
 from taskcal_agents.serving import connect
 
 REQUESTS = (

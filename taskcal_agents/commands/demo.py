@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from taskcal_agents.datasets import DatasetItem
-    from taskcal_agents.decision import Decision
+    from taskcal_agents.decision.decider import Decision
     from taskcal_agents.workflow._demo import DemoPart, DemoResult, StepTimer
 
 STEP_LABELS = {

@@ -1,4 +1,4 @@
-"""``taskcal monitor``: drift alarm on a decision log (see :mod:`taskcal_agents.monitor`).
+"""``taskcal monitor``: drift alarm on a decision log (:mod:`taskcal_agents.production.monitor`).
 
 ::
 
@@ -84,7 +84,7 @@ def monitor_command(
     ] = None,
 ) -> None:
     """Drift alarm on a decision log (the full help is :data:`HELP`)."""
-    from taskcal_agents.monitor import monitor_log
+    from taskcal_agents.production.monitor import monitor_log
 
     console, err = _consoles()
     if not log.exists():

@@ -62,7 +62,7 @@ def outcomes_import(
     log: Annotated[Path, typer.Option(help="The decision log (.jsonl, .sqlite or .db).")],
 ) -> None:
     """Record the true labels of logged decisions; report unknown ids and bad labels."""
-    from taskcal_agents.decision_log import import_outcomes
+    from taskcal_agents.production.decision_log import import_outcomes
 
     console, err = _consoles()
     try:

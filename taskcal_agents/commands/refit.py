@@ -11,7 +11,7 @@ parameters, or ``--calibrator``), the rest trains it (recency weights with
 ``--half-life``). Both maps decide the holdout through the runtime's path and the new
 one is promoted iff its NLL is lower (``mean(new − old NLL) + z · paired SE < 0``) and
 its cost is not shown higher (``mean(new − old cost) − z · paired SE <= margin``; see
-:mod:`taskcal_agents.workflow._refit`). Only a promoted artefact is written, atomically
+:mod:`taskcal_agents.production.refit`). Only a promoted artefact is written, atomically
 (``-o`` may be the old artefact's path: front doors with ``reload_artefact=True`` pick
 the replacement up at their next decision).
 
@@ -81,9 +81,9 @@ def refit(
     """
     from rich.table import Table
 
-    from taskcal_agents.artefact import CalibratorArtefact
-    from taskcal_agents.decision_log import open_decision_log
-    from taskcal_agents.workflow._refit import refit_from_records
+    from taskcal_agents.decision.artefact import CalibratorArtefact
+    from taskcal_agents.production.decision_log import open_decision_log
+    from taskcal_agents.production.refit import refit_from_records
 
     console, err = _consoles()
     try:

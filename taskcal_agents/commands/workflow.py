@@ -34,8 +34,8 @@ __all__ = ["data_check", "data_convert", "evaluate", "fit", "register", "report"
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from taskcal_agents.decision.task import Task
     from taskcal_agents.sampling import Sampler
-    from taskcal_agents.task import Task
 
 
 def _consoles() -> tuple[Console, Console]:
@@ -56,7 +56,7 @@ def _fail(err: Console, exc: BaseException, code: int = 2) -> typer.Exit:
 def _load_task(path: Path) -> Task:
     from pydantic import ValidationError
 
-    from taskcal_agents.task import Task
+    from taskcal_agents.decision.task import Task
 
     try:
         return Task.from_file(path)
@@ -479,8 +479,8 @@ def _adaptive_decider(task: Task, adaptive: float | None, artefact: Path | None)
             "calibrated MBR action, so fit a calibrator first (`taskcal fit`)."
         )
         raise ConfigurationError(msg)
-    from taskcal_agents.artefact import resolve_calibrator
-    from taskcal_agents.decision import Decider
+    from taskcal_agents.decision.artefact import resolve_calibrator
+    from taskcal_agents.decision.decider import Decider
 
     resolved = resolve_calibrator(artefact, task, owner="taskcal sample")
     return Decider(task, resolved.calibrator, alpha=resolved.alpha)
@@ -552,8 +552,8 @@ def fit(
 
     from rich.table import Table
 
-    from taskcal_agents._jsonfile import write_json
-    from taskcal_agents.risk_control import RiskGuard, RiskNotCertifiedWarning
+    from taskcal_agents._files import write_json
+    from taskcal_agents.decision.risk_control import RiskGuard, RiskNotCertifiedWarning
     from taskcal_agents.workflow._data import load_eval_arrays
     from taskcal_agents.workflow._fit import (
         fit_calibrator,
@@ -703,7 +703,7 @@ def evaluate(
     """Compare decoders (constant, greedy, majority, MBR raw/calibrated) with cross-fitting."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from taskcal_agents._jsonfile import write_json
+    from taskcal_agents._files import write_json
     from taskcal_agents.workflow._data import load_eval_arrays, task_summary
     from taskcal_agents.workflow._evaluate import evaluate_arrays, evaluation_to_dict
     from taskcal_agents.workflow._report import rich_table, tool_rich_table, verdict

@@ -5,7 +5,7 @@ Format (one JSON object per line)::
     {"id": str, "messages": [...], "tools": [...optional...], "label": str, "meta": {...}}
 
 See :mod:`taskcal_agents.datasets._format` for the rules and
-:mod:`taskcal_agents.datasets.grading` for how answer-or-abstain items get their label.
+:mod:`taskcal_agents.parsing.grading` for how answer-or-abstain items get their label.
 """
 
 from __future__ import annotations

@@ -177,7 +177,7 @@ def convert_simpleqa(source: Path) -> list[DatasetItem]:
     """Convert SimpleQA (``metadata,problem,answer`` CSV with a header).
 
     Items are unlabelled: ``taskcal sample`` grades the model's answer against
-    ``meta["references"]`` (see :mod:`taskcal_agents.datasets.grading`).
+    ``meta["references"]`` (see :mod:`taskcal_agents.parsing.grading`).
 
     Args:
         source: ``simple_qa_test_set.csv``.

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from taskcal_agents.decision.presets import answer_or_abstain, rating, tool_decision
+from taskcal_agents.decision.task import ParserSpec, Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.task import ParserSpec, Task
-from taskcal_agents.tasks import answer_or_abstain, rating, tool_decision
 
 WHEN2CALL_COST = ((0.0, 1.0, 2.0), (4.0, 0.0, 2.0), (4.0, 1.0, 0.0))
 """Costs of the When2Call evaluation: calling a tool when the model should ask or cannot

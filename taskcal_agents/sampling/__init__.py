@@ -21,9 +21,14 @@ from taskcal_agents.sampling._chat_models import (
     ChatModelSampler,
     asample_batch,
     asample_messages,
+    bound_tool_names,
+    bound_tools,
+    chat_model_of,
     sample_batch,
     sample_messages,
+    unwrap_binding,
 )
+from taskcal_agents.sampling._drive import adrive_rounds, drive_rounds
 from taskcal_agents.sampling._messages import to_messages, to_openai_messages
 from taskcal_agents.sampling._protocol import SampleParams, Sampler
 
@@ -45,10 +50,16 @@ __all__ = [
     "OpenAISampler",
     "SampleParams",
     "Sampler",
+    "adrive_rounds",
     "asample_batch",
     "asample_messages",
+    "bound_tool_names",
+    "bound_tools",
+    "chat_model_of",
+    "drive_rounds",
     "sample_batch",
     "sample_messages",
     "to_messages",
     "to_openai_messages",
+    "unwrap_binding",
 ]

@@ -88,7 +88,7 @@ def bound_tools(model: Runnable[Any, Any]) -> list[Any] | None:
 
 def bound_tool_names(model: Runnable[Any, Any]) -> tuple[str, ...] | None:
     """The names of the tools bound to ``model`` (``bind_tools``), or ``None`` if none are."""
-    from taskcal_agents.parsers import tool_names_of
+    from taskcal_agents.parsing.labels import tool_names_of
 
     tools = unwrap_binding(model)[1].get("tools")
     return None if tools is None else tool_names_of(tools)

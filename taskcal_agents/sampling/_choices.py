@@ -9,7 +9,7 @@ returned (raw OpenAI ``{"id", "function": {"name", "arguments"}}`` dicts) and it
   to a string holding an object, as vLLM's hermes parser encodes them once more, are
   decoded);
 * without a call from the server, the calls written in the content are read (where asked)
-  by :func:`taskcal_agents.parsers.parse_tool_calls`, the one reader of calls in text (one
+  by :func:`taskcal_agents.parsing.parse_tool_calls`, the one reader of calls in text (one
   argument-key rule, one id scheme): the content keeps the text before them and a
   ``finish_reason`` of ``"stop"`` becomes ``"tool_calls"``, as a server reports a call its
   parser found;
@@ -29,7 +29,7 @@ from langchain_core.exceptions import OutputParserException
 from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall
 from langchain_core.output_parsers.openai_tools import make_invalid_tool_call, parse_tool_call
 
-from taskcal_agents.parsers import parse_tool_calls
+from taskcal_agents.parsing.tool_calls import parse_tool_calls
 
 __all__ = ["choice_message", "malformed_message", "server_tool_calls"]
 

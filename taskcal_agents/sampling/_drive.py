@@ -5,15 +5,22 @@ chat-model top-up loop, the one-pass belief) is written once as a generator that
 requests and receives their responses; an exception raised by a request is thrown into the
 generator at its ``yield``, so the protocol handles it where it asked. :func:`drive` answers
 the requests with a blocking call, :func:`adrive` with an awaited one; the generator's return
-value is the result.
+value is the result. :func:`drive_rounds` and :func:`adrive_rounds` run the decision
+protocol (:mod:`taskcal_agents.decision.protocol`) this way, waiting as it says before each
+draw.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable, Generator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-__all__ = ["adrive", "drive"]
+if TYPE_CHECKING:
+    from taskcal_agents.decision.protocol import Draw, Drawn
+
+__all__ = ["adrive", "adrive_rounds", "drive", "drive_rounds"]
 
 RequestT = TypeVar("RequestT")
 ResponseT = TypeVar("ResponseT")
@@ -81,3 +88,29 @@ async def adrive(
         step.settle(*await _aoutcome(call, step.request))
     result: ResultT = step.result
     return result
+
+
+def drive_rounds(
+    protocol: Generator[Draw, Drawn, ResultT], draw: Callable[[Draw], Drawn]
+) -> ResultT:
+    """Run the decision protocol: sleep each draw's wait, then ``draw(request)``."""
+
+    def call(request: Draw) -> Drawn:
+        if request.wait > 0:
+            time.sleep(request.wait)
+        return draw(request)
+
+    return drive(protocol, call)
+
+
+async def adrive_rounds(
+    protocol: Generator[Draw, Drawn, ResultT], draw: Callable[[Draw], Awaitable[Drawn]]
+) -> ResultT:
+    """Async :func:`drive_rounds`: ``await asyncio.sleep`` the wait, then ``await draw``."""
+
+    async def call(request: Draw) -> Drawn:
+        if request.wait > 0:
+            await asyncio.sleep(request.wait)
+        return await draw(request)
+
+    return await adrive(protocol, call)

@@ -6,7 +6,7 @@ choice becomes an :class:`~langchain_core.messages.AIMessage` with ``tool_calls`
 so the task parsers (g_T) apply to it as to any LangChain chat model's output. When tools
 were offered and the server's tool parser returned no call (vLLM's hermes parser leaves a
 call written as bare JSON or in a code fence in the content), the content is read by
-:func:`~taskcal_agents.parsers.parse_tool_calls`, as the offline sampler reads its text.
+:func:`~taskcal_agents.parsing.tool_calls.parse_tool_calls`, as the offline sampler reads its text.
 
 vLLM extensions go through ``extra_body``: ``top_k``, ``min_p`` and ``structured_outputs``
 (``{"choice": [...]}``, ``{"json": schema}``, ``{"regex": ...}``, ``{"grammar": ...}``). The
@@ -44,9 +44,9 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from taskcal_agents._validation import check_int
 from taskcal_agents._vllm_cpu import refuse_request_seed
-from taskcal_agents.constraints import LEGACY_GUIDED_FIELDS, check_structured_outputs
 from taskcal_agents.endpoint import REQUEST_TIMEOUT_S, Endpoint
 from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
+from taskcal_agents.parsing.constraints import LEGACY_GUIDED_FIELDS, check_structured_outputs
 from taskcal_agents.sampling._choices import choice_message
 from taskcal_agents.sampling._drive import adrive, drive
 from taskcal_agents.sampling._messages import to_openai_messages

@@ -38,8 +38,8 @@ class SampleParams(TypedDict, total=False):
     tool_choice: str | Mapping[str, Any] | None
     """``"auto"``, ``"required"``, ``"none"`` or a named function."""
     structured_outputs: Mapping[str, Any] | None
-    """vLLM constraint, see :func:`~taskcal_agents.constraints.choice_constraint` and
-    :func:`~taskcal_agents.constraints.json_constraint`."""
+    """vLLM constraint, see :func:`~taskcal_agents.parsing.constraints.choice_constraint` and
+    :func:`~taskcal_agents.parsing.constraints.json_constraint`."""
     logprobs: int | None
     """Number of top log-probabilities per token (0-20) to return in ``response_metadata``."""
     seed: int | None

@@ -33,9 +33,9 @@ import numpy as np
 from langchain_core.messages import AIMessage
 from numpy.typing import NDArray
 
-from taskcal_agents.belief import DEFAULT_ALPHA, Belief
-from taskcal_agents.constraints import choice_constraint
+from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.errors import ConfigurationError, SamplingError
+from taskcal_agents.parsing.constraints import choice_constraint
 from taskcal_agents.sampling._drive import adrive, drive
 from taskcal_agents.sampling._messages import to_openai_messages
 from taskcal_agents.sampling._protocol import Sampler
@@ -80,7 +80,7 @@ class LogprobBelief:
         alpha: float = DEFAULT_ALPHA,
         labels: Sequence[str] | None = None,
     ) -> Belief:
-        """A :class:`~taskcal_agents.belief.Belief` with ``n`` pseudo-samples of these probs.
+        """A :class:`~taskcal_agents.decision.Belief` with ``n`` pseudo-samples of these probs.
 
         Useful to feed a calibrator fitted on N-sample beliefs (with the same ``alpha``).
 

@@ -11,7 +11,7 @@ works without it.
 
 The offline engine runs no tool parser, so the tool calls a completion writes are read by
 the choice treatment every sampler shares (``sampling._choices.choice_message``), that is by
-:func:`taskcal_agents.parsers.parse_tool_calls`, the reader that g_T and the served path
+:func:`taskcal_agents.parsing.tool_calls.parse_tool_calls`, the reader that g_T and the served path
 use: Hermes ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks (what the
 default model's chat template asks for) and calls written as bare JSON or in a code fence.
 """
@@ -28,8 +28,8 @@ from langchain_core.messages import AIMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from taskcal_agents._validation import check_int
-from taskcal_agents.constraints import check_structured_outputs
 from taskcal_agents.errors import ConfigurationError, SamplingError
+from taskcal_agents.parsing.constraints import check_structured_outputs
 from taskcal_agents.sampling._choices import choice_message
 from taskcal_agents.sampling._messages import to_openai_messages
 
@@ -45,7 +45,7 @@ def completion_to_message(
     """One vLLM completion as an ``AIMessage`` (pure).
 
     With *parse_tools*, the calls that the text writes
-    (:func:`~taskcal_agents.parsers.parse_tool_calls`) become ``tool_calls`` and
+    (:func:`~taskcal_agents.parsing.tool_calls.parse_tool_calls`) become ``tool_calls`` and
     ``invalid_tool_calls``, and the content keeps the text before them.
     """
     return choice_message(
@@ -101,7 +101,7 @@ class OfflineSampler:
             (``VLLM_CPU_KVCACHE_SPACE``, ``OMP_NUM_THREADS``, ``VLLM_CPU_OMP_THREADS_BIND``)
             are set in this process's environment where not set already.
         parse_tools: Read the tool calls a completion writes into ``tool_calls``
-            (:func:`~taskcal_agents.parsers.parse_tool_calls`).
+            (:func:`~taskcal_agents.parsing.tool_calls.parse_tool_calls`).
         llm_kwargs: More arguments for ``vllm.LLM``.
     """
 

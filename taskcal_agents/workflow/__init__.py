@@ -2,8 +2,7 @@
 
 ``_store``: the resumable samples file; ``_runner``: concurrent sampling into it;
 ``_data``: samples → arrays; ``_evaluate``: cross-fitted decoder comparison on arrays;
-``_fit``: the calibrator artefact; ``_refit``: refit on the decision log, with paired
-promotion; ``_selective``: risk–coverage curves and AURC;
+``_fit``: the calibrator artefact; ``_selective``: risk–coverage curves and AURC;
 ``_report``: tables, figures and a markdown summary.
 
 Public names are imported lazily, so that importing the command line does not import
@@ -12,8 +11,9 @@ LangChain through this package.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from taskcal_agents._exports import lazy_exports
 
 if TYPE_CHECKING:
     from taskcal_agents.workflow._data import eval_arrays, load_eval_arrays
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
         evaluation_to_dict,
     )
     from taskcal_agents.workflow._fit import fit_calibrator
-    from taskcal_agents.workflow._refit import RefitResult, refit_from_records
     from taskcal_agents.workflow._report import load_evaluation, write_report
     from taskcal_agents.workflow._runner import (
         SampleSettings,
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "EvalArrays": "taskcal_agents.workflow._evaluate",
     "Evaluation": "taskcal_agents.workflow._evaluate",
-    "RefitResult": "taskcal_agents.workflow._refit",
     "RiskCoverage": "taskcal_agents.workflow._selective",
     "SampleSettings": "taskcal_agents.workflow._runner",
     "SamplesFile": "taskcal_agents.workflow._store",
@@ -51,7 +49,6 @@ _EXPORTS: dict[str, str] = {
     "load_eval_arrays": "taskcal_agents.workflow._data",
     "load_evaluation": "taskcal_agents.workflow._report",
     "read_samples": "taskcal_agents.workflow._store",
-    "refit_from_records": "taskcal_agents.workflow._refit",
     "risk_coverage": "taskcal_agents.workflow._selective",
     "run_sampling": "taskcal_agents.workflow._runner",
     "sample_header": "taskcal_agents.workflow._runner",
@@ -61,7 +58,6 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "EvalArrays",
     "Evaluation",
-    "RefitResult",
     "RiskCoverage",
     "SampleSettings",
     "SamplesFile",
@@ -74,7 +70,6 @@ __all__ = [
     "load_eval_arrays",
     "load_evaluation",
     "read_samples",
-    "refit_from_records",
     "risk_coverage",
     "run_sampling",
     "sample_header",
@@ -82,12 +77,10 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
-    msg = f"module 'taskcal_agents.workflow' has no attribute {name!r}"
-    raise AttributeError(msg)
+_MOVED = {
+    "RefitResult": "taskcal_agents.production.refit",
+    "refit_from_records": "taskcal_agents.production.refit",
+}
+"""Names that moved to :mod:`taskcal_agents.production` (found here for one release)."""
 
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _MOVED)

@@ -12,10 +12,10 @@ evaluate``: paired savings and a label-shuffle test):
 2. **Tool use** (:func:`demo_items`): 36 requests written for this library, each with its
    tools and true label, decided as call / ask / refuse (:func:`demo_task`) from
    :data:`DEMO_N` completions sampled with the tools, whose calls are checked against the
-   tools' schemas and the request (argument grounding, :mod:`taskcal_agents.grounding`).
+   tools' schemas and the request (argument grounding, :mod:`taskcal_agents.parsing.grounding`).
    A few of them are then decided live through the runtime path: N fresh completions →
-   :meth:`~taskcal_agents.decision.Decider.decide` with the request's
-   :class:`~taskcal_agents.grounding.GroundingContext`, under a Dirichlet map fitted on
+   :meth:`~taskcal_agents.decision.decider.Decider.decide` with the request's
+   :class:`~taskcal_agents.parsing.grounding.GroundingContext`, under a Dirichlet map fitted on
    the other requests; a call decision sends a grounded call, an ask decision a question
    that names the missing argument.
 
@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from taskcal_agents.datasets import DatasetItem
-    from taskcal_agents.decision import Decision
-    from taskcal_agents.task import Task
+    from taskcal_agents.decision.decider import Decision
+    from taskcal_agents.decision.task import Task
     from taskcal_agents.workflow._runner import SampleSettings
 
 __all__ = [
@@ -120,7 +120,7 @@ def demo_task() -> Task:
     ``tasks.tool_decision`` with its default grounding (an ungrounded call reads as
     ``request_for_info`` and is never sent) and :data:`DEMO_PROMPT`.
     """
-    from taskcal_agents.tasks import tool_decision
+    from taskcal_agents.decision.presets import tool_decision
 
     return tool_decision(cost=DEMO_COST, name="demo_tool_use", prompt=DEMO_PROMPT)
 
@@ -243,7 +243,7 @@ class ShownDecision:
         A call reads as ``get_weather(city='Paris')``; ``None`` when the decision carries
         no message.
         """
-        from taskcal_agents.tool_turns import call_text
+        from taskcal_agents.parsing.tool_turns import call_text
 
         message = self.decision.message
         if message is None:
@@ -394,8 +394,8 @@ def _evaluate_part(
     Neither part draws a greedy completion (STS-B reads a one-pass belief, the tool-use
     part samples with ``greedy=False``), so the evaluation has no ``greedy`` row.
     """
-    from taskcal_agents._jsonfile import write_json
-    from taskcal_agents.belief import DEFAULT_ALPHA
+    from taskcal_agents._files import write_json
+    from taskcal_agents.decision.belief import DEFAULT_ALPHA
     from taskcal_agents.workflow._data import eval_arrays, resolve_task, task_summary
     from taskcal_agents.workflow._evaluate import (
         DEFAULT_CALIBRATORS,
@@ -458,7 +458,7 @@ def _decide(
     """
     import numpy as np
 
-    from taskcal_agents.decision import Decider
+    from taskcal_agents.decision.decider import Decider
     from taskcal_agents.workflow._data import eval_arrays
     from taskcal_agents.workflow._evaluate import calibrator_inputs, default_factory
     from taskcal_agents.workflow._runner import (
@@ -532,7 +532,7 @@ def run_demo(
     Raises:
         SamplingError, ServerError: Sampling failed (a rerun resumes).
     """
-    from taskcal_agents._jsonfile import write_json
+    from taskcal_agents._files import write_json
     from taskcal_agents.workflow._runner import SampleSettings
 
     timer = timer or StepTimer()

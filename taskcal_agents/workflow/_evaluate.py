@@ -32,13 +32,13 @@ Decoders (one row each):
     belief (the 0-1-cost decision, blind to the cost matrix and to what the samples can
     carry out): only when that calibrator is among those evaluated and fitted.
 
-The scores are those of what the runtime (:class:`~taskcal_agents.decision.Decider`)
+The scores are those of what the runtime (:class:`~taskcal_agents.decision.decider.Decider`)
 would do:
 
 - Every MBR decoder takes the cheapest action its item's samples can carry out
   (:func:`calibrators.mbr_actions` with ``allowed=EvalArrays.executable``: a ``tool_call``
   needs a sample that makes a tool call), the rule the runtime applies
-  (:func:`~taskcal_agents.decision.executable_mbr`).
+  (:func:`~taskcal_agents.decision.decider.executable_mbr`).
 - Decoders that read samples take the task's fallback action on items without any usable
   sample, as the runtime does.
 - Calibration maps are fitted on the served rows only (items with a usable sample):
@@ -47,7 +47,7 @@ would do:
 Under the task's ``unparsed: other`` policy the arrays also hold the calibrator inputs
 ``X`` (n, k + 1): each belief's smoothed counts plus its unparsed share. The maps that read
 extra input columns (matrix scaling, full Dirichlet calibration) are fitted on ``X`` with
-``n_classes=k``, as the runtime feeds them (:class:`~taskcal_agents.decision.Decider`
+``n_classes=k``, as the runtime feeds them (:class:`~taskcal_agents.decision.decider.Decider`
 picks the input by the calibrator's ``n_features_in_``); the others need one input column
 per label and are fitted on ``P`` (their rows say so in ``inputs`` and ``description``).
 Raw MBR and the majority vote read ``P``.
@@ -147,7 +147,7 @@ class EvalArrays:
         fallback: Index of the fallback action.
         ids: Item ids (for the per-item output).
         executable: Whether each item's samples can carry out each action, (n, m)
-            (:func:`~taskcal_agents.decision.carried_actions`); ``None`` means all True.
+            (:func:`~taskcal_agents.decision.decider.carried_actions`); ``None`` means all True.
         X: Calibrator inputs (belief features), (n, d) with d > k: under the ``unparsed:
             other`` policy the smoothed counts and unparsed share (d = k + 1), under
             grounded belief features also the ungrounded calls' share (one more column);
@@ -285,7 +285,7 @@ def runtime_actions(
     """The actions the runtime takes on beliefs *Q*.
 
     MBR among the executable actions (the decision kernel's :func:`calibrators.mbr_actions`
-    with ``allowed``, the rule of :func:`~taskcal_agents.decision.executable_mbr`), the
+    with ``allowed``, the rule of :func:`~taskcal_agents.decision.decider.executable_mbr`), the
     fallback action on items without a usable sample.
 
     Args:

@@ -1,6 +1,6 @@
 """Fitting a calibration map on a samples file, and its JSON artefact.
 
-The artefact is a :class:`~taskcal_agents.artefact.CalibratorArtefact`, written and read
+The artefact is a :class:`~taskcal_agents.decision.artefact.CalibratorArtefact`, written and read
 by that class (``format_version`` 1)::
 
     {"format": "taskcal.calibrator", "format_version": 1,
@@ -37,7 +37,7 @@ executable actions; fallback decisions, on items without a usable sample, are no
 guarded but count in the risk). The guarantee P(R(λ̂) > α) ≤ δ is then approximate:
 the pooled losses come from K different maps (dependent through their shared training
 items), none of them the deployed map fitted on all items. It is exact when
-:func:`~taskcal_agents.risk_control.calibrate_risk` runs on beliefs of held-out items
+:func:`~taskcal_agents.decision.risk_control.calibrate_risk` runs on beliefs of held-out items
 that the deployed map never saw (fit the map on one part of the data, calibrate the limit
 on another).
 """
@@ -50,13 +50,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from taskcal_agents._jsonfile import write_json as write_json
-from taskcal_agents.artefact import ARTEFACT_FORMAT as ARTEFACT_FORMAT
-from taskcal_agents.artefact import ARTEFACT_FORMAT_VERSION as ARTEFACT_FORMAT_VERSION
-from taskcal_agents.artefact import CalibratorArtefact
+from taskcal_agents._files import write_json as write_json
+from taskcal_agents.decision.artefact import ARTEFACT_FORMAT as ARTEFACT_FORMAT
+from taskcal_agents.decision.artefact import (
+    ARTEFACT_FORMAT_VERSION as ARTEFACT_FORMAT_VERSION,
+)
+from taskcal_agents.decision.artefact import CalibratorArtefact
+from taskcal_agents.decision.risk_control import RiskControl, RiskGuard, RiskSpec, calibrate_risk
+from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.risk_control import RiskControl, RiskGuard, RiskSpec, calibrate_risk
-from taskcal_agents.task import Task
 from taskcal_agents.workflow._evaluate import (
     EvalArrays,
     calibrator_inputs,
@@ -158,7 +160,7 @@ def fit_calibrator(
 
 
 def stream_reference(data: EvalArrays) -> dict[str, Any]:
-    """Fit-time references of the drift monitor (:mod:`taskcal_agents.monitor`).
+    """Fit-time references of the drift monitor (:mod:`taskcal_agents.production.monitor`).
 
     ``label_prior`` (``n`` and the share of each label), ``fallback_rate`` (``n`` and the
     share of items without a usable sample, which get the fallback action). The unparsed
@@ -260,8 +262,8 @@ def fit_risk_control(
         seed: Seed of the folds.
 
     Returns:
-        The :class:`~taskcal_agents.risk_control.RiskControl` (a
-        :class:`~taskcal_agents.risk_control.RiskNotCertifiedWarning` when nothing could
+        The :class:`~taskcal_agents.decision.risk_control.RiskControl` (a
+        :class:`~taskcal_agents.decision.risk_control.RiskNotCertifiedWarning` when nothing could
         be certified: the guard then always downgrades).
 
     Raises:
@@ -288,7 +290,7 @@ def make_artefact(
     task_spec: dict[str, Any] | None = None,
     risk_control: RiskControl | None = None,
 ) -> dict[str, Any]:
-    """The JSON-able calibrator artefact (see :mod:`taskcal_agents.artefact`).
+    """The JSON-able calibrator artefact (see :mod:`taskcal_agents.decision.artefact`).
 
     ``task`` holds the task's name (what loaders compare); ``task_spec`` the full task
     (labels, costs, parser) the calibrator was fitted for, for reproducibility;

@@ -65,7 +65,7 @@ from taskcal_agents.workflow._store import SamplesStore
 if TYPE_CHECKING:
     from langchain_core.messages import AIMessage
 
-    from taskcal_agents.task import Task
+    from taskcal_agents.decision.task import Task
 
 __all__ = [
     "RAY_INSTALL_HINT",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from taskcal_agents._jsonfile import read_json
+from taskcal_agents._files import read_json
 from taskcal_agents.errors import DataFileError
 from taskcal_agents.workflow._evaluate import EVALUATION_FORMAT, EVALUATION_FORMAT_VERSION
 

@@ -8,14 +8,14 @@ A rerun skips the ids already in the file.
 Items whose label is ``null`` (answer-or-abstain data with reference answers) are graded
 here: the answer the system would give — the greedy completion if it answers, else the
 most frequent answering sample — is compared with the references by
-:func:`~taskcal_agents.datasets.grading.grade_answer`, and the record's true label is the
+:func:`~taskcal_agents.parsing.grading.grade_answer`, and the record's true label is the
 action that is optimal given the truth: the task's *answer* label when that answer is
 correct, its *abstain* label otherwise.
 
 For a task with ``answer_clusters`` the N answers are clustered by meaning
-(:func:`~taskcal_agents.answer_clusters.cluster_samples`, the runtime's g_T; with method
+(:func:`~taskcal_agents.parsing.answer_clusters.cluster_samples`, the runtime's g_T; with method
 ``entailment`` the sampler is also the judge), the record keeps the clusters in
-``clusters`` (:func:`~taskcal_agents.answer_clusters.clusters_record`: the number of
+``clusters`` (:func:`~taskcal_agents.parsing.answer_clusters.clusters_record`: the number of
 clusters, the cluster of each sample, the modal answer), and the answer graded is the
 modal cluster's representative, the one the runtime answers with.
 """
@@ -32,27 +32,33 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage
 
 from taskcal_agents._validation import check_int
-from taskcal_agents.adaptive import AdaptiveSampling, StopCheck, check_adaptive, stop_check_messages
-from taskcal_agents.answer_clusters import (
+from taskcal_agents.datasets import DatasetItem
+from taskcal_agents.decision.adaptive import (
+    AdaptiveSampling,
+    StopCheck,
+    check_adaptive,
+    stop_check_messages,
+)
+from taskcal_agents.decision.options import DEFAULT_N_SAMPLES
+from taskcal_agents.decision.protocol import draw_in_rounds
+from taskcal_agents.errors import ConfigurationError, SamplingError
+from taskcal_agents.parsing.answer_clusters import (
     AnswerClusters,
     cluster_samples,
     clusters_record,
     entailment_judge,
     question_of,
 )
-from taskcal_agents.datasets import DatasetItem
-from taskcal_agents.datasets.grading import grade_answer, normalize_answer
-from taskcal_agents.errors import ConfigurationError, SamplingError
-from taskcal_agents.grounding import GroundingContext
-from taskcal_agents.options import DEFAULT_N_SAMPLES
-from taskcal_agents.parsers import UNPARSED_REASONS, tool_names_of, unparsed_reason
-from taskcal_agents.prompting import with_task_prompt
-from taskcal_agents.sampling import Sampler
+from taskcal_agents.parsing.grading import grade_answer, normalize_answer
+from taskcal_agents.parsing.grounding import GroundingContext
+from taskcal_agents.parsing.labels import UNPARSED_REASONS, tool_names_of, unparsed_reason
+from taskcal_agents.sampling import Sampler, drive_rounds
+from taskcal_agents.sampling.prompts import with_task_prompt
 from taskcal_agents.workflow._store import SamplesStore
 
 if TYPE_CHECKING:
-    from taskcal_agents.decision import Decider
-    from taskcal_agents.task import Task
+    from taskcal_agents.decision.decider import Decider
+    from taskcal_agents.decision.task import Task
 
 
 @dataclass(frozen=True)
@@ -81,7 +87,7 @@ class SampleSettings:
     label order (default: the labels themselves). The task's prompt should ask for them."""
     adaptive: float | None = None
     """Adaptive N: draw in rounds (4, 8, … up to ``n``) and stop once the stopping rule of
-    :mod:`taskcal_agents.adaptive` puts the probability that ``n`` samples would change the
+    :mod:`taskcal_agents.decision.adaptive` puts the probability that ``n`` samples would change the
     action below this ε (needs the calibrator's decider); ``None``: all ``n``."""
 
     def __post_init__(self) -> None:
@@ -177,7 +183,7 @@ def message_from_dict(data: Mapping[str, Any]) -> AIMessage:
 def build_messages(task: Task, item: DatasetItem) -> list[dict[str, Any]]:
     """The request for *item*: its messages with the task's prompt merged in.
 
-    The prompt goes in by the one policy of :mod:`taskcal_agents.prompting`, as in
+    The prompt goes in by the one policy of :mod:`taskcal_agents.sampling.prompts`, as in
     deployment: appended to the item's first system (or developer) message, else
     prepended as a system message.
     """
@@ -225,7 +231,7 @@ def grading(
 
     Returns:
         ``{"label", "answer", "from", "correct", "references"}``: the task's answer label
-        when :func:`~taskcal_agents.datasets.grading.grade_answer` finds the answer right,
+        when :func:`~taskcal_agents.parsing.grading.grade_answer` finds the answer right,
         else its abstain label.
 
     Raises:
@@ -324,21 +330,17 @@ def _draw(
     if settings.adaptive is None or decider is None:
         return sampler.sample(messages, n=settings.n, **options), None
     rule = AdaptiveSampling(epsilon=settings.adaptive)
-    samples: list[AIMessage] = []
-    check: StopCheck | None = None
-    for total in rule.rounds(settings.n):
-        drawn = sampler.sample(messages, n=total - len(samples), **options)
-        if len(drawn) != total - len(samples):
-            return [*samples, *drawn], check  # the caller reports the wrong count
-        samples += drawn
-        if total >= settings.n:
-            break
-        check = stop_check_messages(
+
+    def stop(_: int, samples: list[AIMessage]) -> StopCheck:
+        return stop_check_messages(
             decider, samples, settings.n, rule, tool_names=tool_names, context=context
         )
-        if check.stop:
-            break
-    return samples, check
+
+    protocol = draw_in_rounds(1, settings.n, adaptive=rule, stop_check=stop)
+    (rounds,) = drive_rounds(protocol, lambda d: [sampler.sample(messages, n=d.n, **options)])
+    if rounds.error is not None:
+        raise rounds.error
+    return rounds.samples, rounds.check
 
 
 def sample_item(
@@ -361,10 +363,10 @@ def sample_item(
     (without the task prompt) in ``tools`` and ``messages``, which argument grounding checks
     the calls against (:func:`~taskcal_agents.workflow._data.record_context`), and counts
     why samples were unparsed in ``unparsed_reasons`` (``{"length": 5, "unoffered_tool": 2}``, see
-    :func:`~taskcal_agents.parsers.unparsed_reason`).
+    :func:`~taskcal_agents.parsing.labels.unparsed_reason`).
 
     With ``settings.adaptive`` the samples are drawn in rounds and stop by the rule of
-    :mod:`taskcal_agents.adaptive` under ``decider`` (the calibrator's task, map and α);
+    :mod:`taskcal_agents.decision.adaptive` under ``decider`` (the calibrator's task, map and α);
     the record says where in ``stopped_at`` (the samples drawn, ``n`` if it never stopped
     early) and ``change_probability`` (the rule's last estimate, 0 at ``n``).
 
@@ -499,7 +501,7 @@ class SamplingReport:
             counted).
         n_length: Those that ended on the length limit (``finish_reason == "length"``).
         unparsed_reasons: Why the unparsed ones among them were unparsed (see
-            :func:`~taskcal_agents.parsers.unparsed_reason`).
+            :func:`~taskcal_agents.parsing.labels.unparsed_reason`).
     """
 
     total: int

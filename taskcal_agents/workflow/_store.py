@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taskcal_agents._jsonfile import append_line, encode_line, split_complete
+from taskcal_agents._files import append_line, encode_line, split_complete
 from taskcal_agents.errors import DataFileError
 
 SAMPLES_FORMAT = "taskcal.samples"

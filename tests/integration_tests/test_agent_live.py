@@ -19,10 +19,10 @@ from langchain_core.decisions import Choice
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
-from taskcal_agents.chat_model import DECISION_METADATA_KEY
-from taskcal_agents.decision_model import TaskCalibratedDecisionModel
-from taskcal_agents.middleware import TaskCalibrationMiddleware, decision_from_message
-from taskcal_agents.tasks import tool_decision
+from taskcal_agents.decision.presets import tool_decision
+from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
+from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
+from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware, decision_from_message
 
 pytestmark = pytest.mark.integration
 

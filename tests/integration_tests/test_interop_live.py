@@ -24,16 +24,16 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from taskcal_agents.decision_model import TaskCalibratedDecisionModel, noul_probability
-from taskcal_agents.interop import (
+from taskcal_agents.decision.presets import tool_decision
+from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel, noul_probability
+from taskcal_agents.langchain.interop import (
     AUTO_MODE_QUESTION_ID,
     HITL_QUESTION_ID,
     block_threshold,
     hitl_when,
     risk_classifier,
 )
-from taskcal_agents.middleware import TaskCalibrationMiddleware
-from taskcal_agents.tasks import tool_decision
+from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
 
 pytestmark = pytest.mark.integration
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from taskcal_agents import tasks
 from taskcal_agents.cli import app
 from taskcal_agents.datasets import DatasetItem
+from taskcal_agents.decision import presets as tasks
 from taskcal_agents.workflow import read_samples
 from tests.conftest import require_ray
 

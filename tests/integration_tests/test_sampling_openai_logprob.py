@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from taskcal_agents.constraints import choice_constraint
+from taskcal_agents.parsing.constraints import choice_constraint
 from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.sampling.logprob import logprob_belief
 from taskcal_agents.serving import ExternalServer, VLLMServer

@@ -1,19 +1,22 @@
 """The import graph is layered: no module imports a module of a higher layer.
 
 Every ``import`` counts, including those inside functions (a lazy import is still a
-dependency); only ``if TYPE_CHECKING:`` blocks are exempt. The layers, low to high::
+dependency); only ``if TYPE_CHECKING:`` blocks are exempt. The packages, low to high, in
+the pipeline's order::
 
-    0  calibrators · errors · endpoint · _vllm_cpu · _validation · _jsonfile
-    1  belief · options
-    2  parsers · prompting · constraints · tool_turns
-    3  task · tasks · answer_clusters · grounding · datasets · models
-    4  decision · artefact · adaptive · risk_control · decision_log · monitor · testing
-    5  sampling | serving            (side by side: neither imports the other)
-    6  runnable · chat_model · middleware · decision_model · interop
-    7  workflow
+    0  calibrators · errors · endpoint · testing · _files · _validation · _vllm_cpu ·
+       _compat · _exports
+    1  parsing        (g_T: completion → label; tool calls in text; grounding; clusters)
+    2  decision       (task, belief, options, decider, risk control, adaptive N, artefact)
+    3  datasets · models
+    4  sampling | serving        (side by side: neither imports the other)
+    5  workflow       (offline: sample → fit → evaluate → report)
+    6  production     (decision log, monitor, refit, artefact reload)
+    7  langchain      (the front doors: Runnable, chat model, middleware, decision model)
     8  commands · cli · taskcal_agents (the lazy facade)
 
-Inside a layer imports may go either way, but never in a cycle.
+Inside a layer imports may go either way, but never in a cycle. A private module
+(``pkg._name``) is imported only from inside its own package.
 """
 
 from __future__ import annotations
@@ -30,38 +33,21 @@ LAYERS: dict[str, int] = {
     "calibrators": 0,
     "taskcal_agents.errors": 0,
     "taskcal_agents.endpoint": 0,
-    "taskcal_agents._vllm_cpu": 0,
+    "taskcal_agents.testing": 0,
+    "taskcal_agents._files": 0,
     "taskcal_agents._validation": 0,
-    "taskcal_agents._jsonfile": 0,
-    "taskcal_agents.belief": 1,
-    "taskcal_agents.options": 1,
-    "taskcal_agents.parsers": 2,
-    "taskcal_agents.prompting": 2,
-    "taskcal_agents.constraints": 2,
-    "taskcal_agents.tool_turns": 2,
-    "taskcal_agents.task": 3,
-    "taskcal_agents.tasks": 3,
-    "taskcal_agents.answer_clusters": 3,
-    "taskcal_agents.grounding": 3,
+    "taskcal_agents._vllm_cpu": 0,
+    "taskcal_agents._compat": 0,
+    "taskcal_agents._exports": 0,
+    "taskcal_agents.parsing": 1,
+    "taskcal_agents.decision": 2,
     "taskcal_agents.datasets": 3,
     "taskcal_agents.models": 3,
-    "taskcal_agents.decision": 4,
-    "taskcal_agents.artefact": 4,
-    "taskcal_agents.adaptive": 4,
-    "taskcal_agents.risk_control": 4,
-    "taskcal_agents.decision_log": 4,
-    "taskcal_agents.monitor": 4,
-    "taskcal_agents.testing": 4,
-    "taskcal_agents.sampling": 5,
-    "taskcal_agents.serving": 5,
-    "taskcal_agents.runnable": 6,
-    "taskcal_agents.chat_model": 6,
-    "taskcal_agents.middleware": 6,
-    "taskcal_agents.decision_model": 6,
-    "taskcal_agents.interop": 6,
-    "taskcal_agents.workflow": 7,
-    "taskcal_agents.workflow._ray_engine": 7,  # ray imported lazily, in functions
-    "taskcal_agents.workflow._ray_vllm": 7,
+    "taskcal_agents.sampling": 4,
+    "taskcal_agents.serving": 4,
+    "taskcal_agents.workflow": 5,
+    "taskcal_agents.production": 6,
+    "taskcal_agents.langchain": 7,
     "taskcal_agents.commands": 8,
     "taskcal_agents.cli": 8,
     "taskcal_agents": 8,
@@ -234,17 +220,18 @@ def test_the_else_branch_of_type_checking_counts(tmp_path: Path) -> None:
     source.write_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    import taskcal_agents.workflow\n"
-        "else:\n    import taskcal_agents.runnable\n"
+        "else:\n    import taskcal_agents.langchain.runnable\n"
     )
     found = _imports("taskcal_agents.probe", source)
-    assert "taskcal_agents.runnable" in found
+    assert "taskcal_agents.langchain.runnable" in found
     assert "taskcal_agents.workflow" not in found
 
 
 def test_an_upward_edge_is_caught() -> None:
-    assert _upward("taskcal_agents.belief", {"taskcal_agents.workflow._runner"}) == [
+    assert _upward("taskcal_agents.decision.belief", {"taskcal_agents.workflow._runner"}) == [
         "taskcal_agents.workflow._runner"
     ]
-    assert _upward("taskcal_agents.workflow._runner", {"taskcal_agents.belief"}) == []
+    assert _upward("taskcal_agents.workflow._runner", {"taskcal_agents.decision.belief"}) == []
     # Importing the root facade from below is upward; a package's own __init__ is not.
-    assert _upward("taskcal_agents.task", {"taskcal_agents"}) == ["taskcal_agents"]
+    assert _upward("taskcal_agents.decision.task", {"taskcal_agents"}) == ["taskcal_agents"]
+

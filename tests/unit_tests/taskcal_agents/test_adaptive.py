@@ -14,8 +14,8 @@ from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import ValidationError
 
-from taskcal_agents import tasks
-from taskcal_agents.adaptive import (
+from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision.adaptive import (
     AdaptiveSampling,
     _actions,
     change_probability,
@@ -23,13 +23,13 @@ from taskcal_agents.adaptive import (
     outcome_counts,
     stop_check,
 )
-from taskcal_agents.chat_model import TaskCalibratedChatModel
-from taskcal_agents.decision import Decider
+from taskcal_agents.decision.decider import Decider
+from taskcal_agents.decision.risk_control import RiskControl, RiskSpec
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.grounding import GroundingContext
-from taskcal_agents.middleware import TaskCalibrationMiddleware
-from taskcal_agents.risk_control import RiskControl, RiskSpec
-from taskcal_agents.runnable import TaskCalibratedRunnable
+from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
+from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from taskcal_agents.parsing.grounding import GroundingContext
 from tests.unit_tests.taskcal_agents.test_middleware import CountingHandler, make_request, unwrap
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
     FakeOpenAIServer,
@@ -324,16 +324,29 @@ def test_middleware_stops_early_when_samples_agree(mode: str) -> None:
 
 def test_middleware_refuses_a_bad_epsilon() -> None:
     with pytest.raises(
-        ConfigurationError, match="parameter 'adaptive' must be an AdaptiveSampling"
+        ConfigurationError,
+        match=r"^TaskCalibrationMiddleware parameter 'adaptive\.epsilon': Input should be less "
+        r"than 1, got 2\.0\.$",
     ):
         TaskCalibrationMiddleware(task=tasks.tool_decision(), adaptive=2.0)
 
 
-def test_decision_model_refuses_adaptive_rather_than_ignoring_it() -> None:
-    from taskcal_agents.decision_model import TaskCalibratedDecisionModel
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_decision_model_draws_in_rounds_and_stops_when_settled(mode: str) -> None:
+    from langchain_core.decisions import Choice
 
-    with pytest.raises(ConfigurationError, match="'adaptive' is not supported yet"):
-        TaskCalibratedDecisionModel(chat_model=RecordingChatModel(responses=["A"]), adaptive=0.01)
+    from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
+
+    question = Choice(instructions="Pick", criteria={"A": "first", "B": "second"})
+    chat = RecordingChatModel(responses=["A"])
+    model = TaskCalibratedDecisionModel(chat_model=chat, n_samples=16, adaptive=0.05)
+    if mode == "sync":
+        decision = model.decide("state", "q", question)
+    else:
+        decision = asyncio.run(model.adecide("state", "q", question))
+    assert decision.action == "A"
+    assert decision.stopped_early is True
+    assert decision.n_samples == 4  # the first round settles a unanimous draw
 
 
 class RaisingCalibrator(ConstantCalibrator):

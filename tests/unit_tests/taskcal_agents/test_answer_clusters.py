@@ -12,14 +12,14 @@ from typing import Any
 import httpx
 import pytest
 
-from taskcal_agents.answer_clusters import (
+from taskcal_agents.errors import ConfigurationError, DataFileError, SamplingError
+from taskcal_agents.parsing.answer_clusters import (
     ENTAILMENT_PROMPT,
     answer_tokens,
     answers_equivalent,
     cluster_answers,
     entailment_judge,
 )
-from taskcal_agents.errors import ConfigurationError, DataFileError, SamplingError
 from taskcal_agents.sampling import OpenAISampler
 from tests.conftest import load_benchmark, require_shared_file
 

@@ -12,12 +12,13 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from calibrators import make_calibrator
-from taskcal_agents.artefact import ArtefactReloader, CalibratorArtefact, resolve_calibrator
-from taskcal_agents.chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
-from taskcal_agents.decision_log import artefact_id, open_decision_log
+from taskcal_agents.decision.artefact import CalibratorArtefact, resolve_calibrator
+from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.errors import ArtefactReloadWarning, ConfigurationError
-from taskcal_agents.runnable import TaskCalibratedRunnable
-from taskcal_agents.tasks import tool_decision
+from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
+from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from taskcal_agents.production.decision_log import artefact_id, open_decision_log
+from taskcal_agents.production.reload import ArtefactReloader
 
 TASK = tool_decision()
 QUESTION = "Which city?"

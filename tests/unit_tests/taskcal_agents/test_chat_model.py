@@ -12,11 +12,11 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.tracers.context import collect_runs
 
-from taskcal_agents import tasks
-from taskcal_agents.chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
-from taskcal_agents.decision import Decision
+from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision.decider import Decision
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
-from taskcal_agents.runnable import TaskCalibratedRunnable
+from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
+from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
 from tests.unit_tests.taskcal_agents.test_decision import FakeCalibrator
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
     WEATHER_SCHEMA,

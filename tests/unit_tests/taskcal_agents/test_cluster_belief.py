@@ -17,20 +17,20 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from taskcal_agents import tasks
-from taskcal_agents.answer_clusters import (
+from taskcal_agents.cli import app
+from taskcal_agents.datasets import DatasetItem, default_task
+from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision.decider import Decider, Decision
+from taskcal_agents.decision.task import AnswerClusterSpec, Task
+from taskcal_agents.errors import ConfigurationError, DataFileError
+from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from taskcal_agents.parsing.answer_clusters import (
     AnswerClusters,
     cluster_answers,
     cluster_samples,
     question_of,
 )
-from taskcal_agents.cli import app
-from taskcal_agents.datasets import DatasetItem, default_task
-from taskcal_agents.datasets.grading import DEFAULT_MAX_CONTAINMENT_TOKENS
-from taskcal_agents.decision import Decider, Decision
-from taskcal_agents.errors import ConfigurationError, DataFileError
-from taskcal_agents.runnable import TaskCalibratedRunnable
-from taskcal_agents.task import AnswerClusterSpec, Task
+from taskcal_agents.parsing.grading import DEFAULT_MAX_CONTAINMENT_TOKENS
 from taskcal_agents.workflow import (
     SampleSettings,
     SamplesStore,
@@ -307,7 +307,7 @@ def test_runnable_passes_the_question_to_the_judge(mode: str) -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_middleware_answers_with_the_modal_representative_of_the_question(mode: str) -> None:
-    from taskcal_agents.middleware import TaskCalibrationMiddleware
+    from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
 
     from .test_middleware import CountingHandler, make_request, run_hook, unwrap
 

@@ -16,9 +16,12 @@ from pathlib import Path
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from taskcal_agents.chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
-from taskcal_agents.decision import Decision
-from taskcal_agents.decision_log import (
+from taskcal_agents.decision.decider import Decision
+from taskcal_agents.decision.presets import tool_decision
+from taskcal_agents.errors import ConfigurationError, DecisionLogWarning, UnknownDecisionError
+from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
+from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from taskcal_agents.production.decision_log import (
     DecisionLog,
     JsonlDecisionLog,
     SqliteDecisionLog,
@@ -27,9 +30,6 @@ from taskcal_agents.decision_log import (
     open_decision_log,
     record_outcome,
 )
-from taskcal_agents.errors import ConfigurationError, DecisionLogWarning, UnknownDecisionError
-from taskcal_agents.runnable import TaskCalibratedRunnable
-from taskcal_agents.tasks import tool_decision
 
 ROOT = Path(__file__).resolve().parents[3]
 BACKENDS = ["log.jsonl", "log.sqlite"]
@@ -102,7 +102,7 @@ def test_torn_and_corrupt_lines_are_skipped(tmp_path: Path) -> None:
 _WRITER = textwrap.dedent(
     """
     import sys
-    from taskcal_agents.decision_log import open_decision_log
+    from taskcal_agents.production.decision_log import open_decision_log
 
     class D:  # a Decision's surface, without importing langchain in each writer
         task, probs = "qa", {"answer": 0.5, "abstain": 0.5}

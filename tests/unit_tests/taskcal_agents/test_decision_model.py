@@ -19,8 +19,12 @@ from langchain_core.decisions import (
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
-from taskcal_agents.decision_model import LabelParser, TaskCalibratedDecisionModel, render_state
 from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.langchain.decision_model import (
+    LabelParser,
+    TaskCalibratedDecisionModel,
+    render_state,
+)
 
 TEAM = Choice(
     instructions="Which team should handle this request?",

@@ -103,7 +103,8 @@ def _imports_langchain(statement: str) -> str:
 def test_import_is_lazy() -> None:
     code = (
         "import sys, taskcal_agents; "
-        "print(any(m in sys.modules for m in ('taskcal_agents.runnable', 'langchain_core')))"
+        "print(any(m in sys.modules "
+        "for m in ('taskcal_agents.langchain.runnable', 'langchain_core')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

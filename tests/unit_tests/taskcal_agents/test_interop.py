@@ -32,9 +32,10 @@ from langgraph.types import Command
 from pydantic import Field
 
 from calibrators import TemperatureScaling
-from taskcal_agents.decision_model import TaskCalibratedDecisionModel, noul_probability
+from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.interop import (
+from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel, noul_probability
+from taskcal_agents.langchain.interop import (
     AUTO_MODE_QUESTION_ID,
     HITL_QUESTION_ID,
     HITL_STORE_NAMESPACE,
@@ -45,8 +46,7 @@ from taskcal_agents.interop import (
     risk_classifier,
     risk_costs,
 )
-from taskcal_agents.middleware import TaskCalibrationMiddleware
-from taskcal_agents.tasks import tool_decision
+from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
 
 MODES = ["sync", "async"]
 DELETED: list[str] = []

@@ -26,13 +26,18 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from calibrators import TemperatureScaling
-from taskcal_agents._jsonfile import write_json
-from taskcal_agents.artefact import CalibratorArtefact
-from taskcal_agents.chat_model import DECISION_METADATA_KEY
-from taskcal_agents.decision import Decision
-from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
-from taskcal_agents.middleware import TaskCalibrationMiddleware, decision_from_message
-from taskcal_agents.tasks import tool_decision
+from taskcal_agents._files import write_json
+from taskcal_agents.decision.artefact import CalibratorArtefact
+from taskcal_agents.decision.decider import Decision
+from taskcal_agents.decision.presets import tool_decision
+from taskcal_agents.errors import (
+    ConfigurationError,
+    DataFileError,
+    LabelMismatchError,
+    SamplingError,
+)
+from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
+from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware, decision_from_message
 from taskcal_agents.workflow._fit import make_artefact
 
 # --------------------------------------------------------------------------- fakes
@@ -196,15 +201,20 @@ def test_model_error_falls_back_when_asked(mode: str) -> None:
     mw = middleware(on_error="fallback")
     message, record = unwrap(run_hook(mw, Boom(), make_request(), mode))  # type: ignore[arg-type]
     assert record["fallback"] is True
-    assert record["fallback_reason"] == "sampling failed with RuntimeError: server down"
+    assert record["fallback_reason"] == "model error after 1 attempt(s): RuntimeError: server down"
     assert record["n_samples"] == 0
     assert message.content == mw.task.ask_text
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_model_error_raises_by_default(mode: str) -> None:
-    with pytest.raises(RuntimeError, match=r"^server down$"):
+    with pytest.raises(
+        SamplingError,
+        match=r"^TaskCalibrationMiddleware could not sample 4 completions after 1 attempt\(s\): "
+        r"RuntimeError: server down; raise max_retries",
+    ) as raised:
         run_hook(middleware(), Boom(), make_request(), mode)  # type: ignore[arg-type]
+    assert isinstance(raised.value.__cause__, RuntimeError)
 
 
 class Interrupting:
@@ -444,7 +454,7 @@ def test_agent_falls_back_on_model_error() -> None:
     result = agent.invoke({"messages": [HumanMessage("Weather?")]})
     [record] = result["taskcal_decisions"]
     assert record["fallback"] is True
-    assert record["fallback_reason"] == "sampling failed with RuntimeError: server down"
+    assert record["fallback_reason"] == "model error after 1 attempt(s): RuntimeError: server down"
     assert result["messages"][-1].content == tool_decision().ask_text
 
 
@@ -545,16 +555,33 @@ def test_calibrator_with_wrong_class_count_is_rejected() -> None:
     [
         (
             {"n_samples": 0},
-            r"^TaskCalibrationMiddleware parameter 'n_samples' must be an int >= 1, got 0\.$",
+            r"^TaskCalibrationMiddleware parameter 'n_samples': Input should be greater than or "
+            r"equal to 1, got 0\.$",
         ),
         (
             {"n_samples": True},
-            r"^TaskCalibrationMiddleware parameter 'n_samples' must be an int >= 1, got True\.$",
+            r"^TaskCalibrationMiddleware parameter 'n_samples': Input should be a valid "
+            r"integer, got True\.$",
         ),
         (
             {"temperature": -1.0},
-            r"^TaskCalibrationMiddleware parameter 'temperature' must be a finite number >= 0 "
-            r"or None, got -1\.0\.$",
+            r"^TaskCalibrationMiddleware parameter 'temperature': Input should be greater than "
+            r"or equal to 0, got -1\.0\.$",
+        ),
+        (
+            {"temperature": float("nan")},
+            r"^TaskCalibrationMiddleware parameter 'temperature': Input should be a finite "
+            r"number, got nan\.$",
+        ),
+        (
+            {"max_retries": -1},
+            r"^TaskCalibrationMiddleware parameter 'max_retries': Input should be greater than "
+            r"or equal to 0, got -1\.$",
+        ),
+        (
+            {"retry_wait": -0.5},
+            r"^TaskCalibrationMiddleware parameter 'retry_wait': Input should be greater than "
+            r"or equal to 0, got -0\.5\.$",
         ),
         (
             {"sampling": "n"},
@@ -568,8 +595,8 @@ def test_calibrator_with_wrong_class_count_is_rejected() -> None:
         ),
         (
             {"on_error": "ignore"},
-            r"^TaskCalibrationMiddleware parameter 'on_error' must be one of \('raise', "
-            r"'fallback'\), got 'ignore'\.$",
+            r"^TaskCalibrationMiddleware parameter 'on_error': Input should be 'raise' or "
+            r"'fallback', got 'ignore'\.$",
         ),
         (
             {"max_concurrency": 0},

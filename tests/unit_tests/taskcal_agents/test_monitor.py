@@ -12,13 +12,13 @@ import pytest
 from typer.testing import CliRunner
 
 from calibrators import IdentityCalibrator
-from taskcal_agents.artefact import CalibratorArtefact
 from taskcal_agents.cli import app
-from taskcal_agents.decision import Decision
-from taskcal_agents.decision_log import open_decision_log
+from taskcal_agents.decision.artefact import CalibratorArtefact
+from taskcal_agents.decision.decider import Decision
+from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
-from taskcal_agents.monitor import first_alarm, monitor, parse_window
-from taskcal_agents.task import Task
+from taskcal_agents.production.decision_log import open_decision_log
+from taskcal_agents.production.monitor import first_alarm, monitor, parse_window
 
 LABELS = ["a", "b", "c"]
 TASK = Task(name="x", labels=LABELS, cost=[[0, 1, 2], [3, 0, 2], [3, 1, 0]],

@@ -21,16 +21,16 @@ from langgraph.runtime import Runtime
 
 from taskcal_agents.datasets import DatasetItem
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.middleware import TaskCalibrationMiddleware
-from taskcal_agents.prompting import (
+from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from taskcal_agents.sampling import OpenAISampler
+from taskcal_agents.sampling._messages import to_messages
+from taskcal_agents.sampling.prompts import (
     SYSTEM_ROLES,
     append_task_prompt,
     request_with_task_prompt,
     with_task_prompt,
 )
-from taskcal_agents.runnable import TaskCalibratedRunnable
-from taskcal_agents.sampling import OpenAISampler
-from taskcal_agents.sampling._messages import to_messages
 from taskcal_agents.workflow import SampleSettings, SamplesStore, run_sampling, sample_header
 from tests.unit_tests.taskcal_agents.test_middleware import CountingHandler, run_hook
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import (

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from taskcal_agents import tasks
 from taskcal_agents.cli import app
 from taskcal_agents.datasets import DatasetItem
+from taskcal_agents.decision import presets as tasks
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.sampling._openai_server import OpenAISampler, wire_body
 from taskcal_agents.testing import FakeOpenAIServer

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from taskcal_agents import tasks
 from taskcal_agents.datasets import DatasetItem
+from taskcal_agents.decision import presets as tasks
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.workflow._ray_engine import ERROR_COLUMN
 from taskcal_agents.workflow._ray_vllm import (

@@ -13,14 +13,14 @@ import pytest
 from typer.testing import CliRunner
 
 from calibrators import make_calibrator
-from taskcal_agents.artefact import CalibratorArtefact
-from taskcal_agents.belief import Belief
 from taskcal_agents.cli import app
-from taskcal_agents.decision import Decision
-from taskcal_agents.decision_log import artefact_id, open_decision_log
+from taskcal_agents.decision.artefact import CalibratorArtefact
+from taskcal_agents.decision.belief import Belief
+from taskcal_agents.decision.decider import Decision
+from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.errors import ConfigurationError, DataFileError
-from taskcal_agents.tasks import tool_decision
-from taskcal_agents.workflow import refit_from_records
+from taskcal_agents.production import refit_from_records
+from taskcal_agents.production.decision_log import artefact_id, open_decision_log
 
 TASK = tool_decision()
 LABELS = list(TASK.labels)
@@ -222,7 +222,7 @@ def test_holdout_is_the_most_recent_fraction_in_time_order() -> None:
 
 
 def test_risk_controlled_artefact_is_refused() -> None:
-    from taskcal_agents.risk_control import calibrate_risk
+    from taskcal_agents.decision.risk_control import calibrate_risk
 
     old = _old()
     rng = np.random.default_rng(0)
@@ -313,7 +313,7 @@ def _with_fallbacks(records: list[dict[str, Any]], share: float = 0.05) -> list[
 
 
 def test_promoted_artefact_records_the_logs_monitor_references() -> None:
-    from taskcal_agents.monitor import monitor
+    from taskcal_agents.production.monitor import monitor
 
     records = _with_fallbacks(_records(600))
     result = refit_from_records(records, _old())

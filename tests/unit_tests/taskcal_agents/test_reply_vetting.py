@@ -12,13 +12,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 
-from taskcal_agents.tool_turns import unusable_reply
+from taskcal_agents.parsing.tool_turns import unusable_reply
 
 pytest.importorskip("langchain.agents")
 from langchain.agents import create_agent
 
-from taskcal_agents.middleware import TaskCalibrationMiddleware
-from taskcal_agents.tasks import tool_decision
+from taskcal_agents.decision.presets import tool_decision
+from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
 
 
 @tool

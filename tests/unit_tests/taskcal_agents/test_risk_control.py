@@ -15,13 +15,10 @@ from langchain_core.messages import AIMessage, HumanMessage
 from scipy import stats
 
 from calibrators import mbr_actions
-from taskcal_agents import tasks
-from taskcal_agents.artefact import CalibratorArtefact
-from taskcal_agents.decision import Decider
-from taskcal_agents.errors import ConfigurationError, DataFileError
-from taskcal_agents.grounding import GroundingContext
-from taskcal_agents.middleware import TaskCalibrationMiddleware
-from taskcal_agents.risk_control import (
+from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision.artefact import CalibratorArtefact
+from taskcal_agents.decision.decider import Decider
+from taskcal_agents.decision.risk_control import (
     DEFAULT_GRID,
     RiskControl,
     RiskCurve,
@@ -36,8 +33,11 @@ from taskcal_agents.risk_control import (
     naive_threshold,
     risk_curve,
 )
-from taskcal_agents.runnable import TaskCalibratedRunnable
-from taskcal_agents.task import Task
+from taskcal_agents.decision.task import Task
+from taskcal_agents.errors import ConfigurationError, DataFileError
+from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from taskcal_agents.parsing.grounding import GroundingContext
 
 from .test_artefact import fitted
 from .test_grounding import WEATHER  # get_weather(city) schema

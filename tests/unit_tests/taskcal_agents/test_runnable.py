@@ -18,11 +18,12 @@ from langchain_core.runnables.retry import RunnableRetry
 from langchain_core.tracers.context import collect_runs
 from pydantic import ValidationError
 
-from taskcal_agents import tasks
-from taskcal_agents.chat_model import TaskCalibratedChatModel
-from taskcal_agents.decision import Decision, decide_from_messages
+from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision.decider import Decision, decide_from_messages
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError, SamplingError
-from taskcal_agents.runnable import TaskCalibratedRunnable, _RetryPolicy, split_retry
+from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
+from taskcal_agents.decision.protocol import RetryPolicy
+from taskcal_agents.langchain.runnable import TaskCalibratedRunnable, split_retry
 from taskcal_agents.sampling._chat_models import chat_model_of, supports_n
 from tests.unit_tests.taskcal_agents.test_decision import FakeCalibrator
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
@@ -481,5 +482,5 @@ def test_with_retry_predicate_and_wait() -> None:
         generic([]).with_retry(exponential_jitter_params={"initial": 0.5, "jitter": 0, "max": 1.5})
     )
     assert retry is not None
-    policy = _RetryPolicy.of(retry)
-    assert [policy.wait(attempt) for attempt in (1, 2, 3, 4)] == [0.0, 0.5, 1.0, 1.5]
+    policy = RetryPolicy.of_runnable_retry(retry)
+    assert [policy.wait_before(attempt) for attempt in (1, 2, 3, 4)] == [0.0, 0.5, 1.0, 1.5]

@@ -18,7 +18,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage
 
-from taskcal_agents import answer_clusters
+from taskcal_agents.parsing import answer_clusters
 from taskcal_agents.sampling import ChatModelSampler, OpenAISampler, Sampler
 from taskcal_agents.sampling._choices import choice_message
 from taskcal_agents.sampling._drive import adrive, drive

@@ -24,7 +24,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai import ChatOpenAI
 from pydantic import Field
 
-from taskcal_agents import tasks
+from taskcal_agents.decision import presets as tasks
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.sampling import asample_batch, asample_messages, sample_batch, sample_messages
 from taskcal_agents.sampling._chat_models import chat_model_of, supports_n, unwrap_binding

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from taskcal_agents.errors import ConfigurationError, SamplingError
-from taskcal_agents.parsers import parse_tool_calls
+from taskcal_agents.parsing.tool_calls import parse_tool_calls
 from taskcal_agents.sampling.offline import (
     OfflineSampler,
     completion_to_message,

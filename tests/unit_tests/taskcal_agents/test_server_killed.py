@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from taskcal_agents import tasks
 from taskcal_agents.cli import app
+from taskcal_agents.decision import presets as tasks
 from taskcal_agents.testing import start_process
 from taskcal_agents.workflow import read_samples
 

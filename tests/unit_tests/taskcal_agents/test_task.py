@@ -11,9 +11,9 @@ from langchain_core.messages import AIMessage
 from pydantic import ValidationError
 
 from calibrators import minimax_action
+from taskcal_agents.decision.task import ParserSpec, Task
 from taskcal_agents.errors import ConfigurationError, DataFileError
-from taskcal_agents.parsers import ToolDecisionParser
-from taskcal_agents.task import ParserSpec, Task
+from taskcal_agents.parsing.labels import ToolDecisionParser
 
 
 def make(**overrides: Any) -> Task:

@@ -23,18 +23,13 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
-from taskcal_agents import tasks
-from taskcal_agents.decision import Decider
-from taskcal_agents.grounding import GroundingContext
-from taskcal_agents.parsers import (
-    extract_tool_calls,
-    get_parser,
-    parse_tool_calls,
-    unparsed_reason,
-    with_offered_tools,
-    with_tool_calls,
-)
-from taskcal_agents.runnable import TaskCalibratedRunnable
+from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision.decider import Decider
+from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from taskcal_agents.parsing.grounding import GroundingContext
+from taskcal_agents.parsing.labels import unparsed_reason, with_offered_tools
+from taskcal_agents.parsing.registry import get_parser
+from taskcal_agents.parsing.tool_calls import extract_tool_calls, parse_tool_calls, with_tool_calls
 from taskcal_agents.sampling import OpenAISampler, sample_messages
 from taskcal_agents.sampling.offline import completion_to_message
 from tests.unit_tests.taskcal_agents.test_middleware import middleware, scripted

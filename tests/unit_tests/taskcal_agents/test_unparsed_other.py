@@ -12,14 +12,14 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from calibrators import DirichletCalibrator, MatrixScaling
-from taskcal_agents import tasks
-from taskcal_agents._jsonfile import write_json
-from taskcal_agents.artefact import check_calibrator
-from taskcal_agents.belief import Belief
-from taskcal_agents.decision import Decider, decide_from_messages
+from taskcal_agents._files import write_json
+from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision.artefact import check_calibrator
+from taskcal_agents.decision.belief import Belief
+from taskcal_agents.decision.decider import Decider, decide_from_messages
+from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.grounding import GroundingContext
-from taskcal_agents.task import Task
+from taskcal_agents.parsing.grounding import GroundingContext
 from taskcal_agents.workflow import (
     EvalArrays,
     SampleSettings,

@@ -9,9 +9,9 @@ import pytest
 from langchain_core.messages import AIMessage
 
 import taskcal_agents.workflow as wf
-from taskcal_agents import tasks
-from taskcal_agents._jsonfile import write_json
+from taskcal_agents._files import write_json
 from taskcal_agents.datasets import DatasetItem
+from taskcal_agents.decision import presets as tasks
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
 from taskcal_agents.workflow import (
     EvalArrays,

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 from langchain_core.messages import AIMessage
 
-from taskcal_agents import tasks
 from taskcal_agents.datasets import DatasetItem
-from taskcal_agents.task import Task
+from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision.task import Task
 
 WHEN2CALL_COST = [[0.0, 1.0, 2.0], [4.0, 0.0, 2.0], [4.0, 1.0, 0.0]]
 LABELS = ("tool_call", "request_for_info", "cannot_answer")

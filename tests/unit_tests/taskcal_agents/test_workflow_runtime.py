@@ -12,10 +12,10 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from calibrators import metrics
-from taskcal_agents._jsonfile import write_json
-from taskcal_agents.decision import Decider
+from taskcal_agents._files import write_json
+from taskcal_agents.decision.decider import Decider
 from taskcal_agents.errors import DataFileError
-from taskcal_agents.grounding import GroundingContext
+from taskcal_agents.parsing.grounding import GroundingContext
 from taskcal_agents.workflow import (
     EvalArrays,
     SampleSettings,

@@ -1,8 +1,8 @@
 """Structured-output constraints for vLLM (``structured_outputs`` request field).
 
 Pure builders and one check, shared by the samplers (:mod:`taskcal_agents.sampling`), the
-entailment judge (:mod:`taskcal_agents.answer_clusters`) and the one-pass belief: exactly one
-constraint kind per request, ``{"choice": [...]}``, ``{"json": schema}``, ``{"regex": ...}``,
+entailment judge (:mod:`taskcal_agents.parsing.answer_clusters`) and the one-pass belief: exactly
+one constraint kind per request, ``{"choice": [...]}``, ``{"json": schema}``, ``{"regex": ...}``,
 ``{"grammar": ...}``, plus vLLM's options. The old ``guided_*`` request fields are silently
 ignored by current vLLM; :data:`LEGACY_GUIDED_FIELDS` names them so the samplers refuse them.
 """

@@ -1,7 +1,7 @@
 r"""The one policy that puts a task's prompt into a request.
 
-Calibration (``taskcal sample``), :class:`~taskcal_agents.runnable.TaskCalibratedRunnable`
-and :class:`~taskcal_agents.middleware.TaskCalibrationMiddleware` all render a request
+Calibration (``taskcal sample``), :class:`~taskcal_agents.langchain.runnable.TaskCalibratedRunnable`
+and :class:`~taskcal_agents.langchain.middleware.TaskCalibrationMiddleware` all render a request
 with these functions, so a calibrator is fitted on beliefs drawn from the same messages it
 is deployed with.
 

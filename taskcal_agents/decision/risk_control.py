@@ -57,8 +57,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from calibrators import expected_costs, least_cost_actions, mbr_actions
+from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.task import Task
 
 __all__ = [
     "ANY_ACTION",

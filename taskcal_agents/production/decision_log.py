@@ -5,7 +5,7 @@ Two backends with one interface (:class:`DecisionLog`):
 * :class:`JsonlDecisionLog` (``*.jsonl``, the default): one JSON object per line, each
   appended with one ``os.write`` on an ``O_APPEND`` descriptor under an exclusive
   ``flock`` and ``fsync``-ed before :meth:`~DecisionLog.append` returns
-  (:func:`taskcal_agents._jsonfile.append_line`, as the samples store appends). Safe
+  (:func:`taskcal_agents._files.append_line`, as the samples store appends). Safe
   under concurrent writer processes; a writer killed at any moment loses nothing it
   already returned an id for. Outcomes are appended as ``{"type": "outcome", ...}``
   lines; the latest outcome of an id wins. A torn or corrupt line is skipped on read and
@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from taskcal_agents._jsonfile import append_line, encode_line, split_complete
+from taskcal_agents._files import append_line, encode_line, split_complete
 from taskcal_agents.errors import (
     ConfigurationError,
     DataFileError,
@@ -57,9 +57,9 @@ from taskcal_agents.errors import (
 )
 
 if TYPE_CHECKING:
-    from taskcal_agents.artefact import CalibratorArtefact
-    from taskcal_agents.decision import Decision
-    from taskcal_agents.task import Task
+    from taskcal_agents.decision.artefact import CalibratorArtefact
+    from taskcal_agents.decision.decider import Decision
+    from taskcal_agents.decision.task import Task
 
 __all__ = [
     "DecisionLog",

@@ -2,7 +2,7 @@
 
 :func:`refit_from_records` is the pure core of ``taskcal refit`` (and of the drift
 benchmark): it reads decision-log records (:meth:`DecisionLog.read
-<taskcal_agents.decision_log.DecisionLog.read>`, outcomes joined), refits the old
+<taskcal_agents.production.decision_log.DecisionLog.read>`, outcomes joined), refits the old
 artefact's map on them and compares the two maps on the most recent records.
 
 Data. The records of the artefact's task (``task`` and ``labels`` must match; records of
@@ -15,7 +15,7 @@ calibrator) and counted. The calibrator input is the logged p̂ (``probs``), or,
 map that reads the belief features (``unparsed: other``, ``fit_metrics["inputs"] ==
 "features"``), the features rebuilt from the logged counts, unparsed count, ungrounded
 calls (``n_ungrounded``, under grounded belief features) and the artefact's α
-(:class:`~taskcal_agents.belief.Belief`). Which actions each decision could
+(:class:`~taskcal_agents.decision.belief.Belief`). Which actions each decision could
 carry out is read back from the log: an action no sample names is not executable (a
 sampled action needs a sample labelled with it; a tool call, under ``execute: grounded``,
 a grounded one), and for a decision whose MBR action was
@@ -33,10 +33,10 @@ Monitor references. The fit sees only served training records and no cross-fit, 
 new artefact's ``fit_metrics`` take the drift monitor's references from the log itself:
 ``fallback_rate`` (fallback records / all records of the task), ``unparsed_rate`` (mean
 ``n_unparsed / n_samples`` with its SE) and the NLL as the new map's ``holdout`` NLL with
-its SE (what :mod:`taskcal_agents.monitor` reads before ``crossval``).
+its SE (what :mod:`taskcal_agents.production.monitor` reads before ``crossval``).
 
 Comparison. On the holdout both maps decide through the runtime's path
-(:class:`~taskcal_agents.decision.Decider`: calibrate, executable MBR), and per item
+(:class:`~taskcal_agents.decision.decider.Decider`: calibrate, executable MBR), and per item
 ``delta_i = C[y_i, a_new_i] − C[y_i, a_old_i]``; its mean and paired standard error,
 and the paired NLL difference ``-log q_new[y] + log q_old[y]``, are reported.
 **Promotion rule** (two one-sided tests at ``z``):
@@ -70,12 +70,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from taskcal_agents.artefact import CalibratorArtefact
-from taskcal_agents.belief import DEFAULT_ALPHA, Belief
-from taskcal_agents.decision import Decider
-from taskcal_agents.decision_log import artefact_id, record_belief
+from taskcal_agents.decision.artefact import CalibratorArtefact
+from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief
+from taskcal_agents.decision.decider import Decider
+from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, DataFileError
-from taskcal_agents.task import Task
+from taskcal_agents.production.decision_log import artefact_id, record_belief
 from taskcal_agents.workflow._evaluate import EvalArrays, paired_difference
 from taskcal_agents.workflow._fit import fit_calibrator, mean_reference
 
@@ -387,7 +387,7 @@ def refit_from_records(
             is not a calibrators estimator.
         DataFileError: A bad record of the task, named with the log (*source*) and its id:
             other labels, an outcome outside the labels, no valid ``time``, ``probs``
-            missing or not a distribution (:func:`~taskcal_agents.decision_log.record_belief`),
+            missing or not a distribution (:func:`~taskcal_agents.production.record_belief`),
             bad sample counts.
     """
     task = task if task is not None else old.task

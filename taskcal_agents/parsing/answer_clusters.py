@@ -7,7 +7,7 @@ the modal class (with the number of classes and the entropy over them), and the 
 representative is the answer the system would give.
 
 Two answers are equivalent (:func:`answers_equivalent`) when, after :func:`answer_tokens`
-(the SQuAD normalisation of :func:`~taskcal_agents.datasets.grading.normalize_answer` plus
+(the SQuAD normalisation of :func:`~taskcal_agents.parsing.grading.normalize_answer` plus
 canonical numbers and dates),
 
 1. their tokens are equal, or
@@ -29,7 +29,7 @@ With an ``entails`` judge (:func:`entailment_judge`: the served model answers ye
 a choice constraint), answers that are not lexically equivalent are still clustered when
 each entails the other.
 
-A task with ``answer_clusters`` set (:class:`~taskcal_agents.task.AnswerClusterSpec`) uses
+A task with ``answer_clusters`` set (:class:`~taskcal_agents.decision.task.AnswerClusterSpec`) uses
 this as its g_T over the N samples, by one path at sampling, evaluation and run time
 (:func:`cluster_samples`): the answering samples are clustered, each sample in the modal
 cluster counts as the task's answer label and every other parsed sample (another answer,
@@ -51,17 +51,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 from langchain_core.messages import AIMessage, BaseMessage
 
 from taskcal_agents._validation import check_int
-from taskcal_agents.constraints import choice_constraint
-from taskcal_agents.datasets.grading import (
+from taskcal_agents.errors import ConfigurationError, SamplingError
+from taskcal_agents.parsing.constraints import choice_constraint
+from taskcal_agents.parsing.grading import (
     DEFAULT_MAX_CONTAINMENT_TOKENS,
     contains_tokens,
     normalize_answer,
 )
-from taskcal_agents.errors import ConfigurationError, SamplingError
-from taskcal_agents.parsers import message_text
+from taskcal_agents.parsing.text import message_text
 
 if TYPE_CHECKING:
-    from taskcal_agents.task import Task
+    from taskcal_agents.decision.task import Task
 
 ENTAILMENT_PROMPT = (
     "Question: {question}\n"
@@ -207,7 +207,7 @@ def answer_tokens(text: str) -> list[str]:
         text: A raw answer (or question).
 
     Returns:
-        The tokens of :func:`~taskcal_agents.datasets.grading.normalize_answer` with digit
+        The tokens of :func:`~taskcal_agents.parsing.grading.normalize_answer` with digit
         groups and decimals written canonically, ordinal suffixes dropped, number words as
         digits and dates in day-month order (see the module docstring); ``[]`` for text
         without words.
@@ -589,14 +589,14 @@ def cluster_samples(
     """Cluster N parsed samples by meaning and relabel them by the modal cluster.
 
     The one g_T over N samples of a task with ``answer_clusters`` (sampling, evaluation and
-    the :class:`~taskcal_agents.decision.Decider` call it): :func:`sample_answers`, then
+    the :class:`~taskcal_agents.decision.decider.Decider` call it): :func:`sample_answers`, then
     :func:`cluster_answers` with the task's ``max_containment_tokens``, then
     :func:`modal_labels`.
 
     Args:
         task: An answer-or-abstain task.
         messages: The sampled completions.
-        labels: Their parsed labels (:meth:`~taskcal_agents.task.Task.parse_completion`).
+        labels: Their parsed labels (:meth:`~taskcal_agents.decision.task.Task.parse_completion`).
         question: The question (:func:`question_of`).
         entails: The judge, for ``method: entailment``.
 

@@ -2,18 +2,18 @@
 
 - ``AutoModeMiddleware`` (blocks a tool call when a ``Noul`` says P(risky) ≥ 0.5): pass
   :func:`risk_classifier` as its ``classifier``. The answer is cost-weighted (see
-  :func:`~taskcal_agents.decision_model.noul_probability`): with c_FN the cost of letting a
+  :func:`~taskcal_agents.langchain.noul_probability`): with c_FN the cost of letting a
   risky call through and c_FP the cost of blocking a safe one, AutoMode's 0.5 test becomes
   the MBR rule q ≥ c_FP / (c_FP + c_FN) on the calibrated probability q.
 - ``ModelRouterMiddleware`` (routes by a ``Choice``): pass a
-  :class:`~taskcal_agents.decision_model.TaskCalibratedDecisionModel`, with its calibrator
+  :class:`~taskcal_agents.langchain.decision_model.TaskCalibratedDecisionModel`, with its calibrator
   and cost matrix under :data:`MODEL_ROUTER_QUESTION_ID`.
 - ``HumanInTheLoopMiddleware`` (a ``when`` predicate per tool call): :func:`hitl_when`
   interrupts when calibrated MBR says "ask a person", and gives the same answer when
   LangChain runs it again on resume (kept in the agent's store when it has one).
 
 These middlewares see two actions (block / allow, interrupt / run) and one cost ratio per
-question. :class:`~taskcal_agents.middleware.TaskCalibrationMiddleware` takes the full cost
+question. :class:`~taskcal_agents.langchain.TaskCalibrationMiddleware` takes the full cost
 matrix over call / ask / abstain, decides whether and which tool to call, and turns a tool
 call a small model wrote as text (JSON in a code fence) into a real one, which these
 middlewares need to see it at all.
@@ -30,16 +30,16 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.decisions import Noul, NoulCriteria
 
 from taskcal_agents._validation import check_int, check_number
-from taskcal_agents.decision import Decision
-from taskcal_agents.decision_model import TaskCalibratedDecisionModel
+from taskcal_agents.decision.decider import Decision
 from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.store.base import BaseStore
 
-    from taskcal_agents.artefact import CalibratorLike
+    from taskcal_agents.decision.artefact import CalibratorLike
 
 __all__ = [
     "AUTO_MODE_QUESTION_ID",
@@ -113,7 +113,7 @@ def block_threshold(*, cost_false_negative: float, cost_false_positive: float) -
     """Return the MBR threshold c_FP / (c_FP + c_FN) on the calibrated P(yes).
 
     MBR answers yes (AutoMode blocks) exactly when q ≥ this threshold, and the cost-weighted
-    answer q' of :func:`~taskcal_agents.decision_model.noul_probability` is ≥ 0.5 exactly
+    answer q' of :func:`~taskcal_agents.langchain.decision_model.noul_probability` is ≥ 0.5 exactly
     then. Equal costs give 0.5; blocking a safe call 4× cheaper than letting a risky one
     through gives 0.2.
 
@@ -146,7 +146,7 @@ def risk_classifier(
         calibrator: A calibrator fitted on this question's beliefs over ``("yes", "no")``
             (fitted, an artefact or its path), or ``None`` for the raw belief.
         question_id: The question ID the costs and calibrator are filed under.
-        **options: Further :class:`~taskcal_agents.decision_model.TaskCalibratedDecisionModel`
+        **options: Further :class:`~taskcal_agents.langchain.TaskCalibratedDecisionModel`
             fields (``n_samples``, ``temperature``, ``alpha``, ``system_prompt``…).
 
     Raises:

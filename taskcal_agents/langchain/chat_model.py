@@ -2,7 +2,7 @@
 
 It replaces the wrapped model in any chain or agent: its reply is the tool call, the
 clarifying question or the abstention chosen by the calibrated MBR decision, with the
-:class:`~taskcal_agents.decision.Decision` (as a dict) in
+:class:`~taskcal_agents.decision.decider.Decision` (as a dict) in
 ``response_metadata["taskcal_decision"]``.
 """
 
@@ -25,12 +25,12 @@ from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool
 from typing_extensions import override
 
-from taskcal_agents.artefact import CalibratorLike
-from taskcal_agents.decision import Decision
+from taskcal_agents.decision.artefact import CalibratorLike
+from taskcal_agents.decision.decider import Decision
+from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.runnable import TaskCalibratedRunnable, split_retry
-from taskcal_agents.sampling._chat_models import unwrap_binding
-from taskcal_agents.task import Task
+from taskcal_agents.langchain.runnable import TaskCalibratedRunnable, split_retry
+from taskcal_agents.sampling import unwrap_binding
 
 __all__ = ["DECISION_METADATA_KEY", "TaskCalibratedChatModel"]
 
@@ -43,12 +43,12 @@ _TOOL_KWARGS = frozenset({"tools", "tool_choice", "parallel_tool_calls", "strict
 class TaskCalibratedChatModel(BaseChatModel):
     """A chat model whose reply is a calibrated, cost-aware decision.
 
-    Construct it like :class:`~taskcal_agents.runnable.TaskCalibratedRunnable`
+    Construct it like :class:`~taskcal_agents.langchain.runnable.TaskCalibratedRunnable`
     (``TaskCalibratedChatModel(model, task, calibrator, n_samples=16, ...)``) or from one
     (``runnable=...``). Keyword arguments that are fields of the runnable go to it; the
     rest (``callbacks``, ``tags``, ``cache``…) to the chat model. ``bind_tools`` binds the
     tools to the wrapped model and returns a new ``TaskCalibratedChatModel``. ``calibrator``
-    is a fitted calibrator, a :class:`~taskcal_agents.artefact.CalibratorArtefact` or the
+    is a fitted calibrator, a :class:`~taskcal_agents.decision.artefact.CalibratorArtefact` or the
     path of an artefact file, as for the runnable.
 
     When the chosen action has no message to send (an action no sample expressed),

@@ -1,6 +1,6 @@
 """Drift monitor: does the deployed calibrator still predict what happens?
 
-:func:`monitor` reads decision-log records (:meth:`~taskcal_agents.decision_log.DecisionLog.read`)
+:func:`monitor` reads decision-log records (:meth:`~taskcal_agents.production.DecisionLog.read`)
 and, per window of decisions, compares what the system predicted with what happened. Per
 labelled decision *i* with outcome ``y_i``, action ``a_i``, calibrated belief ``q_i`` and
 cost matrix ``C`` (of the task, not the record):
@@ -67,14 +67,14 @@ from numpy.typing import NDArray
 
 from calibrators import expected_costs
 from calibrators.metrics import classwise_ece
-from taskcal_agents.decision_log import record_belief
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
+from taskcal_agents.production.decision_log import record_belief
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from taskcal_agents.artefact import CalibratorArtefact
-    from taskcal_agents.task import Task
+    from taskcal_agents.decision.artefact import CalibratorArtefact
+    from taskcal_agents.decision.task import Task
 
 __all__ = [
     "MONITOR_FORMAT",
@@ -704,7 +704,7 @@ def _check(z: float, min_n: int) -> None:
 
 
 def _task_of(task: Task | CalibratorArtefact) -> tuple[Task, Mapping[str, Any] | None]:
-    from taskcal_agents.artefact import CalibratorArtefact
+    from taskcal_agents.decision.artefact import CalibratorArtefact
 
     if isinstance(task, CalibratorArtefact):
         if task.task is None:
@@ -878,9 +878,9 @@ def monitor_log(
             from *task*; and as :func:`monitor` (whose errors name the log).
         DataFileError: The artefact cannot be read.
     """
-    from taskcal_agents.artefact import CalibratorArtefact
-    from taskcal_agents.decision_log import open_decision_log
-    from taskcal_agents.task import Task
+    from taskcal_agents.decision.artefact import CalibratorArtefact
+    from taskcal_agents.decision.task import Task
+    from taskcal_agents.production.decision_log import open_decision_log
 
     if isinstance(task, str | os.PathLike):
         task = Task.from_file(Path(task))

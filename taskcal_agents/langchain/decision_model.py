@@ -18,7 +18,7 @@ the calibrated distribution, so callers can apply their own thresholds::
     response.choices["team"].choice, response.choices["team"].probabilities
 
 Per question (by its ID) a calibrator (fitted, a
-:class:`~taskcal_agents.artefact.CalibratorArtefact` or an artefact path) and a cost
+:class:`~taskcal_agents.decision.artefact.CalibratorArtefact` or an artefact path) and a cost
 matrix can be given; both are indexed by the question's labels in ``criteria`` order
 (``"yes"``, ``"no"`` for a ``Noul``; the levels ``"0"``, ``"1"``, … for a ``Score``).
 
@@ -27,7 +27,7 @@ P(risky) ≥ 0.5), so it carries the question's costs: with the expected costs E
 EC(no) of answering yes and no, it is q' = EC(no) / (EC(yes) + EC(no)), which is ≥ 0.5
 exactly when the MBR answer is yes. Under the default 0-1 costs q' is the calibrated
 probability of yes; under ``[[0, c_FN], [c_FP, 0]]`` it is q·c_FN / (q·c_FN + (1−q)·c_FP),
-so q' ≥ 0.5 ⇔ q ≥ c_FP / (c_FP + c_FN) (see :mod:`taskcal_agents.interop`).
+so q' ≥ 0.5 ⇔ q ≥ c_FP / (c_FP + c_FN) (see :mod:`taskcal_agents.langchain.interop`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import asyncio
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,15 +57,29 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import Field, model_validator
 from typing_extensions import override
 
-from taskcal_agents.artefact import as_artefact, resolve_calibrator
-from taskcal_agents.decision import Decider, Decision
+from taskcal_agents.decision.adaptive import check_adaptive
+from taskcal_agents.decision.artefact import as_artefact, resolve_calibrator
+from taskcal_agents.decision.decider import Decider, Decision
+from taskcal_agents.decision.options import SamplingOptions
+from taskcal_agents.decision.protocol import (
+    DecisionInput,
+    Draw,
+    Drawn,
+    RetryPolicy,
+    decide_in_rounds,
+)
+from taskcal_agents.decision.task import ParserSpec, Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.grounding import GroundingContext
-from taskcal_agents.options import SamplingOptions
-from taskcal_agents.parsers import ChoiceParser, message_text, normalize_text
-from taskcal_agents.sampling import asample_messages, sample_messages
-from taskcal_agents.sampling._chat_models import bound_tools
-from taskcal_agents.task import ParserSpec, Task
+from taskcal_agents.parsing.grounding import GroundingContext
+from taskcal_agents.parsing.labels import ChoiceParser
+from taskcal_agents.parsing.text import message_text, normalize_text
+from taskcal_agents.sampling import (
+    adrive_rounds,
+    asample_messages,
+    bound_tools,
+    drive_rounds,
+    sample_messages,
+)
 
 __all__ = ["LabelParser", "TaskCalibratedDecisionModel", "noul_probability", "render_state"]
 
@@ -83,7 +97,7 @@ class LabelParser:
     In order: the whole reply is a label ("Billing."); exactly one label occurs as a whole
     word ("route it to the technical team"); the reply opens with a label and punctuation
     ("Yes, there is no doubt"); otherwise the rules of
-    :class:`~taskcal_agents.parsers.ChoiceParser` (e.g. "answer: B").
+    :class:`~taskcal_agents.parsing.labels.ChoiceParser` (e.g. "answer: B").
 
     Args:
         labels: The allowed labels.
@@ -216,7 +230,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     """Model name reported in responses and traces (default: the chat model's)."""
     calibrators: dict[str, Any] = Field(default_factory=dict)
     """Calibrators by question ID (classes in the question's label order): each a fitted
-    calibrator, a :class:`~taskcal_agents.artefact.CalibratorArtefact` or the path of an
+    calibrator, a :class:`~taskcal_agents.decision.artefact.CalibratorArtefact` or the path of an
     artefact file (read at construction). An artefact's labels must be the question's,
     in order, and its α is used unless ``alpha`` is given."""
     costs: dict[str, list[list[float]]] = Field(default_factory=dict)
@@ -229,15 +243,8 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
 
         Raises:
             DataFileError: If an artefact path cannot be read.
-            ConfigurationError: If ``adaptive`` is set (not supported here yet).
         """
         super().__init__(**kwargs)
-        if self.adaptive is not None:
-            msg = (
-                "TaskCalibratedDecisionModel parameter 'adaptive' is not supported yet (it "
-                f"always draws all n_samples), got {self.adaptive!r}; pass adaptive=None."
-            )
-            raise ConfigurationError(msg)
         self.calibrators = {qid: as_artefact(c) or c for qid, c in self.calibrators.items()}
 
     @model_validator(mode="before")
@@ -280,7 +287,8 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
             labels=labels,
             cost=self.costs.get(question_id, default),
             parser=ParserSpec(
-                name="taskcal_agents.decision_model:LabelParser", options={"labels": labels}
+                name="taskcal_agents.langchain.decision_model:LabelParser",
+                options={"labels": labels},
             ),
         )
 
@@ -337,7 +345,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     def decide(
         self, state: State, question_id: str, question: Question, *, seed: int | None = None
     ) -> Decision:
-        """Sample and return the full :class:`~taskcal_agents.decision.Decision`.
+        """Sample and return the full :class:`~taskcal_agents.decision.decider.Decision`.
 
         Args:
             state: The state to evaluate.
@@ -349,31 +357,52 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         Returns:
             The decision (its ``action`` is the MBR label).
         """
-        decider = self._decider(question_id, question)
-        prompt = self.prompt_for(state, question)
-        samples = sample_messages(
-            self.chat_model,
-            prompt,
-            n=self.n_samples,
-            temperature=self.temperature,
-            seed=seed,
-        )
-        return decider.decide(samples, context=self._context(decider, prompt))
+        protocol, prompt = self._protocol(state, question_id, question)
+
+        def draw(d: Draw) -> Drawn:
+            return [sample_messages(self.chat_model, prompt, **self._sample_args(d, seed))]
+
+        return self._result(drive_rounds(protocol, draw)[0])
 
     async def adecide(
         self, state: State, question_id: str, question: Question, *, seed: int | None = None
     ) -> Decision:
         """Async :meth:`decide`."""
+        protocol, prompt = self._protocol(state, question_id, question)
+
+        async def draw(d: Draw) -> Drawn:
+            return [await asample_messages(self.chat_model, prompt, **self._sample_args(d, seed))]
+
+        return self._result((await adrive_rounds(protocol, draw))[0])
+
+    def _protocol(
+        self, state: State, question_id: str, question: Question
+    ) -> tuple[Generator[Draw, Drawn, list[Decision | BaseException]], list[BaseMessage]]:
+        """The decision protocol of one question (rounds, retries, fallback), and its prompt."""
         decider = self._decider(question_id, question)
+        if self.adaptive is not None:
+            check_adaptive(decider.task, type(self).__name__)
         prompt = self.prompt_for(state, question)
-        samples = await asample_messages(
-            self.chat_model,
-            prompt,
-            n=self.n_samples,
-            temperature=self.temperature,
-            seed=seed,
-        )
-        return decider.decide(samples, context=self._context(decider, prompt))
+        protocol = decide_in_rounds(
+            decider, [DecisionInput(context=self._context(decider, prompt))], self,
+            retry=RetryPolicy.of(self.max_retries, self.retry_wait), on_error=self.on_error,
+            what=f"{type(self).__name__} could not sample {self.n_samples} completions",
+        )  # fmt: skip
+        return protocol, prompt
+
+    def _sample_args(self, draw: Draw, seed: int | None) -> dict[str, Any]:
+        """The arguments of one draw: its N, the temperature and the seed moved on."""
+        return {
+            "n": draw.n,
+            "temperature": self.temperature,
+            "seed": None if seed is None else seed + draw.drawn,
+        }
+
+    @staticmethod
+    def _result(result: Decision | BaseException) -> Decision:
+        if not isinstance(result, Decision):
+            raise result
+        return result
 
     def _context(self, decider: Decider, prompt: Sequence[BaseMessage]) -> GroundingContext | None:
         """The chat model's bound tools and the prompt, for a task that grounds its calls."""

@@ -2,29 +2,29 @@
 
 After m of N samples, with outcome counts c (one per task outcome, then the unparsed
 samples: the labels g_T reads, an ungrounded call apart under grounded belief features,
-see :attr:`Task.outcomes <taskcal_agents.task.Task.outcomes>`), the stopping rule asks:
+see :attr:`Task.outcomes <taskcal_agents.decision.task.Task.outcomes>`), the stopping rule asks:
 if the remaining N − m samples were drawn, how likely is the decision to change? Under the posterior
 p ~ Dirichlet(α + c) and the future counts ~ Multinomial(N − m, p),
 
     P(change) = P( action(c + future) ≠ action(c) ),
 
-where action(·) is what :class:`~taskcal_agents.decision.Decider` does with those samples:
+where action(·) is what :class:`~taskcal_agents.decision.decider.Decider` does with those samples:
 the belief built by the task's own rule (:meth:`Task.belief_from_outcomes
-<taskcal_agents.task.Task.belief_from_outcomes>`), the Decider's calibration, then MBR among
+<taskcal_agents.decision.Task.belief_from_outcomes>`), the Decider's calibration, then MBR among
 the executable actions and the Decider's risk guard, if any, through the one map the
 Decider itself uses (:meth:`Decider.choose_actions
-<taskcal_agents.decision.Decider.choose_actions>`), so the rule watches the action the
+<taskcal_agents.decision.decider.Decider.choose_actions>`), so the rule watches the action the
 runtime returns; the task's fallback action when no sample is parsed. A sampled action (a
 tool call) that no sample carries out yet becomes executable when a future sample takes its
 label. P(change) is estimated from ``draws`` Monte-Carlo
 draws (one ``predict_proba`` call on the distinct outcomes) with a seed derived from the
 counts, so the rule is a pure function. Sampling stops when P(change) < ε, and always at
-N (:func:`stop_check`). The rounds and ε are :class:`~taskcal_agents.options.AdaptiveSampling`.
+N (:func:`stop_check`). The rounds and ε are :class:`~taskcal_agents.decision.AdaptiveSampling`.
 
 The rule needs counts that are multinomial: a task that clusters open answers
 (``answer_clusters``) is refused (:func:`check_adaptive`).
 
-A risk limit (:class:`~taskcal_agents.risk_control.RiskControl`) is certified on beliefs
+A risk limit (:class:`~taskcal_agents.decision.risk_control.RiskControl`) is certified on beliefs
 from N samples; with adaptive N the decisions are made on fewer, so its guarantee covers
 them only approximately.
 """
@@ -38,17 +38,17 @@ import numpy as np
 from langchain_core.messages import AIMessage
 from numpy.typing import ArrayLike, NDArray
 
-from taskcal_agents.decision import (
+from taskcal_agents.decision.decider import (
     Decider,
     Decision,
     carried_actions,
     grounded_flags,
     ungrounded_flags,
 )
+from taskcal_agents.decision.options import AdaptiveSampling
+from taskcal_agents.decision.task import UNGROUNDED_CALL, Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.grounding import GroundingContext
-from taskcal_agents.options import AdaptiveSampling
-from taskcal_agents.task import UNGROUNDED_CALL, Task
+from taskcal_agents.parsing.grounding import GroundingContext
 
 __all__ = [
     "AdaptiveSampling",
@@ -102,7 +102,7 @@ def outcome_counts(task: Task, labels: Sequence[str | None]) -> NDArray[np.int64
     Args:
         task: The task.
         labels: One outcome per sample (:meth:`Task.sample_outcomes
-            <taskcal_agents.task.Task.sample_outcomes>`; for a task without grounding the
+            <taskcal_agents.decision.task.Task.sample_outcomes>`; for a task without grounding the
             labels g_T reads; ``None``: unparsed, before the task's ``unparsed`` policy,
             which the belief applies).
 
@@ -176,7 +176,7 @@ def change_probability(
             outcome, then unparsed (:func:`outcome_counts`).
         n_max: The number of samples N the draw would reach.
         executable: Which actions the samples so far can carry out, shape ``(m,)``
-            (:func:`~taskcal_agents.decision.carried_actions`); ``None``: all.
+            (:func:`~taskcal_agents.decision.decider.carried_actions`); ``None``: all.
         draws: Monte-Carlo draws.
 
     Returns:

@@ -11,19 +11,14 @@ Wrap any chat model once and use the result anywhere a LangChain Runnable fits::
 
 from __future__ import annotations
 
-import asyncio
-import random
-import time
-from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable, Generator, Sequence
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
     CallbackManagerForChainRun,
 )
 from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import AIMessage
 from langchain_core.runnables import (
     Runnable,
     RunnableBinding,
@@ -33,40 +28,49 @@ from langchain_core.runnables import (
 from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.config import patch_config
 from langchain_core.runnables.retry import RunnableRetry
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, PrivateAttr
 from typing_extensions import override
 
-from taskcal_agents.adaptive import StopCheck, check_adaptive, stop_check_messages, with_stop
-from taskcal_agents.answer_clusters import question_of
-from taskcal_agents.artefact import (
-    ArtefactReloader,
+from taskcal_agents.decision.adaptive import check_adaptive
+from taskcal_agents.decision.artefact import (
     CalibratorLike,
     ResolvedCalibrator,
-    check_reload,
     resolve_calibrator,
 )
-from taskcal_agents.decision import Decider, Decision
-from taskcal_agents.decision_log import DecisionLog, artefact_id, model_name_of, open_decision_log
-from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
-from taskcal_agents.grounding import GroundingContext
-from taskcal_agents.options import SamplingOptions
-from taskcal_agents.prompting import with_task_prompt
-from taskcal_agents.sampling import asample_batch, sample_batch
-from taskcal_agents.sampling._chat_models import bound_tool_names, bound_tools, chat_model_of
-from taskcal_agents.sampling._messages import to_messages
-from taskcal_agents.task import Task
-from taskcal_agents.tool_turns import answered_tool_calls
+from taskcal_agents.decision.decider import Decider, Decision
+from taskcal_agents.decision.options import SamplingOptions
+from taskcal_agents.decision.protocol import (
+    DecisionInput,
+    Draw,
+    Drawn,
+    RetryPolicy,
+    decide_in_rounds,
+)
+from taskcal_agents.decision.task import Task
+from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.parsing.answer_clusters import question_of
+from taskcal_agents.parsing.grounding import GroundingContext
+from taskcal_agents.parsing.tool_turns import answered_tool_calls
+from taskcal_agents.production.decision_log import (
+    DecisionLog,
+    artefact_id,
+    model_name_of,
+    open_decision_log,
+)
+from taskcal_agents.production.reload import ArtefactReloader, check_reload
+from taskcal_agents.sampling import (
+    adrive_rounds,
+    asample_batch,
+    bound_tool_names,
+    bound_tools,
+    chat_model_of,
+    drive_rounds,
+    sample_batch,
+    to_messages,
+)
+from taskcal_agents.sampling.prompts import with_task_prompt
 
 __all__ = ["TaskCalibratedRunnable", "split_retry"]
-
-
-def _is_control_flow(exc: BaseException) -> bool:
-    """LangGraph interrupts and other bubble-up signals must never be retried or swallowed."""
-    try:
-        from langgraph.errors import GraphBubbleUp
-    except ImportError:
-        return False
-    return isinstance(exc, GraphBubbleUp)
 
 
 def split_retry(
@@ -109,80 +113,11 @@ def split_retry(
     return core, retry
 
 
-@dataclass(frozen=True)
-class _RetryPolicy:
-    """How often and after how long a failed sampling call is retried."""
-
-    attempts: int
-    retry_on: tuple[type[BaseException], ...] | Callable[[BaseException], bool] = (Exception,)
-    """The exception types to retry, or a predicate (``with_retry``'s forms)."""
-    initial: float = 0.0
-    exp_base: float = 2.0
-    jitter: float = 0.0
-    max_wait: float = float("inf")
-
-    @classmethod
-    def of(cls, retry: RunnableRetry[Any, Any]) -> _RetryPolicy:
-        """The policy of a ``with_retry()`` layer (tenacity's exponential jitter wait)."""
-        retry_on = retry.retry_exception_types
-        if not retry.wait_exponential_jitter:
-            return cls(retry.max_attempt_number, retry_on)
-        params = {"initial": 1.0, "exp_base": 2.0, "jitter": 1.0, "max": float("inf")}
-        given: Mapping[str, Any] = retry.exponential_jitter_params or {}
-        params.update({k: float(v) for k, v in given.items()})
-        return cls(
-            retry.max_attempt_number,
-            retry_on,
-            initial=params["initial"],
-            exp_base=params["exp_base"],
-            jitter=params["jitter"],
-            max_wait=params["max"],
-        )
-
-    def wait(self, attempt: int) -> float:
-        """Seconds to wait before ``attempt`` (the first retry is attempt 2)."""
-        if attempt < 2:
-            return 0.0
-        delay = self.initial * self.exp_base ** (attempt - 2)
-        return min(delay + (random.uniform(0, self.jitter) if self.jitter else 0.0), self.max_wait)
-
-    def retries(self, result: Any) -> bool:
-        """Whether ``result`` is a failure to retry (never a control-flow signal)."""
-        if not isinstance(result, Exception) or _is_control_flow(result):
-            return False
-        if isinstance(self.retry_on, tuple):
-            return isinstance(result, self.retry_on)
-        return bool(self.retry_on(result))
-
-
-@dataclass(frozen=True)
-class _Attempt:
-    """One sampling call the drivers make: wait, then ``sample_batch(**call)``."""
-
-    wait: float
-    call: dict[str, Any] = field(default_factory=dict)
-
-
-def _advance(
-    steps: Generator[_Attempt, Any, list[Decision | Exception]], drawn: Any = None
-) -> _Attempt | list[Decision | Exception]:
-    """Send ``drawn`` into ``steps`` (``None`` starts it): the next attempt or the end."""
-    try:
-        return steps.send(drawn)
-    except StopIteration as stop:
-        result: list[Decision | Exception] = stop.value
-        return result
-
-
 _Inputs = list[LanguageModelInput]
 _Configs = list[RunnableConfig]
 _Managers = list[CallbackManagerForChainRun]
 _AsyncManagers = list[AsyncCallbackManagerForChainRun]
 _Results = list[Decision | Exception]
-
-
-_GO_ON = StopCheck(stop=False, change_probability=1.0, n_drawn=0, n_max=0)
-"""A stand-in verdict for an input not checked yet."""
 
 
 def _raise_or_return(result: Decision | Exception) -> Decision:
@@ -203,10 +138,10 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     A sampled tool call that repeats one the input already made and answered in its
     current user turn (after its last ``HumanMessage``) is counted as a repeat
     (``Decision.n_repeats``, unparsed) and never returned as the call (see
-    :meth:`Decider.decide <taskcal_agents.decision.Decider.decide>`). For the turn right
+    :meth:`Decider.decide <taskcal_agents.decision.decider.Decider.decide>`). For the turn right
     after a tool result, decide with a runnable on
-    :func:`taskcal_agents.tasks.after_tool_result` (pick it with
-    :func:`~taskcal_agents.tool_turns.is_tool_result_turn`, as
+    :func:`taskcal_agents.decision.presets.after_tool_result` (pick it with
+    :func:`~taskcal_agents.parsing.tool_turns.is_tool_result_turn`, as
     ``examples/langgraph_routing.py`` does).
 
     Args:
@@ -214,10 +149,10 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             producing ``AIMessage``/``str``.
         task: The task.
         calibrator: A fitted calibrator for the task's labels, a
-            :class:`~taskcal_agents.artefact.CalibratorArtefact`, the path of an artefact
+            :class:`~taskcal_agents.decision.artefact.CalibratorArtefact`, the path of an artefact
             file (its α is used unless ``alpha`` is given), or ``None``.
         **kwargs: The other fields below and those of
-            :class:`~taskcal_agents.options.SamplingOptions` (``n_samples``,
+            :class:`~taskcal_agents.decision.options.SamplingOptions` (``n_samples``,
             ``temperature``, ``alpha``, ``adaptive``).
 
     Raises:
@@ -237,45 +172,33 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     calibrator: Any = None
     """The fitted calibrator, or ``None``: ``predict_proba`` on ``(n, k)`` beliefs p̂, or on
     ``(n, k + 1)`` belief features under the task's ``unparsed: other`` policy (see
-    :class:`~taskcal_agents.artefact.Calibrator`). Given as a calibrator, a
-    :class:`~taskcal_agents.artefact.CalibratorArtefact` or an artefact path; checked
-    against the task by :func:`~taskcal_agents.artefact.resolve_calibrator`."""
+    :class:`~taskcal_agents.decision.artefact.Calibrator`). Given as a calibrator, a
+    :class:`~taskcal_agents.decision.artefact.CalibratorArtefact` or an artefact path; checked
+    against the task by :func:`~taskcal_agents.decision.artefact.resolve_calibrator`."""
     seed: int | None = None
     """Base sampling seed passed per call (``None``: unseeded)."""
-    on_error: Literal["raise", "fallback"] = "raise"
-    """After the retries fail: raise :class:`~taskcal_agents.errors.SamplingError` (a
-    :class:`~taskcal_agents.errors.ServerError` naming the URL when an OpenAI-compatible
-    server failed: unreachable, timed out, 5xx/429, a body cut short), or return the task's
-    fallback decision flagged with the error. With adaptive N a round
-    that fails for good does so too: the samples of earlier rounds are discarded, not
-    decided on, and the error's attempt count is that round's."""
-    max_retries: int = Field(default=0, ge=0)
-    """How many times a failed sampling call is retried (with adaptive N, per round). Or
-    wrap the model with ``model.with_retry(...)``: its policy is applied here (not both)."""
-    retry_wait: float = Field(default=0.0, ge=0)
-    """Seconds to wait before the first retry; doubles after each retry."""
     return_samples: bool = False
     """Keep the samples and their labels in the decision."""
     use_n: bool | None = None
     """Force (``True``) or forbid (``False``) one request with ``n``; ``None``: auto."""
     use_task_prompt: bool = True
     """Put ``task.prompt`` (if set) into the request by the one policy of
-    :mod:`taskcal_agents.prompting`: appended to the first system message, else prepended
+    :mod:`taskcal_agents.sampling.prompts`: appended to the first system message, else prepended
     as one."""
     risk_control: Any = None
-    """A calibrated risk limit (:class:`~taskcal_agents.risk_control.RiskControl`) that
-    guards each decision (see :class:`~taskcal_agents.decision.Decider`); ``None``: the
+    """A calibrated risk limit (:class:`~taskcal_agents.decision.risk_control.RiskControl`) that
+    guards each decision (see :class:`~taskcal_agents.decision.decider.Decider`); ``None``: the
     calibrator artefact's, if it carries one."""
     judge: Any = None
     """For a task whose ``answer_clusters`` method is ``"entailment"``: makes the judge of
     a question, e.g. ``functools.partial(entailment_judge, OpenAISampler(...))`` (see
-    :class:`~taskcal_agents.decision.Decider`); not used otherwise. Under answer
+    :class:`~taskcal_agents.decision.decider.Decider`); not used otherwise. Under answer
     clustering the question is the text of the input's last user message."""
 
     decision_log: Any = None
     """Where each decision is logged after it is taken: a
-    :class:`~taskcal_agents.decision_log.DecisionLog` or a path (``.jsonl`` or
-    ``.sqlite``/``.db``, see :func:`~taskcal_agents.decision_log.open_decision_log`);
+    :class:`~taskcal_agents.production.decision_log.DecisionLog` or a path (``.jsonl`` or
+    ``.sqlite``/``.db``, see :func:`~taskcal_agents.production.decision_log.open_decision_log`);
     ``None``: off. The decision's ``decision_id`` is its id in the log (``None`` when
     writing failed: a warning and the log's ``failures`` count, never an exception)."""
 
@@ -286,7 +209,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     its artefact id) from then on. A replacement that cannot be loaded keeps the artefact
     in force with one :class:`~taskcal_agents.errors.ArtefactReloadWarning`. ``calibrator``,
     ``alpha`` and ``risk_control`` keep the values of the first artefact; :attr:`decider`
-    is the one in force. See :class:`~taskcal_agents.artefact.ArtefactReloader`."""
+    is the one in force. See :class:`~taskcal_agents.production.reload.ArtefactReloader`."""
 
     _decider: Decider = PrivateAttr()
     _log: DecisionLog | None = PrivateAttr(default=None)
@@ -388,12 +311,6 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             "use_n": self.use_n,
         }
 
-    def _rounds(self) -> tuple[int, ...]:
-        """The cumulative sample counts after each round: ``(n_samples,)`` without adaptive N."""
-        if self.adaptive is None:
-            return (self.n_samples,)
-        return self.adaptive.rounds(self.n_samples)
-
     def _question(self, input_: LanguageModelInput) -> str | None:
         """The question under answer clustering (``None`` for tasks that do not cluster)."""
         if self.task.answer_clusters is None:
@@ -408,55 +325,15 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             return None
         return GroundingContext(bound_tools(sampled) or (), to_messages(input_))
 
-    def _finish(
-        self,
-        result: list[AIMessage] | BaseException | None,
-        attempts: int,
-        question: str | None = None,
-        check: StopCheck | None = None,
-        in_force: tuple[Decider, str | None] | None = None,
-        answered_calls: frozenset[str] = frozenset(),
-        context: GroundingContext | None = None,
-    ) -> Decision:
-        """Decide from samples, or handle the final error per ``on_error``.
-
-        With adaptive N the decision records whether the draw stopped early and the
-        stopping rule's last estimate (``check``; 0 when all N were drawn). ``in_force``
-        is the Decider and artefact id the batch started with (default: those in force).
-        ``answered_calls`` are the calls the input made and answered in its user turn: a sample
-        repeating one is a repeat (see :meth:`Decider.decide`). ``context`` is the input's
-        tools and conversation, which a task with ``grounding`` checks the calls against.
-        """
-        decider, aid = in_force if in_force is not None else self._in_force()
-        if not isinstance(result, BaseException) and result is not None:
-            decision = decider.decide(
-                result,
-                tool_names=bound_tool_names(split_retry(self.model)[0]),
-                return_samples=self.return_samples,
-                question=question,
-                answered_calls=answered_calls,
-                context=context,
-            )
-            return self._logged(
-                decision if self.adaptive is None else with_stop(decision, check), aid
-            )
-        error = result if result is not None else RuntimeError("no result")
-        if _is_control_flow(error):
-            raise error
-        if self.on_error == "fallback":
-            return self._logged(
-                decider.fallback(
-                    f"model error after {attempts} attempt(s): {type(error).__name__}: {error}"
-                ),
-                aid,
-            )
-        msg = (
-            f"TaskCalibratedRunnable could not sample {self.n_samples} completions from "
-            f"{type(self.model).__name__} after {attempts} attempt(s): "
-            f"{type(error).__name__}: {error}; raise max_retries or pass on_error='fallback' "
-            "to take the task's fallback action instead."
-        )
-        raise (ServerError if isinstance(error, ServerError) else SamplingError)(msg) from error
+    def _result(
+        self, result: Decision | BaseException, in_force: tuple[Decider, str | None]
+    ) -> Decision | Exception:
+        """A decision of the protocol, logged; or its error (a control-flow signal raised)."""
+        if isinstance(result, Decision):
+            return self._logged(result, in_force[1])
+        if not isinstance(result, Exception):
+            raise result
+        return result
 
     def _logged(self, decision: Decision, aid: str | None) -> Decision:
         """Log ``decision`` (when a log is set, under artefact id ``aid``) with its id."""
@@ -470,93 +347,60 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             artefact_id=aid,
         )
 
-    def _retry_policy(self, retry: RunnableRetry[Any, Any] | None) -> _RetryPolicy:
+    def _retry_policy(self, retry: RunnableRetry[Any, Any] | None) -> RetryPolicy:
         if retry is not None:
-            return _RetryPolicy.of(retry)
-        return _RetryPolicy(self.max_retries + 1, initial=self.retry_wait)
+            return RetryPolicy.of_runnable_retry(retry)
+        return RetryPolicy.of(self.max_retries, self.retry_wait)
 
-    def _attempts(
+    def _protocol(
         self,
         inputs: list[LanguageModelInput],
         run_manager: Sequence[CallbackManagerForChainRun | AsyncCallbackManagerForChainRun],
         config: list[RunnableConfig],
         kwargs: dict[str, Any],
-    ) -> Generator[_Attempt, list[Any], list[Decision | Exception]]:
-        """The batch in rounds with their retries, without I/O: yield each call, then decide.
+    ) -> tuple[
+        Generator[Draw, Drawn, list[Decision | BaseException]],
+        Callable[[Draw], dict[str, Any]],
+        tuple[Decider, str | None],
+    ]:
+        """The decision protocol of a batch, and the ``sample_batch`` arguments of a draw.
 
-        Without adaptive N there is one round of ``n_samples``; with it, the rounds of
-        :meth:`AdaptiveSampling.rounds <taskcal_agents.options.AdaptiveSampling.rounds>`,
-        and after each round an input whose stopping rule says stop
-        (:func:`~taskcal_agents.adaptive.stop_check_messages`) draws no more. Each attempt
-        samples the inputs of the round whose last attempt failed (a retryable error), as
-        one ``sample_batch`` call so ``max_concurrency`` bounds them all; its child runs
-        are tagged ``retry:attempt:<k>`` from the second attempt on, as ``with_retry()``
-        tags them. An input whose round fails for good gets that error (``on_error``), even
-        after earlier rounds drew samples: those are discarded; the retry budget and the
-        attempt count are per round.
-        The sync and async drivers only sleep and sample (:func:`_advance`).
+        One artefact decides the whole batch. Each draw samples the inputs it names as one
+        ``sample_batch`` call, so ``max_concurrency`` bounds them all; its child runs are
+        tagged ``retry:attempt:<k>`` from the second attempt on, as ``with_retry()`` tags
+        them; the seed moves on by the samples drawn so far.
         """
         sampled, retry = split_retry(self.model)
-        policy = self._retry_policy(retry)
-        tool_names = bound_tool_names(sampled)
-        in_force = self._in_force()  # one artefact for the whole batch
+        in_force = self._in_force()
         prepared = [self._prepare(x) for x in inputs]
-        answered = [answered_tool_calls(to_messages(x)) for x in inputs]
-        contexts = [self._context(sampled, x) for x in inputs]
-        samples: list[list[AIMessage]] = [[] for _ in inputs]
-        errors: list[BaseException | None] = [None] * len(inputs)
-        attempts = [0] * len(inputs)
-        checks: list[StopCheck | None] = [None] * len(inputs)
-        active = list(range(len(inputs)))
-        drawn_before = 0
-        for total in self._rounds():
-            pending, attempt = list(active), 0
-            while pending and attempt < policy.attempts:
-                attempt += 1
-                tag = f"retry:attempt:{attempt}" if attempt > 1 else None
-                configs = [
+        items = [
+            DecisionInput(
+                self._question(x), answered_tool_calls(to_messages(x)), self._context(sampled, x)
+            )
+            for x in inputs
+        ]
+        protocol = decide_in_rounds(
+            in_force[0], items, self, retry=self._retry_policy(retry),
+            tool_names=bound_tool_names(sampled), on_error=self.on_error,
+            return_samples=self.return_samples,
+            what=f"{type(self).__name__} could not sample {self.n_samples} completions from "
+            f"{type(self.model).__name__}",
+        )  # fmt: skip
+
+        def call(draw: Draw) -> dict[str, Any]:
+            tag = f"retry:attempt:{draw.attempt}" if draw.attempt > 1 else None
+            return {
+                "model": sampled,
+                "inputs": [prepared[i] for i in draw.items],
+                "config": [
                     patch_config(config[i], callbacks=run_manager[i].get_child(tag))
-                    for i in pending
-                ]
-                call = {
-                    "model": sampled,
-                    "inputs": [prepared[i] for i in pending],
-                    "config": configs,
-                    **self._sample_args(total - drawn_before, drawn_before),
-                    **kwargs,
-                }
-                drawn = yield _Attempt(policy.wait(attempt), call)
-                for i, r in zip(pending, drawn, strict=True):
-                    attempts[i], errors[i] = attempt, r if isinstance(r, BaseException) else None
-                    if errors[i] is None:
-                        samples[i] = [*samples[i], *r]
-                pending = [i for i, r in zip(pending, drawn, strict=True) if policy.retries(r)]
-            active = [i for i in active if errors[i] is None]
-            drawn_before = total
-            if self.adaptive is not None and total < self.n_samples:
-                for i in active:
-                    checks[i] = stop_check_messages(
-                        in_force[0], samples[i], self.n_samples, self.adaptive,
-                        tool_names=tool_names, answered_calls=answered[i], context=contexts[i],
-                    )  # fmt: skip
-                active = [i for i in active if not (checks[i] or _GO_ON).stop]
-        out: list[Decision | Exception] = []
-        for i, x in enumerate(prepared):
-            try:
-                out.append(
-                    self._finish(
-                        errors[i] or samples[i],
-                        attempts[i],
-                        self._question(x),
-                        checks[i],
-                        in_force,
-                        answered[i],
-                        contexts[i],
-                    )
-                )
-            except Exception as exc:
-                out.append(exc)
-        return out
+                    for i in draw.items
+                ],
+                **self._sample_args(draw.n, draw.drawn),
+                **kwargs,
+            }
+
+        return protocol, call, in_force
 
     # ------------------------------------------------------------------- invoke
 
@@ -597,12 +441,9 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     def _batch(
         self, inputs: _Inputs, run_manager: _Managers, config: _Configs, **kwargs: Any
     ) -> _Results:
-        steps = self._attempts(inputs, run_manager, config, kwargs)
-        step = _advance(steps)
-        while isinstance(step, _Attempt):
-            time.sleep(step.wait)
-            step = _advance(steps, sample_batch(**step.call))
-        return step
+        protocol, call, in_force = self._protocol(inputs, run_manager, config, kwargs)
+        results = drive_rounds(protocol, lambda draw: sample_batch(**call(draw)))
+        return [self._result(r, in_force) for r in results]
 
     @override
     def batch(
@@ -621,12 +462,13 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     async def _abatch(
         self, inputs: _Inputs, run_manager: _AsyncManagers, config: _Configs, **kwargs: Any
     ) -> _Results:
-        steps = self._attempts(inputs, run_manager, config, kwargs)
-        step = _advance(steps)
-        while isinstance(step, _Attempt):
-            await asyncio.sleep(step.wait)
-            step = _advance(steps, await asample_batch(**step.call))
-        return step
+        protocol, call, in_force = self._protocol(inputs, run_manager, config, kwargs)
+
+        async def draw(request: Draw) -> Drawn:
+            return await asample_batch(**call(request))
+
+        results = await adrive_rounds(protocol, draw)
+        return [self._result(r, in_force) for r in results]
 
     @override
     async def abatch(

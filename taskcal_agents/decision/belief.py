@@ -31,12 +31,12 @@ Unparsed samples (the task's ``unparsed`` policy) enter in one of three ways:
       (e.g. that the model cannot answer).
 
     A belief with no parsed sample at all still takes the task's fallback action (see
-    :class:`taskcal_agents.decision.Decider`), as under ``"drop"``.
+    :class:`taskcal_agents.decision.decider.Decider`), as under ``"drop"``.
 
 Under ``"drop"`` and ``"as:<label>"``, :attr:`Belief.features` is p̂ itself.
 
 Grounded tool decisions (a task's ``grounding`` with ``belief: features``, see
-:mod:`taskcal_agents.grounding`) split one label's count in the features: the
+:mod:`taskcal_agents.parsing.grounding`) split one label's count in the features: the
 ``tool_call`` samples whose calls the conversation does not support (``ungrounded``) get a
 column of their own, after the k label columns and before the unparsed one. p̂ still
 counts them as calls (the raw belief is g_T's), so raw MBR is unchanged; a calibrator

@@ -5,13 +5,13 @@ is argmin_a Σ_ℓ q(ℓ)·C[ℓ, a] among the actions the samples can carry out
 (:func:`executable_mbr`, :func:`carried_actions`: a tool call needs a sample that makes
 one). Under the task's ``unparsed: other`` policy a calibrator may instead read the k + 1
 belief features (p̂'s counts plus the unparsed share, see
-:attr:`taskcal_agents.belief.Belief.features`); which one it reads follows from its
+:attr:`taskcal_agents.decision.belief.Belief.features`); which one it reads follows from its
 ``n_features_in_``. :class:`Decider` validates the task/calibrator pair once
 and then decides in microseconds; :func:`decide_from_messages` is the one-shot form used
 by the workflow and the agent middleware (pure: no model call).
 
 For a task with ``answer_clusters`` (open answers) the samples are first clustered by
-meaning (:func:`~taskcal_agents.answer_clusters.cluster_samples`): the belief is the
+meaning (:func:`~taskcal_agents.parsing.answer_clusters.cluster_samples`): the belief is the
 modal cluster's share and the answer action replies with the modal cluster's
 representative.
 """
@@ -29,11 +29,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from calibrators import expected_costs as _expected_costs
 from calibrators import least_cost_actions, mbr_actions
-from taskcal_agents.answer_clusters import AnswerClusters, EntailmentJudgeFactory, cluster_samples
-from taskcal_agents.artefact import check_calibrator
-from taskcal_agents.belief import DEFAULT_ALPHA, Belief, check_alpha
+from taskcal_agents.decision.artefact import check_calibrator
+from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief, check_alpha
+from taskcal_agents.decision.risk_control import RiskControl
+from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
-from taskcal_agents.grounding import (
+from taskcal_agents.parsing.answer_clusters import (
+    AnswerClusters,
+    EntailmentJudgeFactory,
+    cluster_samples,
+)
+from taskcal_agents.parsing.grounding import (
     GroundingContext,
     SampleGrounding,
     call_agreement,
@@ -43,17 +49,14 @@ from taskcal_agents.grounding import (
     question_for,
     sent_args,
 )
-from taskcal_agents.parsers import (
+from taskcal_agents.parsing.text import message_text, normalize_text
+from taskcal_agents.parsing.tool_calls import (
     canonical_tool_calls,
     extract_tool_calls,
     has_written_call,
-    message_text,
-    normalize_text,
     with_tool_calls,
 )
-from taskcal_agents.risk_control import RiskControl
-from taskcal_agents.task import Task
-from taskcal_agents.tool_turns import is_repeat_call
+from taskcal_agents.parsing.tool_turns import is_repeat_call
 
 __all__ = [
     "TOOL_CALL_ACTION",
@@ -155,7 +158,7 @@ def carries_out(
     """Whether a sample labelled ``action`` carries it out.
 
     For :data:`TOOL_CALL_ACTION`: the message makes a tool call that can be extracted
-    (:func:`~taskcal_agents.parsers.extract_tool_calls`) to an offered tool (any tool when
+    (:func:`~taskcal_agents.parsing.extract_tool_calls`) to an offered tool (any tool when
     *tool_names* is ``None``); for any other action: the message has non-empty text.
     """
     if action == TOOL_CALL_ACTION:
@@ -205,7 +208,7 @@ def carried_actions(
             sent under ``execute: any``).
         tool_names: The tools offered to the calls that drew the samples (``None``: any).
         grounded: Per sample, whether its calls are grounded
-            (:attr:`~taskcal_agents.grounding.SampleGrounding.grounded`); needed under
+            (:attr:`~taskcal_agents.parsing.grounding.SampleGrounding.grounded`); needed under
             ``execute: grounded``.
 
     Returns:
@@ -273,14 +276,14 @@ class Decision(BaseModel):
     n_ungrounded: int | None = None
     """Under the task's ``grounding``: the ``tool_call`` samples whose calls are ungrounded
     (a required argument missing, or a value the conversation does not support; see
-    :mod:`taskcal_agents.grounding`); ``None`` for a task without grounding."""
+    :mod:`taskcal_agents.parsing.grounding`); ``None`` for a task without grounding."""
     call_agreement: int | None = None
     """Under the task's ``grounding``: how many samples make the modal call (same tools,
     same normalised arguments)."""
     missing_arguments: list[str] = Field(default_factory=list)
     """For an ask decision: the arguments the question asks for (those the sampled calls
     lacked or invented), in the order asked; empty otherwise."""
-    # Adaptive N (taskcal_agents.adaptive), set by the front doors that sample in rounds.
+    # Adaptive N (taskcal_agents.decision.adaptive), set by the front doors that sample in rounds.
     stopped_early: bool = False
     """Whether adaptive N's stopping rule ended the draw before N samples were requested
     (``n_samples`` is what was drawn; it omits responses without a message)."""
@@ -292,7 +295,7 @@ class Decision(BaseModel):
     carried out, or the fallback action); equal to ``action`` unless ``guarded``."""
     guard: str | None = None
     """The risk limit in force (its spec, e.g. ``"tool_call_when_not:0.05"``), or ``None``
-    (see :mod:`taskcal_agents.risk_control`)."""
+    (see :mod:`taskcal_agents.decision.risk_control`)."""
     guard_threshold: float | None = None
     """The guard's threshold λ̂ (``inf``: no threshold was certified, it always
     downgrades; ``null`` in the JSON form), or ``None`` without a guard."""
@@ -304,7 +307,7 @@ class Decision(BaseModel):
     """Whether the guard downgraded ``unguarded_action`` to the safe ``action``."""
     decision_id: str | None = None
     """The id under which a front door's decision log recorded this decision (pass it to
-    :func:`~taskcal_agents.decision_log.record_outcome`), or ``None`` when not logged."""
+    :func:`~taskcal_agents.production.decision_log.record_outcome`), or ``None`` when not logged."""
 
     @field_serializer("guard_threshold", when_used="json")
     def _finite_threshold(self, value: float | None) -> float | None:
@@ -338,9 +341,9 @@ class Decider:
             was fitted with).
         judge: For a task whose ``answer_clusters`` method is ``"entailment"``: makes the
             judge of a question, e.g. ``functools.partial(entailment_judge, sampler)``
-            (:func:`~taskcal_agents.answer_clusters.entailment_judge`); not used otherwise.
+            (:func:`~taskcal_agents.parsing.answer_clusters.entailment_judge`); not used otherwise.
         risk_control: A calibrated risk limit
-            (:class:`~taskcal_agents.risk_control.RiskControl`, e.g. the artefact's): an
+            (:class:`~taskcal_agents.decision.risk_control.RiskControl`, e.g. the artefact's): an
             MBR decision of a guarded action whose score is below its threshold is
             downgraded to the cheapest safe action (ask / abstain) under q. Fallback
             decisions are not guarded (as in the calibration). ``None``: no guard.
@@ -498,12 +501,12 @@ class Decider:
                 task parser's own ``tool_names`` option).
             return_samples: Keep the samples and their labels in the decision.
             question: Under answer clustering, the question the samples answer
-                (:func:`~taskcal_agents.answer_clusters.question_of` of the request), as
+                (:func:`~taskcal_agents.parsing.answer_clusters.question_of` of the request), as
                 at sampling time; ignored otherwise.
             answered_calls: The calls already made and answered in the current user turn
-                (:func:`~taskcal_agents.tool_turns.answered_tool_calls` of the request).
+                (:func:`~taskcal_agents.parsing.tool_turns.answered_tool_calls` of the request).
             context: The request's tools and conversation
-                (:class:`~taskcal_agents.grounding.GroundingContext`), which a task with
+                (:class:`~taskcal_agents.parsing.grounding.GroundingContext`), which a task with
                 ``grounding`` checks each sampled call against; ignored otherwise.
 
         Returns:
@@ -770,11 +773,11 @@ class Decider:
         """The ask action's message under grounding, and the arguments it asks for.
 
         The arguments are those the ungrounded calls lack
-        (:func:`~taskcal_agents.grounding.missing_arguments`). A sampled clarifying
+        (:func:`~taskcal_agents.parsing.grounding.missing_arguments`). A sampled clarifying
         question (a sample g_T reads as the ask label that makes no call and writes none
-        out, :func:`~taskcal_agents.parsers.has_written_call`) is preferred when
+        out, :func:`~taskcal_agents.parsing.tool_calls.has_written_call`) is preferred when
         it names one of them, or when no call lacked anything; otherwise the question is
-        built from the tool's schema (:func:`~taskcal_agents.grounding.question_for`), and
+        built from the tool's schema (:func:`~taskcal_agents.parsing.grounding.question_for`), and
         without either the task's ``ask_text``.
         """
         ask = self.task.ask_action
@@ -800,7 +803,7 @@ class Decider:
         """The actions the Decider takes on calibrated beliefs: executable MBR, then the guard.
 
         The one map from q to the returned action, shared by :meth:`decide_belief` and
-        the adaptive-N stopping rule (:mod:`taskcal_agents.adaptive`), so the rule watches
+        the adaptive-N stopping rule (:mod:`taskcal_agents.decision.adaptive`), so the rule watches
         the action the runtime returns. Rows without a parsed sample take the fallback
         action instead (not handled here; fallback decisions are not guarded).
 
@@ -908,17 +911,17 @@ class Decider:
 
         Abstain action → ``task.abstain_text``. With ``clusters`` (answer clustering) and
         a modal cluster, the answer action → the modal cluster's representative sample
-        (:attr:`~taskcal_agents.answer_clusters.AnswerClusters.representative`, the answer
+        (:attr:`~taskcal_agents.parsing.answer_clusters.AnswerClusters.representative`, the answer
         a graded item's label was graded on). Otherwise, among the samples labelled
         ``action`` (for a sampled action, only those that carry it out, see
         :func:`carries_out`, so that it agrees with :func:`carried_actions`): the first
         sample making the most frequent canonical tool call (name plus sorted-key JSON
         arguments) if any sample makes a tool call, its calls as real ``tool_calls`` with
-        ids (:func:`~taskcal_agents.parsers.with_tool_calls`: a call written in the
+        ids (:func:`~taskcal_agents.parsing.tool_calls.with_tool_calls`: a call written in the
         content is moved out of it), else the first sample with the most frequent
         normalised text. Under the task's ``grounding`` (``groundings``, one per sample)
         the calls are compared as they are sent, invented optional arguments dropped
-        (:func:`~taskcal_agents.grounding.grounded_message`), and under ``execute:
+        (:func:`~taskcal_agents.parsing.grounding.grounded_message`), and under ``execute:
         grounded`` only the samples whose calls are grounded are candidates. Ask action
         without such samples → ``task.ask_text``;
         any other action without samples → ``None``.

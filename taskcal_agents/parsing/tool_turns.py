@@ -3,16 +3,16 @@
 A decision taken right after a tool result differs from one on a user turn: the usual
 right move is to answer from the result, and a model that does not take the result in
 re-emits the call it already made (``get_weather('Paris')`` again and again). The front
-doors (:class:`~taskcal_agents.middleware.TaskCalibrationMiddleware`,
-:class:`~taskcal_agents.runnable.TaskCalibratedRunnable`, the LangGraph example) use
+doors (:class:`~taskcal_agents.langchain.middleware.TaskCalibrationMiddleware`,
+:class:`~taskcal_agents.langchain.runnable.TaskCalibratedRunnable`, the LangGraph example) use
 these helpers, so the rule lives in one place:
 
 * :func:`is_tool_result_turn`: the last message is a tool result (decide with
-  :func:`taskcal_agents.tasks.after_tool_result`);
+  :func:`taskcal_agents.decision.presets.after_tool_result`);
 * :func:`answered_tool_calls` and :func:`is_repeat_call`: a sampled call identical to one
   already made and answered in the current user turn is a *repeat*, never new evidence
   for calling and never executed again (see :meth:`Decider.decide
-  <taskcal_agents.decision.Decider.decide>`); a later user turn may ask for it again;
+  <taskcal_agents.decision.decider.Decider.decide>`); a later user turn may ask for it again;
 * :func:`tool_result_reply`: the message that tells the user what the tools returned,
   when no sampled answer exists or a limit stopped the run; never an empty message;
 * :func:`unusable_reply`: why the model's own reply right after a tool result cannot be
@@ -29,11 +29,11 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from taskcal_agents.parsers import (
+from taskcal_agents.parsing.text import message_text
+from taskcal_agents.parsing.tool_calls import (
     canonical_tool_calls,
     extract_tool_calls,
     has_written_call,
-    message_text,
 )
 
 __all__ = [
@@ -62,7 +62,7 @@ def answered_tool_calls(messages: Sequence[BaseMessage]) -> frozenset[str]:
     conversation when there is none): a call answered in an earlier turn is not a repeat
     when the user asks for it again ("check the Paris weather again"), so it does not
     count. A call is answered when a ``ToolMessage`` with its ``tool_call_id`` follows
-    in that turn; its key is :func:`~taskcal_agents.parsers.canonical_tool_calls` of
+    in that turn; its key is :func:`~taskcal_agents.parsing.tool_calls.canonical_tool_calls` of
     the one call (name plus sorted-key JSON arguments), so argument order does not
     matter.
 
@@ -95,7 +95,7 @@ def is_repeat_call(message: AIMessage, answered: Collection[str]) -> bool:
     """Whether ``message`` makes a call already made and answered in this user turn.
 
     One such call is enough: executing the message would run that call again. Calls are
-    those of :func:`~taskcal_agents.parsers.extract_tool_calls` (native or written in
+    those of :func:`~taskcal_agents.parsing.tool_calls.extract_tool_calls` (native or written in
     the content).
 
     Args:

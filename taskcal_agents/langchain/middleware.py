@@ -6,13 +6,13 @@ task label with the task's parser (g_T), calibrates the belief and takes the
 minimum-Bayes-risk action under the deployment's cost matrix. The agent then receives one
 message: the representative tool call (the loop continues into the tools), a clarifying
 question, or an abstention (both end the run, since they make no tool call). The
-:class:`~taskcal_agents.decision.Decision` is attached to that message's
+:class:`~taskcal_agents.decision.decider.Decision` is attached to that message's
 ``response_metadata["taskcal_decision"]`` and appended to the agent state's
 ``taskcal_decisions`` list, both as JSON-able dicts (safe for any checkpointer).
 
 Per-deployment configuration comes from files: a task file (YAML or JSON, see
-:meth:`Task.from_file <taskcal_agents.task.Task.from_file>`) and the calibrator artefact
-written by ``taskcal fit`` (see :class:`~taskcal_agents.artefact.CalibratorArtefact`).
+:meth:`Task.from_file <taskcal_agents.decision.task.Task.from_file>`) and the calibrator artefact
+written by ``taskcal fit`` (see :class:`~taskcal_agents.decision.artefact.CalibratorArtefact`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import asyncio
 import operator
 import os
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -40,56 +39,64 @@ try:
         OmitFromSchema,
         ResponseT,
     )
-    from langgraph.errors import GraphBubbleUp
     from langgraph.runtime import Runtime
     from langgraph.types import Command
 except ImportError as exc:
     _msg = (
-        "taskcal_agents.middleware needs langchain and langgraph, the 'agents' extra: "
+        "taskcal_agents.langchain.middleware needs langchain and langgraph, the 'agents' extra: "
         f"pip install 'taskcal-agents[agents]' ({exc})"
     )
     raise ImportError(_msg, name=exc.name) from exc
 
-from taskcal_agents._validation import check_int, check_number
-from taskcal_agents.adaptive import StopCheck, check_adaptive, stop_check_messages, with_stop
-from taskcal_agents.answer_clusters import question_of
-from taskcal_agents.artefact import (
-    ArtefactReloader,
+from taskcal_agents._validation import check_int
+from taskcal_agents.decision.adaptive import (
+    check_adaptive,
+)
+from taskcal_agents.decision.artefact import (
     Calibrator,
     CalibratorLike,
     ResolvedCalibrator,
     as_artefact,
-    check_reload,
     resolve_calibrator,
 )
-from taskcal_agents.chat_model import DECISION_METADATA_KEY
-from taskcal_agents.decision import Decider, Decision
-from taskcal_agents.decision_log import (
-    DecisionLogLike,
-    artefact_id,
-    model_name_of,
-    open_decision_log,
-)
-from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.grounding import GroundingContext
-from taskcal_agents.options import (
+from taskcal_agents.decision.decider import Decider, Decision
+from taskcal_agents.decision.options import (
     DEFAULT_N_SAMPLES,
     DEFAULT_TEMPERATURE,
     AdaptiveSampling,
     SamplingOptions,
 )
-from taskcal_agents.parsers import canonical_tool_calls, tool_names_of
-from taskcal_agents.prompting import request_with_task_prompt
-from taskcal_agents.risk_control import RiskControl
-from taskcal_agents.sampling import asample_messages, sample_messages
-from taskcal_agents.task import Task
-from taskcal_agents.tasks import after_tool_result
-from taskcal_agents.tool_turns import (
+from taskcal_agents.decision.presets import after_tool_result
+from taskcal_agents.decision.protocol import (
+    DecisionInput,
+    Draw,
+    Drawn,
+    RetryPolicy,
+    decide_in_rounds,
+)
+from taskcal_agents.decision.risk_control import RiskControl
+from taskcal_agents.decision.task import Task
+from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
+from taskcal_agents.parsing.answer_clusters import question_of
+from taskcal_agents.parsing.grounding import GroundingContext
+from taskcal_agents.parsing.labels import tool_names_of
+from taskcal_agents.parsing.tool_calls import canonical_tool_calls
+from taskcal_agents.parsing.tool_turns import (
     answered_tool_calls,
     is_tool_result_turn,
     tool_result_reply,
     unusable_reply,
 )
+from taskcal_agents.production.decision_log import (
+    DecisionLogLike,
+    artefact_id,
+    model_name_of,
+    open_decision_log,
+)
+from taskcal_agents.production.reload import ArtefactReloader, check_reload
+from taskcal_agents.sampling import adrive_rounds, asample_messages, drive_rounds, sample_messages
+from taskcal_agents.sampling.prompts import request_with_task_prompt
 
 if TYPE_CHECKING:
     from langchain_core.language_models import LanguageModelInput
@@ -114,7 +121,7 @@ class TaskCalibrationState(AgentState[ResponseT]):
 
     Extends ``AgentState`` with the decisions taken in this thread, oldest first, each
     the JSON-able dict of :meth:`Decision.to_metadata
-    <taskcal_agents.decision.Decision.to_metadata>`.
+    <taskcal_agents.decision.decider.Decision.to_metadata>`.
     """
 
     # The reducer must come last in ``Annotated``: LangGraph reads the last item.
@@ -196,35 +203,6 @@ def _derived_tool_result_task(task: Task) -> Task | None:
 _SENTINEL: Any = object()
 
 
-@dataclass(frozen=True)
-class _Draw:
-    """What the hook asks its driver to draw: ``n`` handler calls or ``n`` model samples."""
-
-    mode: Literal["model", "handler"]
-    request: ModelRequest[Any]
-    """The agent's request (its model is bound as the agent binds it)."""
-    sample_request: ModelRequest[Any]
-    """The request the samples are drawn with (task prompt, temperature)."""
-    n: int
-    """How many samples this draw (one round) asks for."""
-
-
-def _drive_step(
-    steps: Generator[_Draw, list[Any], ExtendedModelResponse[Any]],
-    drawn: list[Any] | None = None,
-    *,
-    error: Exception | None = None,
-) -> _Draw | ExtendedModelResponse[Any]:
-    """Advance ``steps`` (start it, send ``drawn`` or throw ``error``): the next draw or the end."""
-    try:
-        if error is not None:
-            return steps.throw(error)
-        return steps.send(drawn)  # type: ignore[arg-type]  # None starts the generator
-    except StopIteration as stop:
-        response: ExtendedModelResponse[Any] = stop.value
-        return response
-
-
 class TaskCalibrationMiddleware(
     AgentMiddleware[TaskCalibrationState[ResponseT], ContextT, ResponseT]
 ):
@@ -240,8 +218,8 @@ class TaskCalibrationMiddleware(
     Example:
         ```python
         from langchain.agents import create_agent
-        from taskcal_agents.middleware import TaskCalibrationMiddleware
-        from taskcal_agents.tasks import tool_decision
+        from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+        from taskcal_agents.decision.presets import tool_decision
 
         agent = create_agent(
             model,
@@ -269,6 +247,8 @@ class TaskCalibrationMiddleware(
         sampling: SamplingMode = "auto",
         decide_on: DecideOn = "user_turn",
         on_error: OnError = "raise",
+        max_retries: int = 0,
+        retry_wait: float = 0.0,
         max_concurrency: int | None = None,
         use_task_prompt: bool = True,
         judge: Any = None,
@@ -282,14 +262,14 @@ class TaskCalibrationMiddleware(
 
         Args:
             task: The task (tool call / ask / abstain, e.g.
-                :func:`taskcal_agents.tasks.tool_decision`) or the path of a task file.
+                :func:`taskcal_agents.decision.presets.tool_decision`) or the path of a task file.
                 May be omitted when ``calibrator`` is an artefact holding the full task.
             calibrator: A fitted calibrator, a
-                :class:`~taskcal_agents.artefact.CalibratorArtefact`, the path of an
+                :class:`~taskcal_agents.decision.artefact.CalibratorArtefact`, the path of an
                 artefact file, or ``None`` to decide on the raw belief; checked against
-                the task by :func:`~taskcal_agents.artefact.resolve_calibrator`.
+                the task by :func:`~taskcal_agents.decision.artefact.resolve_calibrator`.
             n_samples: The number of completions N drawn per decision (default
-                :data:`~taskcal_agents.options.DEFAULT_N_SAMPLES`).
+                :data:`~taskcal_agents.decision.options.DEFAULT_N_SAMPLES`).
             temperature: The sampling temperature passed per call; ``None`` keeps the
                 model's own setting.
             alpha: The Dirichlet smoothing prior of the belief. Default: the artefact's
@@ -307,22 +287,25 @@ class TaskCalibrationMiddleware(
                 into the task's fallback action, flagged with the error as its reason
                 (with adaptive N also when a later round fails: the samples of earlier
                 rounds are discarded). Errors of the stopping rule always propagate.
+            max_retries: How many times a failed draw is retried (per round with adaptive
+                N) before ``on_error`` applies.
+            retry_wait: Seconds before the first retry; doubles after each.
             max_concurrency: The most concurrent model calls when sampling without
                 ``n``; ``None``: up to N.
             use_task_prompt: Put ``task.prompt`` (if set) into the sampled requests by the
-                one policy of :mod:`taskcal_agents.prompting` (appended to the agent's
+                one policy of :mod:`taskcal_agents.sampling.prompts` (appended to the agent's
                 system message, else added as one), as ``taskcal sample`` and
-                :class:`~taskcal_agents.runnable.TaskCalibratedRunnable` do.
+                :class:`~taskcal_agents.langchain.runnable.TaskCalibratedRunnable` do.
             judge: For a task whose ``answer_clusters`` method is ``"entailment"``: makes
-                the judge of a question (see :class:`~taskcal_agents.decision.Decider`).
+                the judge of a question (see :class:`~taskcal_agents.decision.decider.Decider`).
                 Under answer clustering the question is the text of the request's last
                 user message.
-            adaptive: Adaptive N (:class:`~taskcal_agents.options.AdaptiveSampling`, or its
+            adaptive: Adaptive N (:class:`~taskcal_agents.decision.options.AdaptiveSampling`, or its
                 ε as a number): draw in rounds (one call with ``n`` per round, or that many
                 handler calls) and stop once more samples would change the action with
                 probability below ε; ``None`` draws all N at once.
             decision_log: Log each decision after it is taken: a
-                :class:`~taskcal_agents.decision_log.DecisionLog` or a path (``.jsonl``,
+                :class:`~taskcal_agents.production.decision_log.DecisionLog` or a path (``.jsonl``,
                 ``.sqlite``/``.db``); ``None``: off. The decision's ``decision_id`` is its
                 id in the log; a failure to write warns and counts, never raises.
             reload_artefact: Watch the artefact file given as ``calibrator`` (a path) and
@@ -333,17 +316,17 @@ class TaskCalibrationMiddleware(
                 once (:class:`~taskcal_agents.errors.ArtefactReloadWarning`).
                 ``calibrator``, ``options.alpha`` and ``risk_control`` keep the first
                 artefact's values; see
-                :class:`~taskcal_agents.artefact.ArtefactReloader`.
+                :class:`~taskcal_agents.production.reload.ArtefactReloader`.
             tool_result_task: Under ``decide_on="every_call"``, the task of the decision
                 right after a tool result (answer from it, call another tool, ask or
-                abstain; see :func:`taskcal_agents.tasks.after_tool_result`), or the path
+                abstain; see :func:`taskcal_agents.decision.presets.after_tool_result`), or the path
                 of a task file. ``"auto"`` (the default): ``after_tool_result`` with the
                 task's tools, texts and prompt when ``task`` is a ``tool_decision`` task
                 (whose parser reads a plain answer as unparsed), else ``task`` itself.
                 ``None``: ``task`` (and ``calibrator``) decide on those turns too. On
                 every turn a sampled call that repeats a call already made and answered
                 in the current user turn is a repeat (see :meth:`Decider.decide
-                <taskcal_agents.decision.Decider.decide>`), never sent again.
+                <taskcal_agents.decision.decider.Decider.decide>`), never sent again.
             tool_result_calibrator: The calibrator of ``tool_result_task`` (as
                 ``calibrator``); ``None``: decide on its raw belief.
 
@@ -369,6 +352,10 @@ class TaskCalibrationMiddleware(
             task = _load_task(task, owner, "task")
         explicit_alpha = None if alpha is _SENTINEL else alpha
         decider_task: Task = task
+        options = SamplingOptions.checked(
+            owner, n_samples=n_samples, temperature=temperature, adaptive=adaptive,
+            on_error=on_error, max_retries=max_retries, retry_wait=retry_wait,
+        )  # fmt: skip
 
         def build(r: ResolvedCalibrator) -> tuple[Decider, str | None]:
             decider = Decider(
@@ -390,12 +377,9 @@ class TaskCalibrationMiddleware(
                 owner=owner,
             )  # fmt: skip
 
-        check_int(n_samples, f"{owner} parameter 'n_samples'", minimum=1)
-        check_number(temperature, f"{owner} parameter 'temperature'", minimum=0, optional=True)
         for name, value, allowed in (
             ("sampling", sampling, ("auto", "model", "handler")),
             ("decide_on", decide_on, ("user_turn", "every_call")),
-            ("on_error", on_error, ("raise", "fallback")),
         ):
             if value not in allowed:
                 msg = f"{owner} parameter {name!r} must be one of {allowed!r}, got {value!r}."
@@ -406,14 +390,6 @@ class TaskCalibrationMiddleware(
         """The task: labels, actions, cost matrix and parser."""
         self.calibrator: Calibrator | None = resolved.calibrator
         """The fitted calibrator, or ``None``."""
-        try:
-            checked = SamplingOptions.model_validate({"adaptive": adaptive}).adaptive
-        except ValueError as exc:
-            msg = (
-                f"{owner} parameter 'adaptive' must be an AdaptiveSampling, its epsilon in "
-                f"(0, 1) or None, got {adaptive!r} ({exc.__class__.__name__})."
-            )
-            raise ConfigurationError(msg) from exc
         if tool_result_task == "auto":
             after: Task | None = _derived_tool_result_task(task)
         elif tool_result_task is None:
@@ -427,20 +403,17 @@ class TaskCalibrationMiddleware(
                 "the calibrator was fitted for."
             )
             raise ConfigurationError(msg)
-        if checked is not None:
+        if options.adaptive is not None:
             check_adaptive(task, owner)
             if after is not None:
                 check_adaptive(after, owner)
-        self.options = SamplingOptions(
-            n_samples=n_samples, temperature=temperature, alpha=resolved.alpha, adaptive=checked
-        )
-        """N, temperature and α (see :class:`~taskcal_agents.options.SamplingOptions`)."""
+        self.options = options.model_copy(update={"alpha": resolved.alpha})
+        """N, temperature, α, adaptive N, retries and ``on_error`` (see
+        :class:`~taskcal_agents.decision.SamplingOptions`)."""
         self.sampling: SamplingMode = sampling
         """How samples are drawn (``"auto"``, ``"model"`` or ``"handler"``)."""
         self.decide_on: DecideOn = decide_on
         """When to decide (``"user_turn"`` or ``"every_call"``)."""
-        self.on_error: OnError = on_error
-        """What sampling errors do (``"raise"`` or ``"fallback"``)."""
         self.max_concurrency = max_concurrency
         """The most concurrent model calls when sampling without ``n``."""
         self.use_task_prompt = bool(use_task_prompt)
@@ -496,6 +469,11 @@ class TaskCalibrationMiddleware(
         return self.options.alpha
 
     @property
+    def on_error(self) -> OnError:
+        """What a draw that fails for good does (``"raise"`` or ``"fallback"``)."""
+        return self.options.on_error
+
+    @property
     def adaptive(self) -> AdaptiveSampling | None:
         """Adaptive N, or ``None`` (all N samples at once)."""
         return self.options.adaptive
@@ -527,36 +505,6 @@ class TaskCalibrationMiddleware(
 
     def _workers(self, n: int) -> int:
         return min(n, self.max_concurrency or n)
-
-    def _decide(
-        self,
-        request: ModelRequest[Any],
-        samples: Sequence[AIMessage],
-        check: StopCheck | None = None,
-        decider: Decider | None = None,
-        context: GroundingContext | None = None,
-    ) -> Decision:
-        decider = decider or self._in_force(request.messages)[0]
-        context = context or _grounding_context(request, decider.task)
-        question = None if decider.task.answer_clusters is None else question_of(request.messages)
-        decision = decider.decide(
-            samples,
-            tool_names=tool_names_of(request.tools),
-            question=question,
-            answered_calls=answered_tool_calls(request.messages),
-            context=context,
-        )
-        return decision if self.adaptive is None else with_stop(decision, check)
-
-    def _rounds(self) -> tuple[int, ...]:
-        """The cumulative sample counts after each round: ``(n_samples,)`` without adaptive N."""
-        if self.adaptive is None:
-            return (self.n_samples,)
-        return self.adaptive.rounds(self.n_samples)
-
-    def _fallback(self, exc: Exception, decider: Decider | None = None) -> Decision:
-        reason = f"sampling failed with {type(exc).__name__}: {exc}"
-        return (decider or self._in_force()[0]).fallback(reason)
 
     def _message(
         self, decision: Decision, task: Task, messages: Sequence[BaseMessage]
@@ -612,88 +560,95 @@ class TaskCalibrationMiddleware(
     def _samples(responses: Sequence[ModelResponse[Any]]) -> list[AIMessage]:
         return [m for m in map(_first_ai, responses) if m is not None]
 
-    def _model_call(self, draw: _Draw) -> dict[str, Any]:
+    def _protocol(
+        self, request: ModelRequest[Any]
+    ) -> tuple[Generator[Draw, Drawn, list[Decision | BaseException]], Decider, str | None]:
+        """The decision protocol of one model call, with the Decider and artefact id in force.
+
+        One artefact decides the whole call; the rounds, the retries and the fallback are
+        :func:`~taskcal_agents.decision.protocol.decide_in_rounds`'s.
+        """
+        decider, aid = self._in_force(request.messages)
+        task = decider.task
+        item = DecisionInput(
+            None if task.answer_clusters is None else question_of(request.messages),
+            answered_tool_calls(request.messages),
+            _grounding_context(request, task),
+        )
+        protocol = decide_in_rounds(
+            decider, [item], self.options,
+            retry=RetryPolicy.of(self.options.max_retries, self.options.retry_wait),
+            tool_names=tool_names_of(request.tools), on_error=self.options.on_error,
+            what=f"{type(self).__name__} could not sample {self.n_samples} completions",
+        )  # fmt: skip
+        return protocol, decider, aid
+
+    def _finish(
+        self,
+        request: ModelRequest[Any],
+        result: Decision | BaseException,
+        responses: Sequence[ModelResponse[Any]],
+        decider: Decider,
+        aid: str | None,
+    ) -> ExtendedModelResponse[Any]:
+        if not isinstance(result, Decision):
+            raise result
+        return self._respond(request, result, responses, aid=aid, task=decider.task)
+
+    def _model_call(
+        self, request: ModelRequest[Any], sample_request: ModelRequest[Any], n: int
+    ) -> dict[str, Any]:
         """The arguments of ``sample_messages`` for ``sampling="model"``."""
         return {
-            "model": _bound_model(draw.request),
-            "input": _model_input(draw.sample_request),
-            "n": draw.n,
+            "model": _bound_model(request),
+            "input": _model_input(sample_request),
+            "n": n,
             "temperature": self.temperature,
-            "config": {"max_concurrency": self._workers(draw.n)},
+            "config": {"max_concurrency": self._workers(n)},
         }
 
-    def _steps(
-        self, request: ModelRequest[Any]
-    ) -> Generator[_Draw, list[Any], ExtendedModelResponse[Any]]:
-        """The hook without I/O: yield each round's draw, receive it, return the response.
-
-        Without adaptive N there is one draw of N; with it, one per round until the
-        stopping rule says stop (:func:`~taskcal_agents.adaptive.stop_check_messages`).
-        The sync and async hooks drive it (:func:`_drive_step`); a failed draw is thrown
-        into it and becomes the fallback decision or propagates, per ``on_error``.
-        """
+    def _decide_sync(
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Any]
+    ) -> ExtendedModelResponse[Any]:
+        """Sample in rounds (``handler`` or the model, per ``sampling``), decide, respond."""
+        protocol, decider, aid = self._protocol(request)
+        mode, sample_request = self._mode(request), self._sample_request(request, decider.task)
         responses: list[ModelResponse[Any]] = []
-        samples: list[AIMessage] = []
-        check: StopCheck | None = None
-        mode = self._mode(request)
-        decider, aid = self._in_force(request.messages)  # one artefact for the whole decision
-        sample_request = self._sample_request(request, decider.task)
-        context = _grounding_context(request, decider.task)  # once per decision
-        done = 0
-        for total in self._rounds():
-            # Only a failed draw (thrown in here) may become the fallback decision; an error
-            # of the stopping rule (the calibrator, the configuration) propagates.
-            try:
-                drawn = yield _Draw(mode, request, sample_request, total - done)
-            except GraphBubbleUp:
-                raise
-            except Exception as exc:
-                if self.on_error == "raise":
-                    raise
-                return self._respond(
-                    request, self._fallback(exc, decider), aid=aid, task=decider.task
-                )
-            done = total
-            if mode == "handler":
-                responses += drawn
-                drawn = self._samples(drawn)
-            samples += drawn
-            if self.adaptive is None or total >= self.n_samples:
-                break
-            check = stop_check_messages(
-                decider, samples, self.n_samples, self.adaptive,
-                tool_names=tool_names_of(request.tools),
-                answered_calls=answered_tool_calls(request.messages),
-                context=context,
-            )  # fmt: skip
-            if check.stop:
-                break
-        return self._respond(
-            request,
-            self._decide(request, samples, check, decider, context),
-            responses,
-            aid=aid,
-            task=decider.task,
-        )
 
-    def _draw(self, draw: _Draw, handler: Callable[[ModelRequest[Any]], Any]) -> list[Any]:
-        if draw.mode == "model":
-            return sample_messages(**self._model_call(draw))
-        with ContextThreadPoolExecutor(max_workers=self._workers(draw.n)) as pool:
-            return list(pool.map(lambda _: handler(draw.sample_request), range(draw.n)))
+        def draw(d: Draw) -> Drawn:
+            if mode == "model":
+                return [sample_messages(**self._model_call(request, sample_request, d.n))]
+            with ContextThreadPoolExecutor(max_workers=self._workers(d.n)) as pool:
+                drawn = list(pool.map(lambda _: handler(sample_request), range(d.n)))
+            responses.extend(drawn)
+            return [self._samples(drawn)]
 
-    async def _adraw(
-        self, draw: _Draw, handler: Callable[[ModelRequest[Any]], Awaitable[Any]]
-    ) -> list[Any]:
-        if draw.mode == "model":
-            return await asample_messages(**self._model_call(draw))
-        semaphore = asyncio.Semaphore(self._workers(draw.n))
+        result = drive_rounds(protocol, draw)[0]
+        return self._finish(request, result, responses, decider, aid)
 
-        async def one() -> Any:
-            async with semaphore:
-                return await handler(draw.sample_request)
+    async def _decide_async(
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Awaitable[Any]]
+    ) -> ExtendedModelResponse[Any]:
+        """Async :meth:`_decide_sync`: the samples of a round are drawn concurrently."""
+        protocol, decider, aid = self._protocol(request)
+        mode, sample_request = self._mode(request), self._sample_request(request, decider.task)
+        responses: list[ModelResponse[Any]] = []
 
-        return list(await asyncio.gather(*(one() for _ in range(draw.n))))
+        async def draw(d: Draw) -> Drawn:
+            if mode == "model":
+                return [await asample_messages(**self._model_call(request, sample_request, d.n))]
+            semaphore = asyncio.Semaphore(self._workers(d.n))
+
+            async def one() -> Any:
+                async with semaphore:
+                    return await handler(sample_request)
+
+            drawn = list(await asyncio.gather(*(one() for _ in range(d.n))))
+            responses.extend(drawn)
+            return [self._samples(drawn)]
+
+        result = (await adrive_rounds(protocol, draw))[0]
+        return self._finish(request, result, responses, decider, aid)
 
     def _vetted(
         self, request: ModelRequest[Any], response: ModelResponse[Any]
@@ -702,7 +657,7 @@ class TaskCalibrationMiddleware(
 
         Under ``decide_on="user_turn"`` the reply right after a tool result is the model's:
         a repeated call, a call written as text, an empty or an off-topic message
-        (:func:`~taskcal_agents.tool_turns.unusable_reply`) is replaced by a message that
+        (:func:`~taskcal_agents.parsing.tool_turns.unusable_reply`) is replaced by a message that
         reports what the tools returned, with the reason in ``response_metadata``.
         """
         if not isinstance(response, ModelResponse) or not is_tool_result_turn(request.messages):
@@ -816,16 +771,7 @@ class TaskCalibrationMiddleware(
         self._note_tools(request)
         if not self._should_decide(request):
             return self._vetted(request, handler(request))
-        steps = self._steps(request)
-        step = _drive_step(steps)
-        while isinstance(step, _Draw):
-            try:
-                drawn = self._draw(step, handler)
-            except Exception as exc:
-                step = _drive_step(steps, error=exc)
-            else:
-                step = _drive_step(steps, drawn)
-        return step
+        return self._decide_sync(request, handler)
 
     @override
     async def awrap_model_call(
@@ -845,13 +791,4 @@ class TaskCalibrationMiddleware(
         self._note_tools(request)
         if not self._should_decide(request):
             return self._vetted(request, await handler(request))
-        steps = self._steps(request)
-        step = _drive_step(steps)
-        while isinstance(step, _Draw):
-            try:
-                drawn = await self._adraw(step, handler)
-            except Exception as exc:
-                step = _drive_step(steps, error=exc)
-            else:
-                step = _drive_step(steps, drawn)
-        return step
+        return await self._decide_async(request, handler)

@@ -1,22 +1,22 @@
 """The sampling options every front door shares, as one pydantic model.
 
-:class:`SamplingOptions` holds what :class:`~taskcal_agents.runnable.TaskCalibratedRunnable`
-(and through it :class:`~taskcal_agents.chat_model.TaskCalibratedChatModel`),
-:class:`~taskcal_agents.middleware.TaskCalibrationMiddleware` and
-:class:`~taskcal_agents.decision_model.TaskCalibratedDecisionModel` all take: the number
+:class:`SamplingOptions` holds what :class:`~taskcal_agents.langchain.TaskCalibratedRunnable`
+(and through it :class:`~taskcal_agents.langchain.chat_model.TaskCalibratedChatModel`),
+:class:`~taskcal_agents.langchain.middleware.TaskCalibrationMiddleware` and
+:class:`~taskcal_agents.langchain.decision_model.TaskCalibratedDecisionModel` all take: the number
 of samples N, the sampling temperature, the belief's Dirichlet prior α and, optionally,
 adaptive N (:class:`AdaptiveSampling`: draw in rounds and stop once more samples would
-hardly change the action; the rule is :mod:`taskcal_agents.adaptive`). The pydantic front
+hardly change the action; the rule is :mod:`taskcal_agents.decision.adaptive`). The pydantic front
 doors inherit its fields; the middleware validates its arguments into one.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from taskcal_agents.belief import DEFAULT_ALPHA
+from taskcal_agents.decision.belief import DEFAULT_ALPHA
 from taskcal_agents.errors import ConfigurationError
 
 __all__ = ["DEFAULT_N_SAMPLES", "DEFAULT_TEMPERATURE", "AdaptiveSampling", "SamplingOptions"]
@@ -40,7 +40,7 @@ class AdaptiveSampling(BaseModel):
 
     The rounds are cumulative sample counts ``first, 2·first, 4·first, …`` capped at N
     (:meth:`rounds`: 4, 8, 16 for N = 16); one request per round. After each round the
-    stopping rule of :mod:`taskcal_agents.adaptive` estimates the probability that
+    stopping rule of :mod:`taskcal_agents.decision.adaptive` estimates the probability that
     finishing the draw to N would change the action, and sampling stops when it is below
     ``epsilon`` (always at N).
 
@@ -78,7 +78,11 @@ class AdaptiveSampling(BaseModel):
 
 
 class SamplingOptions(BaseModel):
-    """How a front door samples and smooths: N, temperature and α.
+    """How a front door samples, smooths, retries and falls back.
+
+    The one model of these options: the pydantic front doors inherit its fields, the
+    middleware validates its arguments into one (:meth:`checked`), and the decision
+    protocol (:mod:`taskcal_agents.decision.protocol`) reads them.
 
     Attributes:
         n_samples: The number of samples N per decision.
@@ -86,18 +90,47 @@ class SamplingOptions(BaseModel):
         alpha: Dirichlet smoothing prior of the belief (use the calibrator's fitting
             value; a calibrator artefact records it).
         adaptive: Adaptive N (draw in rounds, stop when settled), or ``None``: all N.
+        on_error: After the retries fail: raise, or take the task's fallback action.
+        max_retries: Retries of a failed draw (per round with adaptive N).
+        retry_wait: Seconds before the first retry; doubles after each.
     """
 
-    n_samples: int = Field(default=DEFAULT_N_SAMPLES, ge=1)
+    n_samples: int = Field(default=DEFAULT_N_SAMPLES, ge=1, strict=True)
     """The number of samples N per decision."""
-    temperature: float | None = Field(default=DEFAULT_TEMPERATURE, ge=0)
+    temperature: float | None = Field(default=DEFAULT_TEMPERATURE, ge=0, allow_inf_nan=False)
     """Sampling temperature passed per call (``None``: the model's own setting)."""
-    alpha: float = Field(default=DEFAULT_ALPHA, ge=0)
+    alpha: float = Field(default=DEFAULT_ALPHA, ge=0, allow_inf_nan=False)
     """Dirichlet smoothing prior of the belief (use the calibrator's fitting value)."""
     adaptive: AdaptiveSampling | None = None
     """Adaptive N (:class:`AdaptiveSampling`, or its ``epsilon`` as a number): draw in rounds
     and stop once more samples would change the action with probability below ε;
     ``None`` draws all N at once."""
+    on_error: Literal["raise", "fallback"] = "raise"
+    """After the retries fail: raise :class:`~taskcal_agents.errors.SamplingError` (a
+    :class:`~taskcal_agents.errors.ServerError` naming the URL when an OpenAI-compatible
+    server failed: unreachable, timed out, 5xx/429, a body cut short), or return the task's
+    fallback decision flagged with the error. With adaptive N a round that fails for good
+    does so too: the samples of earlier rounds are discarded, not decided on, and the
+    error's attempt count is that round's."""
+    max_retries: int = Field(default=0, ge=0, strict=True)
+    """How many times a failed draw is retried (with adaptive N, per round)."""
+    retry_wait: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """Seconds to wait before the first retry; doubles after each retry."""
+
+    @classmethod
+    def checked(cls, owner: str, **values: Any) -> SamplingOptions:
+        """Validate *values* into options, or raise an error naming *owner*'s parameter.
+
+        Raises:
+            ConfigurationError: A value is out of range or of the wrong type.
+        """
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            name = ".".join(str(part) for part in error["loc"]) or "?"
+            msg = f"{owner} parameter {name!r}: {error['msg']}, got {error.get('input')!r}."
+            raise ConfigurationError(msg) from exc
 
     @field_validator("adaptive", mode="before")
     @classmethod

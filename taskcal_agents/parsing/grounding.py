@@ -11,7 +11,7 @@ call:
 - a given argument is **stated** when the conversation (user and system messages, earlier
   tool results) contains its value: the normalised text, its content tokens (plural and
   prefix forms, "euros" for ``EUR``), a number or a date by value (the normalisation of
-  :func:`~taskcal_agents.answer_clusters.answer_tokens`: "twenty five" is 25, "March 5th"
+  :func:`~taskcal_agents.parsing.answer_clusters.answer_tokens`: "twenty five" is 25, "March 5th"
   is ``2024-03-05``'s day and month), an acronym of the words ("US dollars" for ``USD``)
   or a common alias ("NYC" for "New York");
 - it is **inferable** when no statement is needed: a boolean, the schema's default, an
@@ -43,9 +43,9 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall
 
-from taskcal_agents.answer_clusters import answer_tokens
-from taskcal_agents.datasets.grading import normalize_answer
-from taskcal_agents.parsers import extract_tool_calls
+from taskcal_agents.parsing.answer_clusters import answer_tokens
+from taskcal_agents.parsing.grading import normalize_answer
+from taskcal_agents.parsing.tool_calls import extract_tool_calls
 
 __all__ = [
     "ArgumentCheck",
@@ -222,7 +222,7 @@ class SampleGrounding:
 
     Attributes:
         calls: One :class:`CallGrounding` per call
-            (:func:`~taskcal_agents.parsers.extract_tool_calls`; empty for a sample that
+            (:func:`~taskcal_agents.parsing.tool_calls.extract_tool_calls`; empty for a sample that
             makes no complete call, such as a question or a call cut off by
             ``max_tokens``).
         key: The sample's call key: its calls' names and normalised arguments, ``""``
@@ -262,8 +262,8 @@ def grounded_message(message: AIMessage, grounding: SampleGrounding) -> AIMessag
 
     Args:
         message: A sample whose calls are real ``tool_calls`` (e.g. from
-            :func:`~taskcal_agents.parsers.with_tool_calls`), in the order
-            :func:`~taskcal_agents.parsers.extract_tool_calls` found them.
+            :func:`~taskcal_agents.parsing.tool_calls.with_tool_calls`), in the order
+            :func:`~taskcal_agents.parsing.tool_calls.extract_tool_calls` found them.
         grounding: Its grounding (:meth:`GroundingContext.ground`).
 
     Returns:

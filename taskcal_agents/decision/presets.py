@@ -3,7 +3,7 @@
 Tool decisions come in two turn types: on a user turn (:func:`tool_decision`) and right
 after a tool result (:func:`after_tool_result`).
 
-Each factory returns a validated :class:`~taskcal_agents.task.Task`. Pass ``cost=`` to
+Each factory returns a validated :class:`~taskcal_agents.decision.task.Task`. Pass ``cost=`` to
 replace the default cost matrix (row = true label, column = action).
 """
 
@@ -13,7 +13,7 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from taskcal_agents.task import GroundingSpec, ParserSpec, Task
+from taskcal_agents.decision.task import GroundingSpec, ParserSpec, Task
 
 __all__ = [
     "DEFAULT_AFTER_TOOL_RESULT_COST",
@@ -56,7 +56,7 @@ on an impossible request (5).
 DEFAULT_GROUNDING = GroundingSpec()
 """The grounding of :func:`tool_decision` and :func:`after_tool_result` by default: only
 grounded calls are sent, and ungrounded ones enter the belief as
-:attr:`GroundingSpec.belief <taskcal_agents.task.GroundingSpec.belief>` says."""
+:attr:`GroundingSpec.belief <taskcal_agents.decision.task.GroundingSpec.belief>` says."""
 
 
 def _matrix(cost: Sequence[Sequence[float]]) -> list[list[float]]:
@@ -83,11 +83,11 @@ def tool_decision(
     must not look like strong evidence.
 
     Sampled calls are checked against the offered tools' schemas and the conversation
-    (:mod:`taskcal_agents.grounding`, :data:`DEFAULT_GROUNDING`): a call with a missing or
+    (:mod:`taskcal_agents.parsing.grounding`, :data:`DEFAULT_GROUNDING`): a call with a missing or
     invented required argument is *ungrounded*, evidence for asking, and never sent; the
     ask action's question names what the calls lacked. The front doors pass the request's
     tools and conversation; a direct :meth:`Decider.decide
-    <taskcal_agents.decision.Decider.decide>` call needs ``context=``.
+    <taskcal_agents.decision.decider.Decider.decide>` call needs ``context=``.
 
     Args:
         direct_answer: Add the ``direct_answer`` label and action.
@@ -97,7 +97,7 @@ def tool_decision(
         unparsed: The unparsed policy (``"other"``, ``"drop"`` or ``"as:<label>"``, see
             :attr:`Task.unparsed`).
         grounding: How argument grounding enters the decision
-            (:class:`~taskcal_agents.task.GroundingSpec`); ``None``: calls count and are
+            (:class:`~taskcal_agents.decision.task.GroundingSpec`); ``None``: calls count and are
             sent whatever their arguments.
         **fields: Further :class:`Task` fields (``ask_text``, ``prompt``, …).
 
@@ -144,17 +144,17 @@ def after_tool_result(
     calibrator fitted on tool-result turns of that task fits this one); the default costs
     are :data:`DEFAULT_AFTER_TOOL_RESULT_COST`. The front doors use this task when the
     last message is a ``ToolMessage``
-    (:func:`~taskcal_agents.tool_turns.is_tool_result_turn`): the middleware by default
+    (:func:`~taskcal_agents.parsing.tool_turns.is_tool_result_turn`): the middleware by default
     for a ``tool_decision`` task (its ``tool_result_task``), the LangGraph example through
-    a second :class:`~taskcal_agents.runnable.TaskCalibratedRunnable`.
+    a second :class:`~taskcal_agents.langchain.runnable.TaskCalibratedRunnable`.
 
     A sampled call identical to one already made and answered in the current user turn is
     a *repeat*: unparsed, never evidence for calling and never executed again (see
-    :meth:`Decider.decide <taskcal_agents.decision.Decider.decide>`); with the default
+    :meth:`Decider.decide <taskcal_agents.decision.decider.Decider.decide>`); with the default
     ``unparsed="other"`` repeats weaken the belief rather than vanish. The fallback (no
     usable sample, e.g. every sample repeated the call) is ``direct_answer``: the front
     door then reports the tool result itself
-    (:func:`~taskcal_agents.tool_turns.tool_result_reply`) rather than ask the user again.
+    (:func:`~taskcal_agents.parsing.tool_turns.tool_result_reply`) rather than ask the user again.
 
     Args:
         cost: Cost matrix replacing the default (4 × 4, row = true label).
@@ -202,7 +202,7 @@ def answer_or_abstain(
     With ``answer_clusters`` (free-form questions) the answers are clustered by meaning:
     the belief in ``answer`` is the modal cluster's share, ``answer`` means "the modal
     answer is right" and the answer action replies with it (see
-    :class:`~taskcal_agents.task.AnswerClusterSpec`).
+    :class:`~taskcal_agents.decision.task.AnswerClusterSpec`).
 
     Args:
         wrong_answer_cost: C[abstain, answer].

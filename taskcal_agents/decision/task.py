@@ -41,9 +41,10 @@ from pydantic import (
 
 from calibrators import minimax_action
 from taskcal_agents._validation import describe_validation_error
-from taskcal_agents.belief import DEFAULT_ALPHA, Belief
+from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.errors import ConfigurationError, DataFileError
-from taskcal_agents.parsers import Parser, get_parser, with_offered_tools
+from taskcal_agents.parsing.labels import Parser, with_offered_tools
+from taskcal_agents.parsing.registry import get_parser
 
 __all__ = [
     "TASK_FORMAT_VERSION",
@@ -64,8 +65,8 @@ class ParserSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(min_length=1)
-    """A built-in parser name (see :func:`taskcal_agents.parsers.get_parser`) or a name the
-    user's code registered with :func:`taskcal_agents.parsers.register_parser` (a task file
+    """A built-in parser name (see :func:`taskcal_agents.parsing.registry.get_parser`) or a name the
+    user's code registered with :func:`taskcal_agents.parsing.registry.register_parser` (a task file
     never makes taskcal import code)."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Keyword options passed to the parser factory."""
@@ -79,7 +80,7 @@ _CALL_LABEL = "tool_call"
 
 
 class GroundingSpec(BaseModel):
-    """How argument grounding (:mod:`taskcal_agents.grounding`) enters a tool decision.
+    """How argument grounding (:mod:`taskcal_agents.parsing.grounding`) enters a tool decision.
 
     A sampled call is *grounded* when its tool was offered, every required argument is
     given and every given value is stated in the conversation or inferable (a boolean,
@@ -112,21 +113,21 @@ class AnswerClusterSpec(BaseModel):
 
     With clustering, the latent per item is whether the *modal* answer is right: the
     answering samples are grouped by meaning
-    (:func:`~taskcal_agents.answer_clusters.cluster_answers`), a sample counts as the
+    (:func:`~taskcal_agents.parsing.answer_clusters.cluster_answers`), a sample counts as the
     answer label when it is in the modal cluster and as the abstain label otherwise
     (another answer or an abstention; unparsed samples follow the ``unparsed`` policy),
     the answer action replies with the modal cluster's representative, and graded items
-    are labelled by grading that answer (see :mod:`taskcal_agents.answer_clusters`).
+    are labelled by grading that answer (see :mod:`taskcal_agents.parsing.answer_clusters`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     method: Literal["lexical", "entailment"] = "lexical"
     """``"lexical"``: normalisation and numeric equivalence
-    (:func:`~taskcal_agents.answer_clusters.answers_equivalent`); ``"entailment"``: also
+    (:func:`~taskcal_agents.parsing.answer_clusters.answers_equivalent`); ``"entailment"``: also
     two-way entailment judged by the served model under a yes/no constraint
-    (:func:`~taskcal_agents.answer_clusters.entailment_judge`; needs a server, so a
-    :class:`~taskcal_agents.decision.Decider` needs a ``judge``)."""
+    (:func:`~taskcal_agents.parsing.answer_clusters.entailment_judge`; needs a server, so a
+    :class:`~taskcal_agents.decision.decider.Decider` needs a ``judge``)."""
     max_containment_tokens: int = Field(default=30, ge=0)
     """Longest answer (in tokens) that may contain another one (0: equality only)."""
 
@@ -184,7 +185,7 @@ class Task(BaseModel):
       ones uniformly over the k labels, p̂(ℓ) = (c_ℓ + α + u/k) / (N + k·α), so one usable
       sample of eight is weak evidence; and the calibrator input gets one more column,
       the smoothed unparsed share (k + 1 inputs → k labels, read by matrix scaling and
-      full Dirichlet calibration; see :mod:`taskcal_agents.belief`). Calibrators fitted on
+      full Dirichlet calibration; see :mod:`taskcal_agents.decision.belief`). Calibrators fitted on
       the k-column belief keep working: they read p̂.
 
     Under every policy a decision with no parsed sample at all takes ``fallback_action``.
@@ -207,7 +208,7 @@ class Task(BaseModel):
     """Message for the abstain action."""
     prompt: str | None = None
     """Optional system prompt that elicits the decision; merged into every request by
-    :func:`taskcal_agents.prompting.with_task_prompt` (calibration and deployment alike)."""
+    :func:`taskcal_agents.sampling.prompts.with_task_prompt` (calibration and deployment alike)."""
     description: str | None = None
     """Free-text description of the task."""
     answer_clusters: AnswerClusterSpec | None = None
@@ -424,7 +425,7 @@ class Task(BaseModel):
             message: The completion.
             tool_names: The names of the tools offered to the call that produced
                 ``message``, when known; a tool-aware parser then counts only calls to
-                them (see :func:`~taskcal_agents.parsers.with_offered_tools`).
+                them (see :func:`~taskcal_agents.parsing.labels.with_offered_tools`).
         """
         label = with_offered_tools(self._parser, tool_names)(message)
         return label if label in self._label_index else None
@@ -463,7 +464,7 @@ class Task(BaseModel):
         Args:
             labels: One label per sample (:meth:`parse_completion`; ``None``: unparsed).
             ungrounded: Per sample, whether it makes a complete call that is not grounded
-                (:attr:`~taskcal_agents.grounding.SampleGrounding.grounded`); ``None``
+                (:attr:`~taskcal_agents.parsing.grounding.SampleGrounding.grounded`); ``None``
                 for a task without grounding.
 
         Raises:
@@ -494,7 +495,7 @@ class Task(BaseModel):
         """Return the belief of samples' outcomes (:meth:`sample_outcomes`).
 
         :data:`UNGROUNDED_CALL` counts as ``tool_call`` in p̂ and in a feature column of
-        its own (:class:`~taskcal_agents.belief.Belief`'s ``split_label``); the other
+        its own (:class:`~taskcal_agents.decision.belief.Belief`'s ``split_label``); the other
         outcomes as in :meth:`belief_from_labels`.
         """
         if not self.splits_ungrounded:

@@ -1,0 +1,232 @@
+"""Every front door takes the same decision on the same recorded replies.
+
+The Runnable, the chat model over it, the agent middleware (sampling the model itself or
+through the agent's handler) and the decision model all drive one decision protocol
+(:mod:`taskcal_agents.decision.protocol`). Here each of them, sync and async, decides on
+the same scripted replies of a chat model — plain, with adaptive N stopping early and
+going on to N, after failed draws that are retried, and with the fallback once the
+retries run out — and the decisions must be identical: the decision record
+(``Decision.to_metadata()``), the message's text and its tool calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
+from langchain_core.decisions import Choice
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.tools import tool
+from langgraph.runtime import Runtime
+
+from taskcal_agents.decision import Decision
+from taskcal_agents.decision.presets import tool_decision
+from taskcal_agents.decision.task import Task
+from taskcal_agents.langchain import (
+    DECISION_METADATA_KEY,
+    TaskCalibratedChatModel,
+    TaskCalibratedDecisionModel,
+    TaskCalibratedRunnable,
+    TaskCalibrationMiddleware,
+)
+from tests.unit_tests.taskcal_agents.test_sampling_langchain import RecordingChatModel
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather for a city."""
+    return f"Sunny in {city}."
+
+
+USER = "What's the weather in Paris?"
+CALL = AIMessage(
+    content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c1"}]
+)
+ASK = "Which city do you mean?"
+DOWN = ConnectionError("server down")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Replies in the order the model gives them, and the options of every front door."""
+
+    name: str
+    replies: tuple[Any, ...]
+    options: dict[str, Any]
+
+
+SCENARIOS = [
+    Scenario("plain", (CALL, CALL, ASK, CALL, CALL, ASK, CALL, CALL), {"n_samples": 8}),
+    # The first round of 4 agrees: adaptive N stops there.
+    Scenario("adaptive_stops", (CALL,) * 16, {"n_samples": 16, "adaptive": 0.05}),
+    # A split first round: adaptive N goes on drawing.
+    Scenario(
+        "adaptive_goes_on",
+        (CALL, ASK, CALL, ASK) + (CALL, CALL, ASK, ASK) + (CALL,) * 8,
+        {"n_samples": 16, "adaptive": 0.05},
+    ),
+    # The first draw fails; its retry gets the replies. (One failed call fails a draw, and
+    # a front door may stop the draw's other calls then: the replies after it are alike.)
+    Scenario("retried", (DOWN,) + (CALL,) * 8, {"n_samples": 4, "max_retries": 1}),
+    # Every draw fails: after the retry, the task's fallback.
+    Scenario(
+        "fallback", (DOWN,) * 64, {"n_samples": 4, "max_retries": 1, "on_error": "fallback"}
+    ),
+]
+
+
+def _model(scenario: Scenario) -> RecordingChatModel:
+    # RecordingChatModel cycles through its replies: pad so that no front door wraps round.
+    replies = list(scenario.replies) + [scenario.replies[-1]] * 64
+    return RecordingChatModel(responses=replies)
+
+
+def _view(record: dict[str, Any], message: AIMessage | None) -> dict[str, Any]:
+    """What must agree: the decision record and the message's text and tool calls."""
+    calls = [] if message is None else [(c["name"], c["args"]) for c in message.tool_calls]
+    text = None if message is None else message.content
+    return {**record, "decision_id": None, "message": (text, calls)}
+
+
+def _run(coro_or_value: Any, mode: str) -> Any:
+    return asyncio.run(coro_or_value) if mode == "async" else coro_or_value
+
+
+# ------------------------------------------------------------------ the front doors
+
+
+def _runnable(scenario: Scenario, task: Task, messages: list[BaseMessage], mode: str) -> Any:
+    model = _model(scenario).bind_tools([get_weather])
+    runnable = TaskCalibratedRunnable(model, task, **scenario.options)
+    call = runnable.ainvoke(messages) if mode == "async" else runnable.invoke(messages)
+    decision: Decision = _run(call, mode)
+    return _view(decision.to_metadata(), decision.message)
+
+
+def _chat_model(scenario: Scenario, task: Task, messages: list[BaseMessage], mode: str) -> Any:
+    model = _model(scenario).bind_tools([get_weather])
+    chat = TaskCalibratedChatModel(model=model, task=task, **scenario.options)
+    call = chat.ainvoke(messages) if mode == "async" else chat.invoke(messages)
+    message: AIMessage = _run(call, mode)
+    return _view(message.response_metadata[DECISION_METADATA_KEY], message)
+
+
+def _middleware(sampling: str) -> Callable[..., Any]:
+    def door(scenario: Scenario, task: Task, messages: list[BaseMessage], mode: str) -> Any:
+        model = _model(scenario)
+        request = ModelRequest(
+            model=model,
+            messages=messages,
+            tools=[get_weather],
+            state={"messages": messages},
+            runtime=Runtime(),
+        )
+        bound = model.bind_tools([get_weather])
+
+        def handler(req: ModelRequest[Any]) -> ModelResponse[Any]:
+            return ModelResponse(result=[bound.invoke(req.messages)])
+
+        async def ahandler(req: ModelRequest[Any]) -> ModelResponse[Any]:
+            return ModelResponse(result=[await bound.ainvoke(req.messages)])
+
+        mw = TaskCalibrationMiddleware(task=task, sampling=sampling, **scenario.options)
+        if mode == "async":
+            result = asyncio.run(mw.awrap_model_call(request, ahandler))
+        else:
+            result = mw.wrap_model_call(request, handler)
+        assert isinstance(result, ExtendedModelResponse)
+        [message] = result.model_response.result
+        assert isinstance(message, AIMessage)
+        return _view(message.response_metadata[DECISION_METADATA_KEY], message)
+
+    return door
+
+
+TOOL_DOORS: dict[str, Callable[..., Any]] = {
+    "runnable": _runnable,
+    "chat_model": _chat_model,
+    "middleware_model": _middleware("model"),
+    "middleware_handler": _middleware("handler"),
+}
+MODES = ("sync", "async")
+CHECKED: set[tuple[str, str]] = set()
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_the_front_doors_take_the_same_tool_decision(scenario: Scenario) -> None:
+    task = tool_decision()
+    messages: list[BaseMessage] = [HumanMessage(USER)]
+    views = {
+        (door, mode): run(scenario, task, messages, mode)
+        for door, run in TOOL_DOORS.items()
+        for mode in MODES
+    }
+    reference = views[("runnable", "sync")]
+    for key, view in views.items():
+        assert view == reference, f"{key} differs from the sync Runnable"
+        CHECKED.add(key)
+    if scenario.name == "adaptive_stops":
+        assert reference["stopped_early"] is True and reference["n_samples"] == 4
+    if scenario.name == "adaptive_goes_on":
+        assert reference["n_samples"] > 4
+    if scenario.name == "retried":
+        assert reference["fallback"] is False and reference["n_samples"] == 4
+    if scenario.name == "fallback":
+        assert reference["fallback"] is True
+        assert reference["fallback_reason"] == (
+            "model error after 2 attempt(s): ConnectionError: server down"
+        )
+
+
+TEAM = Choice(
+    instructions="Which team should handle this request?",
+    criteria={"billing": "Payment issues.", "technical": "Bugs.", "sales": "Pricing."},
+)
+CHOICE_SCENARIOS = [
+    Scenario("plain", ("technical", "technical", "billing", "technical"), {"n_samples": 4}),
+    Scenario("adaptive_stops", ("technical",) * 16, {"n_samples": 16, "adaptive": 0.05}),
+    Scenario(
+        "retried",
+        (DOWN,) + ("technical",) * 8,
+        {"n_samples": 4, "max_retries": 1},
+    ),
+    Scenario(
+        "fallback", (DOWN,) * 64, {"n_samples": 4, "max_retries": 1, "on_error": "fallback"}
+    ),
+]
+
+
+@pytest.mark.parametrize("scenario", CHOICE_SCENARIOS, ids=lambda s: s.name)
+def test_the_decision_model_decides_as_the_runnable(scenario: Scenario) -> None:
+    views = {}
+    for mode in MODES:
+        dm = TaskCalibratedDecisionModel(chat_model=_model(scenario), **scenario.options)
+        call = (
+            dm.adecide("Stripe fails.", "team", TEAM)
+            if mode == "async"
+            else dm.decide("Stripe fails.", "team", TEAM)
+        )
+        decision: Decision = _run(call, mode)
+        views[("decision_model", mode)] = _view(decision.to_metadata(), decision.message)
+        task, prompt = dm.task_for("team", TEAM), dm.prompt_for("Stripe fails.", TEAM)
+        runnable = TaskCalibratedRunnable(_model(scenario), task, **scenario.options)
+        call = runnable.ainvoke(prompt) if mode == "async" else runnable.invoke(prompt)
+        decision = _run(call, mode)
+        views[("runnable_choice", mode)] = _view(decision.to_metadata(), decision.message)
+    reference = views[("runnable_choice", "sync")]
+    for key, view in views.items():
+        assert view == reference, f"{key} differs from the sync Runnable"
+        CHECKED.add(key)
+
+
+def test_every_front_door_and_mode_was_checked() -> None:
+    """Runs last in this module: the count the closing note reports."""
+    expected = {(door, mode) for door in TOOL_DOORS for mode in MODES} | {
+        (door, mode) for door in ("decision_model", "runnable_choice") for mode in MODES
+    }
+    assert expected <= CHECKED, sorted(expected - CHECKED)
+    assert len({door for door, _ in CHECKED}) == 6
