@@ -30,11 +30,13 @@ import numpy as np
 from taskcal_agents.decision.adaptive import AdaptiveSampling, stop_check_messages
 from taskcal_agents.decision.decider import Decider
 from taskcal_agents.workflow import load_eval_arrays
+from taskcal_agents.workflow._calibrator_specs import (
+    default_factory,
+)
 from taskcal_agents.workflow._data import dataset_items, record_context
 from taskcal_agents.workflow._evaluate import (
     calibrator_inputs,
     crossfit_calibrators,
-    default_factory,
     paired_difference,
     stratified_folds,
 )

@@ -42,7 +42,8 @@ from typing import Any
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
-from taskcal_agents import TaskCalibratedRunnable, tasks
+from taskcal_agents import TaskCalibratedRunnable
+from taskcal_agents.decision import presets as tasks
 from taskcal_agents.testing import start_process
 
 

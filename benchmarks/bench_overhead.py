@@ -9,13 +9,14 @@ Targets: overhead <= 1 ms p50 and <= 1 % of the decision's wall time.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_overhead.py              # dev server if running
+    .venv/bin/python benchmarks/bench_overhead.py --base-url URL --model NAME
     .venv/bin/python benchmarks/bench_overhead.py --start-server
     .venv/bin/python benchmarks/bench_overhead.py --no-live    # overhead only
 
-The server is taken from ``--base-url``, else ``$TASKCAL_BASE_URL``, else
-``/work/dev_server_url``; ``--start-server`` starts one with
-``taskcal_agents.serving.VLLMServer`` on the default model.
+The server is taken from ``--base-url``, else ``$TASKCAL_BASE_URL`` (and the model from
+``--model`` / ``$TASKCAL_MODEL``); ``--start-server`` starts one with
+``taskcal_agents.serving.VLLMServer`` on the default model. Without any, only the
+overhead is measured.
 """
 
 from __future__ import annotations
@@ -26,14 +27,14 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
-from taskcal_agents import TaskCalibratedRunnable, tasks
+from taskcal_agents import TaskCalibratedRunnable
+from taskcal_agents.decision import presets as tasks
 from taskcal_agents.decision.belief import DEFAULT_ALPHA
 from taskcal_agents.decision.decider import Decider, mbr_action
 from taskcal_agents.endpoint import server_from_env
@@ -152,10 +153,6 @@ def server_url(args: argparse.Namespace) -> Iterator[tuple[str, str] | None]:
             yield server.base_url, server.model_name
         return
     url, model = server_from_env(args.base_url, args.model)
-    dev = Path("/work/dev_server_url")
-    if url is None and dev.exists():
-        url = dev.read_text().strip()
-        model = model or Path("/work/dev_server_model").read_text().strip()
     yield (url, model or "smollm2-135m-instruct") if url else None
 
 

@@ -54,12 +54,14 @@ from taskcal_agents.decision.risk_control import (
 )
 from taskcal_agents.decision.task import Task
 from taskcal_agents.workflow import load_eval_arrays
-from taskcal_agents.workflow._evaluate import (
+from taskcal_agents.workflow._calibrator_specs import (
     CalibratorFactory,
+    default_factory,
+)
+from taskcal_agents.workflow._evaluate import (
     EvalArrays,
     calibrator_inputs,
     crossfit_calibrated,
-    default_factory,
     runtime_actions,
     stratified_folds,
 )

@@ -18,46 +18,36 @@ Only numpy, scipy and scikit-learn are imported.
 
 from __future__ import annotations
 
-from calibrators import metrics
-from calibrators._base import BaseCalibrator
-from calibrators._decision import (
-    expected_costs,
-    least_cost_actions,
-    mbr_actions,
-    minimax_action,
-)
+# ``__all__`` (below) is the public surface. The names imported ``as`` themselves stay
+# importable from this package outside it (0.1 exported them from here, and
+# ``taskcal_agents`` uses several): the names and format version of the serialised maps,
+# the identity map, the input checks, and the least-cost and minimax action rules.
+from calibrators import metrics as metrics
+from calibrators._base import BaseCalibrator as BaseCalibrator
+from calibrators._decision import expected_costs, mbr_actions
+from calibrators._decision import least_cost_actions as least_cost_actions
+from calibrators._decision import minimax_action as minimax_action
 from calibrators._dirichlet import DirichletCalibrator
 from calibrators._histogram import HistogramBinning
-from calibrators._identity import IdentityCalibrator
+from calibrators._identity import IdentityCalibrator as IdentityCalibrator
 from calibrators._isotonic import IsotonicCalibrator
 from calibrators._linear import MatrixScaling, VectorScaling
-from calibrators._serialization import (
-    CALIBRATOR_NAMES,
-    FORMAT_VERSION,
-    from_dict,
-    make_calibrator,
-)
+from calibrators._serialization import CALIBRATOR_NAMES as CALIBRATOR_NAMES
+from calibrators._serialization import FORMAT_VERSION as FORMAT_VERSION
+from calibrators._serialization import from_dict, make_calibrator
 from calibrators._temperature import TemperatureScaling
-from calibrators._validation import check_cost_matrix, check_probabilities
+from calibrators._validation import check_cost_matrix as check_cost_matrix
+from calibrators._validation import check_probabilities as check_probabilities
 
 __all__ = [
-    "CALIBRATOR_NAMES",
-    "FORMAT_VERSION",
-    "BaseCalibrator",
     "DirichletCalibrator",
     "HistogramBinning",
-    "IdentityCalibrator",
     "IsotonicCalibrator",
     "MatrixScaling",
     "TemperatureScaling",
     "VectorScaling",
-    "check_cost_matrix",
-    "check_probabilities",
     "expected_costs",
     "from_dict",
-    "least_cost_actions",
     "make_calibrator",
     "mbr_actions",
-    "metrics",
-    "minimax_action",
 ]

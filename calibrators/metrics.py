@@ -18,19 +18,19 @@ reliability diagrams (``_reliability``).
 
 from __future__ import annotations
 
-from calibrators._decision import mbr_actions
-from calibrators._decision_metrics import expected_cost, tce
-from calibrators._reliability import ReliabilityDiagram, reliability_diagram
+# ``__all__`` (below) is the public surface. The names imported ``as`` themselves stay
+# importable from this module outside it (0.1 exported them from here).
+from calibrators._decision import mbr_actions as mbr_actions
+from calibrators._decision_metrics import expected_cost as expected_cost
+from calibrators._decision_metrics import tce
+from calibrators._reliability import ReliabilityDiagram as ReliabilityDiagram
+from calibrators._reliability import reliability_diagram as reliability_diagram
 from calibrators._scoring import brier, classwise_ece, ece, nll
 
 __all__ = [
-    "ReliabilityDiagram",
     "brier",
     "classwise_ece",
     "ece",
-    "expected_cost",
-    "mbr_actions",
     "nll",
-    "reliability_diagram",
     "tce",
 ]

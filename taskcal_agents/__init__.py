@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from taskcal_agents.sampling import asample_messages, sample_messages
 
 __version__ = "0.1.0"
+"""The package's version (``version`` in ``pyproject.toml``)."""
 
 _EXPORTS: dict[str, str] = {
     "AdaptiveSampling": "taskcal_agents.decision.adaptive",

@@ -1,42 +1,156 @@
-"""Atomic JSON writing (layer 0): artefacts and evaluation files are never left half written.
+"""Files written one way (layer 0): atomic whole-file writes, JSONL appends, one file lock.
 
-:func:`read_json` reads them back, turning a missing or malformed file into a
+Whole files: every report, summary, figure, task file, artefact, evaluation, monitor JSON
+and model manifest the library or the CLI writes goes through :func:`atomic_path` — a
+temporary file in the destination's folder, flushed and ``fsync``-ed, then ``os.replace``-d
+onto the destination (and the folder ``fsync``-ed, on POSIX), the temporary removed if
+anything fails — so a reader sees the old file or the new one, never half of one.
+:func:`atomic_open` (a file object), :func:`write_text`, :func:`write_json` and
+:func:`save_figure` (matplotlib) are that writer for each kind of content.
+
+:func:`read_json` reads JSON back, turning a missing or malformed file into a
 :class:`~taskcal_agents.errors.DataFileError` that names the file.
 
-Also the JSONL append primitives shared by the samples store and the decision log: a line
-is encoded in full and handed to the kernel with one ``os.write`` on an ``O_APPEND`` file
-descriptor, then ``fsync``-ed (:func:`append_line`), so a writer killed at any moment
+Append-only streams (the samples store and the decision log) share the JSONL primitives: a
+line is encoded in full and handed to the kernel with one ``os.write`` on an ``O_APPEND``
+file descriptor, then ``fsync``-ed (:func:`append_line`), so a writer killed at any moment
 leaves at worst a torn last line, which readers skip (:func:`split_complete`).
+
+:func:`lock_exclusive` is the one file lock (``flock`` on POSIX, ``msvcrt.locking`` on
+Windows), imported when a lock is taken, so importing the package never needs ``fcntl``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
-import tempfile
-from collections.abc import Mapping
+import secrets
+import sys
+import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Literal, overload
 
 from taskcal_agents.errors import DataFileError
 
-__all__ = ["append_line", "encode_line", "read_json", "split_complete", "write_json"]
+__all__ = [
+    "append_line",
+    "atomic_open",
+    "atomic_path",
+    "encode_line",
+    "lock_exclusive",
+    "read_json",
+    "save_figure",
+    "split_complete",
+    "write_json",
+    "write_text",
+]
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a fresh temporary path beside *path*; on success it replaces *path* atomically.
+
+    The caller (or a library that only takes a file name, such as matplotlib) writes the
+    temporary file; when the block ends without an exception it is ``fsync``-ed and
+    renamed onto *path*. On any exception it is removed and *path* is left as it was. The
+    parent folder is created if needed; the file gets the permissions a plain
+    ``open(path, "w")`` would (``0o666`` less the umask). The temporary name keeps the
+    suffix of *path* (``.summary.md.<random>.tmp.md``), so writers that pick a format by
+    suffix pick the right one.
+    """
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _create_temp(p)
+    try:
+        yield tmp
+        fd = os.open(tmp, os.O_RDWR | getattr(os, "O_BINARY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, p)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(p.parent)
+
+
+@overload
+def atomic_open(
+    path: str | os.PathLike[str], *, binary: Literal[False] = ...
+) -> contextlib.AbstractContextManager[IO[str]]: ...
+@overload
+def atomic_open(
+    path: str | os.PathLike[str], *, binary: Literal[True]
+) -> contextlib.AbstractContextManager[IO[bytes]]: ...
+def atomic_open(
+    path: str | os.PathLike[str], *, binary: bool = False
+) -> contextlib.AbstractContextManager[IO[Any]]:
+    """A file object to write *path* through, atomically (see :func:`atomic_path`).
+
+    Text is UTF-8. Nothing is visible at *path* until the block ends without an exception.
+    """
+    return _atomic_open(path, binary=binary)
+
+
+@contextlib.contextmanager
+def _atomic_open(path: str | os.PathLike[str], *, binary: bool) -> Iterator[IO[Any]]:
+    with atomic_path(path) as tmp:
+        fh: IO[Any]
+        with tmp.open("wb") if binary else tmp.open("w", encoding="utf-8") as fh:
+            yield fh
+
+
+def write_text(text: str, path: str | os.PathLike[str]) -> Path:
+    """Write *text* (UTF-8) to *path*, atomically; return the path."""
+    with atomic_open(path) as fh:
+        fh.write(text)
+    return Path(path)
 
 
 def write_json(obj: Any, path: str | os.PathLike[str]) -> Path:
-    """Write *obj* as indented JSON, atomically (temporary file, then rename)."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=2, allow_nan=True)
-            fh.write("\n")
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return p
+    """Write *obj* as indented JSON, atomically; return the path."""
+    with atomic_open(path) as fh:
+        json.dump(obj, fh, indent=2, allow_nan=True)
+        fh.write("\n")
+    return Path(path)
+
+
+def save_figure(fig: Any, path: str | os.PathLike[str], **kwargs: Any) -> Path:
+    """``fig.savefig(path, **kwargs)`` for a matplotlib figure, atomically; return the path.
+
+    The format follows the suffix of *path*, as with ``savefig`` itself.
+    """
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, **kwargs)
+    return Path(path)
+
+
+def _create_temp(p: Path) -> Path:
+    """Create an empty, new file beside *p* (``O_EXCL``; mode ``0o666`` less the umask)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        tmp = p.with_name(f".{p.name}.{secrets.token_hex(4)}.tmp{p.suffix}")
+        try:
+            os.close(os.open(tmp, flags, 0o666))
+        except FileExistsError:  # pragma: no cover - a 32-bit random clash
+            continue
+        return tmp
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename in *folder* durable (POSIX; a no-op where folders cannot be opened)."""
+    if os.name != "posix":
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def read_json(path: str | os.PathLike[str], *, what: str, missing_hint: str) -> Any:
@@ -78,3 +192,56 @@ def append_line(fd: int, line: bytes) -> None:
     while written < len(line):  # only on exotic file systems; still one record
         written += os.write(fd, line[written:])
     os.fsync(fd)
+
+
+def lock_exclusive(fd: int, *, wait: bool) -> None:
+    """Take an exclusive lock on the open file *fd*; it is held until *fd* is closed.
+
+    Advisory between processes (and between two descriptors of one process). POSIX uses
+    ``fcntl.flock``; Windows ``msvcrt.locking`` on one byte far past the end of the file,
+    so that its mandatory range lock never blocks readers or appenders. The module is
+    imported here, not at import time. Where neither exists there is no lock.
+
+    Args:
+        fd: An open file descriptor.
+        wait: ``True``: block until the lock is free (appenders that take turns).
+            ``False``: one writer only — raise at once if another holds it.
+
+    Raises:
+        BlockingIOError: ``wait=False`` and another descriptor holds the lock.
+    """
+    if sys.platform == "win32":
+        import msvcrt
+
+        _lock_msvcrt(msvcrt, fd, wait=wait)
+        return
+    try:
+        import fcntl
+    except ImportError:  # a POSIX-like platform without flock (WASI, Emscripten)
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+# 1 TiB + 2 GiB: past any real log or samples file, within every file system's size limit;
+# its low 32 bits alone are 2 GiB, should a C runtime truncate the offset.
+_MSVCRT_LOCK_OFFSET = (1 << 40) | (1 << 31)
+_MSVCRT_RETRY_S = 0.05
+
+
+def _lock_msvcrt(msvcrt: Any, fd: int, *, wait: bool) -> None:
+    """:func:`lock_exclusive` with Windows' ``msvcrt`` (passed in, so it is testable)."""
+    position = os.lseek(fd, 0, os.SEEK_CUR)
+    os.lseek(fd, _MSVCRT_LOCK_OFFSET, os.SEEK_SET)
+    try:
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            except OSError as exc:
+                if not wait:
+                    msg = "the file is locked by another writer"
+                    raise BlockingIOError(errno.EAGAIN, msg) from exc
+                time.sleep(_MSVCRT_RETRY_S)
+            else:
+                return
+    finally:
+        os.lseek(fd, position, os.SEEK_SET)

@@ -9,12 +9,12 @@ Exit status: 0 no alarm, 1 alarm (for CI and cron), 2 usage or data error.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from taskcal_agents._files import save_figure, write_json
 from taskcal_agents.commands.workflow import _consoles, _fail
 from taskcal_agents.errors import TaskCalError
 
@@ -61,9 +61,7 @@ def plot_monitor(report: Any, path: Path) -> Path:
     ax.set_title(f"taskcal monitor: {report.task}")
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    return path
+    return save_figure(fig, path, dpi=100)
 
 
 def monitor_command(
@@ -110,7 +108,7 @@ def monitor_command(
     for warning in report.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True)
     if json_out is not None:
-        json_out.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+        write_json(report.to_dict(), json_out)
     for index, metric in report.alarms():
         err.print(
             f"ALARM window {index}: {metric.name} = {metric.value:.4g} vs {metric.reference:.4g} "

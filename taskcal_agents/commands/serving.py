@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from taskcal_agents._files import write_text
 from taskcal_agents.errors import ConfigurationError, ServerError
 
 __all__ = ["model_list", "model_prepare", "register", "serve"]
@@ -34,8 +35,7 @@ CacheDir = Annotated[
 @model_app.command("list")
 def model_list(cache_dir: CacheDir = None) -> None:
     """List the registry: name, GGUF size, upstream licence, whether prepared, folder."""
-    from taskcal_agents.models import DEFAULT_MODEL_NAME, MODELS, model_dir
-    from taskcal_agents.models._prepare import verify_model_dir
+    from taskcal_agents.models import DEFAULT_MODEL_NAME, MODELS, model_dir, verify_model_dir
 
     rows = [("name", "size", "licence", "prepared", "path")]
     for spec in MODELS.values():
@@ -121,8 +121,7 @@ def serve(
     ] = None,
 ) -> None:
     """Start a vLLM OpenAI-compatible server and keep it running until interrupted."""
-    from taskcal_agents.serving import VLLMServer
-    from taskcal_agents.serving._launch import DEFAULT
+    from taskcal_agents.serving import DEFAULT, VLLMServer
 
     if device not in ("cpu", "gpu"):
         console.print(f"[red]error:[/red] --device must be 'cpu' or 'gpu', got {device!r}.")
@@ -155,7 +154,7 @@ def serve(
         typer.echo(f"model: {server.model_name}")
         typer.echo(f"log: {server.log_path}")
         if url_file is not None:
-            url_file.write_text(server.base_url + "\n", encoding="utf-8")
+            write_text(server.base_url + "\n", url_file)
         while True:
             time.sleep(2.0)
             server.ensure_alive(restart=restart)

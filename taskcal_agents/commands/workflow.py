@@ -306,8 +306,14 @@ def sample(
     )
 
     from taskcal_agents.datasets import read_dataset
-    from taskcal_agents.workflow._runner import SampleSettings, run_sampling, sample_header
-    from taskcal_agents.workflow._store import SamplesStore
+    from taskcal_agents.workflow import (
+        RayEngine,
+        SampleSettings,
+        SamplesStore,
+        run_sampling,
+        run_sampling_ray,
+        sample_header,
+    )
 
     console, err = _consoles()
     base_url, model = server_from_env(base_url, model)
@@ -352,15 +358,9 @@ def sample(
         decider = _adaptive_decider(task_obj, adaptive, artefact)
         ray_engine: Any = None
         if engine == "ray":
-            from taskcal_agents.workflow._ray_engine import (
-                RayEngine,
-                check_ray_settings,
-                import_ray,
-            )
-
-            check_ray_settings(task_obj, settings)
-            import_ray()
-            ray_engine = RayEngine(
+            ray_engine = RayEngine.for_task(
+                task_obj,
+                settings,
                 endpoints=tuple(urls or [base_url]),
                 model=model,
                 api_key=api_key,
@@ -410,8 +410,6 @@ def sample(
 
         try:
             if ray_engine is not None:
-                from taskcal_agents.workflow._ray_engine import run_sampling_ray
-
                 report = run_sampling_ray(
                     task_obj,
                     items,
@@ -553,60 +551,26 @@ def fit(
     from rich.table import Table
 
     from taskcal_agents._files import write_json
-    from taskcal_agents.decision.risk_control import RiskGuard, RiskNotCertifiedWarning
-    from taskcal_agents.workflow._data import load_eval_arrays
-    from taskcal_agents.workflow._fit import (
-        fit_calibrator,
-        fit_risk_control,
-        make_artefact,
-        unparsed_reference,
-    )
+    from taskcal_agents.decision.risk_control import RiskNotCertifiedWarning
+    from taskcal_agents.workflow import fit_artefact
 
     console, err = _consoles()
-    risk = None
     try:
-        task_obj, samples_file, data = load_eval_arrays(
-            samples, task, alpha=alpha, reparse=reparse, data=data_file
-        )
-        if risk_control is not None:
-            RiskGuard(task_obj, risk_control)  # a bad spec fails before any fit
-        params = _parse_params(param)
-        fitted, metrics = fit_calibrator(
-            data, calibrator, params=params, cv_folds=cv_folds, seed=seed
-        )
-        if not reparse and (unparsed := unparsed_reference(samples_file.records.values())):
-            metrics["unparsed_rate"] = unparsed
-        if risk_control is not None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RiskNotCertifiedWarning)
-                risk = fit_risk_control(
-                    task_obj, data, calibrator, risk_control, params=params, delta=delta,
-                    folds=cv_folds if cv_folds >= 2 else 5, seed=seed,
-                )  # fmt: skip
+        with warnings.catch_warnings():  # an uncertified limit is reported below
+            warnings.simplefilter("ignore", RiskNotCertifiedWarning)
+            artefact, risk = fit_artefact(
+                samples, calibrator=calibrator, params=_parse_params(param), task=task,
+                alpha=alpha, cv_folds=cv_folds, seed=seed, data=data_file, reparse=reparse,
+                risk_control=risk_control, delta=delta,
+            )  # fmt: skip
     except TaskCalError as exc:
         raise _fail(err, exc) from exc
-    settings = samples_file.settings
-    artefact = make_artefact(
-        task_name=task_obj.name,
-        labels=list(task_obj.labels),
-        actions=list(task_obj.action_list),
-        alpha=alpha,
-        calibrator_name=calibrator,
-        calibrator=fitted,
-        fit_metrics=metrics,
-        task_spec=task_obj.model_dump(mode="json"),
-        samples={
-            "path": str(samples),
-            "n_items": data.n,
-            **{k: settings.get(k) for k in ("n", "temperature", "model")},
-        },
-        risk_control=risk,
-    )
+    metrics = artefact["fit_metrics"]
     write_json(artefact, out)
     excluded = metrics["n_excluded_no_sample"]
     chosen = metrics.get("chosen") or {}
     table = Table(
-        title=f"{calibrator} on {metrics['n_fit']} served items of {task_obj.name!r} "
+        title=f"{calibrator} on {metrics['n_fit']} served items of {artefact['task']!r} "
         f"({excluded} without a usable sample excluded)"
         + ("; chose " + ", ".join(f"{k}={v}" for k, v in chosen.items()) if chosen else "")
         + ("; reads the unparsed share" if metrics.get("inputs") == "features" else "")
@@ -704,9 +668,7 @@ def evaluate(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from taskcal_agents._files import write_json
-    from taskcal_agents.workflow._data import load_eval_arrays, task_summary
-    from taskcal_agents.workflow._evaluate import evaluate_arrays, evaluation_to_dict
-    from taskcal_agents.workflow._report import rich_table, tool_rich_table, verdict
+    from taskcal_agents.workflow import evaluate_samples, rich_table, tool_rich_table, verdict
 
     console, err = _consoles()
     names = _split_names(calibrators)
@@ -714,9 +676,6 @@ def evaluate(
         msg = f"--target-risk must be a finite number > 0, got {target_risk!r}."
         raise _fail(err, ConfigurationError(msg))
     try:
-        task_obj, samples_file, data = load_eval_arrays(
-            samples, task, alpha=alpha, reparse=reparse, data=data_file
-        )
         with Progress(
             TextColumn("[bold]evaluating[/bold]"),
             BarColumn(),
@@ -725,36 +684,26 @@ def evaluate(
             transient=True,
         ) as progress:
             bar = progress.add_task("evaluate", total=1 + len(names) + permutations)
-            result = evaluate_arrays(
-                data,
+            evaluation, settings = evaluate_samples(
+                samples,
                 calibrators=names,
-                n_folds=folds,
+                folds=folds,
                 seed=seed,
-                n_permutations=permutations,
+                permutations=permutations,
                 test_calibrator=test_calibrator or None,
-                progress=lambda k: progress.advance(bar, k),
+                jobs=jobs,
+                task=task,
+                alpha=alpha,
+                data=data_file,
+                reparse=reparse,
+                items=items,
                 target_risk=target_risk,
-                n_jobs=jobs,
+                progress=lambda k: progress.advance(bar, k),
             )
     except TaskCalError as exc:
         raise _fail(err, exc) from exc
-    settings = samples_file.settings
-    evaluation = evaluation_to_dict(
-        result,
-        data,
-        task=task_summary(task_obj),
-        meta={
-            "samples": str(samples),
-            "alpha": alpha,
-            "reparse": reparse,
-            **{k: settings.get(k) for k in ("model", "n", "temperature")},
-            "n_without_usable_sample": int(data.no_sample.sum()),
-            "target_risk": target_risk,
-            **_cluster_meta(task_obj, data),
-        },
-        include_items=items,
-    )
-    title = f"{task_obj.name}: {data.n} items, {folds}-fold cross-fitted, " + (
+    n_items = evaluation["n_items"]
+    title = f"{evaluation['task']['name']}: {n_items} items, {folds}-fold cross-fitted, " + (
         "one-pass logprob belief"
         if settings.get("belief") == "logprob"
         else f"N={settings.get('n')} samples at T={settings.get('temperature')}"
@@ -767,7 +716,7 @@ def evaluate(
     if clusters is not None:
         console.print(
             f"answer clusters ({clusters['method']}): {clusters['mean_n_clusters']:.2f} per "
-            f"item on average, {clusters['n_one_cluster']} of {data.n} items with one; the "
+            f"item on average, {clusters['n_one_cluster']} of {n_items} items with one; the "
             f"label is whether the modal answer is right ({clusters['n_modal_right']} items).",
             highlight=False,
             soft_wrap=True,
@@ -776,23 +725,6 @@ def evaluate(
     if out is not None:
         write_json(evaluation, out)
         console.print(f"wrote {out}")
-
-
-def _cluster_meta(task: Task, data: Any) -> dict[str, Any]:
-    """The evaluation's ``answer_clusters`` summary (empty for a task that does not cluster)."""
-    if task.answer_clusters is None or data.n_clusters is None:
-        return {}
-    answer, _ = task.answer_abstain_labels()
-    n_clusters = data.n_clusters
-    return {
-        "answer_clusters": {
-            **task.answer_clusters.model_dump(mode="json"),
-            "mean_n_clusters": float(n_clusters.mean()) if n_clusters.size else 0.0,
-            "n_one_cluster": int((n_clusters == 1).sum()),
-            "n_no_answer": int((n_clusters == 0).sum()),
-            "n_modal_right": int((data.y == task.label_index(answer)).sum()),
-        }
-    }
 
 
 # --------------------------------------------------------------------------------------
@@ -804,7 +736,7 @@ def report(
     out_dir: Annotated[Path, typer.Option(help="Folder for the figures and summary.md.")],
 ) -> None:
     """Reliability diagrams, a cost-by-decoder figure and a markdown summary."""
-    from taskcal_agents.workflow._report import load_evaluation, write_report
+    from taskcal_agents.workflow import load_evaluation, write_report
 
     console, err = _consoles()
     try:

@@ -10,24 +10,19 @@ See :mod:`taskcal_agents.datasets._format` for the rules and
 
 from __future__ import annotations
 
-from taskcal_agents.datasets._format import (
-    DatasetItem,
-    read_dataset,
-    write_dataset,
-)
-from taskcal_agents.datasets._shared_data import (
-    CONVERTERS,
-    SHARED_DATA_ENV,
-    convert,
-)
-from taskcal_agents.datasets._tasks import default_task
+# ``__all__`` (below) is the public surface. The names imported ``as`` themselves stay
+# importable from this package outside it: names 0.1 exported from here, and what the
+# workflow uses (the shared data folder of the demo).
+from taskcal_agents.datasets._format import DatasetItem, read_dataset
+from taskcal_agents.datasets._format import write_dataset as write_dataset
+from taskcal_agents.datasets._shared_data import CONVERTERS as CONVERTERS
+from taskcal_agents.datasets._shared_data import SHARED_DATA_ENV as SHARED_DATA_ENV
+from taskcal_agents.datasets._shared_data import convert
+from taskcal_agents.datasets._shared_data import shared_data_dir as shared_data_dir
+from taskcal_agents.datasets._tasks import default_task as default_task
 
 __all__ = [
-    "CONVERTERS",
-    "SHARED_DATA_ENV",
     "DatasetItem",
     "convert",
-    "default_task",
     "read_dataset",
-    "write_dataset",
 ]

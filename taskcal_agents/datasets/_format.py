@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from taskcal_agents._files import atomic_open
 from taskcal_agents._validation import describe_validation_error
 from taskcal_agents.errors import DataFileError
 
@@ -200,19 +200,9 @@ def write_dataset(items: Iterable[DatasetItem], path: str | os.PathLike[str]) ->
     Returns:
         The number of items written.
     """
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
     count = 0
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for item in items:
-                fh.write(json.dumps(item.model_dump(mode="json"), ensure_ascii=False) + "\n")
-                count += 1
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_open(path) as fh:
+        for item in items:
+            fh.write(json.dumps(item.model_dump(mode="json"), ensure_ascii=False) + "\n")
+            count += 1
     return count

@@ -3,155 +3,47 @@
 ``task`` (labels, parser, cost matrix), ``presets`` (the built-in tasks), ``belief``
 (p̂ with a Dirichlet prior), ``options`` (how many samples and how), ``decider`` (q = f(p̂)
 and a* = argmin_a Σ q(ℓ)·C[ℓ, a]), ``risk_control`` (certified risk limits), ``adaptive``
-(stop sampling when the decision is settled), ``artefact`` (the fitted calibrator file).
+(stop sampling when the decision is settled), ``artefact`` (the fitted calibrator file),
+``protocol`` (the rounds of one decision, which every front door drives).
+
+The package exports what a user of a front door or the workflow needs; every other name is
+public in its module (the protocol's ``decide_in_rounds``, ``Draw`` and ``RetryPolicy``
+in ``protocol``, the risk guard in ``risk_control``, for instance).
 """
 
 from __future__ import annotations
 
-from taskcal_agents.decision.adaptive import (
-    AdaptiveSampling,
-    StopCheck,
-    change_probability,
-    check_adaptive,
-    outcome_counts,
-    stop_check,
-    stop_check_messages,
-    with_stop,
-)
-from taskcal_agents.decision.artefact import (
-    ARTEFACT_FORMAT,
-    ARTEFACT_FORMAT_VERSION,
-    ARTEFACT_READ_VERSIONS,
-    Calibrator,
-    CalibratorArtefact,
-    CalibratorLike,
-    ResolvedCalibrator,
-    as_artefact,
-    check_calibrator,
-    resolve_calibrator,
-)
-from taskcal_agents.decision.belief import (
-    DEFAULT_ALPHA,
-    Belief,
-    check_alpha,
-)
-from taskcal_agents.decision.decider import (
-    TOOL_CALL_ACTION,
-    ActionChoice,
-    Decider,
-    Decision,
-    carried_actions,
-    carries_out,
-    decide_from_messages,
-    executable_mbr,
-    grounded_flags,
-    mbr_action,
-    ungrounded_flags,
-)
-from taskcal_agents.decision.options import (
-    DEFAULT_N_SAMPLES,
-    DEFAULT_TEMPERATURE,
-    SamplingOptions,
-)
+from taskcal_agents.decision.artefact import CalibratorArtefact
+from taskcal_agents.decision.belief import Belief
+from taskcal_agents.decision.decider import Decider, Decision, decide_from_messages
+from taskcal_agents.decision.options import AdaptiveSampling, SamplingOptions
 from taskcal_agents.decision.presets import (
-    DEFAULT_AFTER_TOOL_RESULT_COST,
-    DEFAULT_GROUNDING,
-    DEFAULT_TOOL_DECISION_COST,
     after_tool_result,
     answer_or_abstain,
     multiple_choice,
     rating,
     tool_decision,
 )
-from taskcal_agents.decision.risk_control import (
-    ANY_ACTION,
-    DEFAULT_GRID,
-    RiskControl,
-    RiskCurve,
-    RiskGuard,
-    RiskKind,
-    RiskNotCertifiedWarning,
-    RiskSettingsWarning,
-    RiskSpec,
-    binomial_pvalues,
-    calibrate_risk,
-    hoeffding_bentkus_pvalues,
-    ltt_select,
-    naive_threshold,
-    risk_curve,
-)
-from taskcal_agents.decision.task import (
-    TASK_FORMAT_VERSION,
-    UNGROUNDED_CALL,
-    AnswerClusterSpec,
-    GroundingSpec,
-    ParserSpec,
-    Task,
-)
+from taskcal_agents.decision.risk_control import RiskSpec, calibrate_risk
+from taskcal_agents.decision.task import AnswerClusterSpec, GroundingSpec, ParserSpec, Task
 
 __all__ = [
-    "ANY_ACTION",
-    "ARTEFACT_FORMAT",
-    "ARTEFACT_FORMAT_VERSION",
-    "ARTEFACT_READ_VERSIONS",
-    "DEFAULT_AFTER_TOOL_RESULT_COST",
-    "DEFAULT_ALPHA",
-    "DEFAULT_GRID",
-    "DEFAULT_GROUNDING",
-    "DEFAULT_N_SAMPLES",
-    "DEFAULT_TEMPERATURE",
-    "DEFAULT_TOOL_DECISION_COST",
-    "TASK_FORMAT_VERSION",
-    "TOOL_CALL_ACTION",
-    "UNGROUNDED_CALL",
-    "ActionChoice",
     "AdaptiveSampling",
     "AnswerClusterSpec",
     "Belief",
-    "Calibrator",
     "CalibratorArtefact",
-    "CalibratorLike",
     "Decider",
     "Decision",
     "GroundingSpec",
     "ParserSpec",
-    "ResolvedCalibrator",
-    "RiskControl",
-    "RiskCurve",
-    "RiskGuard",
-    "RiskKind",
-    "RiskNotCertifiedWarning",
-    "RiskSettingsWarning",
     "RiskSpec",
     "SamplingOptions",
-    "StopCheck",
     "Task",
     "after_tool_result",
     "answer_or_abstain",
-    "as_artefact",
-    "binomial_pvalues",
     "calibrate_risk",
-    "carried_actions",
-    "carries_out",
-    "change_probability",
-    "check_adaptive",
-    "check_alpha",
-    "check_calibrator",
     "decide_from_messages",
-    "executable_mbr",
-    "grounded_flags",
-    "hoeffding_bentkus_pvalues",
-    "ltt_select",
-    "mbr_action",
     "multiple_choice",
-    "naive_threshold",
-    "outcome_counts",
     "rating",
-    "resolve_calibrator",
-    "risk_curve",
-    "stop_check",
-    "stop_check_messages",
     "tool_decision",
-    "ungrounded_flags",
-    "with_stop",
 ]

@@ -40,6 +40,7 @@ from pydantic import (
 )
 
 from calibrators import minimax_action
+from taskcal_agents._files import write_text
 from taskcal_agents._validation import describe_validation_error
 from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.errors import ConfigurationError, DataFileError
@@ -302,7 +303,7 @@ class Task(BaseModel):
                     f"Task {self.name!r}: grounding needs a tool decision, with the label and "
                     f"action {_CALL_LABEL!r} and an ask_action among the labels, got labels "
                     f"{labels!r}, actions {actions!r} and ask_action {ask!r}; use "
-                    "tasks.tool_decision() or drop 'grounding'."
+                    "taskcal_agents.decision.tool_decision() or drop 'grounding'."
                 )
                 raise ValueError(msg)
         fallback = self.fallback_action or actions[minimax_action(cost)]
@@ -576,7 +577,7 @@ class Task(BaseModel):
             raise DataFileError(msg, path=str(path)) from exc
 
     def to_file(self, path: str | os.PathLike[str]) -> Path:
-        """Write the task to YAML or JSON (by suffix) with its ``format_version``.
+        """Write the task to YAML or JSON (by suffix) with its ``format_version``, atomically.
 
         Returns:
             The path written.
@@ -594,5 +595,4 @@ class Task(BaseModel):
             text = json.dumps(data, indent=2) + "\n"
         else:
             text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-        path.write_text(text, encoding="utf-8")
-        return path
+        return write_text(text, path)

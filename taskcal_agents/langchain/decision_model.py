@@ -35,9 +35,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import re
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.decisions import (
@@ -53,7 +51,7 @@ from langchain_core.decisions import (
     State,
 )
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import Field, model_validator
 from typing_extensions import override
 
@@ -71,8 +69,7 @@ from taskcal_agents.decision.protocol import (
 from taskcal_agents.decision.task import ParserSpec, Task
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing.grounding import GroundingContext
-from taskcal_agents.parsing.labels import ChoiceParser
-from taskcal_agents.parsing.text import message_text, normalize_text
+from taskcal_agents.parsing.registry import LABEL_PARSER
 from taskcal_agents.sampling import (
     adrive_rounds,
     asample_messages,
@@ -81,61 +78,13 @@ from taskcal_agents.sampling import (
     sample_messages,
 )
 
-__all__ = ["LabelParser", "TaskCalibratedDecisionModel", "noul_probability", "render_state"]
+__all__ = ["TaskCalibratedDecisionModel", "noul_probability", "render_state"]
 
 _SYSTEM = (
     "You are a careful classifier. Read the input, then answer the question with exactly "
     "one of the allowed labels and nothing else."
 )
 _NOUL_LABELS = ("yes", "no")
-
-
-@dataclass(frozen=True)
-class LabelParser:
-    """g_T for free-form labels: the label a reply names, case-insensitively.
-
-    In order: the whole reply is a label ("Billing."); exactly one label occurs as a whole
-    word ("route it to the technical team"); the reply opens with a label and punctuation
-    ("Yes, there is no doubt"); otherwise the rules of
-    :class:`~taskcal_agents.parsing.labels.ChoiceParser` (e.g. "answer: B").
-
-    Args:
-        labels: The allowed labels.
-    """
-
-    labels: tuple[str, ...]
-    _by_key: dict[str, str] = field(init=False, repr=False, compare=False)
-    _word: re.Pattern[str] = field(init=False, repr=False, compare=False)
-    _opening: re.Pattern[str] = field(init=False, repr=False, compare=False)
-    _choice: ChoiceParser = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        labels = tuple(str(label) for label in self.labels)
-        object.__setattr__(self, "labels", labels)
-        object.__setattr__(self, "_choice", ChoiceParser(labels=labels))
-        object.__setattr__(self, "_by_key", {normalize_text(lb): lb for lb in labels})
-        alt = "|".join(re.escape(lb) for lb in sorted(labels, key=len, reverse=True))
-        word = re.compile(rf"(?<![\w-])({alt})(?![\w-])", re.IGNORECASE)
-        opening = re.compile(rf"^[\W_]*({alt})[*_]*\s*[.,;:!)\-]", re.IGNORECASE)
-        object.__setattr__(self, "_word", word)
-        object.__setattr__(self, "_opening", opening)
-
-    def __call__(self, message: AIMessage) -> str | None:
-        """Return the label ``message`` names, or ``None``."""
-        text = message_text(message)
-        if not text:
-            return None
-        key = normalize_text(text)
-        if key in self._by_key:
-            return self._by_key[key]
-        found = {self._by_key.get(normalize_text(m.group(1))) for m in self._word.finditer(text)}
-        found.discard(None)
-        if len(found) == 1:
-            return found.pop()
-        opening = self._opening.match(text)
-        if opening:
-            return self._by_key.get(normalize_text(opening.group(1)))
-        return self._choice(message)
 
 
 def _jsonable(value: Any) -> Any:
@@ -211,9 +160,9 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
 
     Each question becomes a task whose labels are its options. N completions are drawn
     (one call with ``n`` where the model supports it, else N concurrent calls), mapped to
-    labels with :class:`LabelParser`, smoothed, calibrated by the question's calibrator
-    (if any) and decided by minimum Bayes risk under the question's cost matrix (0-1 for
-    ``Choice``, L1 for ``Score`` by default).
+    labels with :class:`~taskcal_agents.parsing.labels.LabelParser`, smoothed, calibrated
+    by the question's calibrator (if any) and decided by minimum Bayes risk under the
+    question's cost matrix (0-1 for ``Choice``, L1 for ``Score`` by default).
 
     Answers: ``Choice`` → the MBR label, the calibrated probabilities and the label's
     calibrated probability as confidence; ``Noul`` → the cost-weighted probability of yes
@@ -287,7 +236,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
             labels=labels,
             cost=self.costs.get(question_id, default),
             parser=ParserSpec(
-                name="taskcal_agents.langchain.decision_model:LabelParser",
+                name=LABEL_PARSER,
                 options={"labels": labels},
             ),
         )

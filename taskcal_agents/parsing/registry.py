@@ -6,7 +6,6 @@ With the schema parser, which reads one field of structured output.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -20,6 +19,7 @@ from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing.labels import (
     AnswerOrAbstainParser,
     ChoiceParser,
+    LabelParser,
     Parser,
     RatingParser,
     ToolDecisionParser,
@@ -28,6 +28,7 @@ from taskcal_agents.parsing.text import message_text
 from taskcal_agents.parsing.tool_calls import _iter_json_values
 
 __all__ = [
+    "LABEL_PARSER",
     "SchemaParser",
     "builtin_parser_names",
     "get_parser",
@@ -41,12 +42,14 @@ __all__ = [
 _REGISTRY: dict[str, Any] = {}
 """Names registered by the user's code (:func:`register_parser`): factories and models."""
 _REGISTRY_LOCK = threading.Lock()
-_OWN: Mapping[str, tuple[str, str]] = MappingProxyType(
+LABEL_PARSER = "taskcal_agents.parsing.labels:LabelParser"
+"""The name under which task files hold :class:`LabelParser` (the decision model's g_T)."""
+
+_OWN: Mapping[str, Any] = MappingProxyType(
     {
-        "taskcal_agents.langchain.decision_model:LabelParser": (
-            "taskcal_agents.langchain.decision_model",
-            "LabelParser",
-        )
+        LABEL_PARSER: LabelParser,
+        # Task files and artefacts written by 0.1 name it by its module of then.
+        "taskcal_agents.decision_model:LabelParser": LabelParser,
     }
 )
 """Names of this package's own parsers outside this module (a fixed table, never input)."""
@@ -95,7 +98,7 @@ def _registered(name: str, what: str) -> Any:
         return obj
     own = _OWN.get(name)
     if own is not None:
-        return getattr(importlib.import_module(own[0]), own[1])
+        return own
     msg = (
         f"{what} {name!r} is not a built-in parser and was not registered; a task file "
         f"cannot make taskcal import code. Built-in parsers: {sorted(_BUILTINS)!r}. Register "

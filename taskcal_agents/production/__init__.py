@@ -1,69 +1,27 @@
-"""After deployment: the decision log, the monitor, refit on logged outcomes, artefact reload."""
+"""After deployment: the decision log, the monitor, refit on logged outcomes, artefact reload.
+
+``decision_log`` (one record per decision, outcomes attached later), ``monitor`` and
+``monitor_report`` (drift of the logged decisions against the fit), ``refit`` (a new
+calibrator from logged outcomes, promoted only when it is better on a holdout), ``reload``
+(swap a front door's artefact when its file changes). The package exports the entry
+points; every other name is public in its module.
+"""
 
 from __future__ import annotations
 
-from taskcal_agents.production.decision_log import (
-    DecisionLog,
-    DecisionLogLike,
-    JsonlDecisionLog,
-    OutcomeReport,
-    SqliteDecisionLog,
-    artefact_id,
-    import_outcomes,
-    model_name_of,
-    open_decision_log,
-    record_belief,
-    record_outcome,
-)
-from taskcal_agents.production.monitor import (
-    MONITOR_FORMAT,
-    MONITOR_FORMAT_VERSION,
-    MetricResult,
-    MonitorReport,
-    WindowResult,
-    first_alarm,
-    monitor,
-    monitor_log,
-    parse_window,
-)
-from taskcal_agents.production.refit import (
-    DEFAULT_Z,
-    MIN_HOLDOUT,
-    MIN_TRAIN,
-    RefitResult,
-    refit_from_records,
-)
-from taskcal_agents.production.reload import (
-    ArtefactReloader,
-    check_reload,
-)
+from taskcal_agents.production.decision_log import DecisionLog, open_decision_log, record_outcome
+from taskcal_agents.production.monitor import monitor_log
+from taskcal_agents.production.monitor_report import MonitorReport
+from taskcal_agents.production.refit import RefitResult, refit_from_records
+from taskcal_agents.production.reload import ArtefactReloader
 
 __all__ = [
-    "DEFAULT_Z",
-    "MIN_HOLDOUT",
-    "MIN_TRAIN",
-    "MONITOR_FORMAT",
-    "MONITOR_FORMAT_VERSION",
     "ArtefactReloader",
     "DecisionLog",
-    "DecisionLogLike",
-    "JsonlDecisionLog",
-    "MetricResult",
     "MonitorReport",
-    "OutcomeReport",
     "RefitResult",
-    "SqliteDecisionLog",
-    "WindowResult",
-    "artefact_id",
-    "check_reload",
-    "first_alarm",
-    "import_outcomes",
-    "model_name_of",
-    "monitor",
     "monitor_log",
     "open_decision_log",
-    "parse_window",
-    "record_belief",
     "record_outcome",
     "refit_from_records",
 ]

@@ -3,13 +3,13 @@
 Two backends with one interface (:class:`DecisionLog`):
 
 * :class:`JsonlDecisionLog` (``*.jsonl``, the default): one JSON object per line, each
-  appended with one ``os.write`` on an ``O_APPEND`` descriptor under an exclusive
-  ``flock`` and ``fsync``-ed before :meth:`~DecisionLog.append` returns
-  (:func:`taskcal_agents._files.append_line`, as the samples store appends). Safe
-  under concurrent writer processes; a writer killed at any moment loses nothing it
-  already returned an id for. Outcomes are appended as ``{"type": "outcome", ...}``
-  lines; the latest outcome of an id wins. A torn or corrupt line is skipped on read and
-  counted (:attr:`JsonlDecisionLog.skipped`), never raised.
+  appended with one ``os.write`` on an ``O_APPEND`` descriptor under an exclusive lock
+  (:func:`taskcal_agents._files.lock_exclusive`; writers take turns) and ``fsync``-ed
+  before :meth:`~DecisionLog.append` returns (:func:`taskcal_agents._files.append_line`,
+  as the samples store appends). Safe under concurrent writer processes; a writer killed
+  at any moment loses nothing it already returned an id for. Outcomes are appended as
+  ``{"type": "outcome", ...}`` lines; the latest outcome of an id wins. A torn or corrupt
+  line is skipped on read and counted (:attr:`JsonlDecisionLog.skipped`), never raised.
 * :class:`SqliteDecisionLog` (``*.sqlite``, ``*.sqlite3``, ``*.db``): the standard
   library's ``sqlite3`` in WAL mode with a busy timeout and ``synchronous=FULL``, one
   connection per call (so any thread or process may write); a ``decisions`` table keyed by
@@ -30,7 +30,6 @@ and a count in :attr:`DecisionLog.failures`.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -48,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from taskcal_agents._files import append_line, encode_line, split_complete
+from taskcal_agents._files import append_line, encode_line, lock_exclusive, split_complete
 from taskcal_agents.errors import (
     ConfigurationError,
     DataFileError,
@@ -386,7 +385,7 @@ class JsonlDecisionLog(DecisionLog):
     def _append_lines(self, lines: Sequence[bytes]) -> None:
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            lock_exclusive(fd, wait=True)
             append_line(fd, b"".join(lines))
         finally:
             os.close(fd)  # releases the lock

@@ -26,7 +26,7 @@ holdout (what will be served next looks like the recent past), the rest trains t
 map, with recency weights ``0.5 ** (age_days / half_life_days)`` (age from ``now``,
 default the newest record's time) when a half-life is given. The new map has the old
 one's calibrator name and parameters (``calibrator`` overrides) and is fitted by
-:func:`~taskcal_agents.workflow._fit.fit_calibrator`. The new artefact embeds the task
+:func:`~taskcal_agents.workflow.fit_calibrator`. The new artefact embeds the task
 the comparison used (``task``, default the old artefact's).
 
 Monitor references. The fit sees only served training records and no cross-fit, so the
@@ -70,14 +70,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from taskcal_agents._stats import mean_reference, paired_difference
 from taskcal_agents.decision.artefact import CalibratorArtefact
 from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.decision.decider import Decider
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.production.decision_log import artefact_id, record_belief
-from taskcal_agents.workflow._evaluate import EvalArrays, paired_difference
-from taskcal_agents.workflow._fit import fit_calibrator, mean_reference
+from taskcal_agents.workflow import EvalArrays, fit_calibrator
 
 __all__ = [
     "DEFAULT_Z",

@@ -17,30 +17,43 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from taskcal_agents.sampling._chat_models import (
-    ChatModelSampler,
-    asample_batch,
-    asample_messages,
-    bound_tool_names,
-    bound_tools,
-    chat_model_of,
-    sample_batch,
-    sample_messages,
-    unwrap_binding,
-)
-from taskcal_agents.sampling._drive import adrive_rounds, drive_rounds
-from taskcal_agents.sampling._messages import to_messages, to_openai_messages
-from taskcal_agents.sampling._protocol import SampleParams, Sampler
+# ``__all__`` (below) is the public surface. The names imported ``as`` themselves stay
+# importable from this package outside it: names 0.1 exported from here, and what the
+# library's other packages use (the front doors' binding helpers and round drivers, the Ray
+# engines' wire functions).
+from taskcal_agents.sampling._chat_models import ChatModelSampler, asample_messages, sample_messages
+from taskcal_agents.sampling._chat_models import asample_batch as asample_batch
+from taskcal_agents.sampling._chat_models import bound_tool_names as bound_tool_names
+from taskcal_agents.sampling._chat_models import bound_tools as bound_tools
+from taskcal_agents.sampling._chat_models import chat_model_of as chat_model_of
+from taskcal_agents.sampling._chat_models import sample_batch as sample_batch
+from taskcal_agents.sampling._chat_models import unwrap_binding as unwrap_binding
+from taskcal_agents.sampling._choices import choice_message as choice_message
+from taskcal_agents.sampling._drive import adrive_rounds as adrive_rounds
+from taskcal_agents.sampling._drive import drive_rounds as drive_rounds
+from taskcal_agents.sampling._messages import to_messages as to_messages
+from taskcal_agents.sampling._messages import to_openai_messages as to_openai_messages
+from taskcal_agents.sampling._protocol import SampleParams as SampleParams
+from taskcal_agents.sampling._protocol import Sampler
 
 if TYPE_CHECKING:
     from taskcal_agents.sampling._openai_server import OpenAISampler
+    from taskcal_agents.sampling._openai_server import build_request as build_request
+    from taskcal_agents.sampling._openai_server import (
+        response_to_messages as response_to_messages,
+    )
+    from taskcal_agents.sampling._openai_server import wire_body as wire_body
+
+_OPENAI = ("OpenAISampler", "build_request", "response_to_messages", "wire_body")
+"""Names of the OpenAI-server module, imported on use (the openai client is a heavy import);
+of them only ``OpenAISampler`` is public, the others serve the workflow's Ray engine."""
 
 
 def __getattr__(name: str) -> Any:
-    if name == "OpenAISampler":  # imported on use: the openai client is a heavy import
-        from taskcal_agents.sampling._openai_server import OpenAISampler
+    if name in _OPENAI:
+        from taskcal_agents.sampling import _openai_server
 
-        return OpenAISampler
+        return getattr(_openai_server, name)
     msg = f"module 'taskcal_agents.sampling' has no attribute {name!r}"
     raise AttributeError(msg)
 
@@ -48,18 +61,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ChatModelSampler",
     "OpenAISampler",
-    "SampleParams",
     "Sampler",
-    "adrive_rounds",
-    "asample_batch",
     "asample_messages",
-    "bound_tool_names",
-    "bound_tools",
-    "chat_model_of",
-    "drive_rounds",
-    "sample_batch",
     "sample_messages",
-    "to_messages",
-    "to_openai_messages",
-    "unwrap_binding",
 ]

@@ -8,14 +8,18 @@ with an :class:`~taskcal_agents.endpoint.Endpoint`, which is what samplers take.
 
 from __future__ import annotations
 
+# ``__all__`` (below) is the public surface. The names imported ``as`` themselves stay
+# importable from this package outside it: ``LaunchSpec`` (0.1 exported it from here) and
+# ``DEFAULT``, the "default for this model" marker of ``VLLMServer``'s arguments (the
+# command line passes it).
 from taskcal_agents.serving._connect import connect
 from taskcal_agents.serving._external import ExternalServer
-from taskcal_agents.serving._launch import LaunchSpec
+from taskcal_agents.serving._launch import DEFAULT as DEFAULT
+from taskcal_agents.serving._launch import LaunchSpec as LaunchSpec
 from taskcal_agents.serving._process import VLLMServer
 
 __all__ = [
     "ExternalServer",
-    "LaunchSpec",
     "VLLMServer",
     "connect",
 ]

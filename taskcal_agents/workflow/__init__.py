@@ -1,12 +1,22 @@
 """The calibration workflow: sample → fit → evaluate → report.
 
 ``_store``: the resumable samples file; ``_runner``: concurrent sampling into it;
+``_ray_engine`` / ``_ray_vllm``: the same on Ray (HTTP servers, or vLLM inside Ray);
 ``_data``: samples → arrays; ``_evaluate``: cross-fitted decoder comparison on arrays;
-``_fit``: the calibrator artefact; ``_selective``: risk–coverage curves and AURC;
-``_report``: tables, figures and a markdown summary.
+``_fit``: the calibrator artefact; ``_steps``: ``taskcal fit`` / ``taskcal evaluate`` on
+a samples file; ``_selective``: risk–coverage curves and AURC; ``_report``: tables,
+figures and a markdown summary; ``_demo``: ``taskcal demo``.
 
-Public names are imported lazily, so that importing the command line does not import
-LangChain through this package.
+``__all__`` is the public surface: sample (:func:`run_sampling`, or
+:func:`run_sampling_ray` / :func:`run_sampling_vllm` on Ray) into a
+:class:`SamplesStore`, fit (:func:`fit_artefact`), evaluate (:func:`evaluate_samples`),
+report (:func:`write_report`). Also importable from here, outside ``__all__``: the other
+names 0.1 exported from this package (:func:`fit_calibrator`, :func:`evaluate_arrays`,
+:func:`load_eval_arrays`, ...), and what the ``taskcal`` command line shares with the
+workflow (its terminal tables, the demo).
+
+Names are imported lazily, so that importing the command line does not import LangChain
+through this package.
 """
 
 from __future__ import annotations
@@ -16,66 +26,94 @@ from typing import TYPE_CHECKING
 from taskcal_agents._exports import lazy_exports
 
 if TYPE_CHECKING:
-    from taskcal_agents.workflow._data import eval_arrays, load_eval_arrays
-    from taskcal_agents.workflow._evaluate import (
-        EvalArrays,
-        Evaluation,
-        evaluate_arrays,
-        evaluation_to_dict,
-    )
-    from taskcal_agents.workflow._fit import fit_calibrator
-    from taskcal_agents.workflow._report import load_evaluation, write_report
-    from taskcal_agents.workflow._runner import (
-        SampleSettings,
-        SamplingReport,
-        run_sampling,
-        sample_header,
-    )
-    from taskcal_agents.workflow._selective import RiskCoverage, risk_coverage
-    from taskcal_agents.workflow._store import SamplesFile, SamplesStore, read_samples
+    from taskcal_agents.workflow._data import eval_arrays as eval_arrays
+    from taskcal_agents.workflow._data import load_eval_arrays as load_eval_arrays
+    from taskcal_agents.workflow._demo import DEMO_MODEL as DEMO_MODEL
+    from taskcal_agents.workflow._demo import DEMO_PERMUTATIONS as DEMO_PERMUTATIONS
+    from taskcal_agents.workflow._demo import STSB_ITEMS as STSB_ITEMS
+    from taskcal_agents.workflow._demo import STSB_SEED as STSB_SEED
+    from taskcal_agents.workflow._demo import DemoPart as DemoPart
+    from taskcal_agents.workflow._demo import DemoResult as DemoResult
+    from taskcal_agents.workflow._demo import StepTimer as StepTimer
+    from taskcal_agents.workflow._demo import run_demo as run_demo
+    from taskcal_agents.workflow._demo import stsb_items as stsb_items
+    from taskcal_agents.workflow._evaluate import EvalArrays as EvalArrays
+    from taskcal_agents.workflow._evaluate import Evaluation as Evaluation
+    from taskcal_agents.workflow._evaluate import evaluate_arrays as evaluate_arrays
+    from taskcal_agents.workflow._evaluation_json import evaluation_to_dict as evaluation_to_dict
+    from taskcal_agents.workflow._fit import fit_calibrator as fit_calibrator
+    from taskcal_agents.workflow._ray_engine import RayEngine, run_sampling_ray
+    from taskcal_agents.workflow._ray_vllm import run_sampling_vllm
+    from taskcal_agents.workflow._report import load_evaluation as load_evaluation
+    from taskcal_agents.workflow._report import rich_table as rich_table
+    from taskcal_agents.workflow._report import tool_rich_table as tool_rich_table
+    from taskcal_agents.workflow._report import verdict as verdict
+    from taskcal_agents.workflow._report import write_report
+    from taskcal_agents.workflow._runner import SampleSettings, run_sampling, sample_header
+    from taskcal_agents.workflow._runner import SamplingReport as SamplingReport
+    from taskcal_agents.workflow._selective import RiskCoverage as RiskCoverage
+    from taskcal_agents.workflow._selective import risk_coverage as risk_coverage
+    from taskcal_agents.workflow._steps import evaluate_samples, fit_artefact
+    from taskcal_agents.workflow._store import SamplesFile as SamplesFile
+    from taskcal_agents.workflow._store import SamplesStore, read_samples
 
 _EXPORTS: dict[str, str] = {
-    "EvalArrays": "taskcal_agents.workflow._evaluate",
-    "Evaluation": "taskcal_agents.workflow._evaluate",
-    "RiskCoverage": "taskcal_agents.workflow._selective",
+    "RayEngine": "taskcal_agents.workflow._ray_engine",
     "SampleSettings": "taskcal_agents.workflow._runner",
-    "SamplesFile": "taskcal_agents.workflow._store",
     "SamplesStore": "taskcal_agents.workflow._store",
-    "SamplingReport": "taskcal_agents.workflow._runner",
-    "eval_arrays": "taskcal_agents.workflow._data",
-    "evaluate_arrays": "taskcal_agents.workflow._evaluate",
-    "evaluation_to_dict": "taskcal_agents.workflow._evaluate",
-    "fit_calibrator": "taskcal_agents.workflow._fit",
-    "load_eval_arrays": "taskcal_agents.workflow._data",
-    "load_evaluation": "taskcal_agents.workflow._report",
+    "evaluate_samples": "taskcal_agents.workflow._steps",
+    "fit_artefact": "taskcal_agents.workflow._steps",
     "read_samples": "taskcal_agents.workflow._store",
-    "risk_coverage": "taskcal_agents.workflow._selective",
     "run_sampling": "taskcal_agents.workflow._runner",
+    "run_sampling_ray": "taskcal_agents.workflow._ray_engine",
+    "run_sampling_vllm": "taskcal_agents.workflow._ray_vllm",
     "sample_header": "taskcal_agents.workflow._runner",
     "write_report": "taskcal_agents.workflow._report",
 }
 
 __all__ = [
-    "EvalArrays",
-    "Evaluation",
-    "RiskCoverage",
+    "RayEngine",
     "SampleSettings",
-    "SamplesFile",
     "SamplesStore",
-    "SamplingReport",
-    "eval_arrays",
-    "evaluate_arrays",
-    "evaluation_to_dict",
-    "fit_calibrator",
-    "load_eval_arrays",
-    "load_evaluation",
+    "evaluate_samples",
+    "fit_artefact",
     "read_samples",
-    "risk_coverage",
     "run_sampling",
+    "run_sampling_ray",
+    "run_sampling_vllm",
     "sample_header",
     "write_report",
 ]
 
+_ALSO: dict[str, str] = {
+    # exported by 0.1
+    "EvalArrays": "taskcal_agents.workflow._evaluate",
+    "Evaluation": "taskcal_agents.workflow._evaluate",
+    "RiskCoverage": "taskcal_agents.workflow._selective",
+    "SamplesFile": "taskcal_agents.workflow._store",
+    "SamplingReport": "taskcal_agents.workflow._runner",
+    "eval_arrays": "taskcal_agents.workflow._data",
+    "evaluate_arrays": "taskcal_agents.workflow._evaluate",
+    "evaluation_to_dict": "taskcal_agents.workflow._evaluation_json",
+    "fit_calibrator": "taskcal_agents.workflow._fit",
+    "load_eval_arrays": "taskcal_agents.workflow._data",
+    "load_evaluation": "taskcal_agents.workflow._report",
+    "risk_coverage": "taskcal_agents.workflow._selective",
+    # shared with the command line
+    "DEMO_MODEL": "taskcal_agents.workflow._demo",
+    "DEMO_PERMUTATIONS": "taskcal_agents.workflow._demo",
+    "DemoPart": "taskcal_agents.workflow._demo",
+    "DemoResult": "taskcal_agents.workflow._demo",
+    "STSB_ITEMS": "taskcal_agents.workflow._demo",
+    "STSB_SEED": "taskcal_agents.workflow._demo",
+    "StepTimer": "taskcal_agents.workflow._demo",
+    "rich_table": "taskcal_agents.workflow._report",
+    "run_demo": "taskcal_agents.workflow._demo",
+    "stsb_items": "taskcal_agents.workflow._demo",
+    "tool_rich_table": "taskcal_agents.workflow._report",
+    "verdict": "taskcal_agents.workflow._report",
+}
+"""Names found here outside ``__all__``: 0.1's other exports, and the command line's."""
 
 _MOVED = {
     "RefitResult": "taskcal_agents.production.refit",
@@ -83,4 +121,4 @@ _MOVED = {
 }
 """Names that moved to :mod:`taskcal_agents.production` (found here for one release)."""
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _MOVED)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _MOVED, also=_ALSO)

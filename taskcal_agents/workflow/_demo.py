@@ -148,8 +148,7 @@ def stsb_items(count: int = STSB_ITEMS, *, seed: int = STSB_SEED) -> list[Datase
         DataFileError: The shared data folder has no ``stsb/sts-dev.csv``.
         ConfigurationError: *count* is below 1.
     """
-    from taskcal_agents.datasets import CONVERTERS, SHARED_DATA_ENV, convert
-    from taskcal_agents.datasets._shared_data import shared_data_dir
+    from taskcal_agents.datasets import CONVERTERS, SHARED_DATA_ENV, convert, shared_data_dir
     from taskcal_agents.errors import DataFileError
 
     source = shared_data_dir() / CONVERTERS["stsb"].default_source
@@ -396,10 +395,14 @@ def _evaluate_part(
     """
     from taskcal_agents._files import write_json
     from taskcal_agents.decision.belief import DEFAULT_ALPHA
+    from taskcal_agents.workflow._calibrator_specs import (
+        DEFAULT_CALIBRATORS,
+    )
     from taskcal_agents.workflow._data import eval_arrays, resolve_task, task_summary
     from taskcal_agents.workflow._evaluate import (
-        DEFAULT_CALIBRATORS,
         evaluate_arrays,
+    )
+    from taskcal_agents.workflow._evaluation_json import (
         evaluation_to_dict,
     )
     from taskcal_agents.workflow._store import read_samples
@@ -459,8 +462,13 @@ def _decide(
     import numpy as np
 
     from taskcal_agents.decision.decider import Decider
+    from taskcal_agents.workflow._calibrator_specs import (
+        default_factory,
+    )
     from taskcal_agents.workflow._data import eval_arrays
-    from taskcal_agents.workflow._evaluate import calibrator_inputs, default_factory
+    from taskcal_agents.workflow._evaluate import (
+        calibrator_inputs,
+    )
     from taskcal_agents.workflow._runner import (
         _draw,
         build_messages,

@@ -89,32 +89,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calibrators import mbr_actions
+from taskcal_agents._stats import paired_difference
 from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.workflow._calibrator_specs import (
+    DEFAULT_CALIBRATORS,
+    TCE_CALIBRATOR,
+    CalibratorFactory,
+    default_factory,
+)
 from taskcal_agents.workflow._selective import action_confidence, selective_summary
-
-DEFAULT_CALIBRATORS = ("temperature", "vector", "matrix", "dirichlet", "isotonic", "histogram")
-"""Calibration maps evaluated by default (``identity`` is ``mbr_raw``)."""
-
-WORKFLOW_CALIBRATOR_PARAMS: dict[str, dict[str, Any]] = {
-    "dirichlet": {
-        "reg_lambda": "auto",
-        "reg_mu": "auto",
-        "reg_grid": (1e-2, 1e-1, 1.0, 10.0),
-        "reg_mu_grid": (1e-2, 1.0),
-        "cv": 3,
-        "tol": 1e-5,
-    },
-}
-"""Defaults of the workflow (``fit``, ``evaluate``) per calibrator name, under the
-parameters of a spec: ``dirichlet`` is ODIR with ``reg_lambda`` and ``reg_mu`` chosen
-jointly by 3-fold inner cross-validation over a 4 x 2 grid, optimiser tolerance 1e-5
-(a small grid keeps the 200-shuffle label test affordable; ``dirichlet:reg_lambda=0``
-and similar specs override these; ``matrix`` is the unregularised map)."""
-
-TCE_CALIBRATOR = "dirichlet:reg_lambda=1:reg_mu=1"
-"""The recalibration map of the cross-fitted ``tce`` column: ODIR at a fixed moderate
-strength (one fit per fold; inner cross-validation for every decoder would cost more than
-the column is worth)."""
 
 PRIOR_PSEUDOCOUNT = 0.5
 """Pseudo-count added per label to the in-fold label prior (Jeffreys), so that its NLL
@@ -316,9 +299,6 @@ def in_fold_prior(y: NDArray[np.intp], folds: NDArray[np.intp], k: int) -> NDArr
     return out
 
 
-CalibratorFactory = Callable[[], Any]
-
-
 def calibrator_inputs(
     data: EvalArrays, make: CalibratorFactory
 ) -> tuple[NDArray[np.float64], CalibratorFactory, str]:
@@ -469,20 +449,6 @@ def _probability_scores(
         "classwise_ece": float(metrics.classwise_ece(y, Q)),
         "tce": None if tce is None else tce(Q),
     }
-
-
-def paired_difference(
-    baseline: NDArray[np.float64], other: NDArray[np.float64]
-) -> tuple[float, float | None]:
-    """Mean of ``baseline − other`` per item and its paired standard error.
-
-    The standard error is ``std(ddof=1) / sqrt(n)`` of the per-item differences
-    (``None`` for one item): far smaller than the unpaired errors of the two means when
-    the costs of the two decoders move together.
-    """
-    diff = np.asarray(baseline, dtype=np.float64) - np.asarray(other, dtype=np.float64)
-    n = diff.size
-    return float(diff.mean()), (float(diff.std(ddof=1) / math.sqrt(n)) if n > 1 else None)
 
 
 def tool_scores(actions: NDArray[np.intp], data: EvalArrays) -> dict[str, float | None]:
@@ -743,61 +709,6 @@ def permutation_test(
     )
 
 
-def parse_calibrator_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """Split ``"name:key=value:key=value"`` into the name and its parameters.
-
-    Values are read as JSON when they parse (``0.01``, ``null``, ``true``), else kept as
-    strings (``auto``). ``"dirichlet:reg_lambda=auto"`` → ``("dirichlet",
-    {"reg_lambda": "auto"})``.
-
-    Raises:
-        ConfigurationError: A parameter is not ``key=value``.
-    """
-    import json
-
-    name, *pairs = spec.split(":")
-    params: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            msg = (
-                f"calibrator spec {spec!r}: parameters must be key=value, got {pair!r}; "
-                "write e.g. 'dirichlet:reg_lambda=0.01'."
-            )
-            raise ConfigurationError(msg)
-        try:
-            params[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            params[key] = raw
-    return name.strip(), params
-
-
-def default_factory(spec: str, **params: Any) -> CalibratorFactory:
-    """A factory of fresh calibrators from a spec (see :func:`parse_calibrator_spec`).
-
-    The workflow's defaults (:data:`WORKFLOW_CALIBRATOR_PARAMS`: ``dirichlet`` is ODIR
-    with inner cross-validation) lie under the spec's parameters, which lie under
-    *params*.
-
-    Raises:
-        ConfigurationError: The name or a parameter is unknown.
-    """
-    from calibrators import make_calibrator
-
-    name, spec_params = parse_calibrator_spec(spec)
-    merged = {**WORKFLOW_CALIBRATOR_PARAMS.get(name, {}), **spec_params, **params}
-    try:
-        make_calibrator(name, **merged)
-    except (ValueError, TypeError) as exc:
-        msg = f"cannot make calibrator {spec!r} with parameters {merged!r}: {exc}"
-        raise ConfigurationError(msg) from exc
-
-    def make() -> Any:
-        return make_calibrator(name, **merged)
-
-    return make
-
-
 def evaluate_arrays(
     data: EvalArrays,
     *,
@@ -989,76 +900,3 @@ def _add_paired_savings(
             mean, se = paired_difference(realised[base], own)
             row[f"saving_vs_{key}"] = mean
             row[f"saving_vs_{key}_se"] = se
-
-
-# --------------------------------------------------------------------------------------
-# JSON
-
-EVALUATION_FORMAT = "taskcal.evaluation"
-EVALUATION_FORMAT_VERSION = 2
-"""2: scores of the runtime rule (executable MBR, served-row fits), paired savings,
-cross-fitted signed ``tce``, macro-F1 over the task's labels."""
-
-
-def evaluation_to_dict(
-    evaluation: Evaluation,
-    data: EvalArrays,
-    *,
-    task: dict[str, Any] | None = None,
-    meta: dict[str, Any] | None = None,
-    include_items: bool = True,
-) -> dict[str, Any]:
-    """The JSON-able evaluation (what ``taskcal evaluate --out`` writes and ``report`` reads).
-
-    Args:
-        evaluation: The result of :func:`evaluate_arrays`.
-        data: Its input arrays.
-        task: Task summary (name, labels, actions, cost).
-        meta: Anything else worth recording (samples path, alpha, settings).
-        include_items: Add per-item ids, labels, folds, no-sample flags, executable
-            masks (rows over ``task.actions``), beliefs and actions (for ``report``), the
-            number of answer clusters when the task clusters answers, and the
-            ``executable_any`` and ``no_tools`` masks when set.
-
-    Returns:
-        ``{"format", "format_version", "task", "n_items", "n_excluded_no_sample",
-        "folds", "seed", "decoders", "permutation_test", "meta", "items"}``, and
-        ``n_no_tools`` (items offered no tools) for a tool decision with ``no_tools``.
-    """
-    out: dict[str, Any] = {
-        "format": EVALUATION_FORMAT,
-        "format_version": EVALUATION_FORMAT_VERSION,
-        "task": task
-        or {
-            "labels": list(data.labels),
-            "actions": list(data.actions),
-            "cost": data.cost.tolist(),
-        },
-        "n_items": data.n,
-        "n_excluded_no_sample": evaluation.n_excluded_no_sample,
-        "folds": evaluation.n_folds,
-        "seed": evaluation.seed,
-        "decoders": evaluation.rows,
-        "permutation_test": evaluation.permutation.to_dict() if evaluation.permutation else None,
-        "permutation_error": evaluation.permutation_error,
-        "meta": meta or {},
-    }
-    if data.no_tools is not None:
-        out["n_no_tools"] = int(np.sum(data.no_tools))
-    if include_items:
-        out["items"] = {
-            "ids": list(data.ids),
-            "y": data.y.tolist(),
-            "fold": evaluation.folds.tolist(),
-            "no_sample": data.no_sample.tolist(),
-            "executable": np.asarray(data.executable).tolist(),
-            "probs": {name: Q.tolist() for name, Q in evaluation.probs.items()},
-            "actions": {name: a.tolist() for name, a in evaluation.actions.items()},
-        }
-        if data.n_clusters is not None:
-            out["items"]["n_clusters"] = data.n_clusters.tolist()
-        if data.executable_any is not None:
-            out["items"]["executable_any"] = np.asarray(data.executable_any, bool).tolist()
-        if data.no_tools is not None:
-            out["items"]["no_tools"] = np.asarray(data.no_tools, bool).tolist()
-    return out

@@ -18,7 +18,7 @@ that have none) get the fallback action at run time and never reach the calibrat
 their uniform beliefs are left out (``n_excluded_no_sample``; ``n_fit`` rows remain).
 ``dirichlet`` means the workflow's regularised default (ODIR with ``reg_lambda`` and
 ``reg_mu`` chosen by inner cross-validation, see
-:data:`~taskcal_agents.workflow._evaluate.WORKFLOW_CALIBRATOR_PARAMS`); ``chosen``
+:data:`~taskcal_agents.workflow._calibrator_specs.WORKFLOW_CALIBRATOR_PARAMS`); ``chosen``
 records the strengths it chose (``reg_lambda_``/``reg_mu_`` of the fitted map, when it
 has them).
 
@@ -51,6 +51,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from taskcal_agents._files import write_json as write_json
+from taskcal_agents._stats import mean_reference
 from taskcal_agents.decision.artefact import ARTEFACT_FORMAT as ARTEFACT_FORMAT
 from taskcal_agents.decision.artefact import (
     ARTEFACT_FORMAT_VERSION as ARTEFACT_FORMAT_VERSION,
@@ -59,11 +60,13 @@ from taskcal_agents.decision.artefact import CalibratorArtefact
 from taskcal_agents.decision.risk_control import RiskControl, RiskGuard, RiskSpec, calibrate_risk
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.workflow._calibrator_specs import (
+    default_factory,
+)
 from taskcal_agents.workflow._evaluate import (
     EvalArrays,
     calibrator_inputs,
     crossfit_calibrated,
-    default_factory,
     runtime_actions,
     stratified_folds,
 )
@@ -190,17 +193,6 @@ def unparsed_reference(records: Any) -> dict[str, Any] | None:
         if labels
     ]
     return mean_reference(shares) if shares else None
-
-
-def mean_reference(values: Any) -> dict[str, Any]:
-    """``{"n", "rate", "se"}`` of per-item values: their mean and its SE (``std / sqrt(n)``).
-
-    The shape of the monitor's rate references (``unparsed_rate``); the SE is infinite
-    for fewer than two items.
-    """
-    arr = np.asarray(values, dtype=np.float64)
-    se = float(arr.std(ddof=1) / np.sqrt(arr.size)) if arr.size > 1 else float("inf")
-    return {"n": int(arr.size), "rate": float(arr.mean()) if arr.size else 0.0, "se": se}
 
 
 def crossfit_beliefs(

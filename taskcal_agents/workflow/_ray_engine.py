@@ -156,6 +156,22 @@ class RayEngine:
             msg = f"RayEngine parameter 'timeout' must be finite and > 0, got {self.timeout!r}."
             raise ConfigurationError(msg)
 
+    @classmethod
+    def for_task(cls, task: Task, settings: SampleSettings, **fields: Any) -> RayEngine:
+        """An engine for sampling *task* with *settings*, checked before anything is drawn.
+
+        Refuses what the engine does not do (:func:`check_ray_settings`), imports Ray
+        (:func:`import_ray`), then makes the engine from *fields* (its attributes), in this
+        order, so that a refused setting is reported without Ray installed.
+
+        Raises:
+            ConfigurationError: Settings the Ray engine does not do, or bad *fields*.
+            ImportError: Ray (or aiohttp) is not installed; the message says how to get it.
+        """
+        check_ray_settings(task, settings)
+        import_ray()
+        return cls(**fields)
+
 
 def check_ray_settings(task: Task, settings: SampleSettings) -> None:
     """Refuse what the Ray engine does not do (it posts two fixed requests per item).
@@ -205,7 +221,7 @@ def _choices_of(response: Any, n: int, *, parse_content: bool) -> list[AIMessage
     """
     from openai.types.chat import ChatCompletion
 
-    from taskcal_agents.sampling._openai_server import response_to_messages
+    from taskcal_agents.sampling import response_to_messages
 
     if not isinstance(response, Mapping) or not isinstance(response.get("choices"), list):
         detail = (
@@ -299,7 +315,7 @@ class RequestStep:
     model: str
 
     def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
-        from taskcal_agents.sampling._openai_server import build_request, wire_body
+        from taskcal_agents.sampling import build_request, wire_body
 
         try:
             item = DatasetItem.model_validate_json(row["item"])

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from taskcal_agents.datasets import DatasetItem
-from taskcal_agents.sampling._choices import choice_message
+from taskcal_agents.sampling import choice_message
 from taskcal_agents.workflow._ray_engine import (
     ERROR_COLUMN,
     OK,

@@ -1,7 +1,7 @@
 """Tables, figures and the markdown summary of an evaluation (``taskcal report``).
 
 Everything here reads the evaluation dict written by ``taskcal evaluate`` (see
-:func:`~taskcal_agents.workflow._evaluate.evaluation_to_dict`), so a report can be
+:func:`~taskcal_agents.workflow._evaluation_json.evaluation_to_dict`), so a report can be
 rebuilt without the samples or a server.
 """
 
@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from taskcal_agents._files import read_json
+from taskcal_agents._files import read_json, save_figure, write_text
 from taskcal_agents.errors import DataFileError
-from taskcal_agents.workflow._evaluate import EVALUATION_FORMAT, EVALUATION_FORMAT_VERSION
+from taskcal_agents.workflow._evaluation_json import (
+    EVALUATION_FORMAT,
+    EVALUATION_FORMAT_VERSION,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -331,9 +334,7 @@ def plot_reliability(
         f"(n = {y.size})"
     )
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    return out
+    return save_figure(fig, out, dpi=110)
 
 
 def _annotate_bin_counts(ax: Any, diagram: Any) -> Any:
@@ -399,9 +400,7 @@ def plot_costs(evaluation: dict[str, Any], path: str | os.PathLike[str]) -> Path
         f"Cost by decoder — {evaluation['task'].get('name', '')} (n = {evaluation['n_items']})"
     )
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    return out
+    return save_figure(fig, out, dpi=110)
 
 
 def _selective_rows(evaluation: dict[str, Any]) -> list[dict[str, Any]]:
@@ -460,9 +459,7 @@ def plot_risk_coverage(evaluation: dict[str, Any], path: str | os.PathLike[str])
         f"Risk–coverage — {evaluation['task'].get('name', '')} (n = {evaluation['n_items']})"
     )
     ax.legend(fontsize=8, loc="best")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    return out
+    return save_figure(fig, out, dpi=110)
 
 
 def selective_section(evaluation: dict[str, Any]) -> str:
@@ -553,7 +550,8 @@ def markdown_summary(evaluation: dict[str, Any], figures: Sequence[Path] = ()) -
 def write_report(evaluation: dict[str, Any], out_dir: str | os.PathLike[str]) -> list[Path]:
     """Write ``reliability.png``, ``costs.png``, ``risk_coverage.png`` and ``summary.md``.
 
-    ``risk_coverage.png`` only when the decoder rows carry risk–coverage blocks.
+    ``risk_coverage.png`` only when the decoder rows carry risk–coverage blocks. Each file
+    is written atomically (:func:`~taskcal_agents._files.atomic_path`).
 
     Returns:
         The written paths (summary last).
@@ -572,6 +570,5 @@ def write_report(evaluation: dict[str, Any], out_dir: str | os.PathLike[str]) ->
     ]
     if _selective_rows(evaluation):
         figures.append(plot_risk_coverage(evaluation, out / "risk_coverage.png"))
-    summary = out / "summary.md"
-    summary.write_text(markdown_summary(evaluation, figures), encoding="utf-8")
+    summary = write_text(markdown_summary(evaluation, figures), out / "summary.md")
     return [*figures, summary]

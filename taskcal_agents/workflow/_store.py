@@ -18,7 +18,6 @@ duplicated. A bad line that is *not* the last one is corruption and raises
 
 from __future__ import annotations
 
-import fcntl
 import json
 import math
 import os
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taskcal_agents._files import append_line, encode_line, split_complete
+from taskcal_agents._files import append_line, encode_line, lock_exclusive, split_complete
 from taskcal_agents.errors import DataFileError
 
 SAMPLES_FORMAT = "taskcal.samples"
@@ -254,7 +253,7 @@ class SamplesStore:
         fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                lock_exclusive(fd, wait=False)
             except BlockingIOError as exc:
                 msg = (
                     "samples file is being written by another process; wait for it to "

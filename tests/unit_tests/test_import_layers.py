@@ -5,7 +5,7 @@ dependency); only ``if TYPE_CHECKING:`` blocks are exempt. The packages, low to 
 the pipeline's order::
 
     0  calibrators · errors · endpoint · testing · _files · _validation · _vllm_cpu ·
-       _compat · _exports
+       _compat · _exports · _stats
     1  parsing        (g_T: completion → label; tool calls in text; grounding; clusters)
     2  decision       (task, belief, options, decider, risk control, adaptive N, artefact)
     3  datasets · models
@@ -39,6 +39,7 @@ LAYERS: dict[str, int] = {
     "taskcal_agents._vllm_cpu": 0,
     "taskcal_agents._compat": 0,
     "taskcal_agents._exports": 0,
+    "taskcal_agents._stats": 0,
     "taskcal_agents.parsing": 1,
     "taskcal_agents.decision": 2,
     "taskcal_agents.datasets": 3,
@@ -235,3 +236,23 @@ def test_an_upward_edge_is_caught() -> None:
     # Importing the root facade from below is upward; a package's own __init__ is not.
     assert _upward("taskcal_agents.decision.task", {"taskcal_agents"}) == ["taskcal_agents"]
 
+
+def _private_package(module: str) -> str | None:
+    """The package that owns *module* when it is private (``a.b._c`` → ``a.b``), else None."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:i])
+    return None
+
+
+def test_no_private_import_across_packages() -> None:
+    crossing = sorted(
+        f"{source} imports {target}"
+        for source, targets in GRAPH.items()
+        for target in targets
+        if (owner := _private_package(target)) is not None
+        and source != owner
+        and not source.startswith(f"{owner}.")
+    )
+    assert not crossing, "private modules imported from another package:\n" + "\n".join(crossing)

@@ -253,8 +253,7 @@ def test_no_loading_path_can_execute_code() -> None:
         if banned.search(line) and not line.lstrip().startswith(("#", '"""'))
     ]
     assert offenders == []
-    # import_module only for the lazy exports, the moved import paths and the parsers' fixed
-    # own-parser table.
+    # import_module only for the lazy exports and the moved import paths.
     importers = sorted(
         str(path.relative_to(ROOT))
         for package in ("taskcal_agents", "calibrators")
@@ -264,7 +263,6 @@ def test_no_loading_path_can_execute_code() -> None:
     assert importers == [
         "taskcal_agents/_compat.py",
         "taskcal_agents/_exports.py",
-        "taskcal_agents/parsing/registry.py",
     ]
 
 

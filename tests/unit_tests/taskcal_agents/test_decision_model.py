@@ -20,11 +20,8 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.langchain.decision_model import (
-    LabelParser,
-    TaskCalibratedDecisionModel,
-    render_state,
-)
+from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel, render_state
+from taskcal_agents.parsing.labels import LabelParser
 
 TEAM = Choice(
     instructions="Which team should handle this request?",
@@ -211,3 +208,19 @@ def test_calibrator_with_the_wrong_class_count_is_rejected_before_sampling() -> 
     )
     with pytest.raises(ConfigurationError, match=match):
         model.invoke({"state": STATE, "questions": {"team": TEAM}})
+
+
+def test_a_task_file_of_0_1_still_names_the_label_parser() -> None:
+    """Artefacts written by 0.1 hold the parser under its module of then."""
+    from taskcal_agents.decision.task import ParserSpec, Task
+
+    old = Task(
+        name="team",
+        labels=["billing", "technical"],
+        cost=[[0, 1], [1, 0]],
+        parser=ParserSpec(
+            name="taskcal_agents.decision_model:LabelParser",
+            options={"labels": ["billing", "technical"]},
+        ),
+    )
+    assert old.parse_completion(AIMessage("Technical.")) == "technical"

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import importlib
 import inspect
+import itertools
 import pkgutil
 import subprocess
 import sys
@@ -115,3 +118,123 @@ def test_import_is_lazy() -> None:
 )
 def test_cli_and_workflow_import_without_langchain(statement: str) -> None:
     assert _imports_langchain(statement) == "False"
+
+
+# --------------------------------------------------------------------------------------
+# the surface a user holds: the facade and each package's __all__
+
+SURFACE = (
+    "taskcal_agents",
+    "taskcal_agents.parsing",
+    "taskcal_agents.decision",
+    "taskcal_agents.sampling",
+    "taskcal_agents.serving",
+    "taskcal_agents.models",
+    "taskcal_agents.datasets",
+    "taskcal_agents.workflow",
+    "taskcal_agents.production",
+    "taskcal_agents.langchain",
+    "taskcal_agents.testing",
+    "taskcal_agents.errors",
+    "calibrators",
+    "calibrators.metrics",
+)
+"""The namespaces whose ``__all__`` is the public surface (submodules keep their own)."""
+
+SURFACE_LIMIT = 110
+"""The most names the surface may list, all namespaces together (a name listed by the
+facade and by its package counts twice)."""
+
+
+def _surface() -> list[tuple[str, str]]:
+    return [(m, name) for m in SURFACE for name in importlib.import_module(m).__all__]
+
+
+def test_the_surface_stays_small() -> None:
+    surface = _surface()
+    per_module = {m: len(importlib.import_module(m).__all__) for m in SURFACE}
+    assert len(surface) <= SURFACE_LIMIT, (
+        f"{len(surface)} public names (at most {SURFACE_LIMIT}): {per_module}; export a new "
+        "name from its submodule, not from the package"
+    )
+
+
+def _source_of(module_name: str, name: str) -> str:
+    """The module whose top level assigns *name*, following lazy exports and re-imports."""
+    module = importlib.import_module(module_name)
+    exports = _lazy_exports(module)
+    if name in exports:
+        return _source_of(exports[name], name)
+    tree = ast.parse(inspect.getsource(module))
+    for node in tree.body:
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and any((alias.asname or alias.name) == name for alias in node.names)
+        ):
+            return _source_of(node.module, name)
+    return module_name
+
+
+def _has_attribute_docstring(module_name: str, name: str) -> bool:
+    """Whether the top-level assignment of *name* is followed by a string literal."""
+    body = ast.parse(inspect.getsource(importlib.import_module(module_name))).body
+    for node, after in itertools.pairwise(body):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
+            isinstance(t, ast.Name) and t.id == name for t in targets
+        ):
+            return (
+                isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+                and bool(after.value.value.strip())
+            )
+    return False
+
+
+def _own_docstring(obj: object) -> str | None:
+    """*obj*'s own docstring: not a base class's, nor the one ``dataclass`` makes up."""
+    doc = vars(obj).get("__doc__") if inspect.isclass(obj) else getattr(obj, "__doc__", None)
+    if not isinstance(doc, str) or not doc.strip():
+        return None
+    name = getattr(obj, "__name__", "")
+    if inspect.isclass(obj) and doc.startswith(f"{name}(") and doc.rstrip().endswith(")"):
+        return None  # dataclass / NamedTuple: the signature, not a docstring
+    return inspect.getdoc(obj)
+
+
+@pytest.mark.parametrize(("module_name", "name"), _surface())
+def test_every_public_name_has_a_docstring(module_name: str, name: str) -> None:
+    obj = getattr(importlib.import_module(module_name), name)
+    if inspect.isclass(obj) or inspect.isroutine(obj):
+        assert _own_docstring(obj), f"{module_name}.{name} has no docstring of its own"
+    else:
+        source = _source_of(module_name, name)
+        assert _has_attribute_docstring(source, name), (
+            f"{module_name}.{name} (assigned in {source}) needs a docstring: a string literal "
+            "right after its assignment"
+        )
+
+
+def test_the_docstring_checks_see_what_is_missing() -> None:
+    class Bare:
+        pass
+
+    class Child(Exception):
+        pass
+
+    @dataclasses.dataclass
+    class Made:
+        x: int
+
+    assert _own_docstring(Bare) is None
+    assert _own_docstring(Child) is None  # Exception's docstring is not its own
+    assert _own_docstring(Made) is None
+    assert _has_attribute_docstring("taskcal_agents", "__version__")
+    assert not _has_attribute_docstring("taskcal_agents", "_EXPORTS")
+    assert _source_of("taskcal_agents.langchain", "HITL_QUESTION_ID") == (
+        "taskcal_agents.langchain.interop"
+    )
+    assert _source_of("taskcal_agents.models", "MODELS") == "taskcal_agents.models._registry"

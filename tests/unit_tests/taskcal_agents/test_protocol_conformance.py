@@ -27,12 +27,12 @@ from taskcal_agents.decision import Decision
 from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.decision.task import Task
 from taskcal_agents.langchain import (
-    DECISION_METADATA_KEY,
     TaskCalibratedChatModel,
     TaskCalibratedDecisionModel,
     TaskCalibratedRunnable,
     TaskCalibrationMiddleware,
 )
+from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import RecordingChatModel
 
 
@@ -73,9 +73,7 @@ SCENARIOS = [
     # a front door may stop the draw's other calls then: the replies after it are alike.)
     Scenario("retried", (DOWN,) + (CALL,) * 8, {"n_samples": 4, "max_retries": 1}),
     # Every draw fails: after the retry, the task's fallback.
-    Scenario(
-        "fallback", (DOWN,) * 64, {"n_samples": 4, "max_retries": 1, "on_error": "fallback"}
-    ),
+    Scenario("fallback", (DOWN,) * 64, {"n_samples": 4, "max_retries": 1, "on_error": "fallback"}),
 ]
 
 
@@ -194,9 +192,7 @@ CHOICE_SCENARIOS = [
         (DOWN,) + ("technical",) * 8,
         {"n_samples": 4, "max_retries": 1},
     ),
-    Scenario(
-        "fallback", (DOWN,) * 64, {"n_samples": 4, "max_retries": 1, "on_error": "fallback"}
-    ),
+    Scenario("fallback", (DOWN,) * 64, {"n_samples": 4, "max_retries": 1, "on_error": "fallback"}),
 ]
 
 

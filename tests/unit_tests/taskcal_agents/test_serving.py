@@ -37,7 +37,9 @@ def test_all_is_in_sync() -> None:
         and not isinstance(value, types.ModuleType)
         and name != "annotations"
     }
-    assert public == set(serving.__all__)
+    kept = {"DEFAULT", "LaunchSpec"}  # importable outside __all__ (0.1; the CLI's marker)
+    assert public == set(serving.__all__) | kept
+    assert not set(serving.__all__) & kept
 
 
 def _spec(**kwargs: object) -> object:

@@ -10,8 +10,10 @@ from numpy.typing import NDArray
 from rich.console import Console
 
 from taskcal_agents.workflow import EvalArrays, evaluate_arrays, evaluation_to_dict
-from taskcal_agents.workflow._evaluate import (
+from taskcal_agents.workflow._calibrator_specs import (
     default_factory,
+)
+from taskcal_agents.workflow._evaluate import (
     paired_difference,
     runtime_actions,
     score_actions,

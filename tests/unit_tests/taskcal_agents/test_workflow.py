@@ -27,11 +27,13 @@ from taskcal_agents.workflow import (
     sample_header,
     write_report,
 )
+from taskcal_agents.workflow._calibrator_specs import (
+    default_factory,
+    parse_calibrator_spec,
+)
 from taskcal_agents.workflow._data import resolve_task
 from taskcal_agents.workflow._evaluate import (
-    default_factory,
     in_fold_prior,
-    parse_calibrator_spec,
     permutation_test,
     score_actions,
     stratified_folds,

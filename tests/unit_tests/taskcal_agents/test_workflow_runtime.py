@@ -28,9 +28,11 @@ from taskcal_agents.workflow import (
     read_samples,
     sample_header,
 )
+from taskcal_agents.workflow._calibrator_specs import (
+    default_factory,
+)
 from taskcal_agents.workflow._evaluate import (
     crossfit_tce,
-    default_factory,
     paired_difference,
     score_actions,
     stratified_folds,
