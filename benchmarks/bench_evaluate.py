@@ -14,8 +14,8 @@ run, a weak ordinal signal, log-normal noise). --samples PATH times a real sampl
 The "before" columns are the CPU seconds measured at commit 1db30a0 (L-BFGS-B solver,
 one fit per candidate from scratch per split) on the same data, per shuffle and for the
 table; "before (200)" projects the table plus 201 cross-fits (observed + shuffles). CPU
-seconds are reported because the 2-core development machine is shared with a vLLM
-server, which makes wall times swing by several times between runs.
+seconds are reported because wall times swing by several times between runs on a
+machine whose cores a vLLM server shares.
 
 Target: 150 items, 200 shuffles well under 60 s on 2 cores; 1,000 items in a few minutes.
 

@@ -39,7 +39,7 @@ from typing import Any
 from taskcal_agents.datasets import DatasetItem, convert, read_dataset
 from taskcal_agents.errors import DataFileError
 from taskcal_agents.parsing.grounding import CallGrounding, GroundingContext
-from taskcal_agents.workflow._demo import demo_items
+from taskcal_agents.workflow.demo import demo_items
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "grounding"
 DEFAULT_SET = DATA_DIR / "calls.jsonl"

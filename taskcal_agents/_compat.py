@@ -15,7 +15,7 @@ import warnings
 from importlib import import_module
 from typing import Any
 
-__all__ = ["MOVED", "install"]
+__all__ = ["MOVED", "MOVED_NAMES", "install", "moved_name"]
 
 _P = "taskcal_agents."
 
@@ -40,11 +40,11 @@ MOVED: dict[str, tuple[str, ...]] = {
     _P + "adaptive": (_P + "decision.adaptive",),
     _P + "artefact": (_P + "decision.artefact", _P + "production.reload"),
     _P + "decision_log": (_P + "production.decision_log",),
-    _P + "monitor": (_P + "production.monitor",),
+    _P + "monitor": (_P + "production.monitor", _P + "production.monitor_report"),
     _P + "runnable": (_P + "langchain.runnable",),
     _P + "chat_model": (_P + "langchain.chat_model",),
     _P + "middleware": (_P + "langchain.middleware",),
-    _P + "decision_model": (_P + "langchain.decision_model",),
+    _P + "decision_model": (_P + "langchain.decision_model", _P + "parsing.labels"),
     _P + "interop": (_P + "langchain.interop",),
 }
 """Old module path → the modules its names live in now (the first holds most)."""
@@ -54,6 +54,47 @@ _SHOWN = {
     _P + "artefact": _P + "decision.artefact (ArtefactReloader: taskcal_agents.production.reload)",
 }
 """The new path a warning names where the names went to more than one module."""
+
+MOVED_NAMES: dict[str, dict[str, str]] = {
+    _P + "decision": {
+        name: _P + "decision.decider"
+        for name in (
+            "TOOL_CALL_ACTION",
+            "ActionChoice",
+            "carried_actions",
+            "carries_out",
+            "executable_mbr",
+            "grounded_flags",
+            "mbr_action",
+            "ungrounded_flags",
+        )
+    },
+    _P + "workflow": {
+        "RefitResult": _P + "production.refit",
+        "refit_from_records": _P + "production.refit",
+    },
+}
+"""Names of 0.1 that a package no longer exports → the module that has them now (found
+through the package for one release, with a warning: :func:`moved_name`)."""
+
+
+def moved_name(package: str, name: str) -> Any:
+    """The object *name* of *package* that moved (see :data:`MOVED_NAMES`), with a warning.
+
+    Raises:
+        AttributeError: *name* did not move out of *package*.
+    """
+    new = MOVED_NAMES.get(package, {}).get(name)
+    if new is None:
+        msg = f"module {package!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    warnings.warn(
+        f"{package}.{name} moved to {new}.{name}; import it from there "
+        "(the old path goes in the next release).",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return getattr(import_module(new), name)
 
 
 class _MovedModule(types.ModuleType):
@@ -78,19 +119,6 @@ class _MovedModule(types.ModuleType):
         return sorted(names)
 
 
-def _stacklevel() -> int:
-    """The stack level of the frame that imported the old path (past importlib's frames)."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame is not None and (
-        frame.f_code.co_filename.startswith("<frozen importlib")
-        or frame.f_code.co_filename == __file__
-    ):
-        frame = frame.f_back  # type: ignore[assignment]
-        level += 1
-    return level
-
-
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         if fullname not in MOVED:
@@ -104,7 +132,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             f"{spec.name} moved to {new}; import from the new path "
             f"(the old one goes in the next release).",
             DeprecationWarning,
-            stacklevel=_stacklevel(),
+            stacklevel=2,  # warnings skips importlib's frames: 2 is the importer
         )
         module = _MovedModule(spec.name, f"Deprecated: moved to {new}.")
         module._targets = targets

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import Any
+
+from taskcal_agents._compat import moved_name
 
 __all__ = ["lazy_exports"]
 
@@ -13,22 +14,20 @@ __all__ = ["lazy_exports"]
 def lazy_exports(
     package: str,
     exports: Mapping[str, str],
-    moved: Mapping[str, str] | None = None,
     *,
     also: Mapping[str, str] | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """Return ``(__getattr__, __dir__)`` for *package*, importing ``exports[name]`` on use.
 
+    A name 0.1 exported from *package* that moved elsewhere is still found, with a
+    ``DeprecationWarning`` naming the new path (:func:`taskcal_agents._compat.moved_name`).
+
     Args:
         package: The package's ``__name__`` (for the error message).
         exports: Public name → the module that defines it (the package's ``__all__``).
-        moved: Names that moved out of *package* → their new module: still found, with a
-            ``DeprecationWarning`` naming the new path (for one release).
         also: Names found here without a warning but outside ``__all__`` and ``dir()``
-            (names an earlier release exported, and names the library's other packages
-            share) → the module that defines them.
+            (names an earlier release exported) → the module that defines them.
     """
-    moved = moved or {}
     also = also or {}
 
     def __getattr__(name: str) -> Any:
@@ -36,16 +35,7 @@ def lazy_exports(
             return getattr(import_module(exports[name]), name)
         if name in also:
             return getattr(import_module(also[name]), name)
-        if name in moved:
-            warnings.warn(
-                f"{package}.{name} moved to {moved[name]}.{name}; import it from there "
-                "(the old path goes in the next release).",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            return getattr(import_module(moved[name]), name)
-        msg = f"module {package!r} has no attribute {name!r}"
-        raise AttributeError(msg)
+        return moved_name(package, name)
 
     def __dir__() -> list[str]:
         return sorted(exports)

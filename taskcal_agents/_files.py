@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import os
 import secrets
+import stat
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, Literal, overload
@@ -56,14 +59,19 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     The caller (or a library that only takes a file name, such as matplotlib) writes the
     temporary file; when the block ends without an exception it is ``fsync``-ed and
     renamed onto *path*. On any exception it is removed and *path* is left as it was. The
-    parent folder is created if needed; the file gets the permissions a plain
-    ``open(path, "w")`` would (``0o666`` less the umask). The temporary name keeps the
+    parent folder is created if needed; the file keeps the permissions it had, and a new
+    one gets those a plain ``open(path, "w")`` would (``0o666`` less the umask); a symbolic
+    link is written through (its target is replaced, the link stays). The temporary name keeps the
     suffix of *path* (``.summary.md.<random>.tmp.md``), so writers that pick a format by
     suffix pick the right one.
     """
     p = Path(path)
+    if p.is_symlink():  # write through the link, as a plain open does: the link stays
+        p = p.resolve()
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = _create_temp(p)
+    with contextlib.suppress(FileNotFoundError):  # a replaced file keeps its mode
+        os.chmod(tmp, stat.S_IMODE(os.stat(p).st_mode))
     try:
         yield tmp
         fd = os.open(tmp, os.O_RDWR | getattr(os, "O_BINARY", 0))
@@ -200,7 +208,8 @@ def lock_exclusive(fd: int, *, wait: bool) -> None:
     Advisory between processes (and between two descriptors of one process). POSIX uses
     ``fcntl.flock``; Windows ``msvcrt.locking`` on one byte far past the end of the file,
     so that its mandatory range lock never blocks readers or appenders. The module is
-    imported here, not at import time. Where neither exists there is no lock.
+    imported here, not at import time. Where neither exists there is no lock, said once
+    with a ``RuntimeWarning``.
 
     Args:
         fd: An open file descriptor.
@@ -218,8 +227,21 @@ def lock_exclusive(fd: int, *, wait: bool) -> None:
     try:
         import fcntl
     except ImportError:  # a POSIX-like platform without flock (WASI, Emscripten)
+        _warn_no_lock()
         return
     fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+@functools.cache
+def _warn_no_lock() -> None:
+    """Say once that writers are not locked here (the declared fallback: no lock)."""
+    warnings.warn(
+        "this platform has neither fcntl nor msvcrt: taskcal-agents cannot lock its files, "
+        "so it cannot refuse a second writer of a samples file or order appends to a "
+        "decision log; run one writer per file.",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 # 1 TiB + 2 GiB: past any real log or samples file, within every file system's size limit;

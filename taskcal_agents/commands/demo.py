@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from taskcal_agents.errors import TaskCalError
-from taskcal_agents.workflow import DEMO_MODEL, DEMO_PERMUTATIONS, STSB_ITEMS, STSB_SEED
+from taskcal_agents.workflow.demo import DEMO_MODEL, DEMO_PERMUTATIONS, STSB_ITEMS, STSB_SEED
 
 __all__ = ["demo", "register"]
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from taskcal_agents.datasets import DatasetItem
     from taskcal_agents.decision.decider import Decision
-    from taskcal_agents.workflow import DemoPart, DemoResult, StepTimer
+    from taskcal_agents.workflow.demo import DemoPart, DemoResult, StepTimer
 
 STEP_LABELS = {
     "model_preparation": "model preparation",
@@ -71,7 +71,7 @@ def _server(
 
 
 def _print_part(part: DemoPart, console: Console) -> None:
-    from taskcal_agents.workflow import rich_table, verdict
+    from taskcal_agents.workflow.report import rich_table, verdict
 
     belief = "one-pass logprob belief" if part.key == "stsb" else "sampled belief"
     title = f"{part.title}: {belief}, {part.evaluation['folds']}-fold cross-fitted"
@@ -184,7 +184,7 @@ def _run(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from taskcal_agents.commands.workflow import _close_sampler, _make_sampler
-    from taskcal_agents.workflow import run_demo
+    from taskcal_agents.workflow.demo import run_demo
 
     if stsb is None:
         err.print("skipping part 1 (STS-B): --no-stsb")
@@ -251,8 +251,8 @@ def demo(
     """Calibrated MBR on STS-B, then call / ask / refuse decisions on 36 tool-use requests."""
     from rich.console import Console
 
-    from taskcal_agents.workflow import StepTimer
-    from taskcal_agents.workflow import stsb_items as load_stsb
+    from taskcal_agents.workflow.demo import StepTimer
+    from taskcal_agents.workflow.demo import stsb_items as load_stsb
 
     console, err = Console(), Console(stderr=True)
     if not console.is_terminal:  # a pipe or file gets 80 columns: too narrow for the table

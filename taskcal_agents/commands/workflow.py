@@ -668,7 +668,8 @@ def evaluate(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from taskcal_agents._files import write_json
-    from taskcal_agents.workflow import evaluate_samples, rich_table, tool_rich_table, verdict
+    from taskcal_agents.workflow import evaluate_samples
+    from taskcal_agents.workflow.report import rich_table, tool_rich_table, verdict
 
     console, err = _consoles()
     names = _split_names(calibrators)
@@ -736,7 +737,7 @@ def report(
     out_dir: Annotated[Path, typer.Option(help="Folder for the figures and summary.md.")],
 ) -> None:
     """Reliability diagrams, a cost-by-decoder figure and a markdown summary."""
-    from taskcal_agents.workflow import load_evaluation, write_report
+    from taskcal_agents.workflow.report import load_evaluation, write_report
 
     console, err = _consoles()
     try:

@@ -13,6 +13,9 @@ in ``protocol``, the risk guard in ``risk_control``, for instance).
 
 from __future__ import annotations
 
+from typing import Any
+
+from taskcal_agents._compat import moved_name
 from taskcal_agents.decision.artefact import CalibratorArtefact
 from taskcal_agents.decision.belief import Belief
 from taskcal_agents.decision.decider import Decider, Decision, decide_from_messages
@@ -47,3 +50,8 @@ __all__ = [
     "rating",
     "tool_decision",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Names of the 0.1 module ``taskcal_agents.decision``, with a warning (one release)."""
+    return moved_name(__name__, name)

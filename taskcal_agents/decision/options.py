@@ -12,9 +12,10 @@ doors inherit its fields; the middleware validates its arguments into one.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import numbers
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from taskcal_agents.decision.belief import DEFAULT_ALPHA
 from taskcal_agents.errors import ConfigurationError
@@ -33,6 +34,22 @@ one with ``n=8`` on an OpenAI-compatible server (see ``benchmarks/bench_sampling
 
 DEFAULT_TEMPERATURE = 1.0
 """The default sampling temperature: the model's own distribution, unsharpened."""
+
+
+def _whole_number(value: Any) -> Any:
+    """An integer (numpy's too) as ``int``; refuse ``bool``, floats and strings.
+
+    pydantic's lax mode would take ``True`` as 1 and ``"8"`` or ``8.0`` as 8: a count given
+    as one of those is a mistake to report, not to guess.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        msg = "must be an integer, not a bool, float or string"
+        raise ValueError(msg)
+    return int(value)
+
+
+Count = Annotated[int, BeforeValidator(_whole_number)]
+"""An integer field that takes Python and numpy integers only (see :func:`_whole_number`)."""
 
 
 class AdaptiveSampling(BaseModel):
@@ -95,7 +112,7 @@ class SamplingOptions(BaseModel):
         retry_wait: Seconds before the first retry; doubles after each.
     """
 
-    n_samples: int = Field(default=DEFAULT_N_SAMPLES, ge=1, strict=True)
+    n_samples: Count = Field(default=DEFAULT_N_SAMPLES, ge=1)
     """The number of samples N per decision."""
     temperature: float | None = Field(default=DEFAULT_TEMPERATURE, ge=0, allow_inf_nan=False)
     """Sampling temperature passed per call (``None``: the model's own setting)."""
@@ -112,7 +129,7 @@ class SamplingOptions(BaseModel):
     fallback decision flagged with the error. With adaptive N a round that fails for good
     does so too: the samples of earlier rounds are discarded, not decided on, and the
     error's attempt count is that round's."""
-    max_retries: int = Field(default=0, ge=0, strict=True)
+    max_retries: Count = Field(default=0, ge=0)
     """How many times a failed draw is retried (with adaptive N, per round)."""
     retry_wait: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     """Seconds to wait before the first retry; doubles after each retry."""
@@ -129,7 +146,8 @@ class SamplingOptions(BaseModel):
         except ValidationError as exc:
             error = exc.errors()[0]
             name = ".".join(str(part) for part in error["loc"]) or "?"
-            msg = f"{owner} parameter {name!r}: {error['msg']}, got {error.get('input')!r}."
+            reason = str(error["msg"]).removeprefix("Value error, ")
+            msg = f"{owner} parameter {name!r}: {reason}, got {error.get('input')!r}."
             raise ConfigurationError(msg) from exc
 
     @field_validator("adaptive", mode="before")

@@ -35,7 +35,7 @@ from tenacity.wait import wait_base, wait_exponential, wait_exponential_jitter, 
 from taskcal_agents.decision.adaptive import StopCheck, stop_check_messages, with_stop
 from taskcal_agents.decision.decider import Decider, Decision
 from taskcal_agents.decision.options import AdaptiveSampling, SamplingOptions
-from taskcal_agents.errors import SamplingError, ServerError
+from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
 from taskcal_agents.parsing.grounding import GroundingContext
 
 __all__ = [
@@ -61,6 +61,15 @@ def is_control_flow(exc: BaseException) -> bool:
     except ImportError:
         return False
     return isinstance(exc, GraphBubbleUp)
+
+
+def _propagates(exc: BaseException) -> bool:
+    """Whether *exc* leaves the protocol as it is, rather than failing a draw."""
+    return (
+        not isinstance(exc, Exception)
+        or is_control_flow(exc)
+        or isinstance(exc, ConfigurationError)
+    )
 
 
 @dataclass(frozen=True)
@@ -168,9 +177,11 @@ def draw_in_rounds(
 
     Without *adaptive* there is one round of *n_samples*. With it, the rounds of
     ``adaptive.rounds(n_samples)``, and after each round short of N an input for which
-    ``stop_check(i, samples)`` says stop draws no more. A draw that returned another
-    number of samples than asked ends that input's draw. An error thrown into the
-    generator at a ``yield`` is that draw's error for all of its inputs.
+    ``stop_check(i, samples)`` says stop draws no more. An error thrown into the
+    generator at a ``yield`` is that draw's error for all of its inputs. Two kinds of
+    error are never a draw's and leave the protocol as they are: a control-flow signal
+    (:func:`is_control_flow`) and a :class:`~taskcal_agents.errors.ConfigurationError` (a
+    request the driver refused to send: retrying it or falling back would hide a bug).
     """
     retry = retry or RetryPolicy()
     out = [Rounds() for _ in range(n_inputs)]
@@ -185,14 +196,14 @@ def draw_in_rounds(
             try:
                 drawn: Drawn = yield draw
             except Exception as exc:
-                if is_control_flow(exc):
+                if _propagates(exc):
                     raise
                 drawn = [exc] * len(pending)
             failed = []
             for i, result in zip(pending, drawn, strict=True):
                 out[i].attempts = attempt
                 if isinstance(result, BaseException):
-                    if is_control_flow(result):
+                    if _propagates(result):
                         raise result
                     out[i].error = result
                     if retry.retries(result):
@@ -200,8 +211,6 @@ def draw_in_rounds(
                     continue
                 out[i].error = None
                 out[i].samples = [*out[i].samples, *result]
-                if len(result) != n:
-                    active = [j for j in active if j != i]
             pending = failed
         for i in active:
             if out[i].error is not None:

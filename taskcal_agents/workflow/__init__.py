@@ -4,16 +4,16 @@
 ``_ray_engine`` / ``_ray_vllm``: the same on Ray (HTTP servers, or vLLM inside Ray);
 ``_data``: samples → arrays; ``_evaluate``: cross-fitted decoder comparison on arrays;
 ``_fit``: the calibrator artefact; ``_steps``: ``taskcal fit`` / ``taskcal evaluate`` on
-a samples file; ``_selective``: risk–coverage curves and AURC; ``_report``: tables,
-figures and a markdown summary; ``_demo``: ``taskcal demo``.
+a samples file; ``_selective``: risk–coverage curves and AURC. Two public modules:
+:mod:`~taskcal_agents.workflow.report` (tables, figures and a markdown summary of an
+evaluation) and :mod:`~taskcal_agents.workflow.demo` (``taskcal demo``).
 
 ``__all__`` is the public surface: sample (:func:`run_sampling`, or
 :func:`run_sampling_ray` / :func:`run_sampling_vllm` on Ray) into a
 :class:`SamplesStore`, fit (:func:`fit_artefact`), evaluate (:func:`evaluate_samples`),
 report (:func:`write_report`). Also importable from here, outside ``__all__``: the other
 names 0.1 exported from this package (:func:`fit_calibrator`, :func:`evaluate_arrays`,
-:func:`load_eval_arrays`, ...), and what the ``taskcal`` command line shares with the
-workflow (its terminal tables, the demo).
+:func:`load_eval_arrays`, ...).
 
 Names are imported lazily, so that importing the command line does not import LangChain
 through this package.
@@ -28,15 +28,6 @@ from taskcal_agents._exports import lazy_exports
 if TYPE_CHECKING:
     from taskcal_agents.workflow._data import eval_arrays as eval_arrays
     from taskcal_agents.workflow._data import load_eval_arrays as load_eval_arrays
-    from taskcal_agents.workflow._demo import DEMO_MODEL as DEMO_MODEL
-    from taskcal_agents.workflow._demo import DEMO_PERMUTATIONS as DEMO_PERMUTATIONS
-    from taskcal_agents.workflow._demo import STSB_ITEMS as STSB_ITEMS
-    from taskcal_agents.workflow._demo import STSB_SEED as STSB_SEED
-    from taskcal_agents.workflow._demo import DemoPart as DemoPart
-    from taskcal_agents.workflow._demo import DemoResult as DemoResult
-    from taskcal_agents.workflow._demo import StepTimer as StepTimer
-    from taskcal_agents.workflow._demo import run_demo as run_demo
-    from taskcal_agents.workflow._demo import stsb_items as stsb_items
     from taskcal_agents.workflow._evaluate import EvalArrays as EvalArrays
     from taskcal_agents.workflow._evaluate import Evaluation as Evaluation
     from taskcal_agents.workflow._evaluate import evaluate_arrays as evaluate_arrays
@@ -44,11 +35,6 @@ if TYPE_CHECKING:
     from taskcal_agents.workflow._fit import fit_calibrator as fit_calibrator
     from taskcal_agents.workflow._ray_engine import RayEngine, run_sampling_ray
     from taskcal_agents.workflow._ray_vllm import run_sampling_vllm
-    from taskcal_agents.workflow._report import load_evaluation as load_evaluation
-    from taskcal_agents.workflow._report import rich_table as rich_table
-    from taskcal_agents.workflow._report import tool_rich_table as tool_rich_table
-    from taskcal_agents.workflow._report import verdict as verdict
-    from taskcal_agents.workflow._report import write_report
     from taskcal_agents.workflow._runner import SampleSettings, run_sampling, sample_header
     from taskcal_agents.workflow._runner import SamplingReport as SamplingReport
     from taskcal_agents.workflow._selective import RiskCoverage as RiskCoverage
@@ -56,6 +42,8 @@ if TYPE_CHECKING:
     from taskcal_agents.workflow._steps import evaluate_samples, fit_artefact
     from taskcal_agents.workflow._store import SamplesFile as SamplesFile
     from taskcal_agents.workflow._store import SamplesStore, read_samples
+    from taskcal_agents.workflow.report import load_evaluation as load_evaluation
+    from taskcal_agents.workflow.report import write_report
 
 _EXPORTS: dict[str, str] = {
     "RayEngine": "taskcal_agents.workflow._ray_engine",
@@ -68,7 +56,7 @@ _EXPORTS: dict[str, str] = {
     "run_sampling_ray": "taskcal_agents.workflow._ray_engine",
     "run_sampling_vllm": "taskcal_agents.workflow._ray_vllm",
     "sample_header": "taskcal_agents.workflow._runner",
-    "write_report": "taskcal_agents.workflow._report",
+    "write_report": "taskcal_agents.workflow.report",
 }
 
 __all__ = [
@@ -97,28 +85,9 @@ _ALSO: dict[str, str] = {
     "evaluation_to_dict": "taskcal_agents.workflow._evaluation_json",
     "fit_calibrator": "taskcal_agents.workflow._fit",
     "load_eval_arrays": "taskcal_agents.workflow._data",
-    "load_evaluation": "taskcal_agents.workflow._report",
+    "load_evaluation": "taskcal_agents.workflow.report",
     "risk_coverage": "taskcal_agents.workflow._selective",
-    # shared with the command line
-    "DEMO_MODEL": "taskcal_agents.workflow._demo",
-    "DEMO_PERMUTATIONS": "taskcal_agents.workflow._demo",
-    "DemoPart": "taskcal_agents.workflow._demo",
-    "DemoResult": "taskcal_agents.workflow._demo",
-    "STSB_ITEMS": "taskcal_agents.workflow._demo",
-    "STSB_SEED": "taskcal_agents.workflow._demo",
-    "StepTimer": "taskcal_agents.workflow._demo",
-    "rich_table": "taskcal_agents.workflow._report",
-    "run_demo": "taskcal_agents.workflow._demo",
-    "stsb_items": "taskcal_agents.workflow._demo",
-    "tool_rich_table": "taskcal_agents.workflow._report",
-    "verdict": "taskcal_agents.workflow._report",
 }
-"""Names found here outside ``__all__``: 0.1's other exports, and the command line's."""
+"""Names found here outside ``__all__``: the other names 0.1 exported from this package."""
 
-_MOVED = {
-    "RefitResult": "taskcal_agents.production.refit",
-    "refit_from_records": "taskcal_agents.production.refit",
-}
-"""Names that moved to :mod:`taskcal_agents.production` (found here for one release)."""
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _MOVED, also=_ALSO)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, also=_ALSO)

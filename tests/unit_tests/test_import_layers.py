@@ -1,7 +1,8 @@
 """The import graph is layered: no module imports a module of a higher layer.
 
 Every ``import`` counts, including those inside functions (a lazy import is still a
-dependency); only ``if TYPE_CHECKING:`` blocks are exempt. The packages, low to high, in
+dependency) and the modules a package's lazy-export table names; only ``if TYPE_CHECKING:``
+blocks are exempt. The packages, low to high, in
 the pipeline's order::
 
     0  calibrators · errors · endpoint · testing · _files · _validation · _vllm_cpu ·
@@ -55,6 +56,10 @@ LAYERS: dict[str, int] = {
 }
 """Layer of each module or package (the longest matching prefix wins)."""
 
+LAZY_TABLES = ("_EXPORTS", "_ALSO")
+"""Tables of lazily exported names → their modules: each module named is an import.
+(``_compat``'s tables of moved paths are not: they load only when an old path is used.)"""
+
 SIDE_BY_SIDE = ("taskcal_agents.sampling", "taskcal_agents.serving")
 """Two packages on one layer that must not import each other."""
 
@@ -88,6 +93,15 @@ def _imports(name: str, path: Path) -> set[str]:
     }
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found: set[str] = set()
+    for node in ast.walk(tree):  # lazy exports: ``_EXPORTS = {"Name": "taskcal_agents.x"}``
+        if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Dict):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(x, ast.Name) and x.id in LAZY_TABLES for x in targets):
+                found.update(
+                    v.value
+                    for v in node.value.values
+                    if isinstance(v, ast.Constant) and isinstance(v.value, str)
+                )
     for node in ast.walk(tree):
         if id(node) in exempt:
             continue

@@ -32,7 +32,7 @@ from taskcal_agents.datasets import SHARED_DATA_ENV, convert
 from taskcal_agents.errors import DataFileError
 from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.workflow import eval_arrays, read_samples
-from taskcal_agents.workflow._demo import (
+from taskcal_agents.workflow.demo import (
     DEMO_FORMAT,
     DEMO_MAX_TOKENS,
     DEMO_N,
@@ -364,7 +364,7 @@ def test_cli_demo_no_stsb_runs_the_tool_use_part_only(fake_cli: FakeServer, tmp_
 def test_cli_demo_closes_its_sampler(
     fails: bool, shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import taskcal_agents.workflow._demo as demo_module
+    import taskcal_agents.workflow.demo as demo_module
 
     server = FakeServer(shared_data)
     made: list[OpenAISampler] = []
@@ -453,10 +453,8 @@ def test_cli_demo_refuses_an_unknown_model_before_preparing(
 
 
 def test_demo_all_names_exist() -> None:
-    import taskcal_agents.workflow._demo as module
+    import taskcal_agents.workflow.demo as module
 
     assert len(set(module.__all__)) == len(module.__all__)
     for name in module.__all__:
-        assert hasattr(module, name), (
-            f"taskcal_agents.workflow._demo.__all__ names missing {name!r}"
-        )
+        assert hasattr(module, name), f"taskcal_agents.workflow.demo.__all__ names missing {name!r}"

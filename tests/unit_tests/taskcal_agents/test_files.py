@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -215,17 +216,25 @@ def test_import_works_without_fcntl() -> None:
     assert proc.stdout.startswith("ok")
 
 
-def test_lock_without_a_lock_primitive_is_a_no_op(
+def test_lock_without_a_lock_primitive_warns_once_and_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if sys.platform == "win32":  # pragma: no cover
         pytest.skip("Windows always has msvcrt")
+    import taskcal_agents._files as files
+
+    files._warn_no_lock.cache_clear()
     monkeypatch.setitem(sys.modules, "fcntl", None)
     fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
     try:
-        lock_exclusive(fd, wait=False)
+        with pytest.warns(RuntimeWarning, match="cannot lock its files"):
+            lock_exclusive(fd, wait=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            lock_exclusive(fd, wait=False)  # said once
     finally:
         os.close(fd)
+        files._warn_no_lock.cache_clear()
 
 
 # --- the lock ------------------------------------------------------------------------------
@@ -341,6 +350,18 @@ def test_write_json_and_text_replace_the_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_a_replaced_file_keeps_its_mode_and_a_link_is_written_through(tmp_path: Path) -> None:
+    target = tmp_path / "report.md"
+    target.write_text("old")
+    target.chmod(0o600)
+    write_text("new", target)
+    assert target.read_text() == "new" and target.stat().st_mode & 0o777 == 0o600
+    link = tmp_path / "latest.md"
+    link.symlink_to(target)
+    write_text("newer", link)
+    assert link.is_symlink() and target.read_text() == "newer"
+
+
 def test_written_files_get_the_umask_permissions(tmp_path: Path) -> None:
     umask = os.umask(0o022)
     os.umask(umask)

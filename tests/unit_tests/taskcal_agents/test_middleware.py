@@ -560,8 +560,8 @@ def test_calibrator_with_wrong_class_count_is_rejected() -> None:
         ),
         (
             {"n_samples": True},
-            r"^TaskCalibrationMiddleware parameter 'n_samples': Input should be a valid "
-            r"integer, got True\.$",
+            r"^TaskCalibrationMiddleware parameter 'n_samples': must be an integer, not a bool, "
+            r"float or string, got True\.$",
         ),
         (
             {"temperature": -1.0},

@@ -18,8 +18,8 @@ from taskcal_agents.workflow import (
     risk_coverage,
     write_report,
 )
-from taskcal_agents.workflow._report import markdown_summary, plot_risk_coverage, selective_section
 from taskcal_agents.workflow._selective import action_confidence, selective_summary
+from taskcal_agents.workflow.report import markdown_summary, plot_risk_coverage, selective_section
 
 
 def _geifman_aurc(costs: np.ndarray, order: list[int] | tuple[int, ...]) -> float:
@@ -365,7 +365,7 @@ def test_reliability_bins_show_their_item_counts() -> None:
     from matplotlib.figure import Figure
 
     from calibrators.metrics import reliability_diagram
-    from taskcal_agents.workflow._report import _annotate_bin_counts
+    from taskcal_agents.workflow.report import _annotate_bin_counts
 
     rng = np.random.default_rng(4)
     P = rng.dirichlet(np.ones(3), size=30)

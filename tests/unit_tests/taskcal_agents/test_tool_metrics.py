@@ -19,7 +19,7 @@ from taskcal_agents.workflow._evaluate import (
     score_actions,
     tool_scores,
 )
-from taskcal_agents.workflow._report import markdown_summary, tool_rich_table, tool_section
+from taskcal_agents.workflow.report import markdown_summary, tool_rich_table, tool_section
 
 LABELS = ("tool_call", "request_for_info", "cannot_answer")
 COST = np.array([[0.0, 1.0, 2.0], [4.0, 0.0, 2.0], [4.0, 1.0, 0.0]])

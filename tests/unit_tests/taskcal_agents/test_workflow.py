@@ -17,7 +17,6 @@ from taskcal_agents.workflow import (
     EvalArrays,
     SampleSettings,
     SamplesStore,
-    _report,
     eval_arrays,
     evaluate_arrays,
     evaluation_to_dict,
@@ -27,6 +26,7 @@ from taskcal_agents.workflow import (
     sample_header,
     write_report,
 )
+from taskcal_agents.workflow import report as _report
 from taskcal_agents.workflow._calibrator_specs import (
     default_factory,
     parse_calibrator_spec,
@@ -39,13 +39,13 @@ from taskcal_agents.workflow._evaluate import (
     stratified_folds,
 )
 from taskcal_agents.workflow._fit import load_artefact, make_artefact
-from taskcal_agents.workflow._report import load_evaluation
 from taskcal_agents.workflow._runner import (
     build_messages,
     grade_item,
     message_from_dict,
     message_to_dict,
 )
+from taskcal_agents.workflow.report import load_evaluation
 
 from .test_workflow_fakes import (
     WHEN2CALL_COST,

@@ -333,7 +333,7 @@ def test_folds_without_a_served_training_item_are_reported_not_crashed() -> None
     assert evaluation.permutation_error == f"ConfigurationError: {expected}"
     out = json.loads(json.dumps(evaluation_to_dict(evaluation, data)))
     assert out["permutation_error"] == f"ConfigurationError: {expected}"
-    from taskcal_agents.workflow._report import verdict
+    from taskcal_agents.workflow.report import verdict
 
     assert verdict(out) == f"No label-shuffle test was run (ConfigurationError: {expected})."
 

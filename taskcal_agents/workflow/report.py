@@ -26,6 +26,22 @@ from taskcal_agents.workflow._evaluation_json import (
 if TYPE_CHECKING:
     from rich.table import Table
 
+__all__ = [
+    "load_evaluation",
+    "markdown_summary",
+    "markdown_table",
+    "plot_costs",
+    "plot_reliability",
+    "plot_risk_coverage",
+    "rich_table",
+    "selective_section",
+    "tool_columns",
+    "tool_rich_table",
+    "tool_section",
+    "verdict",
+    "write_report",
+]
+
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("expected_cost", "cost"),
     ("cost_se", "± se"),
