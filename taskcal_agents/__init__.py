@@ -78,10 +78,10 @@ __all__ = [
 ]
 
 
-__getattr__, _dir = lazy_exports(__name__, _EXPORTS)
+__getattr__, _ = lazy_exports(__name__, _EXPORTS)
 
 
-def __dir__() -> list[str]:
+def __dir__() -> list[str]:  # __all__ also holds __version__, which is no lazy export
     return sorted(__all__)
 
 
