@@ -50,16 +50,42 @@ def stop_session_server() -> None:
         server.stop()
 
 
-def require_ray() -> Any:
-    """``ray`` (with Ray Data's LLM processors); skips without the ``ray`` extra, fails on CI.
+OPTIONAL_MODULES: dict[str, str] = {
+    "aiohttp": "ray",
+    "langchain.agents": "agents",
+    "matplotlib": "plot",
+    "pandas": "dev",  # scikit-learn's estimator checks and a pandas Series of weights
+    "ray": "ray",
+    "ray.data.llm": "ray",
+}
+"""Each optional module a test imports -> the extra of ``pyproject.toml`` that installs it."""
 
-    CI installs ``.[dev]``, which holds the extra: a missing Ray there is a broken install.
+
+def require_module(name: str) -> ModuleType:
+    """The optional module *name*; skips without it, and fails instead under ``CI=true``.
+
+    CI installs ``.[dev]``, which holds every extra in :data:`OPTIONAL_MODULES`: a missing
+    module there is a broken install step, which a skip would hide. Both messages name the
+    extra to install. Module-level use skips (or fails) the whole file.
     """
-    if os.environ.get("CI") == "true":
-        from taskcal_agents.workflow._ray_engine import import_ray as _import
+    extra = OPTIONAL_MODULES[name]
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        msg = (
+            f"{name} is not importable ({exc}); install the {extra!r} extra: "
+            f"pip install -e '.[{extra}]'"
+        )
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{msg} (CI=true: a missing optional dependency fails, not skips)")
+        pytest.skip(msg, allow_module_level=True)
 
-        return _import()
-    return pytest.importorskip("ray", reason="the Ray engine needs `pip install '.[ray]'`")
+
+def require_ray() -> Any:
+    """``ray`` with Ray Data's LLM processors and aiohttp: :func:`require_module` each."""
+    require_module("aiohttp")
+    require_module("ray.data.llm")
+    return require_module("ray")
 
 
 def require_shared_file(dataset: str) -> Path:

@@ -118,7 +118,11 @@ def data_convert(
     limit: Annotated[int | None, typer.Option(help="Keep at most this many items.")] = None,
     seed: Annotated[int | None, typer.Option(help="Shuffle with this seed before --limit.")] = None,
     balanced: Annotated[
-        bool, typer.Option(help="Select labels in turn (small slices cover every label).")
+        bool,
+        typer.Option(
+            help="Select labels in turn (small slices cover every label) and write them "
+            "interleaved: one item of each label, then the next of each, ..."
+        ),
     ] = False,
     split: Annotated[
         str | None, typer.Option(help="MMLU split: dev, val or dev+val (default dev).")

@@ -401,6 +401,12 @@ CONVERTERS: dict[str, Converter] = {
 }
 
 
+def _round_robin(groups: Sequence[Sequence[int]]) -> list[int]:
+    """The first of each group, then the second of each, ... (a group that runs out drops out)."""
+    rounds = max((len(group) for group in groups), default=0)
+    return [group[k] for k in range(rounds) for group in groups if k < len(group)]
+
+
 def select_items(
     items: Sequence[DatasetItem],
     *,
@@ -414,10 +420,14 @@ def select_items(
         items: The converted items.
         limit: How many to keep (all when ``None``).
         seed: Shuffle with this seed before taking *limit* items; ``None`` keeps file order.
-        balanced: Take labels in turn (round robin), so small slices cover every label.
+        balanced: Take labels in turn (round robin), so small slices cover every label, and
+            return them interleaved the same way.
 
     Returns:
-        The selected items, in their original order.
+        The selected items, in their original order. With *balanced*, labels interleaved
+        instead: the first item of each label (labels sorted), then the second of each, ...
+        (each label's items in their original order), so that the first lines of a written
+        file already hold every label of the selection.
 
     Raises:
         ConfigurationError: *limit* is below 1, or *balanced* is asked of unlabelled items.
@@ -428,21 +438,24 @@ def select_items(
     order = list(range(len(items)))
     if seed is not None:
         random.Random(seed).shuffle(order)
-    if balanced:
-        if any(items[i].label is None for i in order):
+    if not balanced:
+        chosen = order if limit is None else order[:limit]
+        return [items[i] for i in sorted(chosen)]
+    labels: list[str] = []
+    for item in items:
+        if item.label is None:
             msg = "balanced selection needs labelled items; graded (unlabelled) data has none."
             raise ConfigurationError(msg)
-        by_label: dict[str, list[int]] = defaultdict(list)
-        for i in order:
-            by_label[items[i].label].append(i)  # type: ignore[index]
-        queues = [by_label[k] for k in sorted(by_label)]
-        order = []
-        while any(queues):
-            for queue in queues:
-                if queue:
-                    order.append(queue.pop(0))
+        labels.append(item.label)
+    by_label: dict[str, list[int]] = defaultdict(list)
+    for i in order:
+        by_label[labels[i]].append(i)
+    order = _round_robin([by_label[k] for k in sorted(by_label)])
     chosen = order if limit is None else order[:limit]
-    return [items[i] for i in sorted(chosen)]
+    selected: dict[str, list[int]] = defaultdict(list)
+    for i in sorted(chosen):
+        selected[labels[i]].append(i)
+    return [items[i] for i in _round_robin([selected[k] for k in sorted(selected)])]
 
 
 def convert(
@@ -462,7 +475,7 @@ def convert(
         source: The source file or folder; ``None`` uses the shared data folder.
         limit: Keep at most this many items (see :func:`select_items`).
         seed: Shuffle seed for the selection.
-        balanced: Select labels in turn.
+        balanced: Select labels in turn, and interleave them in the result.
         **options: Converter options (``split`` for ``mmlu``, ``scale_min`` for ``stsb``).
 
     Returns:

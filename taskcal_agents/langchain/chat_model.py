@@ -8,7 +8,7 @@ clarifying question or the abstention chosen by the calibrated MBR decision, wit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -17,9 +17,9 @@ from langchain_core.callbacks import (
     CallbackManager,
     CallbackManagerForLLMRun,
 )
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.language_models import BaseChatModel, LangSmithParams, LanguageModelInput
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool
@@ -38,6 +38,8 @@ DECISION_METADATA_KEY = "taskcal_decision"
 """The ``response_metadata`` key that holds the decision dict."""
 
 _TOOL_KWARGS = frozenset({"tools", "tool_choice", "parallel_tool_calls", "strict"})
+_LS_KWARGS = frozenset({"model", "model_name", "temperature", "max_tokens"})
+"""The call arguments a chat model's tracing parameters read (bound or per call)."""
 
 
 class TaskCalibratedChatModel(BaseChatModel):
@@ -53,6 +55,7 @@ class TaskCalibratedChatModel(BaseChatModel):
 
     When the chosen action has no message to send (an action no sample expressed),
     the reply is an empty ``AIMessage``; the decision is in its metadata either way.
+    Streaming yields the reply as one chunk once the decision is taken.
     """
 
     runnable: TaskCalibratedRunnable
@@ -114,6 +117,35 @@ class TaskCalibratedChatModel(BaseChatModel):
             "alpha": r.alpha,
         }
 
+    @override
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        """The tracing parameters: provider ``taskcal``, the wrapped chat model's name.
+
+        LangChain's fallback names no model here (this class has no ``model`` string). The
+        name is the wrapped chat model's own ``ls_model_name`` (with a per-call or bound
+        ``model`` override), else its class name; the temperature is the sampling one.
+        """
+        sampled, _ = split_retry(self.runnable.model)
+        core, bound, _, _ = unwrap_binding(sampled)
+        call = {k: v for k, v in {**bound, **kwargs}.items() if k in _LS_KWARGS}
+        inner = core._get_ls_params(**call) if isinstance(core, BaseChatModel) else {}
+        params = LangSmithParams(
+            ls_provider=self._llm_type,
+            ls_model_name=inner.get("ls_model_name") or type(core).__name__,
+            ls_model_type="chat",
+        )
+        # Sent per sample: a per-call temperature, else the runnable's, else the model's own.
+        temperature = kwargs.get("temperature", self.runnable.temperature)
+        if temperature is None:
+            temperature = inner.get("ls_temperature")
+        if temperature is not None:
+            params["ls_temperature"] = temperature
+        if inner.get("ls_max_tokens") is not None:
+            params["ls_max_tokens"] = inner["ls_max_tokens"]
+        if stop:
+            params["ls_stop"] = stop
+        return params
+
     @staticmethod
     def _result(decision: Decision) -> ChatResult:
         message = decision.message or AIMessage(content="")
@@ -166,6 +198,39 @@ class TaskCalibratedChatModel(BaseChatModel):
     ) -> ChatResult:
         config, call_kwargs = self._call_args(stop, run_manager, kwargs)
         return self._result(await self.runnable.ainvoke(messages, config, **call_kwargs))
+
+    @staticmethod
+    def _chunk(result: ChatResult) -> ChatGenerationChunk:
+        message = result.generations[0].message
+        chunk = AIMessageChunk(**message.model_dump(exclude={"type"}), chunk_position="last")
+        return ChatGenerationChunk(message=chunk)
+
+    @override
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        """The decision's message as one ``AIMessageChunk`` (``chunk_position="last"``).
+
+        A decision is taken on all its samples, so nothing streams before it; streaming
+        (``stream``, ``stream_events``, LangGraph's message stream) gets that one chunk.
+        ``BaseChatModel`` reports it to ``on_llm_new_token``.
+        """
+        yield self._chunk(self._generate(messages, stop, run_manager, **kwargs))
+
+    @override
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        """The decision's message as one chunk (see :meth:`_stream`)."""
+        yield self._chunk(await self._agenerate(messages, stop, run_manager, **kwargs))
 
     def with_model(self, model: Runnable[Any, Any]) -> TaskCalibratedChatModel:
         """Return a copy that wraps ``model`` instead (same task, calibrator, settings)."""

@@ -40,10 +40,13 @@ class MetricResult:
     Attributes:
         name: The metric (``cost_gap``, ``nll``, ``label_prior:<label>``, ...).
         value: Its value in the window, or ``None`` without data.
-        se: The SE of ``value - reference``, or ``None``.
+        se: The SE of ``value - reference`` (for ``cost_gap`` and ``nll_gap`` the SE
+            under calibration, outcomes drawn from the beliefs), or ``None``.
         reference: What it is compared with, or ``None``.
         source: Where the reference comes from: ``"theory"``, ``"fit"``, ``"window 0"``.
-        z: ``(value - reference) / se``, or ``None``.
+        z: ``(value - reference) / se`` (for the two gaps the normal quantile of the
+            window's tail probability under calibration, a saddlepoint approximation
+            that allows for their skew), or ``None``.
         n: Items in the window behind ``value``.
         sided: ``"up"`` (only a rise alarms) or ``"both"``.
         status: ``"ok"``, ``"ALARM"``, ``"too few"``, ``"reference"`` or ``"no data"``.

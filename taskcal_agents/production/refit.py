@@ -1,4 +1,4 @@
-"""Refit a calibrator artefact on logged, labelled decisions; promote it only if not worse.
+"""Refit a calibrator artefact on logged, labelled decisions; promote it only if shown better.
 
 :func:`refit_from_records` is the pure core of ``taskcal refit`` (and of the drift
 benchmark): it reads decision-log records (:meth:`DecisionLog.read
@@ -88,7 +88,8 @@ __all__ = [
 ]
 
 DEFAULT_Z = 1.645
-"""The promotion rule's z: a one-sided 95 % upper bound on the mean cost increase."""
+"""The promotion rule's z, of both its one-sided tests (95 %): the upper bound on the mean
+NLL difference and the lower bound on the mean cost increase."""
 MIN_TRAIN = 20
 """Fewest served, labelled training records a refit needs."""
 MIN_HOLDOUT = 10
@@ -356,11 +357,15 @@ def refit_from_records(
     seed: int = 0,
     source: str | None = None,
 ) -> RefitResult:
-    """Refit *old*'s map on logged labelled decisions; promote it iff not worse on the holdout.
+    """Refit *old*'s map on logged labelled decisions; promote it iff the holdout shows it better.
 
-    See the module docstring for the data, the split and the promotion rule
-    (``mean(delta) + z · SE(delta) <= margin``, ``delta`` = new − old realised cost per
-    holdout decision). Deterministic given the records, *now* and *seed*.
+    See the module docstring for the data, the split and the promotion rule: on the
+    holdout, per decision, ``nll_delta`` = new − old NLL of the outcome and ``delta`` =
+    new − old realised cost; the new map is promoted iff its NLL is shown lower,
+    ``mean(nll_delta) + z · SE(nll_delta) < 0``, and its cost is not shown higher,
+    ``mean(delta) − z · SE(delta) <= margin`` (paired SEs). The map is fitted on the
+    training records only, never on the holdout. Deterministic given the records, *now*
+    and *seed*.
 
     Args:
         records: Decision-log records with ``outcome`` joined (:meth:`DecisionLog.read`).

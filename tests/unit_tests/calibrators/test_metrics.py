@@ -21,6 +21,7 @@ from calibrators.metrics import (
     reliability_diagram,
     tce,
 )
+from tests.conftest import require_module
 from tests.unit_tests.calibrators.helpers import FAST, calibrated, miscalibrated
 
 COST = np.array([[0.0, 1.0, 2.0], [4.0, 0.0, 2.0], [4.0, 1.0, 0.0]])
@@ -228,7 +229,7 @@ def test_reliability_diagram_for_one_class():
 
 
 def test_reliability_diagram_draws_a_figure():
-    pytest.importorskip("matplotlib")
+    require_module("matplotlib")
     P, y, _ = miscalibrated(500, 3, seed=9)
     d = reliability_diagram(P, y, plot=True, title="raw")
     assert d.figure is not None

@@ -386,3 +386,41 @@ def test_middleware_a_full_draw_with_an_empty_response_did_not_stop_early() -> N
     assert record["n_samples"] == 15
     assert record["stopped_early"] is False
     assert record["change_probability"] == 0.0
+
+
+# ------------------------------------------------------------- audit: mutations caught
+
+
+class UnparsedShareCalibrator:
+    """A map of the ``unparsed: other`` features that answers B once the unparsed share
+    (the last feature) exceeds 0.3, else A: only the unparsed count moves its action."""
+
+    n_features_in_ = 4
+    n_classes_ = 3
+    classes_ = np.arange(3)
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        share = np.asarray(X)[:, -1:]
+        return np.where(share > 0.3, [0.1, 0.8, 0.1], [0.8, 0.1, 0.1])
+
+
+def test_the_futures_include_unparsed_samples() -> None:
+    # Drop policy, a map that answers B on any parsed sample; with none, the fallback A.
+    # Of 60 samples all are unparsed: the remaining 4 are most likely unparsed too, so
+    # the action (fallback) most likely stays (P(change) 0.02 under the belief's α, 0.3
+    # under a prior of 2 per outcome). Futures that are never unparsed would always bring
+    # a parsed sample and change it: P(change) = 1.
+    dropped = Decider(CHOICE, ConstantCalibrator([0.2, 0.7, 0.1]))
+    assert dropped.task.default_action == "A"
+    p_drop = change_probability(dropped, [0, 0, 0, 60], 64)
+    assert 0 < p_drop < 0.5, p_drop
+    # "other" policy, the unparsed share is evidence: 2 of 8 unparsed (share 0.25), and
+    # at N = 16 three or more unparsed of the 8 to come move the share past 0.3 and the
+    # action from A to B. Futures whose unparsed samples are never drawn (or dropped)
+    # never move it: P(change) = 0.
+    other = tasks.multiple_choice(["Paris", "London", "Rome"], unparsed="other")
+    share = Decider(other, UnparsedShareCalibrator())
+    assert share.reads_features
+    p_share = change_probability(share, [6, 0, 0, 2], 16)
+    assert 0.1 < p_share < 0.9, p_share
+    assert not stop_check(share, [6, 0, 0, 2], 16, AdaptiveSampling(epsilon=0.05)).stop

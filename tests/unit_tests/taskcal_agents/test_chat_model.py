@@ -17,6 +17,7 @@ from taskcal_agents.decision.decider import Decision
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
 from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from tests.conftest import require_module
 from tests.unit_tests.taskcal_agents.test_decision import FakeCalibrator
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
     WEATHER_SCHEMA,
@@ -210,7 +211,7 @@ def test_in_a_chain_with_tracing() -> None:
 
 
 def test_in_create_agent() -> None:
-    agents = pytest.importorskip("langchain.agents")
+    agents = require_module("langchain.agents")
     inner = RecordingChatModel(
         responses=[tool_call_message(city="Paris")] * 3 + ["It is sunny in Paris."] * 3
     )

@@ -93,6 +93,31 @@ def test_data_convert_and_check(runner: CliRunner, tmp_path: Path) -> None:
     assert f"{out}: 3 items (0 with tools); labels: " in result.output
 
 
+@pytest.mark.parametrize("seed", [[], ["--seed", "0"]], ids=["file-order", "seeded"])
+def test_data_convert_balanced_writes_the_labels_interleaved(
+    runner: CliRunner, tmp_path: Path, seed: list[str]
+) -> None:
+    # When2Call's file is grouped by label: its first 120 lines hold no tool_call
+    src = tmp_path / "w.jsonl"
+    grouped = ["cannot_answer"] * 10 + ["request_for_info"] * 10 + ["tool_call"] * 10
+    rows = [
+        {"uuid": f"u{i}", "question": f"q{i}", "correct_answer": label, "tools": []}
+        for i, label in enumerate(grouped)
+    ]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    args = ["data", "convert", "when2call", "--source", str(src), "--out", str(out)]
+    result = runner.invoke(app, [*args, "--limit", "12", "--balanced", *seed])
+    assert result.exit_code == 0, result.output
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    labels = [row["label"] for row in written]
+    assert labels == ["cannot_answer", "request_for_info", "tool_call"] * 4
+    for label in set(labels):  # each label's items in the source's order
+        ids = [int(row["id"][1:]) for row in written if row["label"] == label]
+        assert ids == sorted(ids)
+    assert "wrote 12 items" in result.output
+
+
 def test_data_errors_name_file_and_line(runner: CliRunner, tmp_path: Path) -> None:
     result = runner.invoke(app, ["data", "convert", "squad", "--out", str(tmp_path / "o.jsonl")])
     assert result.exit_code == 2

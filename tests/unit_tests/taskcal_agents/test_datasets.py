@@ -3,6 +3,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import random
 import re
 from pathlib import Path
 
@@ -189,6 +190,44 @@ def test_select_items_limit_seed_balanced() -> None:
         ),
     ):
         select_items([_item(0, None)], balanced=True)
+
+
+def _old_balanced_ids(items: list[DatasetItem], limit: int, seed: int | None) -> set[str]:
+    """The ids the balanced selection picked before it interleaved (which, not in what order)."""
+    order = list(range(len(items)))
+    if seed is not None:
+        random.Random(seed).shuffle(order)
+    queues = collections.defaultdict(list)
+    for i in order:
+        queues[items[i].label].append(i)
+    turns = [queues[k][j] for j in range(len(items)) for k in sorted(queues) if j < len(queues[k])]
+    return {items[i].id for i in turns[:limit]}
+
+
+@pytest.mark.parametrize("seed", [None, 0, 7])
+def test_balanced_selection_interleaves_the_labels(seed: int | None) -> None:
+    # grouped by label, as When2Call's file is: 12 tool_call, then 9 ask, then 6 refuse
+    labels = ["tool_call"] * 12 + ["request_for_info"] * 9 + ["cannot_answer"] * 6
+    items = [_item(i, label) for i, label in enumerate(labels)]
+    for limit in (3, 10, 20, 27):
+        picked = select_items(items, limit=limit, seed=seed, balanced=True)
+        assert {i.id for i in picked} == _old_balanced_ids(items, limit, seed)  # same selection
+        assert picked == select_items(items, limit=limit, seed=seed, balanced=True)
+        got = [i.label for i in picked]
+        assert set(got[:3]) == {"tool_call", "request_for_info", "cannot_answer"}
+        # round robin in sorted label order; a label that runs out drops out
+        counts = collections.Counter(got)
+        rounds = [[k for k in sorted(counts) if counts[k] > j] for j in range(max(counts.values()))]
+        assert got == [k for turn in rounds for k in turn]
+        for label in counts:  # each label's items in file order
+            ids = [int(i.id[1:]) for i in picked if i.label == label]
+            assert ids == sorted(ids)
+    # before, the items came back in file order: every tool_call first
+    picked = select_items(items, limit=10, seed=seed, balanced=True)
+    assert [i.label for i in picked] == [
+        *["cannot_answer", "request_for_info", "tool_call"] * 3,
+        "cannot_answer",
+    ]
 
 
 def test_convert_unknown_name_and_option(tmp_path: Path) -> None:

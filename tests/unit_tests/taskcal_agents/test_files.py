@@ -30,6 +30,7 @@ from taskcal_agents._files import (
     write_json,
     write_text,
 )
+from tests.conftest import require_module
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "taskcal_agents"
@@ -427,7 +428,7 @@ def test_save_figure_is_atomic(tmp_path: Path) -> None:
 
 
 def test_save_figure_with_matplotlib_picks_the_format_by_suffix(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
+    require_module("matplotlib")
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(1, 1))

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scipy import stats
 from typer.testing import CliRunner
 
 from calibrators import IdentityCalibrator
@@ -18,7 +19,12 @@ from taskcal_agents.decision.decider import Decision
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
 from taskcal_agents.production.decision_log import open_decision_log
-from taskcal_agents.production.monitor import first_alarm, monitor, parse_window
+from taskcal_agents.production.monitor import (
+    _saddlepoint_z,
+    first_alarm,
+    monitor,
+    parse_window,
+)
 
 LABELS = ["a", "b", "c"]
 TASK = Task(name="x", labels=LABELS, cost=[[0, 1, 2], [3, 0, 2], [3, 1, 0]],
@@ -305,3 +311,71 @@ def test_help_shows_the_nll_gap_formula() -> None:
     result = CliRunner().invoke(app, ["monitor", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     assert "-log q[y] - H(q)" in result.output
+
+
+# ------------------------------------------------------------- audit: mutations caught
+
+EXACT_REFERENCES = {
+    # the stream of _stream: q ~ Dirichlet(1, 1, 1), y ~ q, so E[-log q[y]] = E[H(q)] =
+    # ψ(4) − ψ(2) = 5/6, labels uniform; 8 samples, each unparsed with probability 0.05
+    "crossval": {"n": 10**7, "nll": 5 / 6, "nll_se": 0.0},
+    "label_prior": {"n": 10**7, "shares": dict.fromkeys(LABELS, 1 / 3)},
+    "unparsed_rate": {"n": 10**7, "rate": 0.05, "se": 0.0},
+    "fallback_rate": {"n": 10**7, "rate": 0.1},
+}
+
+
+def test_z_scores_are_standard_on_a_stationary_stream() -> None:
+    # A calibrated, stationary stream against its exact references: each metric's z over
+    # 120 windows has mean about 0 and standard deviation about 1 (0.94–1.12 here). An SE
+    # off by a factor (doubled: sd 0.5; halved: sd 2) fails. The alarm rate at z = 3 is
+    # measured by benchmarks/bench_monitor_null.py, not here.
+    records = _stream(12000, seed=7, fallback=0.1)
+    report = monitor(records, TASK, window=100, fit_metrics=EXACT_REFERENCES, n_boot=20)
+    assert len(report.windows) == 120
+    names = [m.name for m in report.windows[0].metrics]
+    assert len(names) == 9  # 3 gaps and ECE, 3 label shares, 2 rates
+    for name in names:
+        results = [w.metric(name) for w in report.windows]
+        assert all(m.status in {"ok", "ALARM"} for m in results), name
+        z = np.array([m.z for m in results], dtype=np.float64)
+        sd = float(z.std(ddof=1))
+        assert 0.75 < sd < 1.33, f"{name}: the sd of z is {sd:.3f}, not about 1"
+        assert abs(float(z.mean())) < 0.35, f"{name}: the mean of z is {z.mean():.3f}"
+        # the SE reported is the one z stands for (the gaps' z is a saddlepoint's: close)
+        normal = np.array([(m.value - m.reference) / m.se for m in results])
+        off = float(np.median(np.abs(z - normal)))
+        assert off < 0.1, f"{name}: z and (value − reference) / SE differ by {off:.3f}"
+
+
+def test_the_gaps_z_is_the_exact_tail_of_a_skewed_sum() -> None:
+    # The gaps' z under calibration, against the exact distribution of a sum of 12 skewed
+    # items (3^12 outcomes enumerated): the normal-equivalent of its tail probability
+    # (mid-p), also in the upper tail, where the normal z (sum / SE) reads 4.1 for 3.
+    rng = np.random.default_rng(3)
+    q = rng.dirichlet([0.5, 0.5, 0.5], size=12)
+    x = -np.log(q)
+    x -= np.sum(q * x, axis=1, keepdims=True)  # the nll_gap terms: mean 0 under q
+    values, probs = np.zeros(1), np.ones(1)
+    for qi, xi in zip(q, x, strict=True):
+        values = (values[:, None] + xi[None, :]).ravel()
+        probs = (probs[:, None] * qi[None, :]).ravel()
+    order = np.argsort(values)
+    values, probs = values[order], probs[order]
+    cdf = np.cumsum(probs)
+    se = np.sqrt(np.sum(q * x * x))
+    for level in (0.1, 0.5, 0.9, 0.99, 0.99865, 0.9995):
+        j = int(np.searchsorted(cdf, level))
+        exact = float(stats.norm.ppf(cdf[j] - probs[j] / 2))
+        assert _saddlepoint_z(q, x, values[j]) == pytest.approx(exact, abs=0.03), level
+    assert values[np.searchsorted(cdf, 0.99865)] / se > 4.0  # the normal z
+    # every item at its least value: the atom's probability; beyond the support: inf
+    assert _saddlepoint_z(q, x, values[0]) == pytest.approx(stats.norm.ppf(probs[0]))
+    assert _saddlepoint_z(q, x, values[-1] + 1e-3) == np.inf
+    assert _saddlepoint_z(q, x, values[0] - 1e-3) == -np.inf
+    # n Bernoulli(0.05) items, centred: the binomial tail (mid-p) both ways
+    n, p = 200, 0.05
+    qb, xb = np.tile([1 - p, p], (n, 1)), np.tile([-p, 1 - p], (n, 1))
+    for k in (2, 5, 15, 20, 25):
+        mid = stats.binom.cdf(k - 1, n, p) + stats.binom.pmf(k, n, p) / 2
+        assert _saddlepoint_z(qb, xb, k - n * p) == pytest.approx(stats.norm.ppf(mid), abs=0.06)

@@ -381,3 +381,35 @@ def test_cli_bad_record_exits_2(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2, result.output
     assert "log.jsonl" in result.output and "'d5'" in result.output
+
+
+# ---------------------------------------------------------------- audit: mutations caught
+
+
+@pytest.mark.parametrize("half_life_days", [None, 10.0])
+def test_the_new_map_is_fitted_on_the_training_records_only(half_life_days: float | None) -> None:
+    # The holdout (the most recent 30 % by time) judges the new map, so it must not train
+    # it: whatever its outcomes say, the refitted map is the same. Changing the outcomes
+    # of training records instead does change it (the check has power).
+    records = _records(600, seed=5)
+    np.random.default_rng(1).shuffle(records)  # log order is not time order
+    by_time = sorted(records, key=lambda r: r["time"])
+    holdout_ids = {r["id"] for r in by_time[-180:]}
+    train_ids = {r["id"] for r in by_time[:-180]}
+
+    def relabelled(ids: set[str]) -> list[dict[str, Any]]:
+        return [{**r, "outcome": "cannot_answer"} if r["id"] in ids else r for r in records]
+
+    probe = np.array([[0.6, 0.3, 0.1], [0.2, 0.3, 0.5], [0.1, 0.1, 0.8], [1 / 3, 1 / 3, 1 / 3]])
+    maps = {}
+    for name, recs in [("as_logged", records), ("holdout_relabelled", relabelled(holdout_ids)),
+                       ("train_relabelled", relabelled(train_ids))]:  # fmt: skip
+        result = refit_from_records(recs, _old(), half_life_days=half_life_days)
+        assert (result.n_train, result.n_holdout) == (420, 180), name
+        assert result.artefact is not None, result.reason
+        maps[name] = result.artefact.calibrator.predict_proba(probe)
+    np.testing.assert_allclose(
+        maps["holdout_relabelled"], maps["as_logged"], rtol=0, atol=1e-9,
+        err_msg="the refitted map depends on the holdout's outcomes: it was trained on them",
+    )  # fmt: skip
+    assert np.abs(maps["train_relabelled"] - maps["as_logged"]).max() > 0.05

@@ -13,12 +13,13 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 
 from taskcal_agents.parsing.tool_turns import unusable_reply
+from tests.conftest import require_module
 
-pytest.importorskip("langchain.agents")
-from langchain.agents import create_agent
+require_module("langchain.agents")  # the 'agents' extra, which the middleware needs too
+from langchain.agents import create_agent  # noqa: E402
 
-from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+from taskcal_agents.decision.presets import tool_decision  # noqa: E402
+from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware  # noqa: E402
 
 
 @tool

@@ -575,3 +575,35 @@ def test_guarantee_needs_the_multiplicity_correction() -> None:
     print(f"null source: LTT violates {ltt:.3f}, uncorrected {uncorrected:.3f}")
     assert ltt <= SLACK
     assert uncorrected > SLACK + 0.05
+
+
+# ------------------------------------------------------------- audit: mutations caught
+
+
+def test_a_score_equal_to_the_threshold_is_treated_alike_in_the_curve_and_the_runtime() -> None:
+    # Scores s = q(tool_call) exactly on the thresholds (dyadic, so exact in floating
+    # point): the curve LTT certifies on and the runtime that serves the threshold must
+    # agree on the tie; the rule is the documented one, a guarded action with s < λ is
+    # downgraded (s = λ is kept).
+    guard = RiskGuard(TOOL, "tool_call_when_not:0.05")
+    q_call = np.array([0.8125, 0.875, 0.9375, 1.0])
+    Q = np.stack([q_call, 1 - q_call, np.zeros(4)], axis=1)
+    y = np.array([0, 1, 0, 0])
+    executable = np.ones((4, 3), dtype=bool)
+    lam = np.array([math.inf, 1.0, 0.9375, 0.875, 0.8125, 0.5, 0.0])
+    curve = risk_curve(guard, Q, y, lam)
+    call = TOOL.action_index("tool_call")
+    for j, threshold in enumerate(lam):
+        choice = Decider(TOOL, risk_control=_with_threshold(float(threshold))).choose_actions(
+            Q, executable
+        )
+        assert (choice.unguarded == call).all()  # MBR calls the tool on every row
+        assert choice.scores is not None
+        np.testing.assert_array_equal(choice.scores, q_call)
+        expected = q_call < threshold
+        np.testing.assert_array_equal(choice.guarded, expected, err_msg=f"runtime, λ={threshold}")
+        _, down, _ = guard.apply(Q, choice.unguarded, threshold)
+        np.testing.assert_array_equal(down, expected, err_msg=f"guard.apply, λ={threshold}")
+        assert curve.coverage[j] == 1 - expected.mean(), f"risk_curve, λ={threshold}"
+        losses = guard.loss[y, choice.actions]
+        assert curve.n_loss[j] == losses.sum(), f"risk_curve, λ={threshold}"

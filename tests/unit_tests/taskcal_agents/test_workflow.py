@@ -906,3 +906,63 @@ def test_reparse_uses_the_items_offered_tools(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
     legacy = eval_arrays(task, read_samples(path), alpha=0.1, reparse=True)
     assert not legacy.no_sample[i]
+
+
+# ------------------------------------------------------------- audit: mutations caught
+
+
+def test_the_shuffle_test_refits_the_whole_procedure_on_every_shuffle() -> None:
+    # Every calibrator fit is recorded with the rows and labels it saw (distinct beliefs
+    # identify the items). The observed gap and each shuffle must each fit one map per
+    # fold, on folds stratified by that shuffle's labels, and each null gap must be the
+    # observed gap of the same test run from scratch on the shuffled labels.
+    n, k, n_folds, shuffles = 60, 3, 5, 3
+    rng = np.random.default_rng(11)
+    P = rng.dirichlet(np.ones(k), size=n)
+    y = (np.arange(n) % k).astype(np.intp)
+    data = _arrays(n=n, k=k, P=P, y=y, greedy=np.argmax(P, axis=1).astype(np.intp))
+    item = {row.tobytes(): i for i, row in enumerate(P)}
+    fits: list[tuple[np.ndarray, np.ndarray]] = []
+    temperature = default_factory("temperature")
+
+    class Recording:
+        def __init__(self) -> None:
+            self.inner = temperature()
+
+        def fit(self, X: np.ndarray, labels: np.ndarray) -> Recording:
+            fits.append((np.array([item[row.tobytes()] for row in X]), np.asarray(labels)))
+            self.inner.fit(X, labels)
+            return self
+
+        def predict_proba(self, X: np.ndarray) -> np.ndarray:
+            return np.asarray(self.inner.predict_proba(X))
+
+    test = permutation_test(data, Recording, calibrator="temperature", n_folds=n_folds,
+                            n_permutations=shuffles, seed=3)  # fmt: skip
+    assert len(fits) == (1 + shuffles) * n_folds, "a map per fold per shuffle"
+    seen = []
+    for group in range(1 + shuffles):
+        labels = np.full(n, -1)
+        folds = np.full(n, -1)
+        for f, (rows, fit_y) in enumerate(fits[group * n_folds : (group + 1) * n_folds]):
+            assert np.all((labels[rows] == -1) | (labels[rows] == fit_y)), "one label per item"
+            labels[rows] = fit_y
+            held_out = np.setdiff1d(np.arange(n), rows)
+            assert np.all(folds[held_out] == -1), "the held-out rows partition the items"
+            folds[held_out] = f
+        assert np.all(folds >= 0) and np.all(labels >= 0)
+        assert sorted(labels.tolist()) == sorted(y.tolist()), "a permutation of the labels"
+        np.testing.assert_array_equal(
+            folds, stratified_folds(labels, n_folds, seed=0),
+            err_msg=f"group {group}: the folds are not stratified by its own labels",
+        )  # fmt: skip
+        seen.append(labels)
+    np.testing.assert_array_equal(seen[0], y)  # the observed gap: the true labels
+    assert all(not np.array_equal(s, y) for s in seen[1:])  # each shuffle: shuffled labels
+    assert len({s.tobytes() for s in seen}) == 1 + shuffles
+    for gap, labels in zip(test.null, seen[1:], strict=True):
+        shuffled = _arrays(n=n, k=k, P=P, y=labels.astype(np.intp),
+                           greedy=np.argmax(P, axis=1).astype(np.intp))  # fmt: skip
+        again = permutation_test(shuffled, temperature, calibrator="temperature",
+                                 n_folds=n_folds, n_permutations=0)  # fmt: skip
+        assert gap == pytest.approx(again.statistic, abs=1e-12)
