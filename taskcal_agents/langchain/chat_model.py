@@ -8,6 +8,7 @@ clarifying question or the abstention chosen by the calibrated MBR decision, wit
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
@@ -23,6 +24,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool
+from pydantic import ConfigDict
 from typing_extensions import override
 
 from taskcal_agents.decision.artefact import CalibratorLike
@@ -42,24 +44,50 @@ _LS_KWARGS = frozenset({"model", "model_name", "temperature", "max_tokens"})
 """The call arguments a chat model's tracing parameters read (bound or per call)."""
 
 
+def _unknown_parameters(unknown: list[str], known: set[str]) -> ConfigurationError:
+    """The error for constructor arguments that are neither the runnable's nor the model's."""
+    names = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+        names.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    msg = (
+        f"TaskCalibratedChatModel got unknown parameter{'s' if len(names) > 1 else ''} "
+        f"{', '.join(names)}. It takes TaskCalibratedRunnable's options (n_samples, "
+        "temperature, seed, max_retries, ...) and BaseChatModel's fields (callbacks, tags, "
+        "...); set the wrapped model's own settings (max_tokens, timeout, stop, api_key, ...) "
+        "on that model, e.g. ChatOpenAI(max_tokens=...)."
+    )
+    return ConfigurationError(msg)
+
+
 class TaskCalibratedChatModel(BaseChatModel):
     """A chat model whose reply is a calibrated, cost-aware decision.
 
     Construct it like :class:`~taskcal_agents.langchain.runnable.TaskCalibratedRunnable`
     (``TaskCalibratedChatModel(model, task, calibrator, n_samples=16, ...)``) or from one
     (``runnable=...``). Keyword arguments that are fields of the runnable go to it; the
-    rest (``callbacks``, ``tags``, ``cache``…) to the chat model. ``bind_tools`` binds the
-    tools to the wrapped model and returns a new ``TaskCalibratedChatModel``. ``calibrator``
-    is a fitted calibrator, a :class:`~taskcal_agents.decision.artefact.CalibratorArtefact` or the
-    path of an artefact file, as for the runnable.
+    chat model's own (``callbacks``, ``tags``, ``cache``, ``streaming``…) to the chat model;
+    any other name is a :class:`~taskcal_agents.errors.ConfigurationError`: the wrapped
+    model's settings (``max_tokens``, ``timeout``, ``stop``, ``api_key``…) are set on that
+    model, not here. ``bind_tools`` binds the tools to the wrapped model and returns a new
+    ``TaskCalibratedChatModel``. ``calibrator`` is a fitted calibrator, a
+    :class:`~taskcal_agents.decision.artefact.CalibratorArtefact` or the path of an artefact
+    file, as for the runnable.
 
     When the chosen action has no message to send (an action no sample expressed),
     the reply is an empty ``AIMessage``; the decision is in its metadata either way.
     Streaming yields the reply as one chunk once the decision is taken.
     """
 
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
     runnable: TaskCalibratedRunnable
     """The decision runnable (wrapped model, task, calibrator, sampling settings)."""
+    streaming: bool = False
+    """LangChain's ``streaming`` switch, read by ``BaseChatModel`` when it is given:
+    ``True`` makes ``invoke`` go through ``_stream`` (``on_llm_new_token`` gets the
+    decision as its one chunk); ``False`` makes ``stream`` yield the ``invoke`` reply. The
+    reply is the same message either way."""
 
     def __init__(
         self,
@@ -76,6 +104,9 @@ class TaskCalibratedChatModel(BaseChatModel):
             for k in list(kwargs)
             if k in TaskCalibratedRunnable.model_fields and k not in own
         }
+        unknown = sorted(set(kwargs) - own)
+        if unknown:
+            raise _unknown_parameters(unknown, own | set(TaskCalibratedRunnable.model_fields))
         if runnable is None:
             if model is None or task is None:
                 msg = (

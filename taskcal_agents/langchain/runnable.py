@@ -164,7 +164,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         DataFileError: If an artefact path cannot be read.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     model: Runnable[Any, Any]
     """The wrapped model."""

@@ -6,7 +6,9 @@ Two strategies, chosen per model:
   servers such as vLLM), alone or under ``bind``/``bind_tools``/``with_config``
   bindings: one ``generate(..., n=N)`` request returns all N choices. (Note that
   ``ChatOpenAI(n=N).invoke`` would return only the first choice.) Bound keyword arguments
-  such as ``tools`` are kept; streaming is switched off for this call.
+  such as ``tools`` are kept; streaming is switched off for this call. Not at temperature 0
+  (greedy sampling), where vLLM refuses ``n`` > 1 (HTTP 400): unless ``use_n=True`` forces
+  it, such a model gets N concurrent calls.
 * **N concurrent calls** – for every other model: ``model.batch``/``abatch`` on N copies
   of the input, which honours ``max_concurrency`` from the config. With a ``seed``, sample
   i is drawn with ``seed + i`` so the N samples differ.
@@ -116,6 +118,27 @@ def supports_n(model: Runnable[Any, Any]) -> bool:
         return not (callable(use_responses) and use_responses(dict(kwargs)))
     except Exception:
         return False
+
+
+_GREEDY_BELOW = 1e-5
+"""vLLM samples greedily below this temperature, and there refuses ``n`` > 1 (HTTP 400)."""
+
+
+def _greedy(model: Runnable[Any, Any], call_kwargs: dict[str, Any]) -> bool:
+    """Whether ``model`` samples at temperature 0 when called with ``call_kwargs``.
+
+    The temperature sent is the call's, else the one bound to ``model``, else the chat
+    model's own (``None``, the server's default: not known to be greedy).
+    """
+    core, bound, _, _ = unwrap_binding(model)
+    for temperature in (
+        call_kwargs.get("temperature"),
+        bound.get("temperature"),
+        getattr(core, "temperature", None),
+    ):
+        if temperature is not None:
+            return isinstance(temperature, int | float) and temperature < _GREEDY_BELOW
+    return False
 
 
 def _as_ai_message(output: Any) -> AIMessage:
@@ -327,6 +350,8 @@ def _plan(
         max_concurrency=max_concurrency,
     )
     one_call = supports_n(model) if use_n is None else use_n
+    if use_n is None and one_call and n > 1 and _greedy(model, call_kwargs):
+        one_call = False  # vLLM refuses n > 1 under greedy sampling: N requests of n=1
     if one_call:
         if not supports_n(model):
             msg = (
@@ -389,7 +414,9 @@ def sample_batch(
         config: One config for all inputs or one per input; ``max_concurrency`` bounds
             all model calls together.
         use_n: ``True`` forces one request with ``n`` (error if unsupported), ``False``
-            forces N calls, ``None`` picks automatically.
+            forces N calls, ``None`` picks automatically: one request for a
+            ``ChatOpenAI``-compatible model, unless it samples at temperature 0 (the call's,
+            else the bound or the model's own), where vLLM refuses ``n`` > 1.
         **kwargs: Further keyword arguments for the model call (``stop``…).
 
     Returns:

@@ -98,6 +98,14 @@ class SampleSettings:
                 f"{self.temperature!r}; use 1.0 for plain sampling."
             )
             raise ConfigurationError(msg)
+        if self.temperature == 0 and self.n > 1 and self.belief == "samples":
+            msg = (
+                f"SampleSettings: temperature 0 with n = {self.n} would draw {self.n} identical "
+                "greedy samples (and vLLM refuses n > 1 at temperature 0); sample at a "
+                "temperature > 0, or set n = 1 (the greedy completion is drawn besides the "
+                "samples unless --no-greedy)."
+            )
+            raise ConfigurationError(msg)
         if self.belief not in ("samples", "logprob"):
             msg = (
                 "SampleSettings parameter 'belief' must be 'samples' or 'logprob', got "

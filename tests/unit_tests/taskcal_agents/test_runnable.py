@@ -61,6 +61,12 @@ def test_is_runnable_serializable() -> None:
     assert decide_from_messages is not None
 
 
+def test_an_unknown_parameter_is_refused_by_name() -> None:
+    # A misspelt option must not silently leave the default in force.
+    with pytest.raises(ValidationError, match=r"n_smaples\n  Extra inputs are not permitted"):
+        TaskCalibratedRunnable(generic([]), tasks.tool_decision(), n_smaples=3)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_tool_call_decision(mode: str) -> None:
     # The default task grounds calls in the bound tools and the input: the tool is bound

@@ -564,6 +564,12 @@ def test_sample_settings_validation() -> None:
         ),
     ):
         SampleSettings(temperature=-1.0)
+    with pytest.raises(
+        ConfigurationError, match="temperature 0 with n = 16 would draw 16 identical"
+    ):
+        SampleSettings(temperature=0.0)
+    assert SampleSettings(n=1, temperature=0.0).n == 1
+    assert SampleSettings(n=16, temperature=0.0, belief="logprob").temperature == 0.0
 
 
 def test_graded_items(tmp_path: Path) -> None:
