@@ -3,8 +3,9 @@
 ``task`` (labels, parser, cost matrix), ``presets`` (the built-in tasks), ``belief``
 (p̂ with a Dirichlet prior), ``options`` (how many samples and how), ``decider`` (q = f(p̂)
 and a* = argmin_a Σ q(ℓ)·C[ℓ, a]), ``risk_control`` (certified risk limits), ``adaptive``
-(stop sampling when the decision is settled), ``artefact`` (the fitted calibrator file),
-``protocol`` (the rounds of one decision, which every front door drives).
+(stop sampling when the decision is settled) with its fitted ``stopping_prior``,
+``artefact`` (the fitted calibrator file), ``protocol`` (the rounds of one decision, which
+every front door drives).
 
 The package exports what a user of a front door or the workflow needs; every other name is
 public in its module (the protocol's ``decide_in_rounds``, ``Draw`` and ``RetryPolicy``

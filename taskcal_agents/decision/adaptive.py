@@ -3,10 +3,12 @@
 After m of N samples, with outcome counts c (one per task outcome, then the unparsed
 samples: the labels g_T reads, an ungrounded call apart under grounded belief features,
 see :attr:`Task.outcomes <taskcal_agents.decision.task.Task.outcomes>`), the stopping rule asks:
-if the remaining N − m samples were drawn, how likely is the decision to change? Under the posterior
-p ~ Dirichlet(α + c) and the future counts ~ Multinomial(N − m, p),
+if the remaining N − m samples were drawn, how likely is the decision to change? An item's
+outcome probabilities p are modelled as drawn from the **stopping prior** Dirichlet(a), so
+given c they follow Dirichlet(a + c), and the N − m missing samples' counts f follow the
+Dirichlet-multinomial predictive. Then
 
-    P(change) = P( action(c + future) ≠ action(c) ),
+    P(change) = Σ_f P(f | c) · [action(c + f) ≠ action(c)],
 
 where action(·) is what :class:`~taskcal_agents.decision.decider.Decider` does with those samples:
 the belief built by the task's own rule (:meth:`Task.belief_from_outcomes
@@ -16,10 +18,25 @@ Decider itself uses (:meth:`Decider.choose_actions
 <taskcal_agents.decision.decider.Decider.choose_actions>`), so the rule watches the action the
 runtime returns; the task's fallback action when no sample is parsed. A sampled action (a
 tool call) that no sample carries out yet becomes executable when a future sample takes its
-label. P(change) is estimated from ``draws`` Monte-Carlo
-draws (one ``predict_proba`` call on the distinct outcomes) with a seed derived from the
-counts, so the rule is a pure function. Sampling stops when P(change) < ε, and always at
+label. The sum runs over every possible f when there are at most ``draws`` of them (the
+tool decision: 455 futures after 4 of 16 samples), so the estimate is exact under
+the prior; otherwise it is a Monte-Carlo mean over ``draws`` draws, seeded by the counts,
+so the rule is a pure function either way. Sampling stops when P(change) < ε, and always at
 N (:func:`stop_check`). The rounds and ε are :class:`~taskcal_agents.decision.AdaptiveSampling`.
+
+The stopping prior is not the belief's smoothing α: α = 0.1 on every outcome says that an
+item whose first four samples agree almost surely always agrees, which the recorded runs
+contradict. :func:`fit_stopping_prior` fits a by maximum likelihood on the calibration
+samples' counts (the Dirichlet-multinomial marginal likelihood of each item's N samples),
+so the prior says how much items of this task and model really vary; ``taskcal fit`` stores
+it in the artefact (:class:`StoppingPrior`) and the front doors use it. Without one
+(a bare calibrator, or an artefact written before it was stored) the rule uses
+:meth:`StoppingPrior.uniform`, a = 1 on every outcome.
+
+What ε promises: averaged over items like those the prior was fitted on, the decisions
+that stop early differ from the N-sample decision with probability below ε. It is not a
+per-item guarantee, and it holds only as far as the fitted prior describes the items
+served; the results page measures the realised rate on simulated and recorded runs.
 
 The rule needs counts that are multinomial: a task that clusters open answers
 (``answer_clusters``) is refused (:func:`check_adaptive`).
@@ -31,12 +48,15 @@ them only approximately.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from langchain_core.messages import AIMessage
 from numpy.typing import ArrayLike, NDArray
+from scipy.special import gammaln
 
 from taskcal_agents.decision.decider import (
     Decider,
@@ -46,6 +66,7 @@ from taskcal_agents.decision.decider import (
     ungrounded_flags,
 )
 from taskcal_agents.decision.options import AdaptiveSampling
+from taskcal_agents.decision.stopping_prior import StoppingPrior, fit_stopping_prior
 from taskcal_agents.decision.task import UNGROUNDED_CALL, Task
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing.grounding import GroundingContext
@@ -53,8 +74,10 @@ from taskcal_agents.parsing.grounding import GroundingContext
 __all__ = [
     "AdaptiveSampling",
     "StopCheck",
+    "StoppingPrior",
     "change_probability",
     "check_adaptive",
+    "fit_stopping_prior",
     "outcome_counts",
     "stop_check",
     "stop_check_messages",
@@ -80,13 +103,23 @@ class StopCheck:
     n_max: int
 
 
-def check_adaptive(task: Task, owner: str) -> None:
-    """Refuse adaptive N for a task whose counts are not multinomial.
+def check_adaptive(task: Task, owner: str, adaptive: AdaptiveSampling | None = None) -> None:
+    """Refuse adaptive N for a task whose counts are not multinomial, or a prior not for it.
 
     Raises:
         ConfigurationError: If ``task`` clusters open answers (``answer_clusters``): the
-            modal cluster's share is not a count the posterior predictive can extend.
+            modal cluster's share is not a count the posterior predictive can extend;
+            or ``adaptive.prior`` was fitted for other outcomes than ``task``'s.
     """
+    prior = None if adaptive is None else adaptive.prior
+    if prior is not None and prior.outcomes != task.outcomes:
+        msg = (
+            f"{owner} parameter 'adaptive.prior' was fitted for outcomes "
+            f"{list(prior.outcomes)!r} but task {task.name!r} has outcomes "
+            f"{list(task.outcomes)!r}; fit it on samples of this task (fit_stopping_prior) "
+            "or leave it None to take the calibrator artefact's."
+        )
+        raise ConfigurationError(msg)
     if task.answer_clusters is not None:
         msg = (
             f"{owner} parameter 'adaptive' cannot be used with task {task.name!r}: it clusters "
@@ -129,9 +162,46 @@ def outcome_counts(task: Task, labels: Sequence[str | None]) -> NDArray[np.int64
     return counts
 
 
-def _seed(counts: NDArray[np.int64], n_max: int, draws: int) -> np.random.Generator:
-    """The generator of the estimate: seeded by the counts, so the rule is reproducible."""
-    return np.random.default_rng(np.random.SeedSequence([*counts.tolist(), n_max, draws]))
+def _futures(
+    a: NDArray[np.float64], remaining: int, draws: int, rng_seed: Sequence[int]
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The future counts and their weights under Dirichlet-multinomial(remaining, a).
+
+    Every composition of ``remaining`` over the outcomes with a > 0, weighted by its
+    predictive probability, when there are at most ``draws`` of them; else ``draws``
+    Monte-Carlo draws of equal weight.
+    """
+    live = np.flatnonzero(a > 0)
+    j = live.size
+    n_futures = math.comb(remaining + j - 1, j - 1)
+    future = np.zeros((0, a.size), dtype=np.int64)
+    if n_futures <= draws:
+        # Stars and bars: j - 1 bars among remaining + j - 1 places.
+        bars = np.array(
+            list(itertools.combinations(range(remaining + j - 1), j - 1)), dtype=np.int64
+        ).reshape(n_futures, j - 1)
+        edges = np.concatenate(
+            [np.full((n_futures, 1), -1), bars, np.full((n_futures, 1), remaining + j - 1)],
+            axis=1,
+        )
+        future = np.zeros((n_futures, a.size), dtype=np.int64)
+        future[:, live] = np.diff(edges, axis=1) - 1
+        al = a[live]
+        f = future[:, live]
+        log_w = (
+            gammaln(remaining + 1)
+            - gammaln(f + 1).sum(axis=1)
+            + gammaln(al.sum())
+            - gammaln(al.sum() + remaining)
+            + (gammaln(al + f) - gammaln(al)).sum(axis=1)
+        )
+        weight = np.exp(log_w)
+        return future, weight / weight.sum()
+    rng = np.random.default_rng(np.random.SeedSequence(list(rng_seed)))
+    p = np.zeros((draws, a.size))
+    p[:, live] = rng.dirichlet(a[live], size=draws)
+    future = rng.multinomial(remaining, p)
+    return future.astype(np.int64), np.full(draws, 1.0 / draws)
 
 
 def _actions(
@@ -166,7 +236,8 @@ def change_probability(
     n_max: int,
     *,
     executable: ArrayLike | None = None,
-    draws: int = 256,
+    draws: int = 4096,
+    prior: StoppingPrior | None = None,
 ) -> float:
     """The posterior-predictive probability that drawing up to ``n_max`` changes the action.
 
@@ -177,14 +248,18 @@ def change_probability(
         n_max: The number of samples N the draw would reach.
         executable: Which actions the samples so far can carry out, shape ``(m,)``
             (:func:`~taskcal_agents.decision.decider.carried_actions`); ``None``: all.
-        draws: Monte-Carlo draws.
+        draws: The most futures summed exactly; past that, the Monte-Carlo draws.
+        prior: The stopping prior (``None``, or one fitted for other outcomes, as an
+            explicit prior is for a middleware's after-tool-result task: the Decider's,
+            from its calibrator artefact, else :meth:`StoppingPrior.uniform`).
 
     Returns:
-        The estimate, in [0, 1]; 0 when ``counts`` already hold ``n_max`` samples or more.
+        The probability, in [0, 1]; 0 when ``counts`` already hold ``n_max`` samples or
+        more.
 
     Raises:
-        ConfigurationError: If the counts, ``n_max``, ``executable`` or ``draws`` are
-            invalid.
+        ConfigurationError: If the counts, ``n_max``, ``executable``, ``draws`` or the
+            prior are invalid.
     """
     task = decider.task
     k, m = len(task.outcomes), len(task.action_list)
@@ -210,18 +285,20 @@ def change_probability(
             f"of {task.action_list!r}) or None, got {np.asarray(executable).tolist()!r}."
         )
         raise ConfigurationError(msg)
+    if prior is not None and not isinstance(prior, StoppingPrior):
+        msg = f"change_probability parameter 'prior' must be a StoppingPrior, got {prior!r}."
+        raise ConfigurationError(msg)
+    if prior is None or prior.outcomes != task.outcomes:
+        prior = decider.stopping_prior or StoppingPrior.uniform(task)
     remaining = int(n_max) - int(c.sum())
     if remaining <= 0:
         return 0.0
-    rng = _seed(c, int(n_max), draws)
-    concentration = c + decider.alpha
-    p = np.zeros((draws, k + 1))
-    positive = concentration > 0  # α = 0: an unseen outcome has probability 0
-    p[:, positive] = rng.dirichlet(concentration[positive], size=draws)
-    future = rng.multinomial(remaining, p)
+    future, weight = _futures(
+        prior.for_task(task) + c, remaining, draws, [*c.tolist(), n_max, draws]
+    )
     # A sampled action becomes executable when a future sample takes its label (an
     # ungrounded call only where the task sends any call).
-    grows = np.zeros((draws, m), dtype=bool)
+    grows = np.zeros((future.shape[0], m), dtype=bool)
     index = {o: i for i, o in enumerate(task.outcomes)}
     send_any = task.grounding is None or task.grounding.execute == "any"
     for a in task.sampled_actions:
@@ -239,7 +316,8 @@ def change_probability(
     distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
     actions = _actions(decider, distinct[:, : k + 1], distinct[:, k + 1 :].astype(bool))
     per_row = actions[np.ravel(inverse)]
-    return float(np.mean(per_row[1:] != per_row[0]))
+    changed = per_row[1:] != per_row[0]
+    return float(min(1.0, max(0.0, np.sum(weight[changed]))))
 
 
 def stop_check(
@@ -256,13 +334,15 @@ def stop_check(
         decider: The task, calibrator and α that decide.
         counts: Outcome counts so far (:func:`outcome_counts`).
         n_max: N.
-        adaptive: ε and the number of Monte-Carlo draws.
+        adaptive: ε and the futures summed exactly (or drawn).
         executable: Which actions the samples so far can carry out (``None``: all).
 
     Returns:
         The verdict.
     """
-    p = change_probability(decider, counts, n_max, executable=executable, draws=adaptive.draws)
+    p = change_probability(
+        decider, counts, n_max, executable=executable, draws=adaptive.draws, prior=adaptive.prior
+    )
     n_drawn = int(np.asarray(counts).sum())
     return StopCheck(
         stop=n_drawn >= n_max or p < adaptive.epsilon,
@@ -288,7 +368,7 @@ def stop_check_messages(
         decider: The task, calibrator and α that decide.
         messages: The samples drawn so far.
         n_max: N.
-        adaptive: ε and the number of Monte-Carlo draws.
+        adaptive: ε and the futures summed exactly (or drawn).
         tool_names: The offered tools (see :meth:`Decider.decide`).
         answered_calls: The calls already answered (see :meth:`Decider.decide`).
         context: The request's tools and conversation, for a task that grounds its calls

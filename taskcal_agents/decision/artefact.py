@@ -22,6 +22,12 @@ An artefact that carries a risk limit (``taskcal fit --risk-control``) is writte
 refuses it rather than drop the guard; one without is still written as version 1. Both
 versions are read.
 
+An artefact fitted on sampled beliefs also carries adaptive N's stopping prior, fitted on
+the same samples (``"stopping_prior": {...StoppingPrior.to_dict()...}``, see
+:mod:`taskcal_agents.decision.stopping_prior`); it needs no new format version, since a
+reader that ignores it only falls back to the stopping rule's uniform prior. A prior fitted
+for other outcomes than the task's is refused.
+
 A risk limit is certified for one decision setting: when the artefact carries one,
 :func:`resolve_calibrator` requires the runtime task to agree with the artefact's task on
 actions, cost matrix, ask, abstain and fallback actions, sampled actions and unparsed
@@ -60,6 +66,7 @@ from numpy.typing import ArrayLike, NDArray
 from taskcal_agents._files import read_json, write_json
 from taskcal_agents.decision.belief import DEFAULT_ALPHA, check_alpha
 from taskcal_agents.decision.risk_control import RiskControl, RiskSettingsWarning
+from taskcal_agents.decision.stopping_prior import StoppingPrior
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import (
     ConfigurationError,
@@ -196,6 +203,8 @@ class CalibratorArtefact:
         path: The file it was read from or last saved to, or ``None``.
         risk_control: A calibrated risk limit that the front doors apply (their
             :class:`~taskcal_agents.decision.decider.Decider` guards the MBR action), or ``None``.
+        stopping_prior: Adaptive N's stopping prior, fitted on the calibration samples
+            (:func:`~taskcal_agents.decision.stopping_prior.fit_stopping_prior`), or ``None``.
     """
 
     calibrator: Calibrator
@@ -206,9 +215,16 @@ class CalibratorArtefact:
     metadata: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
     risk_control: RiskControl | None = None
+    stopping_prior: StoppingPrior | None = None
 
     def __post_init__(self) -> None:
         self.labels = [str(label) for label in self.labels]
+        if self.stopping_prior is not None and not isinstance(self.stopping_prior, StoppingPrior):
+            msg = (
+                f"CalibratorArtefact: stopping_prior must be a StoppingPrior or None, got "
+                f"{self.stopping_prior!r}."
+            )
+            raise ConfigurationError(msg)
         if self.risk_control is not None and not isinstance(self.risk_control, RiskControl):
             msg = (
                 f"CalibratorArtefact: risk_control must be a RiskControl or None, got "
@@ -219,6 +235,8 @@ class CalibratorArtefact:
             return
         if self.risk_control is not None:
             self.risk_control.guard(self.task)  # the spec must fit the task
+        if self.stopping_prior is not None:
+            self.stopping_prior.for_task(self.task)  # fitted for the task's outcomes
         if self.task_name is None:
             self.task_name = self.task.name
         if self.task_name != self.task.name:
@@ -264,6 +282,11 @@ class CalibratorArtefact:
             "created": meta.get("created")
             or _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             **({} if risk is None else {"risk_control": risk.to_dict()}),
+            **(
+                {}
+                if self.stopping_prior is None
+                else {"stopping_prior": self.stopping_prior.to_dict()}
+            ),
             **{k: v for k, v in meta.items() if k not in _WRITTEN},
         }
 
@@ -352,8 +375,16 @@ class CalibratorArtefact:
             except ConfigurationError as exc:
                 msg = f"calibrator artefact field 'risk_control' is invalid: {exc}"
                 raise DataFileError(msg, path=where) from exc
+        stopping_prior = None
+        if data.get("stopping_prior") is not None:
+            try:
+                stopping_prior = StoppingPrior.from_dict(data["stopping_prior"])
+            except ConfigurationError as exc:
+                msg = f"calibrator artefact field 'stopping_prior' is invalid: {exc}"
+                raise DataFileError(msg, path=where) from exc
         task_name = data.get("task")
         known = {"format", "format_version", "task", "labels", "alpha", "task_spec", "calibrator"}
+        known |= {"risk_control", "stopping_prior"}
         try:
             return cls(
                 calibrator=calibrator,
@@ -361,9 +392,10 @@ class CalibratorArtefact:
                 alpha=None if alpha is None else float(alpha),
                 task_name=task_name if isinstance(task_name, str) else None,
                 task=task,
-                metadata={k: v for k, v in data.items() if k not in known | {"risk_control"}},
+                metadata={k: v for k, v in data.items() if k not in known},
                 path=None if path is None else Path(path),
                 risk_control=risk_control,
+                stopping_prior=stopping_prior,
             )
         except ConfigurationError as exc:  # fields that disagree with 'task_spec'
             msg = f"calibrator artefact fields disagree with its 'task_spec': {exc}"
@@ -418,6 +450,7 @@ class CalibratorArtefact:
 _WRITTEN = frozenset(
     {"format", "format_version", "task", "labels", "actions", "alpha", "task_spec"}
     | {"calibrator_name", "calibrator", "fit_metrics", "samples", "created", "risk_control"}
+    | {"stopping_prior"}
 )
 """The fields :meth:`CalibratorArtefact.to_dict` writes itself; other metadata follows them."""
 
@@ -439,6 +472,16 @@ class ResolvedCalibrator(NamedTuple):
     def risk_control(self) -> RiskControl | None:
         """The artefact's risk control (applied by the front door's Decider), or ``None``."""
         return None if self.artefact is None else self.artefact.risk_control
+
+    def stopping_prior_for(self, task: Task) -> StoppingPrior | None:
+        """The artefact's stopping prior when it was fitted for ``task``'s outcomes, else ``None``.
+
+        ``None`` (the stopping rule's uniform prior, which draws more) also for an artefact
+        fitted under other outcomes than the runtime task's (another grounding belief, for
+        instance): the prior only matters with adaptive N, and never blocks a front door.
+        """
+        prior = None if self.artefact is None else self.artefact.stopping_prior
+        return prior if prior is not None and prior.outcomes == task.outcomes else None
 
 
 def as_artefact(calibrator: CalibratorLike | None) -> CalibratorArtefact | None:

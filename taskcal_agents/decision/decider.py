@@ -32,6 +32,7 @@ from calibrators import least_cost_actions, mbr_actions
 from taskcal_agents.decision.artefact import check_calibrator
 from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief, check_alpha
 from taskcal_agents.decision.risk_control import RiskControl
+from taskcal_agents.decision.stopping_prior import StoppingPrior
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
 from taskcal_agents.parsing.answer_clusters import (
@@ -347,6 +348,9 @@ class Decider:
             MBR decision of a guarded action whose score is below its threshold is
             downgraded to the cheapest safe action (ask / abstain) under q. Fallback
             decisions are not guarded (as in the calibration). ``None``: no guard.
+        stopping_prior: Adaptive N's stopping prior
+            (:class:`~taskcal_agents.decision.stopping_prior.StoppingPrior`, e.g. the artefact's);
+            ``None``: the uniform one.
 
     Raises:
         ConfigurationError: If the calibrator or alpha is invalid, the task clusters
@@ -366,6 +370,7 @@ class Decider:
         "alpha",
         "calibrator",
         "risk_control",
+        "stopping_prior",
         "task",
     )
 
@@ -377,6 +382,7 @@ class Decider:
         alpha: float = DEFAULT_ALPHA,
         judge: EntailmentJudgeFactory | None = None,
         risk_control: RiskControl | None = None,
+        stopping_prior: StoppingPrior | None = None,
     ) -> None:
         if not isinstance(task, Task):
             msg = f"Decider parameter 'task' must be a Task, got {task!r}."
@@ -413,6 +419,16 @@ class Decider:
             raise ConfigurationError(msg)
         self.risk_control = risk_control
         self._guard = None if risk_control is None else risk_control.guard(task)
+        if stopping_prior is not None:
+            if not isinstance(stopping_prior, StoppingPrior):
+                msg = (
+                    f"Decider parameter 'stopping_prior' must be a StoppingPrior (from "
+                    f"fit_stopping_prior or a calibrator artefact) or None, got "
+                    f"{stopping_prior!r}."
+                )
+                raise ConfigurationError(msg)
+            stopping_prior.for_task(task)  # fitted for this task's outcomes
+        self.stopping_prior = stopping_prior
 
     @property
     def reads_features(self) -> bool:

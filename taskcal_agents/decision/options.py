@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from taskcal_agents.decision.belief import DEFAULT_ALPHA
+from taskcal_agents.decision.stopping_prior import StoppingPrior
 from taskcal_agents.errors import ConfigurationError
 
 __all__ = ["DEFAULT_N_SAMPLES", "DEFAULT_TEMPERATURE", "AdaptiveSampling", "SamplingOptions"]
@@ -64,7 +65,9 @@ class AdaptiveSampling(BaseModel):
     Attributes:
         epsilon: Stop when the estimated probability of a change is below this.
         first: Samples in the first round.
-        draws: Monte-Carlo draws of the estimate.
+        draws: The most futures the rule sums exactly; past that, its Monte-Carlo draws.
+        prior: The stopping prior, or ``None``: the calibrator artefact's (``taskcal fit``
+            stores one), else the uniform one.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -74,8 +77,15 @@ class AdaptiveSampling(BaseModel):
     this (in (0, 1); smaller: more samples, fewer changed decisions)."""
     first: int = Field(default=4, ge=1)
     """Samples in the first round; each later round doubles the count drawn so far."""
-    draws: int = Field(default=256, ge=16)
-    """Monte-Carlo draws from the posterior predictive per check."""
+    draws: int = Field(default=4096, ge=16)
+    """The most possible futures (counts of the missing samples) the rule sums exactly per
+    check; when there are more, it averages this many Monte-Carlo draws from the
+    predictive instead."""
+    prior: StoppingPrior | None = None
+    """The stopping rule's Dirichlet prior over the outcomes
+    (:func:`~taskcal_agents.decision.stopping_prior.fit_stopping_prior`); ``None``: the
+    calibrator artefact's, else :meth:`StoppingPrior.uniform
+    <taskcal_agents.decision.stopping_prior.StoppingPrior.uniform>`."""
 
     def rounds(self, n_max: int) -> tuple[int, ...]:
         """The cumulative sample counts after each round, ending at ``n_max``.

@@ -265,8 +265,9 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
             owner=f"{type(self).__name__} question {question_id!r}",
         )
         return Decider(
-            task, resolved.calibrator, alpha=resolved.alpha, risk_control=resolved.risk_control
-        )
+            task, resolved.calibrator, alpha=resolved.alpha, risk_control=resolved.risk_control,
+            stopping_prior=resolved.stopping_prior_for(task),
+        )  # fmt: skip
 
     @staticmethod
     def _answer(question: Question, decision: Decision) -> Any:

@@ -360,7 +360,7 @@ class TaskCalibrationMiddleware(
         def build(r: ResolvedCalibrator) -> tuple[Decider, str | None]:
             decider = Decider(
                 decider_task, r.calibrator, alpha=r.alpha, judge=judge,
-                risk_control=r.risk_control,
+                risk_control=r.risk_control, stopping_prior=r.stopping_prior_for(decider_task),
             )  # fmt: skip
             return decider, artefact_id(r.artefact)
 
@@ -404,7 +404,7 @@ class TaskCalibrationMiddleware(
             )
             raise ConfigurationError(msg)
         if options.adaptive is not None:
-            check_adaptive(task, owner)
+            check_adaptive(task, owner, options.adaptive)
             if after is not None:
                 check_adaptive(after, owner)
         self.options = options.model_copy(update={"alpha": resolved.alpha})
@@ -438,8 +438,9 @@ class TaskCalibrationMiddleware(
                 owner=owner,
             )  # fmt: skip
             self._after_decider = Decider(
-                after, r.calibrator, alpha=r.alpha, risk_control=r.risk_control
-            )
+                after, r.calibrator, alpha=r.alpha, risk_control=r.risk_control,
+                stopping_prior=r.stopping_prior_for(after),
+            )  # fmt: skip
 
     def _in_force(self, messages: Sequence[BaseMessage] = ()) -> tuple[Decider, str | None]:
         """The Decider and the artefact id of the next decision (reloaded when replaced).

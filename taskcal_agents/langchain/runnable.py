@@ -236,6 +236,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             decider = Decider(
                 self.task, r.calibrator, alpha=r.alpha, judge=self.judge,
                 risk_control=explicit_risk if explicit_risk is not None else r.risk_control,
+                stopping_prior=r.stopping_prior_for(self.task),
             )  # fmt: skip
             return decider, artefact_id(r.artefact)
 
@@ -274,7 +275,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             )
             raise ConfigurationError(msg)
         if self.adaptive is not None:
-            check_adaptive(self.task, type(self).__name__)
+            check_adaptive(self.task, type(self).__name__, self.adaptive)
 
     @property
     def decider(self) -> Decider:

@@ -11,6 +11,7 @@ import numpy as np
 from langchain_core.messages import AIMessage
 
 from taskcal_agents.datasets import DatasetItem, read_dataset
+from taskcal_agents.decision.adaptive import outcome_counts
 from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.decision.decider import carried_actions, grounded_flags, ungrounded_flags
 from taskcal_agents.decision.task import Task
@@ -244,6 +245,11 @@ def eval_arrays(
     no_sample = np.zeros(len(records), dtype=bool)
     executable = np.ones((len(records), len(task.action_list)), dtype=bool)
     n_clusters = np.zeros(len(records), dtype=np.intp) if task.answer_clusters is not None else None
+    counts = (
+        np.zeros((len(records), len(task.outcomes) + 1), dtype=np.int64)
+        if task.answer_clusters is None
+        else None
+    )
     for i, record in enumerate(records):
         line = samples.lines.get(record["id"])
         groundings = None
@@ -313,8 +319,12 @@ def eval_arrays(
             )
             outcomes = task.sample_outcomes(labels, ungrounded_flags(groundings))
             belief = task.belief_from_outcomes(outcomes, alpha=alpha)
+            if counts is not None:
+                counts[i] = outcome_counts(task, outcomes)
         else:  # no grounding, or labels without their messages (no call to ground)
             belief = task.belief_from_outcomes(labels, alpha=alpha)
+            if counts is not None:
+                counts[i] = outcome_counts(task, labels)
         if is_tool_task:
             no_tools[i] = not record.get("tool_names") and not record.get("tools")
         P[i] = belief.probs
@@ -356,6 +366,7 @@ def eval_arrays(
         has_greedy=bool(samples.settings.get("greedy", True)) and task.answer_clusters is None,
         executable_any=executable_any if sends_grounded else None,
         no_tools=no_tools if is_tool_task else None,
+        counts=counts,
     )
 
 

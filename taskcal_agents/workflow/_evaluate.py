@@ -146,6 +146,10 @@ class EvalArrays:
             if any call could be sent, (n, m); ``None`` otherwise.
         no_tools: For a tool decision, the items offered no tools, (n,); ``None``
             otherwise.
+        counts: Each item's samples counted into the stopping rule's outcomes (per task
+            outcome, then unparsed; :func:`~taskcal_agents.decision.adaptive.outcome_counts`),
+            (n, len(task.outcomes) + 1); a row of zeros for a one-pass (logprob) belief.
+            ``None`` when the counts are not multinomial (answer clusters) or not built.
     """
 
     P: NDArray[np.float64]
@@ -163,6 +167,7 @@ class EvalArrays:
     has_greedy: bool = True
     executable_any: NDArray[np.bool_] | None = None
     no_tools: NDArray[np.bool_] | None = None
+    counts: NDArray[np.int64] | None = None
 
     def __post_init__(self) -> None:
         n, k = self.P.shape
@@ -199,6 +204,10 @@ class EvalArrays:
             )
         if self.no_tools is not None and np.shape(self.no_tools) != (n,):
             problems.append(f"no_tools must have shape ({n},), got {np.shape(self.no_tools)}")
+        if self.counts is not None and (np.ndim(self.counts) != 2 or np.shape(self.counts)[0] != n):
+            problems.append(
+                f"counts must have shape (n, outcomes + 1), got {np.shape(self.counts)}"
+            )
         if self.n_clusters is not None and np.shape(self.n_clusters) != (n,):
             problems.append(f"n_clusters must have shape ({n},), got {np.shape(self.n_clusters)}")
         if not 0 <= self.fallback < m:

@@ -58,6 +58,7 @@ from taskcal_agents.decision.artefact import (
 )
 from taskcal_agents.decision.artefact import CalibratorArtefact
 from taskcal_agents.decision.risk_control import RiskControl, RiskGuard, RiskSpec, calibrate_risk
+from taskcal_agents.decision.stopping_prior import StoppingPrior, fit_stopping_prior
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.workflow._calibrator_specs import (
@@ -269,6 +270,22 @@ def fit_risk_control(
     )  # fmt: skip
 
 
+def fit_prior(task: Task, arrays: EvalArrays) -> StoppingPrior | None:
+    """Adaptive N's stopping prior, fitted on every item's sample counts.
+
+    Every item, those whose samples are all unparsed included: the rule runs on each
+    request before anything is parsed. ``None`` when the counts are not multinomial
+    (answer clusters) or fewer than 2 items have 2 samples or more (e.g. one-pass logprob
+    beliefs, which draw no samples).
+    """
+    if arrays.counts is None:
+        return None
+    counts = arrays.counts
+    if int(np.sum(counts.sum(axis=1) >= 2)) < 2:
+        return None
+    return fit_stopping_prior(task, counts)
+
+
 def make_artefact(
     *,
     task_name: str,
@@ -281,12 +298,14 @@ def make_artefact(
     samples: dict[str, Any] | None = None,
     task_spec: dict[str, Any] | None = None,
     risk_control: RiskControl | None = None,
+    stopping_prior: StoppingPrior | None = None,
 ) -> dict[str, Any]:
     """The JSON-able calibrator artefact (see :mod:`taskcal_agents.decision.artefact`).
 
     ``task`` holds the task's name (what loaders compare); ``task_spec`` the full task
     (labels, costs, parser) the calibrator was fitted for, for reproducibility;
-    ``risk_control`` a calibrated risk limit the front doors apply (format version 2).
+    ``risk_control`` a calibrated risk limit the front doors apply (format version 2);
+    ``stopping_prior`` adaptive N's prior, fitted on the same samples.
     """
     task = None
     if task_spec is not None:
@@ -304,6 +323,7 @@ def make_artefact(
             "samples": samples or {},
         },
         risk_control=risk_control,
+        stopping_prior=stopping_prior,
     )
     return artefact.to_dict()
 

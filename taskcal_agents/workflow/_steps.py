@@ -22,6 +22,7 @@ from taskcal_agents.workflow._evaluate import EvalArrays, evaluate_arrays
 from taskcal_agents.workflow._evaluation_json import evaluation_to_dict
 from taskcal_agents.workflow._fit import (
     fit_calibrator,
+    fit_prior,
     fit_risk_control,
     make_artefact,
     unparsed_reference,
@@ -112,6 +113,7 @@ def fit_artefact(
             **{k: settings.get(k) for k in ("n", "temperature", "model")},
         },
         risk_control=risk,
+        stopping_prior=fit_prior(task_obj, arrays),
     )
     return artefact, risk
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 from typing import Any
@@ -22,9 +23,11 @@ from taskcal_agents.decision.adaptive import (
     check_adaptive,
     outcome_counts,
     stop_check,
+    stop_check_messages,
 )
 from taskcal_agents.decision.decider import Decider
 from taskcal_agents.decision.risk_control import RiskControl, RiskSpec
+from taskcal_agents.decision.stopping_prior import StoppingPrior
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
 from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
@@ -45,6 +48,15 @@ COUNTS_GRID = [[4, 0, 0, 0], [3, 1, 0, 0], [2, 2, 0, 0], [1, 1, 1, 1], [6, 2, 0,
 EPSILONS = [0.001, 0.01, 0.05, 0.2, 0.5]
 PARIS = GroundingContext([WEATHER], [HumanMessage("What's the weather in Paris?")])
 """The tools and conversation of the get_weather(city="Paris") samples: grounded calls."""
+
+
+def settled(task: Any, epsilon: float, **kwargs: Any) -> AdaptiveSampling:
+    """Adaptive N under a prior of items whose samples agree (a = 0.1 on every outcome).
+
+    A fitted prior looks like this on a task whose samples mostly agree; the default
+    uniform prior (a = 1) would draw more before stopping on the same samples.
+    """
+    return AdaptiveSampling(epsilon=epsilon, prior=StoppingPrior.uniform(task, 0.1), **kwargs)
 
 
 class ConstantCalibrator:
@@ -90,11 +102,21 @@ def test_bad_n_max_for_rounds_is_refused() -> None:
 
 def test_unanimous_samples_stop_early_and_split_ones_do_not() -> None:
     decider = Decider(CHOICE)
-    rule = AdaptiveSampling(epsilon=0.01)
+    rule = settled(CHOICE, 0.01)
     unanimous = stop_check(decider, [4, 0, 0, 0], 16, rule)
     split = stop_check(decider, [2, 2, 0, 0], 16, rule)
     assert unanimous.stop and unanimous.change_probability < 0.01
     assert not split.stop and split.change_probability > 0.2
+
+
+def test_the_prior_decides_how_much_four_agreeing_samples_settle() -> None:
+    # The uniform default (a = 1) expects more disagreement than a = 0.1 does: the same
+    # four agreeing samples do not settle the choice at ε = 0.01.
+    decider = Decider(CHOICE)
+    uniform = stop_check(decider, [4, 0, 0, 0], 16, AdaptiveSampling(epsilon=0.01))
+    assert not uniform.stop and 0.01 < uniform.change_probability < 0.05
+    fitted = Decider(CHOICE, stopping_prior=StoppingPrior.uniform(CHOICE, 0.1))
+    assert stop_check(fitted, [4, 0, 0, 0], 16, AdaptiveSampling(epsilon=0.01)).stop
 
 
 @pytest.mark.parametrize("counts", COUNTS_GRID)
@@ -123,6 +145,96 @@ def test_the_calibrator_is_what_decides() -> None:
     decider = Decider(CHOICE, calibrator)
     assert change_probability(decider, [2, 2, 0, 0], 16) == 0.0
     assert calibrator.calls == 1  # one predict_proba call for all draws
+
+
+def brute_force_change(
+    decider: Decider,
+    prefix: list[AIMessage],
+    futures: dict[str | None, AIMessage],
+    prior: StoppingPrior,
+    n_max: int,
+) -> float:
+    """P(change) by enumerating every ordered sequence of the missing samples.
+
+    Each sequence's probability is the Pólya urn's (sample by sample, the predictive of
+    Dirichlet(a + counts so far)), and both actions are ``Decider.decide`` on messages:
+    an independent route to the rule's sum over counts.
+    """
+    task = decider.task
+    outcomes = [*task.outcomes, None]
+    labels = [task.parse_completion(m) for m in prefix]
+    counts = {o: sum(label == o for label in labels) for o in outcomes}
+    a = dict(zip(outcomes, prior.concentration, strict=True))
+    now = decider.decide(prefix, context=PARIS).action
+    total = 0.0
+    remaining = n_max - len(prefix)
+    for sequence in itertools.product(outcomes, repeat=remaining):
+        seen = dict(counts)
+        weight = 1.0
+        for t, o in enumerate(sequence):
+            weight *= (a[o] + seen[o]) / (sum(a.values()) + len(prefix) + t)
+            seen[o] += 1
+        later = decider.decide(prefix + [futures[o] for o in sequence], context=PARIS).action
+        total += weight * (later != now)
+    return total
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        ["call", "call", "call", "ask"],
+        ["ask", "ask", "refuse", "zzz"],
+        ["call", "ask", "refuse", "zzz"],
+    ],
+)
+@pytest.mark.parametrize("decides", ["raw", "guarded", "calls"])
+def test_the_estimate_is_the_exact_predictive_by_brute_force(
+    prefix: list[str], decides: str
+) -> None:
+    task = tasks.tool_decision(cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]])
+    guard = RiskControl(
+        spec=RiskSpec.parse("tool_call_when_not:0.05"), delta=0.05, threshold=0.8,
+        certified=True, n=100, n_taken=100, risk=0.03, coverage=0.8,
+        method="ltt-binomial-fixed-sequence", n_grid=101,
+    )  # fmt: skip
+    # "calls": a map that always favours the call, so without a call among the samples the
+    # action is not the call, and the first future call makes it executable.
+    calibrator = ConstantCalibrator([0.9, 0.05, 0.05]) if decides == "calls" else None
+    decider = Decider(task, calibrator, risk_control=guard if decides == "guarded" else None)
+    call = AIMessage(
+        content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c"}]
+    )
+    messages = {
+        "tool_call": call,
+        "request_for_info": AIMessage("Which city?"),
+        "cannot_answer": AIMessage("I cannot help with that."),
+        None: AIMessage("zzz"),
+    }
+    by_name = {"call": "tool_call", "ask": "request_for_info", "refuse": "cannot_answer"}
+    drawn = [messages[by_name.get(x)] for x in prefix]
+    assert [task.parse_completion(m) for m in messages.values()] == [*task.outcomes, None]
+    prior = StoppingPrior(task.outcomes, (0.7, 0.4, 0.2, 0.05), n_items=100)
+    expected = brute_force_change(decider, drawn, messages, prior, 9)
+    rule = AdaptiveSampling(epsilon=0.5, prior=prior)
+    got = stop_check_messages(decider, drawn, 9, rule, context=PARIS).change_probability
+    assert got == pytest.approx(expected, abs=1e-12)
+    if decides == "calls" and "call" in prefix:
+        assert expected == 0  # the call is executable and the map always takes it
+    else:
+        assert 0 < expected < 1  # the other cases are not trivial
+
+
+def test_monte_carlo_past_the_enumeration_limit_agrees_with_the_exact_sum() -> None:
+    # Six ratings and unparsed: 18,564 futures after 4 of 16 samples.
+    task = tasks.rating(k=6)
+    decider = Decider(task)
+    counts = [0, 0, 3, 1, 0, 0, 0]
+    exact = change_probability(decider, counts, 16, draws=20_000)
+    drawn = change_probability(decider, counts, 16, draws=4096)
+    se = np.sqrt(exact * (1 - exact) / 4096)
+    assert 0.05 < exact < 0.95
+    assert abs(drawn - exact) < 4 * se
+    assert change_probability(decider, counts, 16, draws=4096) == drawn  # seeded
 
 
 def test_a_tool_call_no_sample_carries_out_yet_can_become_executable() -> None:
@@ -158,7 +270,7 @@ def test_the_rule_watches_the_guarded_action() -> None:
     assert guarded.decide(now, context=PARIS).action == "tool_call"
     assert guarded.decide(later, context=PARIS).action == "request_for_info"
     assert guarded.decide(later, context=PARIS).guarded
-    rule = AdaptiveSampling(epsilon=0.05)
+    rule = settled(task, 0.1)
     assert stop_check(plain, [4, 0, 0, 0], 16, rule).stop
     check = stop_check(guarded, [4, 0, 0, 0], 16, rule)
     assert not check.stop and check.change_probability > 0.2
@@ -237,7 +349,7 @@ def decide(runnable: Any, mode: str) -> Any:
 def test_runnable_one_request_per_round_stops_when_samples_agree(mode: str) -> None:
     server = UnanimousServer(["Paris"])
     runnable = TaskCalibratedRunnable(
-        server.chat_openai(), CHOICE, n_samples=16, adaptive=0.01, seed=7
+        server.chat_openai(), CHOICE, n_samples=16, adaptive=settled(CHOICE, 0.01), seed=7
     )
     decision = decide(runnable, mode)
     assert [r["n"] for r in server.requests] == [4]
@@ -266,7 +378,9 @@ def test_runnable_without_n_draws_fewer_calls_when_samples_agree(mode: str) -> N
     agree = RecordingChatModel(responses=["Paris"])
     split = RecordingChatModel(responses=["Paris", "London"])
     for model, calls in ((agree, 4), (split, 16)):
-        runnable = TaskCalibratedRunnable(model, CHOICE, n_samples=16, adaptive=0.01)
+        runnable = TaskCalibratedRunnable(
+            model, CHOICE, n_samples=16, adaptive=settled(CHOICE, 0.01)
+        )
         decision = decide(runnable, mode)
         assert len(model.calls) == calls == decision.n_samples
 
@@ -286,7 +400,7 @@ def test_runnable_without_adaptive_is_unchanged() -> None:
 def test_chat_model_takes_the_option(mode: str) -> None:
     server = UnanimousServer(["Paris"])
     chat = TaskCalibratedChatModel(
-        server.chat_openai(), CHOICE, adaptive=AdaptiveSampling(epsilon=0.01, first=2)
+        server.chat_openai(), CHOICE, adaptive=settled(CHOICE, 0.01, first=2)
     )
     reply = decide(chat, mode)
     assert [r["n"] for r in server.requests] == [2, 2]  # 2 of 2 is not settled, 4 of 4 is
@@ -306,8 +420,9 @@ def test_middleware_stops_early_when_samples_agree(mode: str) -> None:
     call = AIMessage(
         content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c"}]
     )
+    task = tasks.tool_decision()
     mw = TaskCalibrationMiddleware(
-        task=tasks.tool_decision(), n_samples=16, sampling="handler", adaptive=0.05
+        task=task, n_samples=16, sampling="handler", adaptive=settled(task, 0.1)
     )
     agree = CountingHandler([call] * 16)
     split = CountingHandler(["Which city?", "Sorry, I can't help."] * 8)
@@ -407,8 +522,8 @@ class UnparsedShareCalibrator:
 def test_the_futures_include_unparsed_samples() -> None:
     # Drop policy, a map that answers B on any parsed sample; with none, the fallback A.
     # Of 60 samples all are unparsed: the remaining 4 are most likely unparsed too, so
-    # the action (fallback) most likely stays (P(change) 0.02 under the belief's α, 0.3
-    # under a prior of 2 per outcome). Futures that are never unparsed would always bring
+    # the action (fallback) most likely stays (P(change) about 0.06 under the uniform
+    # stopping prior). Futures that are never unparsed would always bring
     # a parsed sample and change it: P(change) = 1.
     dropped = Decider(CHOICE, ConstantCalibrator([0.2, 0.7, 0.1]))
     assert dropped.task.default_action == "A"

@@ -23,8 +23,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
-from taskcal_agents.decision import Decision
+from taskcal_agents.decision import AdaptiveSampling, Decision
 from taskcal_agents.decision.presets import tool_decision
+from taskcal_agents.decision.stopping_prior import StoppingPrior
 from taskcal_agents.decision.task import Task
 from taskcal_agents.langchain import (
     TaskCalibratedChatModel,
@@ -48,6 +49,8 @@ CALL = AIMessage(
 )
 ASK = "Which city do you mean?"
 DOWN = ConnectionError("server down")
+SETTLED = AdaptiveSampling(epsilon=0.05, prior=StoppingPrior.uniform(tool_decision(), 0.05))
+"""Adaptive N under a prior of items whose samples agree: four agreeing calls settle it."""
 
 
 @dataclass(frozen=True)
@@ -62,12 +65,12 @@ class Scenario:
 SCENARIOS = [
     Scenario("plain", (CALL, CALL, ASK, CALL, CALL, ASK, CALL, CALL), {"n_samples": 8}),
     # The first round of 4 agrees: adaptive N stops there.
-    Scenario("adaptive_stops", (CALL,) * 16, {"n_samples": 16, "adaptive": 0.05}),
+    Scenario("adaptive_stops", (CALL,) * 16, {"n_samples": 16, "adaptive": SETTLED}),
     # A split first round: adaptive N goes on drawing.
     Scenario(
         "adaptive_goes_on",
         (CALL, ASK, CALL, ASK) + (CALL, CALL, ASK, ASK) + (CALL,) * 8,
-        {"n_samples": 16, "adaptive": 0.05},
+        {"n_samples": 16, "adaptive": SETTLED},
     ),
     # The first draw fails; its retry gets the replies. (One failed call fails a draw, and
     # a front door may stop the draw's other calls then: the replies after it are alike.)
