@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -111,6 +112,7 @@ def load_benchmark(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a benchmark's dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 

@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.conftest import load_benchmark
 
 
 def _benchmark() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "bench_drift", ROOT / "benchmarks" / "bench_drift.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_drift")
 
 
 def test_quick_run_alarms_after_a_drift_and_refit_recovers_cost(

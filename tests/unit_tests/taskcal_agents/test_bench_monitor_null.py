@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.conftest import load_benchmark
 
 
 def _benchmark() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "bench_monitor_null", ROOT / "benchmarks" / "bench_monitor_null.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_monitor_null")
 
 
 def test_quick_run_tallies_every_metric_per_source(capsys: pytest.CaptureFixture[str]) -> None:
