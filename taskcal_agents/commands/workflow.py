@@ -485,10 +485,7 @@ def _adaptive_decider(task: Task, adaptive: float | None, artefact: Path | None)
     from taskcal_agents.decision.decider import Decider
 
     resolved = resolve_calibrator(artefact, task, owner="taskcal sample")
-    return Decider(
-        task, resolved.calibrator, alpha=resolved.alpha, risk_control=resolved.risk_control,
-        stopping_prior=resolved.stopping_prior_for(task),
-    )  # fmt: skip
+    return Decider.from_resolved(task, resolved)
 
 
 _SampledFrom = Annotated[

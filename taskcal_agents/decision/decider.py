@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from calibrators import expected_costs as _expected_costs
 from calibrators import least_cost_actions, mbr_actions
-from taskcal_agents.decision.artefact import check_calibrator
+from taskcal_agents.decision.artefact import ResolvedCalibrator, check_calibrator
 from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief, check_alpha
 from taskcal_agents.decision.risk_control import RiskControl
 from taskcal_agents.decision.stopping_prior import StoppingPrior
@@ -429,6 +429,28 @@ class Decider:
                 raise ConfigurationError(msg)
             stopping_prior.for_task(task)  # fitted for this task's outcomes
         self.stopping_prior = stopping_prior
+
+    @classmethod
+    def from_resolved(
+        cls,
+        task: Task,
+        resolved: ResolvedCalibrator,
+        *,
+        judge: EntailmentJudgeFactory | None = None,
+        risk_control: RiskControl | None = None,
+    ) -> Decider:
+        """The Decider of a front door: ``resolved``'s calibrator, α and artefact settings.
+
+        The artefact's risk control (unless ``risk_control`` replaces it) and its stopping
+        prior when fitted for ``task``'s outcomes
+        (:meth:`~taskcal_agents.decision.artefact.ResolvedCalibrator.stopping_prior_for`).
+        Every front door builds its Deciders here, so none drops an artefact setting.
+        """
+        return cls(
+            task, resolved.calibrator, alpha=resolved.alpha, judge=judge,
+            risk_control=resolved.risk_control if risk_control is None else risk_control,
+            stopping_prior=resolved.stopping_prior_for(task),
+        )  # fmt: skip
 
     @property
     def reads_features(self) -> bool:

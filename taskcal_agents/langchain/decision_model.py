@@ -264,10 +264,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
             n_samples=self.n_samples,
             owner=f"{type(self).__name__} question {question_id!r}",
         )
-        return Decider(
-            task, resolved.calibrator, alpha=resolved.alpha, risk_control=resolved.risk_control,
-            stopping_prior=resolved.stopping_prior_for(task),
-        )  # fmt: skip
+        return Decider.from_resolved(task, resolved)
 
     @staticmethod
     def _answer(question: Question, decision: Decision) -> Any:

@@ -358,10 +358,7 @@ class TaskCalibrationMiddleware(
         )  # fmt: skip
 
         def build(r: ResolvedCalibrator) -> tuple[Decider, str | None]:
-            decider = Decider(
-                decider_task, r.calibrator, alpha=r.alpha, judge=judge,
-                risk_control=r.risk_control, stopping_prior=r.stopping_prior_for(decider_task),
-            )  # fmt: skip
+            decider = Decider.from_resolved(decider_task, r, judge=judge)
             return decider, artefact_id(r.artefact)
 
         self._reloader: ArtefactReloader[tuple[Decider, str | None]] | None = None
@@ -437,10 +434,7 @@ class TaskCalibrationMiddleware(
                 tool_result_calibrator, after, alpha=explicit_alpha, n_samples=n_samples,
                 owner=owner,
             )  # fmt: skip
-            self._after_decider = Decider(
-                after, r.calibrator, alpha=r.alpha, risk_control=r.risk_control,
-                stopping_prior=r.stopping_prior_for(after),
-            )  # fmt: skip
+            self._after_decider = Decider.from_resolved(after, r)
 
     def _in_force(self, messages: Sequence[BaseMessage] = ()) -> tuple[Decider, str | None]:
         """The Decider and the artefact id of the next decision (reloaded when replaced).

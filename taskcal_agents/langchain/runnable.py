@@ -233,11 +233,9 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         explicit_risk = self.risk_control
 
         def build(r: ResolvedCalibrator) -> tuple[Decider, str | None]:
-            decider = Decider(
-                self.task, r.calibrator, alpha=r.alpha, judge=self.judge,
-                risk_control=explicit_risk if explicit_risk is not None else r.risk_control,
-                stopping_prior=r.stopping_prior_for(self.task),
-            )  # fmt: skip
+            decider = Decider.from_resolved(
+                self.task, r, judge=self.judge, risk_control=explicit_risk
+            )
             return decider, artefact_id(r.artefact)
 
         alpha = self.alpha if explicit else None

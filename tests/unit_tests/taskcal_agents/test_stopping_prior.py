@@ -220,3 +220,41 @@ def test_a_prior_for_other_outcomes_falls_back_or_is_refused_by_name(tmp_path: P
     assert change_probability(
         Decider(after), [4] + [0] * len(after.outcomes), 16, prior=mine
     ) == change_probability(Decider(after), [4] + [0] * len(after.outcomes), 16)
+
+
+def test_the_decision_model_and_the_tool_result_decider_use_the_artefacts_prior(
+    tmp_path: Path,
+) -> None:
+    from langchain_core.decisions import Choice
+
+    from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
+    from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+
+    # The decision model: a prior fitted for the question's task reaches its Decider.
+    team = Choice(instructions="Which team?", criteria={"billing": "Pay.", "sales": "Price."})
+    model = TaskCalibratedDecisionModel(chat_model=RecordingChatModel(responses=["billing"]))
+    task = model.task_for("team", team)
+    prior = StoppingPrior(task.outcomes, (0.4, 0.3, 0.05), n_items=9)
+    artefact = CalibratorArtefact(
+        calibrator=IdentityCalibrator().fit(np.eye(2), np.arange(2)), labels=list(task.labels),
+        alpha=0.1, task=task, stopping_prior=prior,
+    )  # fmt: skip
+    model = TaskCalibratedDecisionModel(
+        chat_model=RecordingChatModel(responses=["billing"]),
+        calibrators={"team": artefact.save(tmp_path / "team.json")},
+    )
+    assert model._decider("team", team).stopping_prior == prior
+    # The middleware's decision after a tool result: its own artefact's prior.
+    after = tasks.after_tool_result()
+    after_prior = StoppingPrior(after.outcomes, (0.5, 0.2, 0.1, 0.1, 0.02), n_items=7)
+    k = len(after.labels)
+    after_path = CalibratorArtefact(
+        calibrator=IdentityCalibrator().fit(np.eye(k), np.arange(k)), labels=list(after.labels),
+        alpha=0.1, task=after, stopping_prior=after_prior,
+    ).save(tmp_path / "after.json")  # fmt: skip
+    mw = TaskCalibrationMiddleware(
+        task=TOOL, calibrator=_artefact(None).save(tmp_path / "fit.json"), adaptive=0.05,
+        decide_on="every_call", tool_result_task=after, tool_result_calibrator=after_path,
+    )  # fmt: skip
+    assert mw._after_decider is not None and mw._after_decider.stopping_prior == after_prior
+    assert mw._in_force()[0].stopping_prior is None  # the first decision's artefact has none
