@@ -348,6 +348,7 @@ def sample(
         task_obj = _load_task(task)
         items = read_dataset(data, labels=task_obj.labels, allow_unlabelled=True)
         items = items[:limit] if limit is not None else items
+        decider, aid = _adaptive_decider(task_obj, adaptive, artefact)
         settings = SampleSettings(
             n=n,
             temperature=temperature,
@@ -358,8 +359,8 @@ def sample(
             belief=belief,
             choices=tuple(_split_names(choices)) if choices else None,
             adaptive=adaptive,
+            adaptive_artefact=aid,
         )
-        decider = _adaptive_decider(task_obj, adaptive, artefact)
         ray_engine: Any = None
         if engine == "ray":
             ray_engine = RayEngine.for_task(
@@ -462,8 +463,13 @@ def sample(
         raise typer.Exit(code=1)
 
 
-def _adaptive_decider(task: Task, adaptive: float | None, artefact: Path | None) -> Any:
-    """The decider ``taskcal sample --adaptive`` stops by (``None`` without --adaptive).
+def _adaptive_decider(
+    task: Task, adaptive: float | None, artefact: Path | None
+) -> tuple[Any, str | None]:
+    """The decider ``taskcal sample --adaptive`` stops by and its artefact's content id.
+
+    ``(None, None)`` without --adaptive. The id goes into the samples file's settings, so a
+    resume under another artefact (calibrator, α, risk limit or stopping prior) is refused.
 
     Raises:
         ConfigurationError: --adaptive without --artefact, or --artefact without --adaptive.
@@ -474,7 +480,7 @@ def _adaptive_decider(task: Task, adaptive: float | None, artefact: Path | None)
         if artefact is not None:
             msg = "--artefact is only used with --adaptive EPS; drop it or pass --adaptive."
             raise ConfigurationError(msg)
-        return None
+        return None, None
     if artefact is None:
         msg = (
             f"--adaptive {adaptive} needs --artefact FIT.json: the stopping rule watches the "
@@ -483,9 +489,10 @@ def _adaptive_decider(task: Task, adaptive: float | None, artefact: Path | None)
         raise ConfigurationError(msg)
     from taskcal_agents.decision.artefact import resolve_calibrator
     from taskcal_agents.decision.decider import Decider
+    from taskcal_agents.production.decision_log import artefact_id
 
     resolved = resolve_calibrator(artefact, task, owner="taskcal sample")
-    return Decider.from_resolved(task, resolved)
+    return Decider.from_resolved(task, resolved), artefact_id(resolved.artefact)
 
 
 _SampledFrom = Annotated[

@@ -89,6 +89,10 @@ class SampleSettings:
     """Adaptive N: draw in rounds (4, 8, … up to ``n``) and stop once the stopping rule of
     :mod:`taskcal_agents.decision.adaptive` puts the probability that ``n`` samples would change the
     action below this ε (needs the calibrator's decider); ``None``: all ``n``."""
+    adaptive_artefact: str | None = None
+    """With ``adaptive``: the content id of the calibrator artefact whose decider the rule
+    watches (:func:`~taskcal_agents.production.decision_log.artefact_id`; ``taskcal sample``
+    records it), so that resuming under another calibrator or stopping prior is refused."""
 
     def __post_init__(self) -> None:
         check_int(self.n, "SampleSettings parameter 'n'", minimum=1, kind="an integer")
@@ -129,6 +133,12 @@ class SampleSettings:
                     f"got {self.adaptive!r}."
                 )
                 raise ConfigurationError(msg) from exc
+        if self.adaptive_artefact is not None and self.adaptive is None:
+            msg = (
+                "SampleSettings parameter 'adaptive_artefact' names the artefact adaptive N "
+                "stops by; it needs 'adaptive' (an epsilon), got adaptive=None."
+            )
+            raise ConfigurationError(msg)
         if self.max_tokens is not None and self.max_tokens < 1:
             msg = (
                 "SampleSettings parameter 'max_tokens' must be >= 1 or None, got "

@@ -34,7 +34,17 @@ SAMPLES_FORMAT = "taskcal.samples"
 SAMPLES_FORMAT_VERSION = 1
 
 #: Settings that must agree between a samples file and a run that resumes it.
-RESUME_KEYS = ("n", "temperature", "greedy", "max_tokens", "model", "belief", "choices", "adaptive")
+RESUME_KEYS = (
+    *("n", "temperature", "greedy", "max_tokens", "model", "belief", "choices"),
+    *("adaptive", "adaptive_artefact"),
+)
+
+_RESUME_HINTS = {
+    "adaptive_artefact": (
+        " (the content id of the --artefact adaptive N stops by: another calibrator, alpha, "
+        "risk limit or stopping prior would stop other items at other rounds)"
+    ),
+}
 
 
 @dataclass
@@ -200,9 +210,11 @@ def _check_resumable(existing: SamplesFile, header: Mapping[str, Any]) -> None:
     old, new = existing.settings, json.loads(json.dumps(dict(header.get("settings") or {})))
     for key in RESUME_KEYS:
         if old.get(key) != new.get(key):
+            what = _RESUME_HINTS.get(key, "")
             msg = (
                 f"samples file was written with {key}={old.get(key)!r}, but this run has "
-                f"{key}={new.get(key)!r}; resume with the same settings or use another --out file."
+                f"{key}={new.get(key)!r}{what}; resume with the same settings or use another "
+                "--out file."
             )
             raise DataFileError(msg, path=str(existing.path), line=1)
 

@@ -447,6 +447,14 @@ def test_sample_adaptive_stops_early_and_records_where(
     result = runner.invoke(app, [*args[:-4], "--adaptive", "0.1", "--artefact", str(artefact)])
     assert result.exit_code == 2
     assert "adaptive=0.05" in result.stderr
+    # ... and so is another artefact (here: another calibrator on the same samples)
+    other = tmp_path / "other.json"
+    fit = ["fit", "--samples", str(full), "--calibrator", "vector", "-o", str(other)]
+    assert runner.invoke(app, fit).exit_code == 0
+    result = runner.invoke(app, [*args[:-1], str(other)])
+    assert result.exit_code == 2
+    said = " ".join(result.stderr.split())
+    assert "adaptive_artefact=" in said and "the --artefact adaptive N stops by" in said
     result = runner.invoke(app, args)
     assert "0 items sampled now, 30 already there" in result.output
 

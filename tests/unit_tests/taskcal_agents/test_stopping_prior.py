@@ -190,7 +190,7 @@ def test_the_middleware_and_the_cli_decider_use_the_artefacts_prior(tmp_path: Pa
     path = _artefact(prior).save(tmp_path / "fit.json")
     mw = TaskCalibrationMiddleware(task=TOOL, calibrator=path, adaptive=0.05)
     assert mw._in_force()[0].stopping_prior == prior
-    assert _adaptive_decider(TOOL, 0.05, path).stopping_prior == prior  # type: ignore[union-attr]
+    assert _adaptive_decider(TOOL, 0.05, path)[0].stopping_prior == prior
 
 
 def test_a_prior_for_other_outcomes_falls_back_or_is_refused_by_name(tmp_path: Path) -> None:

@@ -502,6 +502,10 @@ def test_logprob_belief_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         ),
     ):
         SampleSettings(belief="x")
+    with pytest.raises(
+        ConfigurationError, match=re.escape("it needs 'adaptive' (an epsilon), got adaptive=None")
+    ):
+        SampleSettings(adaptive_artefact="0123456789abcdef")
 
 
 def test_run_sampling_keyboard_interrupt_keeps_finished_records(tmp_path: Path) -> None:
