@@ -91,9 +91,11 @@ fi
 # order (so that a partial run is balanced). Each model has its own server. Then `taskcal evaluate` under
 # four tasks: no grounding; the execution rule only (belief: off); relabel (the default); and
 # grounded features; then the grounding report and adaptive N replayed on the samples. About
-# 1.5 h (0.5B) and 1.2 h (1.5B) of sampling on 2 cores. Run with W2C=1.
-if [ -n "${W2C:-}" ]; then
+# 1.5 h (0.5B) and 1.2 h (1.5B) of sampling on 2 cores. Run with W2C=1 (the task files and the
+# interleaved order are also those of ADAPTIVE=1 below).
+if [ -n "${W2C:-}${ADAPTIVE:-}" ]; then
   [ -n "${SERVER_PID:-}" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  SERVER_PID=
   $T data convert when2call --out runs/when2call.jsonl --task-out runs/w2c.relabel.task.yaml
   python3 - "$PROMPT" <<'PY'
 import json, random, sys, yaml
@@ -115,6 +117,8 @@ with open("runs/when2call.mixed.jsonl", "w") as f:
 with open("runs/when2call.mixed151.jsonl", "w") as f:  # one prompt is too long for the context
     f.writelines(json.dumps(i) + "\n" for i in mixed[:151])
 PY
+fi
+if [ -n "${W2C:-}" ]; then
   for Q in qwen2.5-coder-0.5b-instruct:mixed:q05 qwen2.5-coder-1.5b-instruct:mixed151:q15; do
     IFS=: read -r QM QD QT <<< "$Q"
     $T model prepare "$QM"
@@ -137,6 +141,30 @@ PY
         --first 4 --calibrator $CAL --task runs/w2c.relabel.task.yaml --data runs/when2call.jsonl
     done
   done
+fi
+
+# Adaptive N as a measured bound (docs: results, "Adaptive N as a measured bound"):
+# Qwen2.5-Coder-0.5B at N = 16, T = 0.7, no greedy sample; When2Call the first 200 items of the
+# interleaved order (max_tokens 128), STS-B 300 dev pairs (seed 0, max_tokens 8); then every
+# epsilon and prior replayed on the recorded samples, cross-fitted. About 1 h (When2Call) and
+# 20 min (STS-B) of sampling on 2 cores. Run with ADAPTIVE=1.
+if [ -n "${ADAPTIVE:-}" ]; then
+  QM=qwen2.5-coder-0.5b-instruct
+  $T model prepare $QM
+  rm -f runs/q05_n16_url
+  $T serve --model $QM --port 8005 --url-file runs/q05_n16_url --log-file runs/q05_n16.log &
+  APID=$!
+  while [ ! -s runs/q05_n16_url ]; do sleep 5; done
+  S="--base-url $(cat runs/q05_n16_url) --model $QM --n 16 --temperature 0.7 --no-greedy --concurrency 4"
+  $T data convert stsb --limit 300 --seed 0 --out runs/stsb300.jsonl --task-out runs/stsb300.task.yaml
+  $T sample --task runs/w2c.none.task.yaml --data runs/when2call.mixed.jsonl $S --max-tokens 128 \
+    --limit 200 --out runs/q05.w2c.n16.samples.jsonl || true
+  $T sample --task runs/stsb300.task.yaml --data runs/stsb300.jsonl $S --max-tokens 8 \
+    --out runs/q05.stsb.n16.samples.jsonl || true
+  kill "$APID"; wait "$APID" 2>/dev/null
+  PYTHONPATH=. .venv/bin/python benchmarks/bench_adaptive_n.py replay runs/q05.w2c.n16.samples.jsonl \
+    --task runs/w2c.relabel.task.yaml --data runs/when2call.jsonl
+  PYTHONPATH=. .venv/bin/python benchmarks/bench_adaptive_n.py replay runs/q05.stsb.n16.samples.jsonl
 fi
 
 # Qwen2.5-Coder-1.5B-Instruct (registry model, ~1.1 GB of wheels; its own server): the README's
