@@ -563,12 +563,15 @@ def fit(
 
     from taskcal_agents._files import write_json
     from taskcal_agents.decision.risk_control import RiskNotCertifiedWarning
+    from taskcal_agents.decision.stopping_prior import StoppingPriorWarning
     from taskcal_agents.workflow import fit_artefact
 
     console, err = _consoles()
     try:
-        with warnings.catch_warnings():  # an uncertified limit is reported below
+        # An uncertified limit and a weakly fitted stopping prior are reported below.
+        with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("ignore", RiskNotCertifiedWarning)
+            warnings.simplefilter("always", StoppingPriorWarning)
             artefact, risk = fit_artefact(
                 samples, calibrator=calibrator, params=_parse_params(param), task=task,
                 alpha=alpha, cv_folds=cv_folds, seed=seed, data=data_file, reparse=reparse,
@@ -615,6 +618,23 @@ def fit(
                 f"{risk.coverage:.3f}). Use more items, a larger α or δ, or better beliefs.",
                 highlight=False,
                 soft_wrap=True,
+            )
+    prior = artefact.get("stopping_prior")
+    if prior is not None:
+        total = sum(prior["concentration"])
+        console.print(
+            f"adaptive N's stopping prior: total concentration {total:.3g} on "
+            f"{prior['n_items']} items",
+            highlight=False,
+        )
+    for warning in caught:
+        if issubclass(warning.category, StoppingPriorWarning):
+            err.print(
+                f"[yellow]warning:[/yellow] {warning.message}", highlight=False, soft_wrap=True
+            )
+        else:
+            warnings.warn_explicit(
+                warning.message, warning.category, warning.filename, warning.lineno
             )
     console.print(f"wrote {out}")
 

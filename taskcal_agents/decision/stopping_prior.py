@@ -33,7 +33,18 @@ from scipy.special import digamma, gammaln
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError
 
-__all__ = ["MAX_TOTAL", "MIN_CONCENTRATION", "StoppingPrior", "fit_stopping_prior"]
+__all__ = [
+    "FEW_ITEMS",
+    "MAX_TOTAL",
+    "MIN_CONCENTRATION",
+    "StoppingPrior",
+    "StoppingPriorWarning",
+    "fit_stopping_prior",
+]
+
+FEW_ITEMS = 100
+"""Below this many items ``taskcal fit`` warns that the prior is weakly fitted: ε's rate was
+measured with priors fitted on 120–600 items (docs: Adaptive N)."""
 
 MIN_CONCENTRATION = 1e-3
 """The smallest concentration :func:`fit_stopping_prior` gives an outcome (one never seen)."""
@@ -45,6 +56,10 @@ A = 1,000 the predictive variance of 16 samples is within 2 % of the multinomial
 
 UNPARSED = "<unparsed>"
 """The name of the unparsed outcome in a stored prior (after the task's outcomes)."""
+
+
+class StoppingPriorWarning(UserWarning):
+    """The stopping prior was fitted on fewer than :data:`FEW_ITEMS` items."""
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ on another).
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -58,7 +59,12 @@ from taskcal_agents.decision.artefact import (
 )
 from taskcal_agents.decision.artefact import CalibratorArtefact
 from taskcal_agents.decision.risk_control import RiskControl, RiskGuard, RiskSpec, calibrate_risk
-from taskcal_agents.decision.stopping_prior import StoppingPrior, fit_stopping_prior
+from taskcal_agents.decision.stopping_prior import (
+    FEW_ITEMS,
+    StoppingPrior,
+    StoppingPriorWarning,
+    fit_stopping_prior,
+)
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.workflow._calibrator_specs import (
@@ -283,7 +289,17 @@ def fit_prior(task: Task, arrays: EvalArrays) -> StoppingPrior | None:
     counts = arrays.counts
     if int(np.sum(counts.sum(axis=1) >= 2)) < 2:
         return None
-    return fit_stopping_prior(task, counts)
+    prior = fit_stopping_prior(task, counts)
+    if prior.n_items < FEW_ITEMS:
+        msg = (
+            f"adaptive N's stopping prior is fitted on {prior.n_items} items (fewer than "
+            f"{FEW_ITEMS}): how much this model's samples vary is barely measured, so a rule "
+            "stopping by it may change more decisions than its epsilon says (the bound was "
+            "measured with priors fitted on 120-600 items); sample more items before "
+            "relying on adaptive N."
+        )
+        warnings.warn(msg, StoppingPriorWarning, stacklevel=2)
+    return prior
 
 
 def make_artefact(

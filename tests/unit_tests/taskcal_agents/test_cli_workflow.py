@@ -429,7 +429,12 @@ def test_sample_adaptive_stops_early_and_records_where(
     assert result.exit_code == 0, result.output + result.stderr
     artefact = tmp_path / "cal.json"
     fit = ["fit", "--samples", str(full), "--calibrator", "temperature", "-o", str(artefact)]
-    assert runner.invoke(app, fit).exit_code == 0
+    result = runner.invoke(app, fit)
+    assert result.exit_code == 0
+    assert "adaptive N's stopping prior: total concentration" in result.output
+    # 30 items: the prior is fitted and stored, with a warning
+    said = " ".join(result.stderr.split())
+    assert "warning: adaptive N's stopping prior is fitted on 30 items" in said
     # --adaptive needs the calibrator it decides by
     result = runner.invoke(app, _sample_args(setup, adaptive, "--adaptive", "0.05"))
     assert result.exit_code == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +15,11 @@ from taskcal_agents.decision.adaptive import AdaptiveSampling, change_probabilit
 from taskcal_agents.decision.artefact import CalibratorArtefact, resolve_calibrator
 from taskcal_agents.decision.decider import Decider
 from taskcal_agents.decision.stopping_prior import (
+    FEW_ITEMS,
     MAX_TOTAL,
     MIN_CONCENTRATION,
     StoppingPrior,
+    StoppingPriorWarning,
     fit_stopping_prior,
 )
 from taskcal_agents.errors import ConfigurationError, DataFileError
@@ -174,12 +177,20 @@ def test_a_bad_stored_prior_is_a_data_file_error(tmp_path: Path) -> None:
 
 
 def test_taskcal_fit_fits_the_prior_on_the_samples(tmp_path: Path) -> None:
-    path = _sampled(tmp_path)
-    artefact, _ = fit_artefact(path, calibrator="temperature")
+    path = _sampled(tmp_path, n=FEW_ITEMS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StoppingPriorWarning)  # enough items: no warning
+        artefact, _ = fit_artefact(path, calibrator="temperature")
     stored = StoppingPrior.from_dict(artefact["stopping_prior"])
     samples = read_samples(path)
-    assert stored.n_items == len(samples.records)
+    assert stored.n_items == len(samples.records) == FEW_ITEMS
     assert stored.outcomes == TOOL.outcomes
+    # Fewer items: the prior is still fitted and stored, with a warning naming the count.
+    (tmp_path / "few").mkdir()
+    few = _sampled(tmp_path / "few", n=FEW_ITEMS - 1)
+    with pytest.warns(StoppingPriorWarning, match=f"fitted on {FEW_ITEMS - 1} items"):
+        artefact, _ = fit_artefact(few, calibrator="temperature")
+    assert artefact["stopping_prior"]["n_items"] == FEW_ITEMS - 1
 
 
 def test_the_middleware_and_the_cli_decider_use_the_artefacts_prior(tmp_path: Path) -> None:
