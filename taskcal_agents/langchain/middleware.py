@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langchain_core.tools import BaseTool
+from pydantic import ValidationError
 from typing_extensions import override
 
 try:
@@ -76,7 +77,7 @@ from taskcal_agents.decision.protocol import (
 )
 from taskcal_agents.decision.risk_control import RiskControl
 from taskcal_agents.decision.task import Task
-from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
 from taskcal_agents.parsing.answer_clusters import question_of
 from taskcal_agents.parsing.grounding import GroundingContext
@@ -95,7 +96,14 @@ from taskcal_agents.production.decision_log import (
     open_decision_log,
 )
 from taskcal_agents.production.reload import ArtefactReloader, check_reload
-from taskcal_agents.sampling import adrive_rounds, asample_messages, drive_rounds, sample_messages
+from taskcal_agents.sampling import (
+    adrive_rounds,
+    asample_messages,
+    drive_rounds,
+    is_malformed_choice,
+    malformed_message,
+    sample_messages,
+)
 from taskcal_agents.sampling.prompts import request_with_task_prompt
 
 if TYPE_CHECKING:
@@ -172,6 +180,18 @@ def _model_input(request: ModelRequest[Any]) -> list[BaseMessage]:
 
 def _first_ai(response: ModelResponse[Any]) -> AIMessage | None:
     return next((m for m in response.result if isinstance(m, AIMessage)), None)
+
+
+def _malformed(error: ValidationError) -> ModelResponse[Any]:
+    """A handler call that failed on a malformed model output: one unparsed sample.
+
+    langchain-openai fails a whole call over tool-call arguments that are not an object; as
+    on the ``sampling="model"`` path, the sample is counted unparsed, not a failed draw. Any
+    other validation error is raised.
+    """
+    if not is_malformed_choice(error):
+        raise error
+    return ModelResponse(result=[malformed_message(error)])
 
 
 def _load_task(task: Task | str | os.PathLike[str], owner: str, name: str) -> Task:
@@ -553,7 +573,11 @@ class TaskCalibrationMiddleware(
 
     @staticmethod
     def _samples(responses: Sequence[ModelResponse[Any]]) -> list[AIMessage]:
-        return [m for m in map(_first_ai, responses) if m is not None]
+        """One sample per handler response; one without an AI message is an unparsed one."""
+        return [
+            _first_ai(r) or malformed_message(SamplingError("the response held no AIMessage"))
+            for r in responses
+        ]
 
     def _protocol(
         self, request: ModelRequest[Any]
@@ -613,8 +637,15 @@ class TaskCalibrationMiddleware(
         def draw(d: Draw) -> Drawn:
             if mode == "model":
                 return [sample_messages(**self._model_call(request, sample_request, d.n))]
+
+            def one(_: int) -> ModelResponse[Any]:
+                try:
+                    return handler(sample_request)
+                except ValidationError as exc:
+                    return _malformed(exc)
+
             with ContextThreadPoolExecutor(max_workers=self._workers(d.n)) as pool:
-                drawn = list(pool.map(lambda _: handler(sample_request), range(d.n)))
+                drawn = list(pool.map(one, range(d.n)))
             responses.extend(drawn)
             return [self._samples(drawn)]
 
@@ -636,7 +667,10 @@ class TaskCalibrationMiddleware(
 
             async def one() -> Any:
                 async with semaphore:
-                    return await handler(sample_request)
+                    try:
+                        return await handler(sample_request)
+                    except ValidationError as exc:
+                        return _malformed(exc)
 
             drawn = list(await asyncio.gather(*(one() for _ in range(d.n))))
             responses.extend(drawn)

@@ -29,6 +29,8 @@ from taskcal_agents.sampling._chat_models import chat_model_of as chat_model_of
 from taskcal_agents.sampling._chat_models import sample_batch as sample_batch
 from taskcal_agents.sampling._chat_models import unwrap_binding as unwrap_binding
 from taskcal_agents.sampling._choices import choice_message as choice_message
+from taskcal_agents.sampling._choices import is_malformed_choice as is_malformed_choice
+from taskcal_agents.sampling._choices import malformed_message as malformed_message
 from taskcal_agents.sampling._drive import adrive_rounds as adrive_rounds
 from taskcal_agents.sampling._drive import drive_rounds as drive_rounds
 from taskcal_agents.sampling._messages import to_messages as to_messages

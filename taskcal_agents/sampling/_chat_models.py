@@ -44,7 +44,7 @@ from pydantic import ValidationError
 
 from taskcal_agents._validation import check_int
 from taskcal_agents.errors import ConfigurationError, SamplingError
-from taskcal_agents.sampling._choices import malformed_message
+from taskcal_agents.sampling._choices import is_malformed_choice, malformed_message
 from taskcal_agents.sampling._drive import adrive, drive
 from taskcal_agents.sampling._messages import to_messages
 from taskcal_agents.sampling._openai_server import SERVER_FAULTS, translate_error
@@ -233,7 +233,10 @@ class _Plan:
     def regroup(self, flat: Sequence[Any]) -> _Results:
         out: _Results = []
         for i in range(len(self.inputs)):
-            chunk = flat[i * self.n : (i + 1) * self.n]
+            chunk = [  # a malformed output is one unparsed sample, not a failed item
+                malformed_message(x) if is_malformed_choice(x) else x
+                for x in flat[i * self.n : (i + 1) * self.n]
+            ]
             error = next((x for x in chunk if isinstance(x, BaseException)), None)
             if error is not None:
                 out.append(error)
@@ -279,12 +282,16 @@ def _top_ups(plan: _Plan, i: int) -> _Unit:
         for _ in range(_MAX_TOP_UPS + 1):  # a server may return fewer than n choices
             try:
                 samples += _choices((yield plan.generate(i, plan.n - len(samples))))
-            except ValidationError:  # one malformed choice: draw the rest one by one
+            except ValidationError as exc:  # one malformed choice: draw the rest one by one
+                if not is_malformed_choice(exc):
+                    raise
                 for _ in range(plan.n - len(samples)):
                     try:
                         samples += _choices((yield plan.generate(i, 1)))
-                    except ValidationError as exc:
-                        samples.append(malformed_message(exc))
+                    except ValidationError as again:
+                        if not is_malformed_choice(again):
+                            raise
+                        samples.append(malformed_message(again))
             if len(samples) >= plan.n:
                 return samples[: plan.n]
     except Exception as exc:

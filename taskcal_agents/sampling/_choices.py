@@ -28,10 +28,11 @@ from typing import Any
 from langchain_core.exceptions import OutputParserException
 from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall
 from langchain_core.output_parsers.openai_tools import make_invalid_tool_call, parse_tool_call
+from pydantic import ValidationError
 
 from taskcal_agents.parsing.tool_calls import parse_tool_calls
 
-__all__ = ["choice_message", "malformed_message", "server_tool_calls"]
+__all__ = ["choice_message", "is_malformed_choice", "malformed_message", "server_tool_calls"]
 
 
 def server_tool_calls(
@@ -98,6 +99,19 @@ def choice_message(
         response_metadata={"finish_reason": finish_reason, **(metadata or {})},
         id=id,
     )
+
+
+_MESSAGE_MODELS = frozenset({"AIMessage", "AIMessageChunk"})
+
+
+def is_malformed_choice(error: BaseException) -> bool:
+    """Whether ``error`` is a model client refusing one model output as a message.
+
+    langchain-openai builds each choice's ``AIMessage`` and fails on, say, tool-call
+    arguments that are a JSON list: a pydantic ``ValidationError`` of the message model.
+    Any other error (one of another pydantic model, e.g. a bug in a middleware) is not.
+    """
+    return isinstance(error, ValidationError) and error.title in _MESSAGE_MODELS
 
 
 def malformed_message(error: BaseException) -> AIMessage:

@@ -23,7 +23,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphInterrupt
 from langgraph.runtime import Runtime
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from calibrators import TemperatureScaling
 from taskcal_agents._files import write_json
@@ -175,6 +175,56 @@ def test_abstain_branch_returns_the_abstain_text(mode: str) -> None:
     assert record["action"] == "cannot_answer"
     assert message.content == "I cannot do that here."
     assert message.tool_calls == []
+
+
+def malformed_output() -> ValidationError:
+    """The error langchain-openai raises for a choice whose tool-call arguments are a list."""
+    try:
+        AIMessage(content="", tool_calls=[{"name": "get_weather", "args": [1], "id": "c"}])
+    except ValidationError as exc:
+        return exc
+    raise AssertionError("AIMessage accepted list arguments")
+
+
+class MalformedHandler(CountingHandler):
+    """Raises on the listed calls (0-based) instead of answering; "empty" returns no AI message."""
+
+    def __init__(self, messages: Sequence[AIMessage | str], fail: dict[int, Any]) -> None:
+        super().__init__(messages)
+        self.fail, self.calls = fail, 0
+
+    def _next(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        with self._lock:
+            k, self.calls = self.calls, self.calls + 1
+        what = self.fail.get(k)
+        if what == "empty":
+            return ModelResponse(result=[])
+        if what is not None:
+            raise what
+        return super()._next(request)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_handler_samples_that_fail_on_a_malformed_output_are_counted_unparsed(mode: str) -> None:
+    # One handler call raises langchain-openai's error for a malformed choice, one returns
+    # no AI message: each is one unparsed sample of the four, not a failed draw.
+    handler = MalformedHandler([CALL] * 2, fail={0: malformed_output(), 2: "empty"})
+    message, record = unwrap(run_hook(middleware(), handler, make_request(), mode))
+    assert handler.calls == 4
+    assert (record["n_samples"], record["n_unparsed"]) == (4, 2)
+    assert record["fallback"] is False and message.response_metadata[DECISION_METADATA_KEY]
+    # A validation error of another model (say, a bug in an inner middleware) is raised.
+
+    class Other(BaseModel):
+        x: int
+
+    try:
+        Other(x="nope")  # type: ignore[arg-type]
+    except ValidationError as exc:
+        other = exc
+    handler = MalformedHandler([CALL] * 4, fail={1: other})
+    with pytest.raises(SamplingError, match="ValidationError: 1 validation error for Other"):
+        run_hook(middleware(), handler, make_request(), mode)
 
 
 @pytest.mark.parametrize("mode", MODES)

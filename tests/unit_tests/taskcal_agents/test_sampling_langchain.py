@@ -22,7 +22,7 @@ from langchain_core.tools import tool
 from langchain_core.tracers.context import collect_runs
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai import ChatOpenAI
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from taskcal_agents.decision import presets as tasks
 from taskcal_agents.errors import ConfigurationError, SamplingError
@@ -465,3 +465,18 @@ def test_chat_openai_malformed_choice_is_redrawn_then_counted_unparsed(mode: str
     bad = [m for m in samples if "taskcal_malformed" in m.response_metadata]
     assert len(bad) == 1 and bad[0].content == "" and not bad[0].tool_calls
     assert tasks.tool_decision().parse(bad[0]) is None
+
+
+@pytest.mark.parametrize("seed", [None, 7])  # one batch call, or one seeded invoke per sample
+def test_a_call_failing_on_a_malformed_output_is_one_unparsed_sample(seed: int | None) -> None:
+    try:  # langchain-openai's error for a choice whose tool-call arguments are a list
+        AIMessage(content="", tool_calls=[{"name": "get_weather", "args": [1], "id": "c"}])
+    except ValidationError as exc:
+        malformed = exc
+    model = RecordingChatModel(responses=["fine", malformed, "fine", "fine"])
+    samples = sample_messages(model, "hi", n=4, seed=seed)
+    assert len(model.calls) == 4
+    assert [m.content for m in samples].count("fine") == 3
+    bad = [m for m in samples if "taskcal_malformed" in m.response_metadata]
+    assert len(bad) == 1 and bad[0].content == ""
+    assert "validation error for AIMessage" in bad[0].response_metadata["taskcal_malformed"]
