@@ -89,12 +89,17 @@ def _now() -> str:
 def artefact_id(artefact: CalibratorArtefact | None) -> str | None:
     """A short content hash of a calibrator artefact (first 16 hex digits of a sha256).
 
-    Two artefacts with the same content (task, labels, calibrator, α, risk limit) get the
-    same id; ``None`` without an artefact.
+    Two artefacts with the same content (task, labels, calibrator, α, risk limit, stopping
+    prior, metadata) get the same id, which is stable across loads; ``None`` without an
+    artefact. The ``created`` time is part of the content when the artefact records one
+    (``taskcal fit`` does); one without it is not stamped with the time of the call.
     """
     if artefact is None:
         return None
-    blob = json.dumps(artefact.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
+    data = artefact.to_dict()
+    if not artefact.metadata.get("created"):
+        data.pop("created", None)  # to_dict's stamp of now: not content
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 

@@ -41,8 +41,9 @@ RESUME_KEYS = (
 
 _RESUME_HINTS = {
     "adaptive_artefact": (
-        " (the content id of the --artefact adaptive N stops by: another calibrator, alpha, "
-        "risk limit or stopping prior would stop other items at other rounds)"
+        " (the content id of the --artefact adaptive N stops by: another fit, calibrator, "
+        "alpha, risk limit or stopping prior would stop other items at other rounds; a file "
+        "sampled adaptively before the id was recorded has None)"
     ),
 }
 

@@ -249,17 +249,41 @@ def test_middleware_logs_each_decision(tmp_path: Path) -> None:
     assert meta["decision_id"] == rec["id"] and rec["action"] == "tool_call"
 
 
-def test_artefact_id_is_a_content_hash() -> None:
-    class A:
-        def __init__(self, alpha: float) -> None:
-            self.alpha = alpha
+def test_artefact_id_is_a_content_hash(monkeypatch: pytest.MonkeyPatch) -> None:
+    import datetime as dt
 
-        def to_dict(self) -> dict[str, float]:
-            return {"alpha": self.alpha}
+    import numpy as np
 
-    a, b, c = artefact_id(A(0.5)), artefact_id(A(0.5)), artefact_id(A(1.0))  # type: ignore[arg-type]
+    from calibrators import IdentityCalibrator
+    from taskcal_agents.decision import artefact as artefact_module
+    from taskcal_agents.decision.artefact import CalibratorArtefact
+
+    task = tool_decision()
+
+    def made(alpha: float, **metadata: str) -> CalibratorArtefact:
+        calibrator = IdentityCalibrator().fit(np.eye(3), np.arange(3))
+        return CalibratorArtefact(
+            calibrator=calibrator, labels=list(task.labels), alpha=alpha, task=task,
+            metadata=metadata,
+        )  # fmt: skip
+
+    a, b, c = artefact_id(made(0.5)), artefact_id(made(0.5)), artefact_id(made(1.0))
     assert a == b != c and a is not None and len(a) == 16
     assert artefact_id(None) is None
+    # Without a recorded creation time the id does not depend on when it is computed ...
+    later = dt.datetime(2031, 1, 1, tzinfo=dt.UTC)
+
+    class Later(dt.datetime):
+        @classmethod
+        def now(cls, tz: dt.tzinfo | None = None) -> Later:  # type: ignore[override]
+            return cls.fromtimestamp(later.timestamp(), tz)
+
+    monkeypatch.setattr(artefact_module._dt, "datetime", Later)
+    assert made(0.5).to_dict()["created"].startswith("2031")  # to_dict stamps the time ...
+    assert artefact_id(made(0.5)) == a  # ... the id leaves it out
+    # ... and a recorded one is content.
+    first, second = made(0.5, created="2026-01-01"), made(0.5, created="2026-01-02")
+    assert artefact_id(first) != artefact_id(second) != a
 
 
 # ---------------------------------------------------------------- CLI

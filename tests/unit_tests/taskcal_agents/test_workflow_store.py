@@ -59,6 +59,27 @@ def test_resume_skips_done_ids(tmp_path: Path) -> None:
     assert list(read_samples(path).records) == ["id0", "id1"]
 
 
+def test_a_file_written_before_the_adaptive_artefact_was_recorded(tmp_path: Path) -> None:
+    # Its header lacks the key; a run's settings now hold it (None without adaptive N).
+    path = tmp_path / "s.jsonl"
+    with SamplesStore.open(path, HEADER) as store:
+        store.append(_record(0))
+    now = {
+        **HEADER,
+        "settings": {**HEADER["settings"], "adaptive": None, "adaptive_artefact": None},
+    }
+    with SamplesStore.open(path, now) as store:  # not adaptive: resumes
+        store.append(_record(1))
+    # Sampled adaptively without the id: another run under an artefact is refused, and says why.
+    old = {**HEADER, "settings": {**HEADER["settings"], "adaptive": 0.05}}
+    adaptive = tmp_path / "a.jsonl"
+    with SamplesStore.open(adaptive, old) as store:
+        store.append(_record(0))
+    new = {**old, "settings": {**old["settings"], "adaptive_artefact": "0123456789abcdef"}}
+    with pytest.raises(DataFileError, match="sampled adaptively before the id was recorded"):
+        SamplesStore.open(adaptive, new)
+
+
 def test_torn_tail_is_ignored_then_repaired(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     with SamplesStore.open(path, HEADER) as store:
