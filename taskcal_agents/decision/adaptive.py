@@ -397,8 +397,8 @@ def with_stop(decision: Decision, check: StopCheck | None) -> Decision:
         check: The stopping rule's last verdict (``None``: no check was made).
 
     Returns:
-        A copy with ``stopped_early`` (the rule said stop before N samples were requested:
-        the verdict, not ``n_samples``, which omits responses without a message) and
+        A copy with ``stopped_early`` (the rule's verdict said stop before N samples were
+        requested) and
         ``change_probability`` (the last estimate when it stopped early, else 0: at N
         nothing can change).
     """

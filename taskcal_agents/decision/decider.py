@@ -287,7 +287,7 @@ class Decision(BaseModel):
     # Adaptive N (taskcal_agents.decision.adaptive), set by the front doors that sample in rounds.
     stopped_early: bool = False
     """Whether adaptive N's stopping rule ended the draw before N samples were requested
-    (``n_samples`` is what was drawn; it omits responses without a message)."""
+    (``n_samples`` is what was drawn, unparsed samples included)."""
     change_probability: float | None = None
     """Under adaptive N, the estimated probability, at the last check, that drawing up to
     N would change the action (0 at N; ``None`` without adaptive N)."""

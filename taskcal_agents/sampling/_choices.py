@@ -102,16 +102,21 @@ def choice_message(
 
 
 _MESSAGE_MODELS = frozenset({"AIMessage", "AIMessageChunk"})
+_CALL_FIELDS = frozenset({("tool_calls",), ("invalid_tool_calls",)})
 
 
 def is_malformed_choice(error: BaseException) -> bool:
-    """Whether ``error`` is a model client refusing one model output as a message.
+    """Whether ``error`` is a model client refusing one choice's tool calls.
 
-    langchain-openai builds each choice's ``AIMessage`` and fails on, say, tool-call
-    arguments that are a JSON list: a pydantic ``ValidationError`` of the message model.
-    Any other error (one of another pydantic model, e.g. a bug in a middleware) is not.
+    langchain-openai builds each choice's ``AIMessage`` and fails on tool-call arguments
+    that are, say, a JSON list: a pydantic ``ValidationError`` of the message model whose
+    every error is in ``tool_calls``. Any other error is not: one in the content (a server
+    or proxy speaking another protocol) or of another pydantic model (a bug in a middleware)
+    is raised, not counted as unparsed samples.
     """
-    return isinstance(error, ValidationError) and error.title in _MESSAGE_MODELS
+    if not isinstance(error, ValidationError) or error.title not in _MESSAGE_MODELS:
+        return False
+    return all(e["loc"][:1] in _CALL_FIELDS for e in error.errors())
 
 
 def malformed_message(error: BaseException) -> AIMessage:

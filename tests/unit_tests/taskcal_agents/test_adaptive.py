@@ -498,7 +498,8 @@ def test_middleware_a_full_draw_with_an_empty_response_did_not_stop_early() -> N
 
     _, record = unwrap(mw.wrap_model_call(make_request(), handler))
     assert len(calls) == 16
-    assert record["n_samples"] == 15
+    assert record["n_samples"] == 16  # the empty response is one unparsed sample
+    assert record["n_unparsed"] == 1
     assert record["stopped_early"] is False
     assert record["change_probability"] == 0.0
 

@@ -480,3 +480,11 @@ def test_a_call_failing_on_a_malformed_output_is_one_unparsed_sample(seed: int |
     bad = [m for m in samples if "taskcal_malformed" in m.response_metadata]
     assert len(bad) == 1 and bad[0].content == ""
     assert "validation error for AIMessage" in bad[0].response_metadata["taskcal_malformed"]
+    # An error in the content is not a malformed call: it fails the draw, as before.
+    try:
+        AIMessage(content=5)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        garbled = exc
+    model = RecordingChatModel(responses=["fine", garbled, "fine", "fine"])
+    with pytest.raises(ValidationError, match="validation errors for AIMessage\ncontent"):
+        sample_messages(model, "hi", n=4, seed=seed)
