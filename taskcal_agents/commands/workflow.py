@@ -563,15 +563,19 @@ def fit(
 
     from taskcal_agents._files import write_json
     from taskcal_agents.decision.risk_control import RiskNotCertifiedWarning
-    from taskcal_agents.decision.stopping_prior import StoppingPriorWarning
+    from taskcal_agents.decision.stopping_prior import (
+        FEW_ITEMS,
+        StoppingPriorWarning,
+        few_items_message,
+    )
     from taskcal_agents.workflow import fit_artefact
 
     console, err = _consoles()
     try:
         # An uncertified limit and a weakly fitted stopping prior are reported below.
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", RiskNotCertifiedWarning)
-            warnings.simplefilter("always", StoppingPriorWarning)
+            warnings.simplefilter("ignore", StoppingPriorWarning)
             artefact, risk = fit_artefact(
                 samples, calibrator=calibrator, params=_parse_params(param), task=task,
                 alpha=alpha, cv_folds=cv_folds, seed=seed, data=data_file, reparse=reparse,
@@ -627,14 +631,11 @@ def fit(
             f"{prior['n_items']} items",
             highlight=False,
         )
-    for warning in caught:
-        if issubclass(warning.category, StoppingPriorWarning):
+        if prior["n_items"] < FEW_ITEMS:
             err.print(
-                f"[yellow]warning:[/yellow] {warning.message}", highlight=False, soft_wrap=True
-            )
-        else:
-            warnings.warn_explicit(
-                warning.message, warning.category, warning.filename, warning.lineno
+                f"[yellow]warning:[/yellow] {few_items_message(prior['n_items'])}",
+                highlight=False,
+                soft_wrap=True,
             )
     console.print(f"wrote {out}")
 

@@ -39,6 +39,7 @@ __all__ = [
     "MIN_CONCENTRATION",
     "StoppingPrior",
     "StoppingPriorWarning",
+    "few_items_message",
     "fit_stopping_prior",
 ]
 
@@ -60,6 +61,16 @@ UNPARSED = "<unparsed>"
 
 class StoppingPriorWarning(UserWarning):
     """The stopping prior was fitted on fewer than :data:`FEW_ITEMS` items."""
+
+
+def few_items_message(n_items: int) -> str:
+    """What a :class:`StoppingPriorWarning` says of a prior fitted on ``n_items`` items."""
+    return (
+        f"adaptive N's stopping prior is fitted on {n_items} items (fewer than {FEW_ITEMS}): "
+        "how much this model's samples vary is barely measured, so a rule stopping by it may "
+        "change more decisions than its epsilon says (the bound was measured with priors "
+        "fitted on 120-600 items); sample more items before relying on adaptive N."
+    )
 
 
 @dataclass(frozen=True)

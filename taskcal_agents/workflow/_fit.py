@@ -63,6 +63,7 @@ from taskcal_agents.decision.stopping_prior import (
     FEW_ITEMS,
     StoppingPrior,
     StoppingPriorWarning,
+    few_items_message,
     fit_stopping_prior,
 )
 from taskcal_agents.decision.task import Task
@@ -282,7 +283,9 @@ def fit_prior(task: Task, arrays: EvalArrays) -> StoppingPrior | None:
     Every item, those whose samples are all unparsed included: the rule runs on each
     request before anything is parsed. ``None`` when the counts are not multinomial
     (answer clusters) or fewer than 2 items have 2 samples or more (e.g. one-pass logprob
-    beliefs, which draw no samples).
+    beliefs, which draw no samples). Fitted on fewer than
+    :data:`~taskcal_agents.decision.stopping_prior.FEW_ITEMS` items it warns
+    (:class:`~taskcal_agents.decision.stopping_prior.StoppingPriorWarning`).
     """
     if arrays.counts is None:
         return None
@@ -290,15 +293,8 @@ def fit_prior(task: Task, arrays: EvalArrays) -> StoppingPrior | None:
     if int(np.sum(counts.sum(axis=1) >= 2)) < 2:
         return None
     prior = fit_stopping_prior(task, counts)
-    if prior.n_items < FEW_ITEMS:
-        msg = (
-            f"adaptive N's stopping prior is fitted on {prior.n_items} items (fewer than "
-            f"{FEW_ITEMS}): how much this model's samples vary is barely measured, so a rule "
-            "stopping by it may change more decisions than its epsilon says (the bound was "
-            "measured with priors fitted on 120-600 items); sample more items before "
-            "relying on adaptive N."
-        )
-        warnings.warn(msg, StoppingPriorWarning, stacklevel=2)
+    if prior.n_items < FEW_ITEMS:  # stacklevel: fit_artefact's caller
+        warnings.warn(few_items_message(prior.n_items), StoppingPriorWarning, stacklevel=3)
     return prior
 
 

@@ -73,7 +73,10 @@ def fit_artefact(
         ``fit_metrics`` with the unparsed-rate reference of the monitor unless
         *reparse*), and the certified risk limit (``None`` without *risk_control*). A
         limit that could not be certified warns
-        (:class:`~taskcal_agents.decision.risk_control.RiskNotCertifiedWarning`).
+        (:class:`~taskcal_agents.decision.risk_control.RiskNotCertifiedWarning`), and so does a
+        stopping prior fitted on fewer than
+        :data:`~taskcal_agents.decision.stopping_prior.FEW_ITEMS` items
+        (:class:`~taskcal_agents.decision.stopping_prior.StoppingPriorWarning`).
 
     Raises:
         ConfigurationError: A bad calibrator, parameter or risk spec (a bad risk spec
