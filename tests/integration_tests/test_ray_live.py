@@ -75,15 +75,12 @@ def test_sample_engine_ray_live(vllm_server: Any, tmp_path: Path) -> None:
             task.parse_completion(m, tool_names=record["tool_names"])
             for m in map(_message, record["samples"])
         ]
-        # The greedy label is g_T of the greedy completion, on either engine. The two
-        # engines' greedy texts may differ (vLLM's greedy output depends on the batch and
-        # the prefix cache), so the labels agree where the texts do.
-        theirs = local.records[rid]
-        for r in (record, theirs):
+        # The greedy label is g_T of the greedy completion, on either engine (so the labels
+        # agree where the texts do). The texts themselves may differ: vLLM's greedy output
+        # depends on the batch and the prefix cache.
+        for r in (record, local.records[rid]):
             greedy = _message(r["greedy"])
             assert r["greedy_label"] == task.parse_completion(greedy, tool_names=r["tool_names"])
-        if record["greedy"] == theirs["greedy"]:
-            assert record["greedy_label"] == theirs["greedy_label"]
 
 
 def _message(data: dict[str, Any]) -> Any:

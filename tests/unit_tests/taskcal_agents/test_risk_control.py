@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import warnings
@@ -427,6 +428,10 @@ def test_front_doors_apply_the_artefacts_risk_control(tmp_path: Path) -> None:
     assert middleware.risk_control == RC and middleware._decider.risk_control == RC
     explicit = TaskCalibratedRunnable(model, TOOL, None, risk_control=RC)
     assert explicit.decider.risk_control == RC
+    # An explicit limit replaces the artefact's.
+    other = dataclasses.replace(RC, threshold=0.5)
+    explicit = TaskCalibratedRunnable(model, TOOL, path, risk_control=other)
+    assert explicit.decider.risk_control == other
 
 
 def _tool(**changes: Any) -> Task:
