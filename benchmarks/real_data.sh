@@ -19,24 +19,19 @@ serve() {
   done
   SURL=$(cat "runs/$3_url")
 }
-stop_server() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+stop_server() {  # stop_server PID; forgets it, so the EXIT trap never kills a reused PID
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+  [ "$1" != "${SPID:-}" ] || SPID=
+  [ "$1" != "${SERVER_PID:-}" ] || SERVER_PID=
+}
 trap 'for p in ${SERVER_PID:-} ${SPID:-}; do stop_server "$p"; done' EXIT
 M=${MODEL:-smollm2-135m-instruct}
 PROMPT="You are an assistant with tools. If a tool fits the request and every required argument is given, call the tool. If a tool fits but a required argument is missing, ask the user a short question for it. If no tool can do what the user wants, say that you cannot help with that."
-# The CPU default's tables (SmolLM2-135M-Instruct on its own server, or on $URL). SKIP_DEFAULT=1
-# leaves them out, to run only the sections below.
-if [ -z "${SKIP_DEFAULT:-}" ]; then
-  if [ -z "${URL:-}" ]; then
-    $T serve --port 8000 --url-file runs/server_url --log-file runs/server.log &
-    SERVER_PID=$!
-    while [ ! -s runs/server_url ]; do sleep 5; done
-    URL=$(cat runs/server_url)
-  fi
-
-  # When2Call, cost [[0,1,2],[4,0,2],[4,1,0]]; the system prompt above. N = 16 on a balanced
-  # 150-item subset (50 per label, seed 0; all 300 items take over an hour on 2 cores).
-  $T data convert when2call --out runs/when2call.jsonl --task-out runs/when2call.task.yaml
-  python3 - "$PROMPT" <<'PY'
+# When2Call's task files (the default section's, and QWEN15's other-policy task) and the
+# default section's balanced 150-item subset.
+$T data convert when2call --out runs/when2call.jsonl --task-out runs/when2call.task.yaml
+python3 - "$PROMPT" <<'PY'
 import json, random, sys, yaml
 p = "runs/when2call.task.yaml"
 d = yaml.safe_load(open(p)); d["prompt"] = sys.argv[1]; d["unparsed"] = "drop"
@@ -55,6 +50,17 @@ order = {i["id"]: n for n, i in enumerate(items)}
 with open("runs/when2call.b150.jsonl", "w") as f:
     f.writelines(json.dumps(i) + "\n" for i in sorted(out, key=lambda i: order[i["id"]]))
 PY
+
+# The CPU default's tables (the embedded SmolLM2-135M-Instruct, or MODEL, on its own server, or
+# on $URL). SKIP_DEFAULT=1 leaves them out, to run only the sections below.
+if [ -z "${SKIP_DEFAULT:-}" ]; then
+  if [ -z "${URL:-}" ]; then
+    serve "$M" 8000 server
+    SERVER_PID=$SPID URL=$SURL SPID=
+  fi
+
+  # When2Call, cost [[0,1,2],[4,0,2],[4,1,0]]; the system prompt above. N = 16 on a balanced
+  # 150-item subset (50 per label, seed 0; all 300 items take over an hour on 2 cores).
   $T sample --task runs/when2call.task.yaml --data runs/when2call.b150.jsonl --base-url "$URL" --model "$M" \
     --n 16 --max-tokens 64 --temperature 0.7 --concurrency 4 --out runs/when2call.n16.samples.jsonl || true
   $T evaluate --samples runs/when2call.n16.samples.jsonl --reparse --folds 5 --target-risk 0.5 \

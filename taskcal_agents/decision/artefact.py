@@ -420,8 +420,14 @@ class CalibratorArtefact:
         return cls.from_dict(data, path=p)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the artefact as JSON, atomically; return the path (also set on ``path``)."""
-        self.path = write_json(self.to_dict(), path)
+        """Write the artefact as JSON, atomically; return the path (also set on ``path``).
+
+        An artefact that recorded no ``created`` time keeps the one written, so the object
+        and the file have the same content (and the same ``artefact_id``).
+        """
+        data = self.to_dict()
+        self.path = write_json(data, path)
+        self.metadata.setdefault("created", data["created"])
         return self.path
 
     # ---------------------------------------------------------------- checking

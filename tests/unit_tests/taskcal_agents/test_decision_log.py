@@ -251,6 +251,7 @@ def test_middleware_logs_each_decision(tmp_path: Path) -> None:
 
 def test_artefact_id_is_a_content_hash(monkeypatch: pytest.MonkeyPatch) -> None:
     import datetime as dt
+    import types
 
     import numpy as np
 
@@ -278,12 +279,28 @@ def test_artefact_id_is_a_content_hash(monkeypatch: pytest.MonkeyPatch) -> None:
         def now(cls, tz: dt.tzinfo | None = None) -> Later:  # type: ignore[override]
             return cls.fromtimestamp(later.timestamp(), tz)
 
-    monkeypatch.setattr(artefact_module._dt, "datetime", Later)
+    later_dt = types.SimpleNamespace(datetime=Later, UTC=dt.UTC)  # the module's _dt only
+    monkeypatch.setattr(artefact_module, "_dt", later_dt)
     assert made(0.5).to_dict()["created"].startswith("2031")  # to_dict stamps the time ...
     assert artefact_id(made(0.5)) == a  # ... the id leaves it out
     # ... and a recorded one is content.
     first, second = made(0.5, created="2026-01-01"), made(0.5, created="2026-01-02")
-    assert artefact_id(first) != artefact_id(second) != a
+    assert len({artefact_id(first), artefact_id(second), a}) == 3
+
+
+def test_a_saved_artefact_has_the_id_of_its_file(tmp_path: Path) -> None:
+    import numpy as np
+
+    from calibrators import IdentityCalibrator
+    from taskcal_agents.decision.artefact import CalibratorArtefact
+
+    task = tool_decision()
+    artefact = CalibratorArtefact(
+        calibrator=IdentityCalibrator().fit(np.eye(3), np.arange(3)), labels=list(task.labels),
+        alpha=0.1, task=task,
+    )  # fmt: skip
+    path = artefact.save(tmp_path / "fit.json")
+    assert artefact_id(artefact) == artefact_id(CalibratorArtefact.load(path))
 
 
 # ---------------------------------------------------------------- CLI
