@@ -444,7 +444,7 @@ class Decider:
         The artefact's risk control (unless ``risk_control`` replaces it) and its stopping
         prior when fitted for ``task``'s outcomes
         (:meth:`~taskcal_agents.decision.artefact.ResolvedCalibrator.stopping_prior_for`).
-        Every front door builds its Deciders here, so none drops an artefact setting.
+        Every front door builds its Deciders with it, so none drops an artefact setting.
         """
         return cls(
             task, resolved.calibrator, alpha=resolved.alpha, judge=judge,

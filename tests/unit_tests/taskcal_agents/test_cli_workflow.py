@@ -452,7 +452,7 @@ def test_sample_adaptive_stops_early_and_records_where(
     result = runner.invoke(app, [*args[:-4], "--adaptive", "0.1", "--artefact", str(artefact)])
     assert result.exit_code == 2
     assert "adaptive=0.05" in result.stderr
-    # ... and so is another artefact (here: another calibrator on the same samples)
+    # ... and so is another artefact (another calibrator fitted on the same samples)
     other = tmp_path / "other.json"
     fit = ["fit", "--samples", str(full), "--calibrator", "vector", "-o", str(other)]
     assert runner.invoke(app, fit).exit_code == 0
