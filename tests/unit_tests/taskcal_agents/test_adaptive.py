@@ -48,6 +48,19 @@ COUNTS_GRID = [[4, 0, 0, 0], [3, 1, 0, 0], [2, 2, 0, 0], [1, 1, 1, 1], [6, 2, 0,
 EPSILONS = [0.001, 0.01, 0.05, 0.2, 0.5]
 PARIS = GroundingContext([WEATHER], [HumanMessage("What's the weather in Paris?")])
 """The tools and conversation of the get_weather(city="Paris") samples: grounded calls."""
+CALL = AIMessage(
+    content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c"}]
+)
+"""A grounded get_weather(city="Paris") sample under PARIS."""
+
+
+def call_guard(threshold: float) -> RiskControl:
+    """A certified 'tool_call_when_not:0.05' limit whose guard threshold is ``threshold``."""
+    return RiskControl(
+        spec=RiskSpec.parse("tool_call_when_not:0.05"), delta=0.05, threshold=threshold,
+        certified=True, n=100, n_taken=100, risk=0.03, coverage=0.8,
+        method="ltt-binomial-fixed-sequence", n_grid=101,
+    )  # fmt: skip
 
 
 def settled(task: Any, epsilon: float, **kwargs: Any) -> AdaptiveSampling:
@@ -192,20 +205,13 @@ def test_the_estimate_is_the_exact_predictive_by_brute_force(
     prefix: list[str], decides: str
 ) -> None:
     task = tasks.tool_decision(cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]])
-    guard = RiskControl(
-        spec=RiskSpec.parse("tool_call_when_not:0.05"), delta=0.05, threshold=0.8,
-        certified=True, n=100, n_taken=100, risk=0.03, coverage=0.8,
-        method="ltt-binomial-fixed-sequence", n_grid=101,
-    )  # fmt: skip
+    guard = call_guard(0.8)
     # "calls": a map that always favours the call, so without a call among the samples the
     # action is not the call, and the first future call makes it executable.
     calibrator = ConstantCalibrator([0.9, 0.05, 0.05]) if decides == "calls" else None
     decider = Decider(task, calibrator, risk_control=guard if decides == "guarded" else None)
-    call = AIMessage(
-        content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c"}]
-    )
     messages = {
-        "tool_call": call,
+        "tool_call": CALL,
         "request_for_info": AIMessage("Which city?"),
         "cannot_answer": AIMessage("I cannot help with that."),
         None: AIMessage("zzz"),
@@ -252,16 +258,9 @@ def test_the_rule_watches_the_guarded_action() -> None:
     # always; the guard (score 0.953 against λ̂ = 0.95) downgrades it to asking as soon as
     # one more sample is not a call. The rule must watch the action the Decider returns.
     task = tasks.tool_decision(cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]])
-    guard = RiskControl(
-        spec=RiskSpec.parse("tool_call_when_not:0.05"), delta=0.05, threshold=0.95,
-        certified=True, n=100, n_taken=100, risk=0.03, coverage=0.8,
-        method="ltt-binomial-fixed-sequence", n_grid=101,
-    )  # fmt: skip
+    guard = call_guard(0.95)
     plain, guarded = Decider(task), Decider(task, risk_control=guard)
-    call = AIMessage(
-        content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c"}]
-    )
-    now, later = [call] * 4, [call] * 4 + [AIMessage(content="zzz")]
+    now, later = [CALL] * 4, [CALL] * 4 + [AIMessage(content="zzz")]
     assert (
         plain.decide(now, context=PARIS).action
         == plain.decide(later, context=PARIS).action
@@ -278,20 +277,13 @@ def test_the_rule_watches_the_guarded_action() -> None:
 
 def test_choose_actions_is_the_decision_of_decide() -> None:
     task = tasks.tool_decision(cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]])
-    guard = RiskControl(
-        spec=RiskSpec.parse("tool_call_when_not:0.05"), delta=0.05, threshold=0.9,
-        certified=True, n=100, n_taken=100, risk=0.03, coverage=0.8,
-        method="ltt-binomial-fixed-sequence", n_grid=101,
-    )  # fmt: skip
+    guard = call_guard(0.9)
     decider = Decider(task, risk_control=guard)
     rows = [[4, 0, 0, 0], [4, 0, 0, 1], [3, 1, 0, 0], [1, 2, 1, 0], [0, 0, 3, 1], [9, 1, 0, 0]]
     texts = ["Which city?", "I cannot help with that.", "zzz"]
-    call = AIMessage(
-        content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c"}]
-    )
     expected = []
     for row in rows:
-        messages = [call] * row[0] + [
+        messages = [CALL] * row[0] + [
             AIMessage(content=t) for t, c in zip(texts, row[1:], strict=True) for _ in range(c)
         ]
         expected.append(task.action_index(decider.decide(messages, context=PARIS).action))
@@ -417,14 +409,11 @@ def test_front_doors_refuse_answer_clusters() -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_middleware_stops_early_when_samples_agree(mode: str) -> None:
-    call = AIMessage(
-        content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c"}]
-    )
     task = tasks.tool_decision()
     mw = TaskCalibrationMiddleware(
         task=task, n_samples=16, sampling="handler", adaptive=settled(task, 0.1)
     )
-    agree = CountingHandler([call] * 16)
+    agree = CountingHandler([CALL] * 16)
     split = CountingHandler(["Which city?", "Sorry, I can't help."] * 8)
     for handler, n in ((agree, 4), (split, 16)):
         request = make_request()
