@@ -102,6 +102,13 @@ def serve(
         typer.Option(help="Name clients use (default: the registry name, or the folder)."),
     ] = None,
     seed: Annotated[int, typer.Option(help="The server's sampling seed.")] = 0,
+    dtype: Annotated[
+        str,
+        typer.Option(
+            help="Weights dtype: auto (the one this CPU computes fast: float32 without "
+            "avx512_bf16/amx_bf16; $TASKCAL_DTYPE overrides), bfloat16, float32 or float16."
+        ),
+    ] = "auto",
     kv_cache_gib: Annotated[int, typer.Option(help="CPU KV cache, whole GiB.")] = 1,
     cpu_threads: Annotated[int | None, typer.Option(help="CPU threads (default: all).")] = None,
     max_model_len: Annotated[
@@ -134,6 +141,7 @@ def serve(
             port=port,
             served_model_name=served_model_name,
             seed=seed,
+            dtype=dtype,
             kv_cache_gib=kv_cache_gib,
             cpu_threads=cpu_threads,
             max_model_len=DEFAULT if max_model_len is None else max_model_len,
@@ -152,6 +160,7 @@ def serve(
             server.start()
         typer.echo(f"base_url: {server.base_url}")
         typer.echo(f"model: {server.model_name}")
+        typer.echo(f"dtype: {server.dtype_choice}")
         typer.echo(f"log: {server.log_path}")
         if url_file is not None:
             write_text(server.base_url + "\n", url_file)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,9 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from taskcal_agents._dtype import choose_dtype
 from taskcal_agents._validation import check_int
+from taskcal_agents._vllm_cpu import CPU_BLOCK_SIZE
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.parsing.constraints import check_structured_outputs
 from taskcal_agents.sampling._choices import choice_message
@@ -161,12 +164,17 @@ class OfflineSampler:
 
                 model = str(prepare_default_model())
             kwargs: dict[str, Any] = {"seed": self.seed, "max_model_len": self.max_model_len}
+            if "dtype" not in self.llm_kwargs:
+                choice = choose_dtype(device=self.device, python=sys.executable)
+                if choice.dtype is not None:
+                    kwargs["dtype"] = choice.dtype
             if self.device == "cpu":
                 from taskcal_agents._vllm_cpu import cpu_environment
 
                 for key, value in cpu_environment(self.kv_cache_gib).items():
                     os.environ.setdefault(key, value)
                 kwargs["enforce_eager"] = True
+                kwargs["block_size"] = CPU_BLOCK_SIZE
             else:
                 kwargs["enable_prefix_caching"] = True
             self._llm = LLM(model=model, **(kwargs | self.llm_kwargs))

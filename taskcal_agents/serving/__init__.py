@@ -12,6 +12,7 @@ from __future__ import annotations
 # importable from this package outside it: ``LaunchSpec`` (0.1 exported it from here) and
 # ``DEFAULT``, the "default for this model" marker of ``VLLMServer``'s arguments (the
 # command line passes it).
+from taskcal_agents._dtype import DTYPE_ENV, DtypeChoice, choose_dtype
 from taskcal_agents.serving._connect import connect
 from taskcal_agents.serving._external import ExternalServer
 from taskcal_agents.serving._launch import DEFAULT as DEFAULT
@@ -19,7 +20,10 @@ from taskcal_agents.serving._launch import LaunchSpec as LaunchSpec
 from taskcal_agents.serving._process import VLLMServer
 
 __all__ = [
+    "DTYPE_ENV",
+    "DtypeChoice",
     "ExternalServer",
     "VLLMServer",
+    "choose_dtype",
     "connect",
 ]

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from taskcal_agents._dtype import DtypeChoice, choose_dtype
 from taskcal_agents._vllm_cpu import refuse_request_seed
 from taskcal_agents.endpoint import REQUEST_TIMEOUT_S, Endpoint
 from taskcal_agents.errors import ConfigurationError, ServerError, ServerStartupError
@@ -66,6 +67,12 @@ class VLLMServer:
         host: Interface to bind.
         served_model_name: Name clients use; defaults to the registry name for registry
             models (``smollm2-135m-instruct`` for the default), else the model argument.
+        dtype: The weights' dtype: ``"auto"`` (default) chooses the one this CPU computes
+            fast (float32 unless it has ``avx512_bf16`` or ``amx_bf16`` and a GEMM probe
+            confirms bf16; ``$TASKCAL_DTYPE`` overrides; on a GPU, vLLM's default), or
+            ``"bfloat16"``, ``"float32"``, ``"float16"``. A ``--dtype`` in *extra_args* is
+            used as it is when *dtype* is ``"auto"``; both together are refused. See
+            :func:`taskcal_agents.serving.choose_dtype`.
         extra_args: More command-line arguments for vLLM, appended last.
         env: More environment variables for the server.
         startup_timeout: Seconds to wait for ``/health`` and ``/v1/models``.
@@ -88,6 +95,7 @@ class VLLMServer:
 
     Attributes:
         log_path: The server log (set once started).
+        dtype_choice: The dtype served in and why (set by :meth:`launch_spec`).
     """
 
     def __init__(
@@ -98,6 +106,7 @@ class VLLMServer:
         port: int | None = None,
         host: str = "127.0.0.1",
         served_model_name: str | None = None,
+        dtype: str = "auto",
         extra_args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
@@ -126,6 +135,10 @@ class VLLMServer:
         self.served_model_name = served_model_name
         self.extra_args = tuple(extra_args)
         self.env = dict(env or {})
+        self.dtype = dtype
+        # Refuses an unknown dtype, or one given twice, now rather than at start().
+        choose_dtype(dtype, device=device, extra_args=self.extra_args, env={}, probe=False)
+        self.dtype_choice: DtypeChoice | None = None
         self.startup_timeout = float(startup_timeout)
         self.python = python or sys.executable
         self.seed = seed
@@ -197,6 +210,14 @@ class VLLMServer:
         max_model_len = self.max_model_len
         if max_model_len is DEFAULT:
             max_model_len = DEFAULT_MAX_MODEL_LEN if self.spec is None else self.spec.max_model_len
+        if self.dtype_choice is None:
+            self.dtype_choice = choose_dtype(
+                self.dtype,
+                device=self.device,
+                extra_args=self.extra_args,
+                python=self.python,
+                env={**os.environ, **self.env},
+            )
         return build_launch_spec(
             model=model,
             served_model_name=self.model_name,
@@ -211,6 +232,7 @@ class VLLMServer:
             tool_call_parser=parser,
             chat_template=self.chat_template,
             api_key=self.api_key,
+            dtype=None if self.dtype_choice.source == "extra_args" else self.dtype_choice.dtype,
             extra_args=self.extra_args,
         )
 
@@ -239,6 +261,7 @@ class VLLMServer:
             self.log_path = Path(name)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_handle = self.log_path.open("ab")
+        self._log_handle.write(f"# taskcal: dtype {self.dtype_choice}\n".encode())
         self._log_handle.write(f"$ {spec.shell()}\n".encode())
         self._log_handle.flush()
         try:

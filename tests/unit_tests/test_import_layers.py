@@ -5,7 +5,7 @@ dependency) and the modules a package's lazy-export table names; only ``if TYPE_
 blocks are exempt. The packages, low to high, in
 the pipeline's order::
 
-    0  calibrators · errors · endpoint · testing · _files · _validation · _vllm_cpu ·
+    0  calibrators · errors · endpoint · testing · _files · _validation · _vllm_cpu · _dtype ·
        _compat · _exports · _stats
     1  parsing        (g_T: completion → label; tool calls in text; grounding; clusters)
     2  decision       (task, belief, options, decider, risk control, adaptive N, artefact)
@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "taskcal_agents._files": 0,
     "taskcal_agents._validation": 0,
     "taskcal_agents._vllm_cpu": 0,
+    "taskcal_agents._dtype": 0,
     "taskcal_agents._compat": 0,
     "taskcal_agents._exports": 0,
     "taskcal_agents._stats": 0,
