@@ -11,6 +11,7 @@ where the time went.
 from __future__ import annotations
 
 import contextlib
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +20,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from taskcal_agents.errors import TaskCalError
-from taskcal_agents.workflow.demo import DEMO_MODEL, DEMO_PERMUTATIONS, STSB_ITEMS, STSB_SEED
+from taskcal_agents.workflow.demo import (
+    DEMO_CONCURRENCY,
+    DEMO_MODEL,
+    DEMO_PERMUTATIONS,
+    STSB_ITEMS,
+    STSB_SEED,
+)
 
 __all__ = ["demo", "register"]
 
@@ -28,7 +35,7 @@ if TYPE_CHECKING:
 
     from taskcal_agents.datasets import DatasetItem
     from taskcal_agents.decision.decider import Decision
-    from taskcal_agents.workflow.demo import DemoPart, DemoResult, StepTimer
+    from taskcal_agents.workflow.demo import DemoPart, DemoResult, Estimate, StepTimer
 
 STEP_LABELS = {
     "model_preparation": "model preparation",
@@ -71,16 +78,19 @@ def _server(
 
 
 def _print_part(part: DemoPart, console: Console) -> None:
+    """The part's decoder table (the columns a reader needs: it fits 100 columns), its verdict."""
     from taskcal_agents.workflow.report import rich_table, verdict
 
     belief = "one-pass logprob belief" if part.key == "stsb" else "sampled belief"
     title = f"{part.title}: {belief}, {part.evaluation['folds']}-fold cross-fitted"
-    console.print(rich_table(part.evaluation, title=title))
-    console.print(verdict(part.evaluation), highlight=False, soft_wrap=True)
+    columns = ("expected_cost", "saving_vs_constant", "saving_vs_raw", "accuracy", "nll", "ece")
+    console.print(rich_table(part.evaluation, title=title, columns=columns, actions=False))
+    console.print(verdict(part.evaluation), highlight=False)
     console.print(f"evaluation: {part.evaluation_path}; samples: {part.samples_path}\n")
 
 
 def _print_decisions(result: DemoResult, console: Console) -> None:
+    """Each live decision: the request (wrapped to the console), then its belief table."""
     from rich.table import Table
 
     if not result.decisions:
@@ -94,11 +104,11 @@ def _print_decisions(result: DemoResult, console: Console) -> None:
         decision = shown.decision
         flag = f"; fallback: {decision.fallback_reason}" if decision.fallback else ""
         title = f"{shown.text!r}  tools: {', '.join(shown.tools)}  (truth: {shown.truth}{flag})"
-        table = Table(title=title, title_justify="left")
-        table.add_column("label / action")
-        table.add_column("p̂ (raw)", justify="right")
-        table.add_column("q (calibrated)", justify="right")
-        table.add_column("expected cost", justify="right")
+        console.print(title, style="table.title", markup=False, highlight=False)
+        table = Table()
+        table.add_column("label / action", no_wrap=True)
+        for header in ("p̂ (raw)", "q (calibrated)", "expected cost"):
+            table.add_column(header, justify="right", overflow="fold")
         for label in decision.probs:
             table.add_row(
                 label + ("  ← action" if label == decision.action else ""),
@@ -128,11 +138,12 @@ def _sample_summary(decision: Decision) -> str:
 
 
 def _print_timings(result: DemoResult, console: Console) -> None:
+    """The seconds per step, and what this run sampled."""
     from rich.table import Table
 
     table = Table(title="Where the time went", title_justify="left")
-    table.add_column("step")
-    table.add_column("seconds", justify="right")
+    table.add_column("step", no_wrap=True)
+    table.add_column("seconds", justify="right", no_wrap=True)
     for step, seconds in result.timings.items():
         table.add_row(STEP_LABELS.get(step, step), f"{seconds:.1f}")
     console.print(table)
@@ -203,6 +214,19 @@ def _run(
                     bar = progress.add_task(description, total=total, completed=completed)
                     return lambda k: progress.advance(bar, k)
 
+                def on_estimate(estimate: Estimate) -> None:
+                    pace = ", ".join(
+                        f"{key} {seconds:.1f} s per item"
+                        for key, seconds in estimate.per_item.items()
+                    )
+                    elapsed = time.monotonic() - timer.started
+                    progress.console.print(
+                        f"expected: about {(elapsed + estimate.seconds) / 60:.0f} min in all, "
+                        f"{estimate.seconds / 60:.0f} min from now ({pace}, measured on the "
+                        "first items)",
+                        highlight=False,
+                    )
+
                 return run_demo(
                     sampler,
                     out_dir,
@@ -212,6 +236,7 @@ def _run(
                     timer=timer,
                     release=release,
                     observe=observe,
+                    on_estimate=on_estimate,
                     **options,
                 )
         finally:
@@ -243,7 +268,9 @@ def demo(
     ] = DEMO_PERMUTATIONS,
     folds: Annotated[int, typer.Option(min=2, help="Cross-fitting folds.")] = 5,
     show: Annotated[int, typer.Option(min=0, help="Tool-use requests decided live.")] = 3,
-    concurrency: Annotated[int, typer.Option(min=1, help="Items sampled at once.")] = 4,
+    concurrency: Annotated[
+        int, typer.Option(min=1, help="Items sampled at once.")
+    ] = DEMO_CONCURRENCY,
     out_dir: Annotated[
         Path, typer.Option(help="Where samples, evaluations and demo.json are written.")
     ] = Path("taskcal-demo"),
@@ -255,8 +282,8 @@ def demo(
     from taskcal_agents.workflow.demo import stsb_items as load_stsb
 
     console, err = Console(), Console(stderr=True)
-    if not console.is_terminal:  # a pipe or file gets 80 columns: too narrow for the table
-        console = Console(width=160)
+    if not console.is_terminal:  # a pipe or file gets 80 columns; the tables fit 100
+        console = Console(width=100)
     timer = StepTimer()
     try:
         with _convergence_summary(err):

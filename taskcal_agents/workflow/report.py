@@ -188,15 +188,42 @@ def _fmt_pm(value: Any, se: Any) -> str:
     return _fmt(value) if se is None else f"{_fmt(value)} ± {_fmt(se)}"
 
 
-def rich_table(evaluation: dict[str, Any], title: str | None = None) -> Table:
-    """The decoder table for the terminal (the cheapest decoder's cost in bold)."""
+def rich_table(
+    evaluation: dict[str, Any],
+    title: str | None = None,
+    *,
+    columns: Sequence[str] | None = None,
+    actions: bool = True,
+) -> Table:
+    """The decoder table for the terminal (the cheapest decoder's cost in bold).
+
+    Decoder names are never cut; when the console is too narrow, the other cells wrap or
+    fold rather than end in an ellipsis.
+
+    Args:
+        evaluation: The evaluation dict.
+        title: The table's title.
+        columns: Keys of :data:`RICH_COLUMNS` to show, in that order (default: all).
+        actions: Whether to show the action counts of each decoder.
+
+    Raises:
+        ValueError: A key in *columns* names no column of :data:`RICH_COLUMNS`.
+    """
     from rich.table import Table
 
+    by_key = {spec[0]: spec for spec in RICH_COLUMNS}
+    unknown = [key for key in columns or () if key not in by_key]
+    if unknown:
+        msg = f"unknown decoder table column(s) {unknown}; known: {list(by_key)}."
+        raise ValueError(msg)
+    shown = RICH_COLUMNS if columns is None else tuple(by_key[key] for key in columns)
+    keys = [key for key, _, _ in shown]
     table = Table(title=title, show_lines=False)
     table.add_column("decoder", style="bold", no_wrap=True)
-    for _, _, header in RICH_COLUMNS:
-        table.add_column(header, justify="right")
-    table.add_column("actions")
+    for _, _, header in shown:
+        table.add_column(header, justify="right", overflow="fold")
+    if actions:
+        table.add_column("actions", overflow="fold")
     costs = [r["expected_cost"] for r in evaluation["decoders"] if not r.get("error")]
     best = min(costs) if costs else None
     for row in evaluation["decoders"]:
@@ -205,12 +232,15 @@ def rich_table(evaluation: dict[str, Any], title: str | None = None) -> Table:
             continue
         cells = [
             _fmt(_value(row, key)) if se_key is None else _fmt_pm(row.get(key), row.get(se_key))
-            for key, se_key, _ in RICH_COLUMNS
+            for key, se_key, _ in shown
         ]
-        if best is not None and row["expected_cost"] == best:
-            cells[0] = f"[bold green]{cells[0]}[/bold green]"
-        counts = row.get("action_counts") or {}
-        table.add_row(row["decoder"], *cells, " ".join(f"{a}:{c}" for a, c in counts.items()))
+        if best is not None and row["expected_cost"] == best and "expected_cost" in keys:
+            at = keys.index("expected_cost")
+            cells[at] = f"[bold green]{cells[at]}[/bold green]"
+        if actions:
+            counts = row.get("action_counts") or {}
+            cells.append(" ".join(f"{a}:{c}" for a, c in counts.items()))
+        table.add_row(row["decoder"], *cells)
     return table
 
 

@@ -346,6 +346,25 @@ def test_cli_demo_with_a_running_server(fake_cli: FakeServer, tmp_path: Path) ->
     assert "model_preparation" not in saved["timings_s"]
 
 
+def test_cli_demo_output_fits_100_columns_without_cutting_labels(
+    fake_cli: FakeServer, tmp_path: Path
+) -> None:
+    from rich.cells import cell_len
+
+    args = ["demo", "--base-url", BASE_URL, "--model", "fake", "--stsb-items", "12"]
+    result = CliRunner().invoke(app, [*args, "--permutations", "1", "--out-dir", str(tmp_path)])
+
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(cell_len(line) for line in lines) <= 100  # a pipe gets 100 columns
+    assert "…" not in result.stdout
+    # The decoder tables show their names whole (twice: both parts), and the label column
+    # of a live decision holds the longest label with the action mark.
+    assert sum(line.startswith("│ mbr_dirichlet ") for line in lines) == 2
+    assert sum(line.startswith("│ argmax_dirichlet ") for line in lines) == 2
+    assert any(line.startswith("│ request_for_info  ← action │") for line in lines)
+
+
 def test_cli_demo_no_stsb_runs_the_tool_use_part_only(fake_cli: FakeServer, tmp_path: Path) -> None:
     out = tmp_path / "out"
     args = ["demo", "--base-url", BASE_URL, "--no-stsb", "--permutations", "0"]
