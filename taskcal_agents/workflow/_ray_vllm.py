@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from taskcal_agents._dtype import choose_dtype
 from taskcal_agents.datasets import DatasetItem
 from taskcal_agents.sampling import choice_message
 from taskcal_agents.workflow._ray_engine import (
@@ -199,14 +200,19 @@ def build_vllm_dataset(
         concurrency: vLLM actors (one per GPU with tensor parallelism 1).
         batch_size: Rows per batch.
         seed: The first sample seed (sample *j* of every item uses ``seed + j``).
-        engine_kwargs: More vLLM engine arguments (prefix caching is on unless set off).
+        engine_kwargs: More vLLM engine arguments (prefix caching is on unless set off; the
+            dtype is :func:`~taskcal_agents.serving.choose_dtype`'s, ``$TASKCAL_DTYPE`` if set).
     """
     ray = import_ray()
     from ray.data.llm import build_processor, vLLMEngineProcessorConfig
 
+    # The one dtype rule (taskcal_agents._dtype): on GPUs vLLM's default unless
+    # $TASKCAL_DTYPE or engine_kwargs name one.
+    choice = choose_dtype(device="gpu", extra_args=())
+    dtype = {} if choice.dtype is None else {"dtype": choice.dtype}
     config = vLLMEngineProcessorConfig(
         model_source=model_source,
-        engine_kwargs={"enable_prefix_caching": True, **(engine_kwargs or {})},
+        engine_kwargs={"enable_prefix_caching": True, **dtype, **(engine_kwargs or {})},
         concurrency=concurrency,
         batch_size=batch_size,
         chat_template_stage=False,  # rendered in the preprocess, with each item's tools

@@ -31,6 +31,7 @@ from taskcal_agents.commands import workflow as workflow_cmd
 from taskcal_agents.datasets import SHARED_DATA_ENV, convert
 from taskcal_agents.errors import DataFileError
 from taskcal_agents.sampling import OpenAISampler
+from taskcal_agents.serving import DtypeChoice
 from taskcal_agents.workflow import eval_arrays, read_samples
 from taskcal_agents.workflow.demo import (
     DEMO_FORMAT,
@@ -416,6 +417,7 @@ def test_cli_demo_missing_data_fails_before_any_server(
 
     monkeypatch.setattr(models, "prepare_model", refuse)
     monkeypatch.setattr(serving, "connect", refuse)
+    monkeypatch.setattr(serving, "VLLMServer", refuse)
     result = CliRunner().invoke(app, ["demo", "--out-dir", str(tmp_path / "out")])
 
     assert result.exit_code == 2
@@ -434,28 +436,34 @@ def test_cli_demo_prepares_serves_and_stops_the_model_before_evaluating(
         return tmp_path / "model"
 
     class Started:
-        def __init__(self, base_url: str | None = None, model: str | None = None) -> None:
-            calls.append(f"connect {base_url} {model}")
-            self.model = model
+        dtype_choice = DtypeChoice("float32", "the CPU has neither avx512_bf16 ...", "detected")
+        base_url = BASE_URL
 
-        def __enter__(self) -> tuple[str, str]:
-            return BASE_URL, str(self.model)
+        def __init__(self, model: str | None = None) -> None:
+            calls.append(f"serve {model}")
+            self.model_name = str(model)
+
+        def __enter__(self) -> Started:
+            return self
 
         def __exit__(self, *exc: object) -> None:
             evaluated = (out / "tool_use.evaluation.json").exists()
             calls.append(f"stop (evaluated: {evaluated})")
 
     monkeypatch.setattr(models, "prepare_model", prepare)
-    monkeypatch.setattr(serving, "connect", Started)
+    monkeypatch.setattr(serving, "VLLMServer", Started)
     args = ["demo", "--model", "smollm2-135m-instruct", "--no-stsb", "--permutations", "0"]
     result = CliRunner().invoke(app, [*args, "--out-dir", str(out)])
 
     assert result.exit_code == 0, result.output
     assert calls == [
         "prepare smollm2-135m-instruct",
-        "connect None smollm2-135m-instruct",
+        "serve smollm2-135m-instruct",
         "stop (evaluated: False)",
     ]
+    assert "dtype float32 (the CPU has neither avx512_bf16" in " ".join(result.stderr.split()), (
+        result.stderr
+    )
     timings = json.loads((out / "demo.json").read_text())["timings_s"]
     assert list(timings)[:2] == ["model_preparation", "server_start"]
     assert "server_stop" in timings
