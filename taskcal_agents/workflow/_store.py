@@ -199,6 +199,13 @@ def _check_resumable(existing: SamplesFile, header: Mapping[str, Any]) -> None:
                 f"with labels {new_task.get('labels')!r}; use another --out file."
             )
             raise DataFileError(msg, path=str(existing.path), line=1)
+    if old_task.get("prompt") != new_task.get("prompt"):
+        msg = (
+            f"samples file was written with the task prompt {old_task.get('prompt')!r}, but "
+            f"this run has {new_task.get('prompt')!r}; beliefs drawn under two prompts would "
+            "be mixed: resume with the same prompt or use another --out file."
+        )
+        raise DataFileError(msg, path=str(existing.path), line=1)
     # Files written before answer clustering existed have no key: no clustering.
     if old_task.get("answer_clusters") != new_task.get("answer_clusters"):
         msg = (

@@ -652,7 +652,8 @@ def run_demo(
     )
     # The tool-use file names its sampling (N completions; demo format 1 read one pass there),
     # so an out-dir of an older demo resumes nothing it cannot.
-    stems = {"stsb": "stsb", "tool_use": f"tool_use.n{DEMO_N}"}
+    # The STS-B file names its prompt too (demo format 2 had the template's default one).
+    stems = {"stsb": "stsb.own_prompt", "tool_use": f"tool_use.n{DEMO_N}"}
     paths = {key: out_dir / f"{stems[key]}.{slug}.samples.jsonl" for key, *_ in plan}
     sampled: dict[str, int] = {}
     per_item: dict[str, float] = {}

@@ -59,6 +59,17 @@ def test_resume_skips_done_ids(tmp_path: Path) -> None:
     assert list(read_samples(path).records) == ["id0", "id1"]
 
 
+def test_resuming_under_another_task_prompt_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    prompted = {**HEADER, "task": {**HEADER["task"], "prompt": "Rate it."}}
+    with SamplesStore.open(path, prompted) as store:
+        store.append(_record(0))
+    with SamplesStore.open(path, prompted) as store:  # the same prompt resumes
+        store.append(_record(1))
+    with pytest.raises(DataFileError, match="beliefs drawn under two prompts would be mixed"):
+        SamplesStore.open(path, HEADER)  # a file of no prompt key reads as prompt None
+
+
 def test_a_file_written_before_the_adaptive_artefact_was_recorded(tmp_path: Path) -> None:
     # Its header lacks the key; a run's settings now hold it (None without adaptive N).
     path = tmp_path / "s.jsonl"
