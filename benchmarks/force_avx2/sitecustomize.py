@@ -16,7 +16,10 @@ laptops) on one with AVX-512:
 import os
 
 if os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper() == "AVX2":
-    import torch
+    try:
+        import torch
+    except ImportError:  # an interpreter without torch (pip, before the install) runs as is
+        torch = None
 
     for _name in (
         "_is_avx512_supported",
@@ -25,5 +28,5 @@ if os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper() == "AVX2":
         "_is_amx_tile_supported",
         "_is_amx_fp16_supported",
     ):
-        if hasattr(torch.cpu, _name):
+        if torch is not None and hasattr(torch.cpu, _name):
             setattr(torch.cpu, _name, lambda: False)

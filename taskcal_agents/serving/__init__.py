@@ -11,8 +11,9 @@ from __future__ import annotations
 # ``__all__`` (below) is the public surface. The names imported ``as`` themselves stay
 # importable from this package outside it: ``LaunchSpec`` (0.1 exported it from here) and
 # ``DEFAULT``, the "default for this model" marker of ``VLLMServer``'s arguments (the
-# command line passes it).
-from taskcal_agents._dtype import DTYPE_ENV, DtypeChoice, choose_dtype
+# command line passes it), and ``DtypeChoice``, what ``choose_dtype`` returns.
+from taskcal_agents._dtype import DtypeChoice as DtypeChoice
+from taskcal_agents._dtype import choose_dtype
 from taskcal_agents.serving._connect import connect
 from taskcal_agents.serving._external import ExternalServer
 from taskcal_agents.serving._launch import DEFAULT as DEFAULT
@@ -20,8 +21,6 @@ from taskcal_agents.serving._launch import LaunchSpec as LaunchSpec
 from taskcal_agents.serving._process import VLLMServer
 
 __all__ = [
-    "DTYPE_ENV",
-    "DtypeChoice",
     "ExternalServer",
     "VLLMServer",
     "choose_dtype",
