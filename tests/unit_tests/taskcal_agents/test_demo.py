@@ -188,7 +188,7 @@ def test_run_demo_evaluates_both_parts_decides_live_and_resumes(
     assert released == [len(server.requests)]
     assert [part.key for part in result.parts] == ["stsb", "tool_use"]
     assert [p.n_sampled_now for p in result.parts] == [N_STSB, 36]
-    assert result.parts[0].samples_path == out / "stsb.fake_model.samples.jsonl"
+    assert result.parts[0].samples_path == out / "stsb.own_prompt.fake_model.samples.jsonl"
     assert result.parts[1].samples_path == out / f"tool_use.n{DEMO_N}.fake_model.samples.jsonl"
     assert list(result.timings) == [
         "stsb_sampling",
@@ -335,7 +335,7 @@ def test_cli_demo_with_a_running_server(fake_cli: FakeServer, tmp_path: Path) ->
         assert label in text
     saved = json.loads((out / "demo.json").read_text())
     assert saved["model"] == "fake"
-    stsb = read_samples(out / "stsb.fake.samples.jsonl")
+    stsb = read_samples(out / "stsb.own_prompt.fake.samples.jsonl")
     assert set(stsb.records) == {i.id for i in stsb_items(12, seed=1)}
     assert set(stsb.records) != {i.id for i in stsb_items(12)}
     for decided in saved["decisions"]:

@@ -94,10 +94,15 @@ def test_the_server_passes_its_choice_and_writes_it_to_the_log(
         VLLMServer(tmp_path, dtype="fp32")
 
 
-def test_the_probe_measures_both_dtypes_with_the_given_interpreter() -> None:
-    pytest.importorskip("torch")
-    found = _dtype.probe_gemm(sys.executable, {"PATH": "/usr/bin:/bin"})
-    assert found is not None
-    assert found.bfloat16 > 0
-    assert found.float32 > 0
-    assert _dtype.probe_gemm("/nonexistent/python", {}) is None
+def test_the_probe_runs_the_given_interpreter_in_the_given_environment(tmp_path: Path) -> None:
+    fake = tmp_path / "python"
+    fake.write_text(
+        '#!/bin/sh\necho "warming up"\necho "{\\"bfloat16\\": $BF16, \\"float32\\": 10}"\n'
+    )
+    fake.chmod(0o755)
+    assert _dtype.probe_gemm(str(fake), {"BF16": "30.5"}) == GemmProbe(30.5, 10.0)
+    broken = tmp_path / "broken"
+    broken.write_text("#!/bin/sh\necho 'Traceback: no torch'\nexit 1\n")
+    broken.chmod(0o755)
+    assert _dtype.probe_gemm(str(broken), {}) is None
+    assert _dtype.probe_gemm(str(tmp_path / "missing"), {}) is None
