@@ -163,6 +163,7 @@ def prompt_phase(server: VLLMServer, items: int, out_dir: Path) -> dict[str, flo
     )
     data = stsb_items(items, seed=99)
     path = out_dir / f"stsb.{server.dtype_choice.dtype}.samples.jsonl"
+    path.unlink(missing_ok=True)  # a reused --out-dir must not resume: every item is timed
     with OpenAISampler(server.base_url, server.model_name, timeout=600) as sampler:
         _sample_part(
             "stsb",
@@ -327,7 +328,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="qwen2.5-coder-0.5b-instruct")
     parser.add_argument("--dtypes", type=lambda s: s.split(","), default=list(DTYPES))
-    parser.add_argument("--items", type=int, default=64, help="STS-B items (plus 4 warm-up)")
+    parser.add_argument("--items", type=int, default=64, help="STS-B items, the first 4 a warm-up")
     parser.add_argument(
         "--batches", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 32]
     )

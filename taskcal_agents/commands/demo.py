@@ -213,9 +213,17 @@ def _run(
                 TimeElapsedColumn(),
                 console=err,
             ) as progress:
+                bars: dict[str, Any] = {}
 
                 def observe(description: str, total: int, completed: int) -> Callable[[int], None]:
-                    bar = progress.add_task(description, total=total, completed=completed)
+                    # A part's warm-up and its rest share one bar (the second call widens it).
+                    if description in bars:
+                        bar = bars[description]
+                        progress.update(bar, total=total, completed=completed)
+                    else:
+                        bar = bars[description] = progress.add_task(
+                            description, total=total, completed=completed
+                        )
                     return lambda k: progress.advance(bar, k)
 
                 def on_estimate(estimate: Estimate) -> None:

@@ -171,7 +171,7 @@ class OfflineSampler:
             if self.device == "cpu":
                 from taskcal_agents._vllm_cpu import cpu_environment
 
-                for key, value in cpu_environment(self.kv_cache_gib).items():
+                for key, value in cpu_environment(self.kv_cache_gib, preload=False).items():
                     os.environ.setdefault(key, value)
                 kwargs["enforce_eager"] = True
                 kwargs["block_size"] = CPU_BLOCK_SIZE

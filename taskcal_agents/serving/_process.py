@@ -137,7 +137,14 @@ class VLLMServer:
         self.env = dict(env or {})
         self.dtype = dtype
         # Refuses an unknown dtype, or one given twice, now rather than at start().
-        choose_dtype(dtype, device=device, extra_args=self.extra_args, env={}, probe=False)
+        choose_dtype(
+            dtype,
+            device=device,
+            extra_args=self.extra_args,
+            env={},
+            flags=frozenset(),
+            probe=False,
+        )
         self.dtype_choice: DtypeChoice | None = None
         self.startup_timeout = float(startup_timeout)
         self.python = python or sys.executable
@@ -270,7 +277,7 @@ class VLLMServer:
                 stdin=subprocess.DEVNULL,
                 stdout=self._log_handle,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, **spec.env, **self.env},
+                env=_merged_env(spec.env, self.env),
                 start_new_session=True,
             )
         except OSError as exc:
@@ -434,6 +441,19 @@ class VLLMServer:
         if self._log_handle is not None:
             self._log_handle.close()
             self._log_handle = None
+
+
+def _merged_env(ours: Mapping[str, str], theirs: Mapping[str, str]) -> dict[str, str]:
+    """The server's environment: this process's, then ours, then the caller's *env*.
+
+    A caller's ``LD_PRELOAD`` goes after our preloads, not instead of them.
+    """
+    env = {**os.environ, **ours, **theirs}
+    if "LD_PRELOAD" in ours and theirs.get("LD_PRELOAD"):
+        own = [p for p in ours["LD_PRELOAD"].split(":") if p]
+        extra = [p for p in theirs["LD_PRELOAD"].split(":") if p and p not in own]
+        env["LD_PRELOAD"] = ":".join([*own, *extra])
+    return env
 
 
 def _terminate_group(process: subprocess.Popen[bytes], timeout: float) -> None:

@@ -129,7 +129,7 @@ PSEUDO_SAMPLES = 16
 (smoothed with the default α, as ``taskcal sample --belief logprob --n 16``)."""
 
 WARMUP_ITEMS = {"stsb": 16, "tool_use": 8}
-"""Items of each part sampled first and timed (two rounds of :data:`DEMO_CONCURRENCY` in
+"""Items of each part sampled first and timed (at the default concurrency, two rounds in
 flight for STS-B, one for the tool-use part): the expected duration is printed from their
 pace."""
 
@@ -540,21 +540,16 @@ def _decide(
 
 def _estimate(
     plan: Sequence[tuple[str, str, Task, list[DatasetItem], SampleSettings, str]],
-    paths: dict[str, Path],
+    left: dict[str, int],
     per_item: dict[str, float],
+    per_request: float,
     show: int,
     permutations: int,
 ) -> Estimate:
-    """Expected seconds left: items to sample at their part's pace, decisions, evaluations."""
-    from taskcal_agents.workflow._store import read_samples
-
-    seconds = 0.0
-    for key, _, _, items, _, _ in plan:
-        done = set(read_samples(paths[key]).records)
-        left = sum(item.id not in done for item in items)
-        seconds += left * per_item.get(key, 0.0)
-        seconds += EVALUATION_S_PER_SHUFFLE * permutations + 2.0
-    seconds += show * per_item.get("tool_use", 0.0)
+    """Expected seconds left: items at their part's pace, live decisions, evaluations."""
+    seconds = sum(left[key] * per_item[key] for key in left)
+    seconds += len(plan) * (EVALUATION_S_PER_SHUFFLE * permutations + 2.0)
+    seconds += show * per_request
     return Estimate(seconds=seconds, per_item=dict(per_item))
 
 
@@ -597,8 +592,8 @@ def run_demo(
         release: Called after the last request to the server.
         observe: Progress callback (see :data:`Observer`).
         on_estimate: Called once with the expected remaining duration, after the first
-            :data:`WARMUP_ITEMS` of each part are sampled and timed (not called when every
-            part resumes with those items done).
+            :data:`WARMUP_ITEMS` items each part has left are sampled and timed (not called
+            when no part has items left).
 
     Returns:
         The result; ``timings`` ends with ``total``.
@@ -608,6 +603,7 @@ def run_demo(
     """
     from taskcal_agents._files import write_json
     from taskcal_agents.workflow._runner import SampleSettings
+    from taskcal_agents.workflow._store import read_samples
 
     timer = timer or StepTimer()
 
@@ -652,19 +648,25 @@ def run_demo(
     )
     # The tool-use file names its sampling (N completions; demo format 1 read one pass there),
     # so an out-dir of an older demo resumes nothing it cannot.
-    # The STS-B file names its prompt too (demo format 2 had the template's default one).
+    # The STS-B file names its prompt too (before, the chat template's default one).
     stems = {"stsb": "stsb.own_prompt", "tool_use": f"tool_use.n{DEMO_N}"}
     paths = {key: out_dir / f"{stems[key]}.{slug}.samples.jsonl" for key, *_ in plan}
     sampled: dict[str, int] = {}
     per_item: dict[str, float] = {}
-    # The first items of each part first, timed: their pace gives the expected duration.
+    left: dict[str, int] = {}
+    per_request = 0.0
+    # The first items still to sample of each part first, timed: their pace gives the
+    # expected duration (a resumed part is timed on the items it has left).
     for key, _, task, items, settings, dataset in plan:
+        done = set(read_samples(paths[key]).records) if paths[key].exists() else set()
+        todo = [item for item in items if item.id not in done]
+        head = todo[: WARMUP_ITEMS[key]]
         start = time.monotonic()
         with timer.step(f"{key}_sampling"):
             sampled[key] = _sample_part(
                 key,
                 task,
-                items[: WARMUP_ITEMS[key]],
+                head,
                 sampler,
                 paths[key],
                 settings,
@@ -672,10 +674,14 @@ def run_demo(
                 concurrency=concurrency,
                 observe=observe,
             )
+        seconds = time.monotonic() - start
         if sampled[key]:
-            per_item[key] = (time.monotonic() - start) / sampled[key]
-    if on_estimate is not None and per_item:
-        on_estimate(_estimate(plan, paths, per_item, show, permutations))
+            per_item[key] = seconds / sampled[key]
+            left[key] = len(todo) - sampled[key]
+            if key == "tool_use":  # one request alone takes about one round in flight
+                per_request = seconds / -(-sampled[key] // concurrency)
+    if on_estimate is not None and per_item:  # every part with items left was timed
+        on_estimate(_estimate(plan, left, per_item, per_request, show, permutations))
     for key, _, task, items, settings, dataset in plan:
         with timer.step(f"{key}_sampling"):
             sampled[key] += _sample_part(

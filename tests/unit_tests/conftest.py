@@ -22,6 +22,12 @@ def _no_network() -> Iterator[None]:
     pytest_socket.enable_socket()
 
 
+@pytest.fixture(autouse=True)
+def _float32_serving(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Launch commands do not depend on this machine's CPU (no GEMM probe is run)."""
+    monkeypatch.setenv("TASKCAL_DTYPE", "float32")
+
+
 @pytest.fixture
 def loopback(_no_network: None) -> None:
     """TCP connections to ``127.0.0.1`` allowed, every other host still refused."""

@@ -37,6 +37,8 @@ from taskcal_agents.workflow.demo import (
     DEMO_FORMAT,
     DEMO_MAX_TOKENS,
     DEMO_N,
+    WARMUP_ITEMS,
+    Estimate,
     demo_items,
     demo_task,
     run_demo,
@@ -485,3 +487,51 @@ def test_demo_all_names_exist() -> None:
     assert len(set(module.__all__)) == len(module.__all__)
     for name in module.__all__:
         assert hasattr(module, name), f"taskcal_agents.workflow.demo.__all__ names missing {name!r}"
+
+
+def test_the_estimate_times_the_items_each_part_has_left(shared_data: Path, tmp_path: Path) -> None:
+    server = FakeServer(shared_data)
+    out = tmp_path / "out"
+    seen: list[Estimate] = []
+    # A first run samples both parts; a second, with more STS-B items, resumes it partway.
+    run_demo(
+        server.sampler(),
+        out,
+        model="m",
+        base_url=BASE_URL,
+        stsb=stsb_items(N_STSB),
+        permutations=0,
+        show=0,
+        on_estimate=seen.append,
+    )
+    assert len(seen) == 1
+    assert set(seen[0].per_item) == {"stsb", "tool_use"}
+    assert all(pace > 0 for pace in seen[0].per_item.values())
+    assert seen[0].seconds > 0
+    # A rerun with more STS-B items: the tool-use part is done and is not timed; STS-B is
+    # timed on items it had not sampled (a resumed part is never counted as free).
+    run_demo(
+        server.sampler(),
+        out,
+        model="m",
+        base_url=BASE_URL,
+        stsb=stsb_items(N_STSB + WARMUP_ITEMS["stsb"] + 4),
+        permutations=0,
+        show=0,
+        on_estimate=seen.append,
+    )
+    assert len(seen) == 2
+    assert set(seen[1].per_item) == {"stsb"}
+    assert seen[1].per_item["stsb"] > 0
+    # Nothing left: no estimate.
+    run_demo(
+        server.sampler(),
+        out,
+        model="m",
+        base_url=BASE_URL,
+        stsb=stsb_items(N_STSB + WARMUP_ITEMS["stsb"] + 4),
+        permutations=0,
+        show=0,
+        on_estimate=seen.append,
+    )
+    assert len(seen) == 2

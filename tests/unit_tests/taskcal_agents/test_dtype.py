@@ -106,3 +106,42 @@ def test_the_probe_runs_the_given_interpreter_in_the_given_environment(tmp_path:
     broken.chmod(0o755)
     assert _dtype.probe_gemm(str(broken), {}) is None
     assert _dtype.probe_gemm(str(tmp_path / "missing"), {}) is None
+
+
+def test_the_gpu_path_gets_neither_cpu_blocks_nor_preloads(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("TASKCAL_DTYPE", raising=False)
+    spec = VLLMServer(tmp_path, port=8128, device="gpu").launch_spec()
+    assert "--block-size" not in spec.argv
+    assert "--dtype" not in spec.argv  # vLLM's default on a GPU
+    assert "LD_PRELOAD" not in spec.env
+
+
+def test_a_callers_preload_is_added_after_ours_not_instead() -> None:
+    from taskcal_agents.serving._process import _merged_env
+
+    env = _merged_env({"LD_PRELOAD": "/lib/tc.so:/lib/iomp.so"}, {"LD_PRELOAD": "/x.so:/lib/tc.so"})
+    assert env["LD_PRELOAD"] == "/lib/tc.so:/lib/iomp.so:/x.so"
+    assert _merged_env({}, {"LD_PRELOAD": "/x.so"})["LD_PRELOAD"] == "/x.so"
+
+
+def test_the_log_opens_with_the_dtype_and_why(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import subprocess
+
+    from taskcal_agents.errors import ServerStartupError
+
+    monkeypatch.setattr(_dtype, "cpu_flags", lambda path="": AVX2)
+    monkeypatch.delenv("TASKCAL_DTYPE", raising=False)
+
+    def no_server(*args: object, **kwargs: object) -> None:
+        raise OSError("not started in a unit test")
+
+    monkeypatch.setattr(subprocess, "Popen", no_server)
+    log = tmp_path / "server.log"
+    with pytest.raises(ServerStartupError):
+        VLLMServer(tmp_path, port=8129, log_path=log).start()
+    first = log.read_text().splitlines()[0]
+    assert first.startswith("# taskcal: dtype float32 (the CPU has neither avx512_bf16")

@@ -67,7 +67,7 @@ def test_resuming_under_another_task_prompt_is_refused(tmp_path: Path) -> None:
     with SamplesStore.open(path, prompted) as store:  # the same prompt resumes
         store.append(_record(1))
     with pytest.raises(DataFileError, match="beliefs drawn under two prompts would be mixed"):
-        SamplesStore.open(path, HEADER)  # a file of no prompt key reads as prompt None
+        SamplesStore.open(path, HEADER)  # this run has no prompt; the file was written with one
 
 
 def test_a_file_written_before_the_adaptive_artefact_was_recorded(tmp_path: Path) -> None:
