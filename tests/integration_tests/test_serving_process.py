@@ -81,6 +81,7 @@ def _server(fake_python: str, tmp_path: Path, mode: str, **kwargs: object) -> VL
         served_model_name="fake",
         env={"FAKE_MODE": mode},
         log_path=tmp_path / "server.log",
+        dtype="float32",  # no GEMM probe through the fake interpreter
         **kwargs,  # type: ignore[arg-type]
     )
 
@@ -126,7 +127,8 @@ def test_start_stop_and_dead_server_detection(fake_python: str, tmp_path: Path) 
     assert new_pid is not None
     assert _gone(new_pid)
     log = (tmp_path / "server.log").read_text(encoding="utf-8")
-    assert log.startswith("$ ")  # the command line heads the log
+    # The dtype and why, then the command line, head the log.
+    assert log.startswith("# taskcal: dtype float32 (asked for)\n$ ")
     assert "-m vllm.entrypoints.openai.api_server" in log
 
 
