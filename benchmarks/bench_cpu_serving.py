@@ -165,29 +165,23 @@ def prompt_phase(server: VLLMServer, items: int, out_dir: Path) -> dict[str, flo
     path = out_dir / f"stsb.{server.dtype_choice.dtype}.samples.jsonl"
     path.unlink(missing_ok=True)  # a reused --out-dir must not resume: every item is timed
     with OpenAISampler(server.base_url, server.model_name, timeout=600) as sampler:
-        _sample_part(
-            "stsb",
-            stsb_task(),
-            data[:4],
-            sampler,
-            path,
-            settings,
-            "stsb",
-            concurrency=4,
-            observe=lambda *a: lambda k: None,
-        )  # warm-up: four items, not counted
+
+        def sample(items: list[Any]) -> None:
+            _sample_part(
+                "stsb",
+                stsb_task(),
+                items,
+                sampler,
+                path,
+                settings,
+                "stsb",
+                concurrency=4,
+                observe=lambda *a: lambda k: None,
+            )
+
+        sample(data[:4])  # warm-up: four items, not counted
         before, start = metrics(server.root_url), time.perf_counter()
-        _sample_part(
-            "stsb",
-            stsb_task(),
-            data,
-            sampler,
-            path,
-            settings,
-            "stsb",
-            concurrency=4,
-            observe=lambda *a: lambda k: None,
-        )
+        sample(data)  # resumes: the other items
         seconds = time.perf_counter() - start
     after = metrics(server.root_url)
     prompt = after["prompt_tokens"] - before["prompt_tokens"]

@@ -652,39 +652,12 @@ def run_demo(
     stems = {"stsb": "stsb.own_prompt", "tool_use": f"tool_use.n{DEMO_N}"}
     paths = {key: out_dir / f"{stems[key]}.{slug}.samples.jsonl" for key, *_ in plan}
     sampled: dict[str, int] = {}
-    per_item: dict[str, float] = {}
-    left: dict[str, int] = {}
-    per_request = 0.0
-    # The first items still to sample of each part first, timed: their pace gives the
-    # expected duration (a resumed part is timed on the items it has left).
-    for key, _, task, items, settings, dataset in plan:
-        done = set(read_samples(paths[key]).records) if paths[key].exists() else set()
-        todo = [item for item in items if item.id not in done]
-        head = todo[: WARMUP_ITEMS[key]]
-        start = time.monotonic()
+
+    def sample(
+        key: str, task: Task, items: list[DatasetItem], settings: SampleSettings, dataset: str
+    ) -> int:
         with timer.step(f"{key}_sampling"):
-            sampled[key] = _sample_part(
-                key,
-                task,
-                head,
-                sampler,
-                paths[key],
-                settings,
-                dataset,
-                concurrency=concurrency,
-                observe=observe,
-            )
-        seconds = time.monotonic() - start
-        if sampled[key]:
-            per_item[key] = seconds / sampled[key]
-            left[key] = len(todo) - sampled[key]
-            if key == "tool_use":  # one request alone takes about one round in flight
-                per_request = seconds / -(-sampled[key] // concurrency)
-    if on_estimate is not None and per_item:  # every part with items left was timed
-        on_estimate(_estimate(plan, left, per_item, per_request, show, permutations))
-    for key, _, task, items, settings, dataset in plan:
-        with timer.step(f"{key}_sampling"):
-            sampled[key] += _sample_part(
+            return _sample_part(
                 key,
                 task,
                 items,
@@ -695,6 +668,28 @@ def run_demo(
                 concurrency=concurrency,
                 observe=observe,
             )
+
+    per_item: dict[str, float] = {}
+    left: dict[str, int] = {}
+    per_request = 0.0
+    # The first items still to sample of each part first, timed: their pace gives the
+    # expected duration (a resumed part is timed on the items it has left).
+    for key, _, task, items, settings, dataset in plan:
+        done = set(read_samples(paths[key]).records) if paths[key].exists() else set()
+        todo = [item for item in items if item.id not in done]
+        head = todo[: WARMUP_ITEMS[key]]
+        start = time.monotonic()
+        sampled[key] = sample(key, task, head, settings, dataset)
+        seconds = time.monotonic() - start
+        if sampled[key]:
+            per_item[key] = seconds / sampled[key]
+            left[key] = len(todo) - sampled[key]
+            if key == "tool_use":  # one request alone takes about one round in flight
+                per_request = seconds / -(-sampled[key] // concurrency)
+    if on_estimate is not None and per_item:  # every part with items left was timed
+        on_estimate(_estimate(plan, left, per_item, per_request, show, permutations))
+    for key, _, task, items, settings, dataset in plan:
+        sampled[key] += sample(key, task, items, settings, dataset)
     key, _, task, items, settings, _ = plan[-1]
     with timer.step("decisions"):
         decisions = _decide(

@@ -493,45 +493,31 @@ def test_the_estimate_times_the_items_each_part_has_left(shared_data: Path, tmp_
     server = FakeServer(shared_data)
     out = tmp_path / "out"
     seen: list[Estimate] = []
+
+    def run(stsb: list[Any]) -> None:
+        run_demo(
+            server.sampler(),
+            out,
+            model="m",
+            base_url=BASE_URL,
+            stsb=stsb,
+            permutations=0,
+            show=0,
+            on_estimate=seen.append,
+        )
+
     # A first run samples both parts; a second, with more STS-B items, resumes it partway.
-    run_demo(
-        server.sampler(),
-        out,
-        model="m",
-        base_url=BASE_URL,
-        stsb=stsb_items(N_STSB),
-        permutations=0,
-        show=0,
-        on_estimate=seen.append,
-    )
+    run(stsb_items(N_STSB))
     assert len(seen) == 1
     assert set(seen[0].per_item) == {"stsb", "tool_use"}
     assert all(pace > 0 for pace in seen[0].per_item.values())
     assert seen[0].seconds > 0
     # A rerun with more STS-B items: the tool-use part is done and is not timed; STS-B is
     # timed on items it had not sampled (a resumed part is never counted as free).
-    run_demo(
-        server.sampler(),
-        out,
-        model="m",
-        base_url=BASE_URL,
-        stsb=stsb_items(N_STSB + WARMUP_ITEMS["stsb"] + 4),
-        permutations=0,
-        show=0,
-        on_estimate=seen.append,
-    )
+    run(stsb_items(N_STSB + WARMUP_ITEMS["stsb"] + 4))
     assert len(seen) == 2
     assert set(seen[1].per_item) == {"stsb"}
     assert seen[1].per_item["stsb"] > 0
     # Nothing left: no estimate.
-    run_demo(
-        server.sampler(),
-        out,
-        model="m",
-        base_url=BASE_URL,
-        stsb=stsb_items(N_STSB + WARMUP_ITEMS["stsb"] + 4),
-        permutations=0,
-        show=0,
-        on_estimate=seen.append,
-    )
+    run(stsb_items(N_STSB + WARMUP_ITEMS["stsb"] + 4))
     assert len(seen) == 2
