@@ -12,17 +12,19 @@ Two sources, one table:
   in order as if drawn in rounds; the Dirichlet map and the stopping prior are cross-fitted
   on 5 stratified folds by the workflow's code, so an item is never decided by a fit on it.
 
-Both run the runtime's own functions: the rule is
-:func:`~taskcal_agents.decision.adaptive.stop_check` (on messages,
-:func:`~taskcal_agents.decision.adaptive.stop_check_messages`, for the replay) and the
-decisions are :meth:`Decider.decide` (``decide_belief`` on counts for the simulation).
+Both run the runtime's own functions: the rule's estimate is
+:func:`~taskcal_agents.decision.adaptive.change_probability` (on messages through
+:func:`~taskcal_agents.decision.adaptive.message_counts`, for the replay), which
+:func:`~taskcal_agents.decision.adaptive.stop_check` compares with ε, here under each prior
+named, fitted or not; the decisions are :meth:`Decider.decide` (``decide_belief`` on counts
+for the simulation).
 
 Printed per prior and ε: the items that stopped before N, how many of those decisions differ
 from the N = 16 decision on the same samples (the realised change rate, with its one-sided
 95 % Clopper–Pearson upper bound), the rule's mean estimate at those stops, and the mean
 samples drawn per decision. Priors: ``fitted`` (what ``taskcal fit`` stores), ``uniform``
-(a = 1, the default without a fitted prior) and ``sparse`` (a = 0.1 on every outcome, the
-belief's α, which the rule used before).
+(a = 1, the rule's default before it drew all N without a fitted prior) and ``sparse``
+(a = 0.1 on every outcome, the belief's α, which the rule used before).
 
 Run: .venv/bin/python benchmarks/bench_adaptive_n.py simulate --seeds 0 1 2
      .venv/bin/python benchmarks/bench_adaptive_n.py replay runs/q05.w2c.n16.samples.jsonl \
@@ -44,9 +46,9 @@ from scipy import stats
 from taskcal_agents.decision.adaptive import (
     AdaptiveSampling,
     StoppingPrior,
+    change_probability,
     fit_stopping_prior,
-    stop_check,
-    stop_check_messages,
+    message_counts,
 )
 from taskcal_agents.decision.decider import Decider
 from taskcal_agents.decision.presets import tool_decision
@@ -202,7 +204,8 @@ def simulate(seed: int, n_cal: int, n_test: int, priors: Sequence[str]) -> dict[
                 key = tuple(c.tolist())
                 if key not in memo:
                     action = task.action_index(decider.decide_belief(belief(c)).action)
-                    memo[key] = (stop_check(decider, c, N_MAX, rule).change_probability, action)
+                    estimate = change_probability(decider, c, N_MAX, draws=rule.draws, prior=prior)
+                    memo[key] = (estimate, action)
                 p[i, r], actions[i, r] = memo[key]
         out[kind] = {"p": p, "actions": actions, "prior": prior, "cost": cost[y_test][
             np.arange(n_test)[:, None], actions]}  # fmt: skip
@@ -264,10 +267,13 @@ def replay(
                 action = decider.decide(prefix, tool_names=names, context=context).action
                 actions[i, r] = task.action_index(action)
                 if m < n_max:
-                    check = stop_check_messages(
-                        decider, prefix, n_max, rule, tool_names=names, context=context
+                    counts, executable = message_counts(
+                        decider, prefix, tool_names=names, context=context
                     )
-                    p[i, r] = check.change_probability
+                    p[i, r] = change_probability(
+                        decider, counts, n_max, executable=executable, draws=rule.draws,
+                        prior=fold_priors[f],
+                    )  # fmt: skip
         cost = task.cost_matrix()[data.y][np.arange(data.n)[:, None], actions]
         out[kind] = {"p": p, "actions": actions, "prior": fold_priors[0], "cost": cost}
     return out

@@ -219,3 +219,37 @@ if [ -n "${QWEN15:-}" ]; then
       --folds 5 --target-risk 0.1 --out runs/q15.$D.n8.eval.json
   done
 fi
+
+# The tool-decision corpus built from bfcl-eval's data (`taskcal data convert bfcl`; the
+# wheel's bytes are read, never installed): 1,368 items, balanced, split once into train 657,
+# dev 219 and a locked test split of 492. Sampled at the front doors' defaults (N = 16,
+# T = 1.0, no greedy sample) with max_tokens 256 and the system prompt above: Qwen2.5-Coder-0.5B
+# on every split, Qwen2.5-Coder-1.5B on train, dev and the test split's first 330 items
+# (interleaved, so balanced). Resumable per split and model; hours on 2 cores. Run with BFCL=1.
+if [ -n "${BFCL:-}" ]; then
+  [ -n "${SERVER_PID:-}" ] && stop_server "$SERVER_PID"
+  SERVER_PID=
+  W=runs/bfcl_eval-2026.3.23-py3-none-any.whl
+  [ -s "$W" ] || .venv/bin/python -m pip download --no-deps bfcl-eval==2026.3.23 -d runs
+  $T data convert bfcl --source "$W" --out runs/bfcl.jsonl --task-out runs/bfcl.task.yaml
+  for SPLIT in train dev test; do
+    $T data convert bfcl --source "$W" --split $SPLIT --out runs/bfcl.$SPLIT.jsonl
+  done
+  python3 - "$PROMPT" <<'PY'
+import sys, yaml
+p = "runs/bfcl.task.yaml"
+d = yaml.safe_load(open(p)); d["prompt"] = sys.argv[1]
+yaml.safe_dump(d, open(p, "w"), sort_keys=False)
+PY
+  for Q in qwen2.5-coder-0.5b-instruct:q05:492 qwen2.5-coder-1.5b-instruct:q15:330; do
+    IFS=: read -r QM QT QN <<< "$Q"
+    serve "$QM" 8006 "${QT}_bfcl"
+    for SPLIT in train dev test; do
+      LIMIT=(); [ $SPLIT = test ] && LIMIT=(--limit "$QN")
+      $T sample --task runs/bfcl.task.yaml --data runs/bfcl.$SPLIT.jsonl --base-url "$SURL" \
+        --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \
+        "${LIMIT[@]}" --out "runs/$QT.bfcl.$SPLIT.samples.jsonl" || true
+    done
+    stop_server "$SPID"
+  done
+fi

@@ -108,7 +108,7 @@ def _split_names(value: str) -> list[str]:
 
 def data_convert(
     name: Annotated[
-        str, typer.Argument(help="Converter: when2call, simpleqa, nq-open, mmlu or stsb.")
+        str, typer.Argument(help="Converter: when2call, bfcl, simpleqa, nq-open, mmlu or stsb.")
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Dataset JSONL to write.")],
     source: Annotated[
@@ -125,7 +125,8 @@ def data_convert(
         ),
     ] = False,
     split: Annotated[
-        str | None, typer.Option(help="MMLU split: dev, val or dev+val (default dev).")
+        str | None,
+        typer.Option(help="MMLU split: dev, val or dev+val (default dev); BFCL: train, dev or test."),
     ] = None,
     scale_min: Annotated[
         int | None,

@@ -11,6 +11,8 @@ nq-open     ``nq_open/NQ-open.dev.jsonl``                    graded after sampli
                                                              abstain)
 mmlu        ``mmlu/`` (headerless CSVs in ``dev/``, ``val/``) A, B, C, D
 stsb        ``stsb/sts-dev.csv`` (tab-separated)             0 ... 5 (the score, rounded)
+bfcl        the ``bfcl-eval`` wheel or its data folder        tool_call, request_for_info,
+            (``--source``; see :mod:`._bfcl`)                 cannot_answer
 =========== ================================================ ==================================
 
 The shared data folder is ``$TASKCAL_SHARED_DATA`` when set, else ``shared/data`` beside
@@ -384,6 +386,12 @@ class Converter:
     """Keyword options *function* accepts."""
 
 
+def _convert_bfcl(source: Path, split: str | None = None) -> list[DatasetItem]:
+    from taskcal_agents.datasets._bfcl import convert_bfcl
+
+    return convert_bfcl(source, split=split)
+
+
 CONVERTERS: dict[str, Converter] = {
     c.name: c
     for c in (
@@ -397,6 +405,7 @@ CONVERTERS: dict[str, Converter] = {
         Converter("nq-open", "nq_open/NQ-open.dev.jsonl", convert_nq_open, None),
         Converter("mmlu", "mmlu", convert_mmlu, MMLU_LABELS, ("split",)),
         Converter("stsb", "stsb/sts-dev.csv", convert_stsb, STSB_LABELS, ("scale_min",)),
+        Converter("bfcl", "bfcl", _convert_bfcl, WHEN2CALL_LABELS, ("split",)),
     )
 }
 

@@ -1,8 +1,8 @@
 """Default task files for the converted data sets (``taskcal data convert --task-out``).
 
 =========== ==================================================================================
-when2call   ``tasks.tool_decision`` with the cost matrix [[0, 1, 2], [4, 0, 2], [4, 1, 0]]
-            (row = truth, column = action; order tool_call, request_for_info, cannot_answer)
+when2call,  ``tasks.tool_decision`` with the cost matrix [[0, 1, 2], [4, 0, 2], [4, 1, 0]]
+bfcl        (row = truth, column = action; order tool_call, request_for_info, cannot_answer)
             and its default ``unparsed: other`` (unparsed samples are evidence)
 simpleqa,   ``tasks.answer_or_abstain(answer_clusters="lexical")``: the N answers are clustered
 nq-open     by meaning, the belief is the modal cluster's share and the label whether the
@@ -47,8 +47,8 @@ def default_task(name: str, **options: Any) -> Task:
     Raises:
         ConfigurationError: Unknown name.
     """
-    if name == "when2call":
-        return tool_decision(cost=[list(r) for r in WHEN2CALL_COST], name="when2call")
+    if name in ("when2call", "bfcl"):
+        return tool_decision(cost=[list(r) for r in WHEN2CALL_COST], name=name)
     if name in ("simpleqa", "nq-open"):
         return answer_or_abstain(name=name, answer_clusters="lexical")
     if name == "mmlu":
@@ -81,7 +81,7 @@ def default_task(name: str, **options: Any) -> Task:
         low = int(options.get("scale_min", 0))
         return rating(k=6, low=low, name="stsb")
     msg = (
-        f"default task name must be one of ['mmlu', 'nq-open', 'simpleqa', 'stsb', "
+        f"default task name must be one of ['bfcl', 'mmlu', 'nq-open', 'simpleqa', 'stsb', "
         f"'when2call'], got {name!r}."
     )
     raise ConfigurationError(msg)

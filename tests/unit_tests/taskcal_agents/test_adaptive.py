@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import json
 import re
+import warnings
 from typing import Any
 
 import httpx
@@ -63,13 +64,18 @@ def call_guard(threshold: float) -> RiskControl:
     )  # fmt: skip
 
 
-def settled(task: Any, epsilon: float, **kwargs: Any) -> AdaptiveSampling:
-    """Adaptive N under a prior of items whose samples agree (a = 0.1 on every outcome).
+def fitted(task: Any, a: float) -> StoppingPrior:
+    """A stopping prior as if fitted on 200 items: ``a`` on every outcome."""
+    return StoppingPrior(task.outcomes, (a,) * (len(task.outcomes) + 1), n_items=200)
 
-    A fitted prior looks like this on a task whose samples mostly agree; the default
-    uniform prior (a = 1) would draw more before stopping on the same samples.
+
+def settled(task: Any, epsilon: float, **kwargs: Any) -> AdaptiveSampling:
+    """Adaptive N under a fitted prior of items whose samples agree (a = 0.1 on every outcome).
+
+    A fitted prior looks like this on a task whose samples mostly agree; a = 1 would draw
+    more before stopping on the same samples.
     """
-    return AdaptiveSampling(epsilon=epsilon, prior=StoppingPrior.uniform(task, 0.1), **kwargs)
+    return AdaptiveSampling(epsilon=epsilon, prior=fitted(task, 0.1), **kwargs)
 
 
 class ConstantCalibrator:
@@ -123,24 +129,46 @@ def test_unanimous_samples_stop_early_and_split_ones_do_not() -> None:
 
 
 def test_the_prior_decides_how_much_four_agreeing_samples_settle() -> None:
-    # The uniform default (a = 1) expects more disagreement than a = 0.1 does: the same
-    # four agreeing samples do not settle the choice at ε = 0.01.
-    decider = Decider(CHOICE)
-    uniform = stop_check(decider, [4, 0, 0, 0], 16, AdaptiveSampling(epsilon=0.01))
-    assert not uniform.stop and 0.01 < uniform.change_probability < 0.05
-    fitted = Decider(CHOICE, stopping_prior=StoppingPrior.uniform(CHOICE, 0.1))
-    assert stop_check(fitted, [4, 0, 0, 0], 16, AdaptiveSampling(epsilon=0.01)).stop
+    # a = 1 expects more disagreement than a = 0.1 does: the same four agreeing samples
+    # do not settle the choice at ε = 0.01.
+    broad = stop_check(Decider(CHOICE, stopping_prior=fitted(CHOICE, 1.0)), [4, 0, 0, 0], 16,
+                       AdaptiveSampling(epsilon=0.01))  # fmt: skip
+    assert not broad.stop and 0.01 < broad.change_probability < 0.05
+    narrow = Decider(CHOICE, stopping_prior=fitted(CHOICE, 0.1))
+    assert stop_check(narrow, [4, 0, 0, 0], 16, AdaptiveSampling(epsilon=0.01)).stop
+
+
+@pytest.mark.parametrize(
+    "prior", [None, StoppingPrior.uniform(CHOICE), StoppingPrior.uniform(CHOICE, 0.01)]
+)
+def test_without_a_fitted_prior_it_never_stops_early_and_warns_once(
+    prior: StoppingPrior | None,
+) -> None:
+    # The uniform prior does not hold ε (docs: Adaptive N): with no prior fitted on
+    # calibration samples (n_items = 0), the rule draws all N, whatever the samples say.
+    import taskcal_agents.decision.adaptive as adaptive
+
+    adaptive._WARNED_UNFITTED.discard(CHOICE.name)
+    rule = AdaptiveSampling(epsilon=0.5, prior=prior)
+    with pytest.warns(adaptive.UnfittedPriorWarning, match="no fitted stopping prior"):
+        first = stop_check(Decider(CHOICE), [4, 0, 0, 0], 16, rule)
+    assert (first.stop, first.change_probability) == (False, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per task: the second check is silent
+        later = stop_check(Decider(CHOICE, stopping_prior=prior), [12, 0, 0, 0], 16, rule)
+        assert not later.stop
+        assert stop_check(Decider(CHOICE), [16, 0, 0, 0], 16, rule).stop  # at N it stops
 
 
 @pytest.mark.parametrize("counts", COUNTS_GRID)
 def test_stopping_is_monotone_in_epsilon(counts: list[int]) -> None:
-    decider = Decider(CHOICE)
+    decider = Decider(CHOICE, stopping_prior=fitted(CHOICE, 1.0))
     stops = [stop_check(decider, counts, 16, AdaptiveSampling(epsilon=e)).stop for e in EPSILONS]
     assert stops == sorted(stops)  # once it stops at some ε, it stops at every larger ε
 
 
 def test_at_n_it_always_stops() -> None:
-    decider = Decider(CHOICE)
+    decider = Decider(CHOICE, stopping_prior=fitted(CHOICE, 1.0))
     check = stop_check(decider, [8, 8, 0, 0], 16, AdaptiveSampling(epsilon=1e-9))
     assert (check.stop, check.change_probability, check.n_drawn) == (True, 0.0, 16)
 
@@ -353,7 +381,7 @@ def test_runnable_one_request_per_round_stops_when_samples_agree(mode: str) -> N
 def test_runnable_draws_all_n_when_samples_split(mode: str) -> None:
     server = UnanimousServer(["Paris", "London"])
     runnable = TaskCalibratedRunnable(
-        server.chat_openai(), CHOICE, n_samples=16, adaptive=0.01, seed=7
+        server.chat_openai(), CHOICE, n_samples=16, adaptive=settled(CHOICE, 0.01), seed=7
     )
     decision = decide(runnable, mode)
     assert [r["n"] for r in server.requests] == [4, 4, 8]
@@ -443,7 +471,8 @@ def test_decision_model_draws_in_rounds_and_stops_when_settled(mode: str) -> Non
 
     question = Choice(instructions="Pick", criteria={"A": "first", "B": "second"})
     chat = RecordingChatModel(responses=["A"])
-    model = TaskCalibratedDecisionModel(chat_model=chat, n_samples=16, adaptive=0.05)
+    task = TaskCalibratedDecisionModel(chat_model=chat).task_for("q", question)
+    model = TaskCalibratedDecisionModel(chat_model=chat, n_samples=16, adaptive=settled(task, 0.05))
     if mode == "sync":
         decision = model.decide("state", "q", question)
     else:
@@ -464,7 +493,8 @@ class RaisingCalibrator(ConstantCalibrator):
 def test_middleware_a_stopping_rule_error_raises_rather_than_falling_back() -> None:
     mw = TaskCalibrationMiddleware(
         task=tasks.tool_decision(), calibrator=RaisingCalibrator([0.4, 0.3, 0.3]),
-        n_samples=16, sampling="handler", adaptive=0.05, on_error="fallback",
+        n_samples=16, sampling="handler", adaptive=settled(tasks.tool_decision(), 0.05),
+        on_error="fallback",
     )  # fmt: skip
     handler = CountingHandler(["Which city?"] * 16)
     with pytest.raises(ConfigurationError, match="calibrator broke"):
@@ -473,8 +503,9 @@ def test_middleware_a_stopping_rule_error_raises_rather_than_falling_back() -> N
 
 
 def test_middleware_a_full_draw_with_an_empty_response_did_not_stop_early() -> None:
+    task = tasks.tool_decision()
     mw = TaskCalibrationMiddleware(
-        task=tasks.tool_decision(), n_samples=16, sampling="handler", adaptive=0.05
+        task=task, n_samples=16, sampling="handler", adaptive=settled(task, 0.05)
     )
     split = CountingHandler(["Which city?", "Sorry, I can't help."] * 8)
     calls = []

@@ -49,7 +49,10 @@ CALL = AIMessage(
 )
 ASK = "Which city do you mean?"
 DOWN = ConnectionError("server down")
-SETTLED = AdaptiveSampling(epsilon=0.05, prior=StoppingPrior.uniform(tool_decision(), 0.05))
+SETTLED = AdaptiveSampling(
+    epsilon=0.05,
+    prior=StoppingPrior(tool_decision().outcomes, (0.05,) * 4, n_items=200),
+)
 """Adaptive N under a prior of items whose samples agree: four agreeing calls settle it."""
 
 
@@ -188,7 +191,19 @@ TEAM = Choice(
 )
 CHOICE_SCENARIOS = [
     Scenario("plain", ("technical", "technical", "billing", "technical"), {"n_samples": 4}),
-    Scenario("adaptive_stops", ("technical",) * 16, {"n_samples": 16, "adaptive": 0.05}),
+    Scenario(
+        "adaptive_stops",
+        ("technical",) * 16,
+        {
+            "n_samples": 16,
+            "adaptive": AdaptiveSampling(
+                epsilon=0.05,
+                prior=StoppingPrior(
+                    ("billing", "technical", "sales"), (0.05,) * 4, n_items=200
+                ),  # the outcomes of the task the decision model builds for TEAM
+            ),
+        },
+    ),
     Scenario(
         "retried",
         (DOWN,) + ("technical",) * 8,
