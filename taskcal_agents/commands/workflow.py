@@ -126,7 +126,9 @@ def data_convert(
     ] = False,
     split: Annotated[
         str | None,
-        typer.Option(help="MMLU split: dev, val or dev+val (default dev); BFCL: train, dev or test."),
+        typer.Option(
+            help="MMLU split: dev, val or dev+val (default dev); BFCL: train, dev or test."
+        ),
     ] = None,
     scale_min: Annotated[
         int | None,

@@ -113,7 +113,8 @@ def check_adaptive(task: Task, owner: str, adaptive: AdaptiveSampling | None = N
     Raises:
         ConfigurationError: If ``task`` clusters open answers (``answer_clusters``): the
             modal cluster's share is not a count the posterior predictive can extend;
-            or ``adaptive.prior`` was fitted for other outcomes than ``task``'s.
+            if it reads the relevance features (which unseen samples would change); or
+            ``adaptive.prior`` was fitted for other outcomes than ``task``'s.
     """
     prior = None if adaptive is None else adaptive.prior
     if prior is not None and prior.outcomes != task.outcomes:
@@ -129,6 +130,14 @@ def check_adaptive(task: Task, owner: str, adaptive: AdaptiveSampling | None = N
             f"{owner} parameter 'adaptive' cannot be used with task {task.name!r}: it clusters "
             "open answers (answer_clusters), and the modal cluster's share is not a label "
             "count the stopping rule can extend; pass adaptive=None to draw all N samples."
+        )
+        raise ConfigurationError(msg)
+    if task.reads_relevance:
+        msg = (
+            f"{owner} parameter 'adaptive' cannot be used with task {task.name!r}: it reads "
+            "the relevance features (grounding.relevance), which the samples not yet drawn "
+            "would change and the stopping rule cannot predict; pass adaptive=None to draw "
+            "all N samples."
         )
         raise ConfigurationError(msg)
 

@@ -157,17 +157,20 @@ def check_calibrator(task: Task, calibrator: Any) -> None:
         )
         raise ConfigurationError(msg)
     n_features = getattr(calibrator, "n_features_in_", None)
-    if n_features is not None and int(n_features) not in (k, task.n_features):
+    widths = {k, task.n_features} | ({task.n_inputs} if task.reads_relevance else set())
+    if n_features is not None and int(n_features) not in widths:
         if task.unparsed_evidence:
-            widths = f"{k} (p̂) or {task.n_features} (p̂'s counts plus the unparsed share)"
+            what = f"{k} (p̂) or {task.n_features} (p̂'s counts plus the unparsed share)"
         else:
-            widths = (
+            what = (
                 f"{k} (p̂; {k + 1} inputs, with the unparsed share, need the task's "
                 "unparsed: other policy)"
             )
+        if task.reads_relevance:
+            what += f", or {task.n_inputs} (with the relevance features)"
         msg = (
             f"calibrator {type(calibrator).__name__} was fitted on {int(n_features)} input "
-            f"columns but task {task.name!r} (unparsed: {task.unparsed}) feeds it {widths}; "
+            f"columns but task {task.name!r} (unparsed: {task.unparsed}) feeds it {what}; "
             "fit the calibrator on this task's beliefs."
         )
         raise ConfigurationError(msg)

@@ -50,6 +50,7 @@ from taskcal_agents.parsing.grounding import (
     question_for,
     sent_args,
 )
+from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES, relevance_features
 from taskcal_agents.parsing.text import message_text, normalize_text
 from taskcal_agents.parsing.tool_calls import (
     canonical_tool_calls,
@@ -69,7 +70,9 @@ __all__ = [
     "decide_from_messages",
     "executable_mbr",
     "grounded_flags",
+    "item_relevance",
     "mbr_action",
+    "raw_inputs",
     "ungrounded_flags",
 ]
 
@@ -128,6 +131,59 @@ def grounded_flags(groundings: Sequence[SampleGrounding] | None) -> list[bool] |
 def ungrounded_flags(groundings: Sequence[SampleGrounding] | None) -> list[bool] | None:
     """Per sample, whether it makes a complete call that is not grounded."""
     return None if groundings is None else [g.makes_call and not g.grounded for g in groundings]
+
+
+def item_relevance(
+    task: Task,
+    messages: Sequence[AIMessage],
+    labels: Sequence[str | None],
+    context: GroundingContext | None,
+) -> tuple[float, ...] | None:
+    """The relevance features of one decision, or ``None`` when the task reads none.
+
+    The one function that computes them, at run time (:meth:`Decider.decide`), in
+    evaluation (``taskcal evaluate``) and for the decision log
+    (``Decision.relevance``, which ``refit`` reads back).
+
+    Args:
+        task: The task (:attr:`Task.reads_relevance
+            <taskcal_agents.decision.task.Task.reads_relevance>`).
+        messages: The samples.
+        labels: Their labels as the task's parser read them with the offered tools.
+        context: The request's tools and conversation.
+
+    Raises:
+        ConfigurationError: The task reads relevance features and ``context`` is missing.
+    """
+    if not task.reads_relevance:
+        return None
+    if context is None:
+        msg = (
+            f"task {task.name!r} reads the relevance features, which need the request's "
+            "tools and conversation; pass decide(..., context=GroundingContext(tools, messages))."
+        )
+        raise ConfigurationError(msg)
+    refusal = task.abstain_action if task.abstain_action in task.labels else "cannot_answer"
+    return relevance_features(
+        context.request, list(context.schemas.values()), messages, labels, refusal_label=refusal
+    )
+
+
+def raw_inputs(task: Task, belief: Belief, relevance: Sequence[float]) -> NDArray[np.float64]:
+    """The input of a calibrator that reads raw columns.
+
+    Its width is :attr:`Task.n_inputs <taskcal_agents.decision.task.Task.n_inputs>`: p̂
+    (k columns, a probability row), then the shares the belief features add, as raw
+    numbers (ungrounded calls under grounded features, unparsed samples under
+    ``"other"``), then the relevance features.
+    """
+    n = max(belief.n, 1)
+    shares = []
+    if task.splits_ungrounded:
+        shares.append(belief.n_ungrounded / n)
+    if task.unparsed_evidence:
+        shares.append(belief.n_unparsed / n)
+    return np.concatenate([belief.probs, np.asarray(shares, dtype=np.float64), relevance])
 
 
 class ActionChoice(NamedTuple):
@@ -284,6 +340,10 @@ class Decision(BaseModel):
     missing_arguments: list[str] = Field(default_factory=list)
     """For an ask decision: the arguments the question asks for (those the sampled calls
     lacked or invented), in the order asked; empty otherwise."""
+    relevance: dict[str, float] | None = None
+    """The relevance features (:data:`~taskcal_agents.parsing.relevance.RELEVANCE_FEATURES`)
+    when the task reads them (``grounding.relevance``), else ``None``; ``refit`` rebuilds
+    the calibrator input from them."""
     # Adaptive N (taskcal_agents.decision.adaptive), set by the front doors that sample in rounds.
     stopped_early: bool = False
     """Whether adaptive N's stopping rule ended the draw before N samples were requested
@@ -329,6 +389,12 @@ def _reads_features(task: Task, calibrator: Any) -> bool:
     return n is not None and int(n) == task.n_features != len(task.labels)
 
 
+def _reads_inputs(task: Task, calibrator: Any) -> bool:
+    """Whether ``calibrator`` reads :func:`raw_inputs` (its width is ``task.n_inputs``)."""
+    n = getattr(calibrator, "n_features_in_", None)
+    return task.reads_relevance and n is not None and int(n) == task.n_inputs
+
+
 class Decider:
     """Task + calibrator + α, validated once; ``decide`` is the hot path.
 
@@ -364,6 +430,7 @@ class Decider:
         "_cost",
         "_features",
         "_guard",
+        "_inputs",
         "_judge",
         "_labels",
         "_sampled",
@@ -411,6 +478,7 @@ class Decider:
         self._actions = tuple(task.action_list)
         self._sampled = frozenset(task.sampled_actions)
         self._features = _reads_features(task, calibrator)
+        self._inputs = _reads_inputs(task, calibrator)
         if risk_control is not None and not isinstance(risk_control, RiskControl):
             msg = (
                 f"Decider parameter 'risk_control' must be a RiskControl (from "
@@ -457,13 +525,35 @@ class Decider:
         """Whether the calibrator reads the k + 1 belief features rather than p̂."""
         return self._features
 
-    def calibrator_input(self, belief: Belief) -> NDArray[np.float64]:
-        """Return what the calibrator reads: p̂, or the k + 1 belief features.
+    @property
+    def reads_inputs(self) -> bool:
+        """Whether the calibrator reads :func:`raw_inputs` (with the relevance features)."""
+        return self._inputs
+
+    def calibrator_input(
+        self, belief: Belief, relevance: Sequence[float] | None = None
+    ) -> NDArray[np.float64]:
+        """Return what the calibrator reads: p̂, the belief features, or :func:`raw_inputs`.
+
+        Args:
+            belief: The belief.
+            relevance: The decision's relevance features (:func:`item_relevance`), read
+                only by a calibrator of :func:`raw_inputs`.
 
         Raises:
             ConfigurationError: If the calibrator reads the features but ``belief`` was
-                built without the ``"other"`` policy.
+                built without the ``"other"`` policy, or reads the relevance features and
+                none are given.
         """
+        if self._inputs:
+            if relevance is None or len(relevance) != len(RELEVANCE_FEATURES):
+                msg = (
+                    f"calibrator {type(self.calibrator).__name__} for task {self.task.name!r} "
+                    f"reads the {len(RELEVANCE_FEATURES)} relevance features, got "
+                    f"{relevance!r}; Decider.decide computes them from the context."
+                )
+                raise ConfigurationError(msg)
+            return raw_inputs(self.task, belief, relevance)
         if not self._features:
             return belief.probs
         features = belief.features
@@ -584,6 +674,7 @@ class Decider:
             return_samples=return_samples,
             clusters=clusters,
             groundings=groundings,
+            relevance=item_relevance(self.task, messages, labels, context),
         )
         if not n_repeats:
             return decision
@@ -681,6 +772,7 @@ class Decider:
         return_samples: bool = False,
         clusters: AnswerClusters | None = None,
         groundings: Sequence[SampleGrounding] | None = None,
+        relevance: Sequence[float] | None = None,
     ) -> Decision:
         """Decide from a belief (``messages``/``labels`` only pick the message).
 
@@ -696,6 +788,9 @@ class Decider:
             groundings: Under the task's ``grounding``, each sample's
                 (:meth:`ground`): only grounded calls are sent (``execute: grounded``),
                 and the ask action's question names what the calls lacked.
+            relevance: The relevance features (:func:`item_relevance`), when the task
+                reads them: recorded in the decision, and read by a calibrator of
+                :func:`raw_inputs`.
 
         Returns:
             The decision.
@@ -721,7 +816,7 @@ class Decider:
                 groundings=groundings,
             )  # fmt: skip
         p = belief.probs
-        q = self.calibrate(self.calibrator_input(belief))
+        q = self.calibrate(self.calibrator_input(belief, relevance))
         if labels is None:
             labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
         # The MBR action; if only a sample can carry it out (a tool call with its arguments)
@@ -765,6 +860,9 @@ class Decider:
             n_clusters=None if clusters is None else clusters.n_clusters,
             unguarded_action=unguarded,
             missing_arguments=list(asked),
+            relevance=None
+            if relevance is None
+            else dict(zip(RELEVANCE_FEATURES, map(float, relevance), strict=True)),
             **self._grounding_fields(labels, groundings),
             **self._guard_fields(choice),
         )

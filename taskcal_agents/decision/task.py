@@ -46,6 +46,7 @@ from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.parsing.labels import Parser, with_offered_tools
 from taskcal_agents.parsing.registry import get_parser
+from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
 
 __all__ = [
     "TASK_FORMAT_VERSION",
@@ -107,6 +108,14 @@ class GroundingSpec(BaseModel):
     carried out, as for any MBR action no sample carries out), or ``"any"`` (a
     deployment that lets the model fill arguments from its own knowledge: "the weather in
     the capital of France")."""
+    relevance: bool = False
+    """Whether the calibrator also reads the relevance features
+    (:data:`~taskcal_agents.parsing.relevance.RELEVANCE_FEATURES`: the request's lexical
+    fit to the offered tools, the samples' calls to tools not offered, refusals, plain
+    text and disagreement on the tool), after the belief features. They are not
+    probabilities, so only a calibrator that reads raw input columns
+    (:class:`calibrators.LogisticCalibrator`) takes them; the others read the belief
+    features or p̂ as before."""
 
 
 class AnswerClusterSpec(BaseModel):
@@ -369,6 +378,20 @@ class Task(BaseModel):
         for the unparsed share under ``"other"``.
         """
         return len(self.labels) + int(self.splits_ungrounded) + int(self.unparsed_evidence)
+
+    @property
+    def reads_relevance(self) -> bool:
+        """Whether the relevance features follow the belief features (:attr:`n_inputs`)."""
+        return self.grounding is not None and self.grounding.relevance
+
+    @property
+    def n_inputs(self) -> int:
+        """The widest calibrator input.
+
+        :attr:`n_features`, then the relevance features when :attr:`reads_relevance`
+        (read only by a calibrator of raw input columns).
+        """
+        return self.n_features + (len(RELEVANCE_FEATURES) if self.reads_relevance else 0)
 
     def cost_matrix(self) -> NDArray[np.float64]:
         """Return the cost matrix, shape ``(len(labels), len(actions))`` (read-only)."""

@@ -507,12 +507,16 @@ class GroundingContext:
         "_relative",
         "_stems",
         "_tokens",
+        "request",
         "schemas",
     )
 
     def __init__(self, tools: Iterable[Any] = (), messages: Iterable[Any] = ()) -> None:
         self.schemas: dict[str, dict[str, Any]] = tool_schemas(tools)
-        texts = [text for role, text in map(_message_role_text, messages) if role in _CONTEXT_ROLES]
+        pairs = [_message_role_text(m) for m in messages]
+        self.request: str = "\n".join(t for role, t in pairs if role in ("user", "human") and t)
+        """The user's words: the text of the conversation's user turns."""
+        texts = [text for role, text in pairs if role in _CONTEXT_ROLES]
         text = "\n".join(t for t in texts if t)
         self._lower = text.lower()
         tokens = answer_tokens(text)

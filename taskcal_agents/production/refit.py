@@ -73,9 +73,10 @@ from numpy.typing import NDArray
 from taskcal_agents._stats import mean_reference, paired_difference
 from taskcal_agents.decision.artefact import CalibratorArtefact
 from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief
-from taskcal_agents.decision.decider import Decider
+from taskcal_agents.decision.decider import Decider, raw_inputs
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, DataFileError
+from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
 from taskcal_agents.production.decision_log import artefact_id, record_belief
 from taskcal_agents.workflow import EvalArrays, fit_calibrator
 
@@ -171,6 +172,24 @@ class _Rows:
     executable: NDArray[np.bool_]
     age_days: NDArray[np.float64]
     n_samples: NDArray[np.intp]
+    inputs: NDArray[np.float64] | None = None
+
+
+def _relevance(record: Mapping[str, Any], source: str) -> tuple[float, ...]:
+    """The logged relevance features of a decision, in :data:`RELEVANCE_FEATURES` order."""
+    logged = record.get("relevance")
+    try:
+        values = tuple(float(logged[name]) for name in RELEVANCE_FEATURES)  # type: ignore[index]
+    except (KeyError, TypeError, ValueError):
+        values = ()
+    if len(values) != len(RELEVANCE_FEATURES) or not all(map(math.isfinite, values)):
+        msg = (
+            f"decision record {record.get('id')!r} has relevance {logged!r}; the task reads "
+            f"the relevance features, so each decision must log {list(RELEVANCE_FEATURES)!r} "
+            "as finite numbers (decisions logged before the task read them cannot refit it)."
+        )
+        raise DataFileError(msg, path=source)
+    return values
 
 
 def _time(record: Mapping[str, Any], source: str) -> datetime:
@@ -250,6 +269,7 @@ def _rows(
     n = len(records)
     P = np.empty((n, k))
     X = np.empty((n, task.n_features)) if task.n_features > k else None
+    inputs = np.empty((n, task.n_inputs)) if task.reads_relevance else None
     grounding = task.grounding
     # Under grounded features or "off", the logged tool_call count includes the ungrounded
     # calls (logged apart in n_ungrounded); under "relabel" they were counted as asks.
@@ -277,7 +297,7 @@ def _rows(
                 mbr = None  # no usable expected costs logged: nothing to rule out
             if mbr is not None:
                 executable[row, mbr] = False
-        if X is not None:
+        if X is not None or inputs is not None:
             try:
                 belief = Belief(
                     [counts.get(label, 0.0) for label in labels], labels, n=n_drawn,
@@ -289,10 +309,13 @@ def _rows(
             except ValueError as exc:
                 msg = f"decision record {r.get('id')!r}: its counts make no belief ({exc})."
                 raise DataFileError(msg, path=source) from exc
-            X[row] = belief.features
+            if X is not None:
+                X[row] = belief.features
+            if inputs is not None:
+                inputs[row] = raw_inputs(task, belief, _relevance(r, source))
         age[row] = max((ref - times[i]).total_seconds() / _DAY_S, 0.0)
         n_samples[row] = n_drawn
-    return _Rows(P, X, y, executable, age, n_samples)
+    return _Rows(P, X, y, executable, age, n_samples, inputs)
 
 
 def _eval_arrays(rows: _Rows, sel: NDArray[np.intp], task: Task) -> EvalArrays:
@@ -309,6 +332,7 @@ def _eval_arrays(rows: _Rows, sel: NDArray[np.intp], task: Task) -> EvalArrays:
         executable=rows.executable[sel],
         X=None if rows.X is None else rows.X[sel],
         has_greedy=False,
+        inputs=None if rows.inputs is None else rows.inputs[sel],
     )
 
 
@@ -316,7 +340,10 @@ def _runtime(
     decider: Decider, data: EvalArrays
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Per item: realised cost of the runtime's action, NLL; and the calibrated beliefs."""
-    X = data.X if decider.reads_features and data.X is not None else data.P
+    if decider.reads_inputs and data.inputs is not None:
+        X = data.inputs
+    else:
+        X = data.X if decider.reads_features and data.X is not None else data.P
     Q = np.atleast_2d(decider.calibrate(X))
     assert data.executable is not None
     actions = decider.choose_actions(Q, data.executable).actions

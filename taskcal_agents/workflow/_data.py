@@ -13,7 +13,13 @@ from langchain_core.messages import AIMessage
 from taskcal_agents.datasets import DatasetItem, read_dataset
 from taskcal_agents.decision.adaptive import outcome_counts
 from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief
-from taskcal_agents.decision.decider import carried_actions, grounded_flags, ungrounded_flags
+from taskcal_agents.decision.decider import (
+    carried_actions,
+    grounded_flags,
+    item_relevance,
+    raw_inputs,
+    ungrounded_flags,
+)
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
 from taskcal_agents.parsing.answer_clusters import (
@@ -226,6 +232,7 @@ def eval_arrays(
     k = len(task.labels)
     P = np.empty((len(records), k))
     X = np.empty((len(records), task.n_features)) if task.n_features > k else None
+    inputs = np.empty((len(records), task.n_inputs)) if task.reads_relevance else None
     grounding = task.grounding
     if (
         grounding is not None
@@ -253,6 +260,7 @@ def eval_arrays(
     for i, record in enumerate(records):
         line = samples.lines.get(record["id"])
         groundings = None
+        relevance = None
         try:
             messages = [message_from_dict(m) for m in record.get("samples", [])]
         except (AttributeError, KeyError, TypeError, ValueError) as exc:  # incl. pydantic
@@ -314,9 +322,9 @@ def eval_arrays(
                 split_label="tool_call" if task.splits_ungrounded else None,
             )
         elif grounding is not None and len(labels) == len(messages):
-            groundings = record_context(record, items, source=str(samples.path)).ground_samples(
-                messages
-            )
+            context = record_context(record, items, source=str(samples.path))
+            groundings = context.ground_samples(messages)
+            relevance = item_relevance(task, messages, labels, context)
             outcomes = task.sample_outcomes(labels, ungrounded_flags(groundings))
             belief = task.belief_from_outcomes(outcomes, alpha=alpha)
             if counts is not None:
@@ -330,6 +338,12 @@ def eval_arrays(
         P[i] = belief.probs
         if X is not None:
             X[i] = belief.features
+        if inputs is not None:
+            if relevance is None:  # a one-pass record, or labels without their samples
+                relevance = item_relevance(
+                    task, [], [], record_context(record, items, source=str(samples.path))
+                )
+            inputs[i] = raw_inputs(task, belief, cast(tuple[float, ...], relevance))
         no_sample[i] = belief.n_parsed == 0
         if len(labels) == len(messages):
             flags = grounded_flags(groundings) if grounding is not None else None
@@ -367,6 +381,7 @@ def eval_arrays(
         executable_any=executable_any if sends_grounded else None,
         no_tools=no_tools if is_tool_task else None,
         counts=counts,
+        inputs=inputs,
     )
 
 

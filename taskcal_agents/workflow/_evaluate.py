@@ -146,6 +146,10 @@ class EvalArrays:
             if any call could be sent, (n, m); ``None`` otherwise.
         no_tools: For a tool decision, the items offered no tools, (n,); ``None``
             otherwise.
+        inputs: For a task that reads the relevance features (``grounding.relevance``),
+            each item's :func:`~taskcal_agents.decision.decider.raw_inputs` (p̂, the belief
+            features' extra shares, the relevance features), (n, task.n_inputs), read by a
+            calibrator of raw input columns (``reads_raw_columns``); ``None`` otherwise.
         counts: Each item's samples counted into the stopping rule's outcomes (per task
             outcome, then unparsed; :func:`~taskcal_agents.decision.adaptive.outcome_counts`),
             (n, len(task.outcomes) + 1); a row of zeros for a one-pass (logprob) belief.
@@ -168,6 +172,7 @@ class EvalArrays:
     executable_any: NDArray[np.bool_] | None = None
     no_tools: NDArray[np.bool_] | None = None
     counts: NDArray[np.int64] | None = None
+    inputs: NDArray[np.float64] | None = None
 
     def __post_init__(self) -> None:
         n, k = self.P.shape
@@ -196,6 +201,13 @@ class EvalArrays:
             problems.append(
                 f"X must have shape (n, d) with d > k = {k} (the belief features: counts plus "
                 f"the unparsed or ungrounded shares) and n = {n}, got {self.X.shape}"
+            )
+        if self.inputs is not None and (
+            self.inputs.ndim != 2 or self.inputs.shape[0] != n or self.inputs.shape[1] <= k
+        ):
+            problems.append(
+                f"inputs must have shape (n, d) with d > k = {k} and n = {n}, got "
+                f"{self.inputs.shape}"
             )
         if self.executable_any is not None and np.shape(self.executable_any) != (n, m):
             problems.append(
@@ -313,20 +325,26 @@ def calibrator_inputs(
 ) -> tuple[NDArray[np.float64], CalibratorFactory, str]:
     """The inputs the calibrators of *make* read, and the factory to fit them on those.
 
-    Under the ``unparsed: other`` policy (``data.X`` set), a map that reads extra input
-    columns (``reads_extra_columns``: matrix scaling, full Dirichlet calibration) reads
-    ``X`` and is made with ``n_classes=k``; any other map reads ``P``.
+    A map of raw input columns (``reads_raw_columns``: logistic calibration) reads
+    ``data.inputs`` when the task reads the relevance features. Under the ``unparsed:
+    other`` policy (``data.X`` set), a map that reads extra input columns
+    (``reads_extra_columns``: matrix scaling, full Dirichlet calibration) reads ``X``. Both
+    are made with ``n_classes=k``; any other map reads ``P``.
 
     Returns:
-        The inputs, (n, k) or (n, k + 1); the factory; and ``"features"`` or ``"probs"``.
+        The inputs, (n, k), (n, k + 1) or (n, task.n_inputs); the factory; and
+        ``"inputs"``, ``"features"`` or ``"probs"``.
     """
-    if data.X is None or not getattr(make(), "reads_extra_columns", False):
-        return data.P, make, "probs"
+    probe = make()
     k = len(data.labels)
 
     def make_k() -> Any:
         return make().set_params(n_classes=k)
 
+    if data.inputs is not None and getattr(probe, "reads_raw_columns", False):
+        return data.inputs, make_k, "inputs"
+    if data.X is None or not getattr(probe, "reads_extra_columns", False):
+        return data.P, make, "probs"
     return data.X, make_k, "features"
 
 

@@ -1,0 +1,178 @@
+"""Evidence that no offered tool can serve a request, apart from "an argument is missing".
+
+Two kinds, each a number in [0, 1] per request:
+
+- **Lexical fit** (:func:`lexical_fit`): the share of the request's content words that the
+  best-fitting tool's words hold: its name split into words, its description, its
+  parameters' names and descriptions. Words are compared as the grounding compares them
+  (:func:`~taskcal_agents.parsing.answer_clusters.answer_tokens`, plurals folded, stop words
+  dropped). It reads only the request and the tools, so it is the same before any sample.
+- **What the samples say** (:func:`sample_signals`): the share of samples that call a tool
+  that was not offered, the share that refuse (parsed ``cannot_answer``), the share of plain
+  text that neither calls nor parses, and the disagreement on which tool to call (one minus
+  the modal tool's share of the calls, 0 with fewer than two calls).
+
+:func:`relevance_features` puts them in one fixed order, :data:`RELEVANCE_FEATURES`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage
+
+from taskcal_agents.parsing.answer_clusters import answer_tokens
+from taskcal_agents.parsing.tool_calls import extract_tool_calls
+
+__all__ = [
+    "RELEVANCE_FEATURES",
+    "lexical_fit",
+    "relevance_features",
+    "sample_signals",
+]
+
+RELEVANCE_FEATURES = (
+    "lexical_fit",
+    "unoffered_share",
+    "refusal_share",
+    "text_share",
+    "tool_disagreement",
+)
+"""The relevance features, in the order :func:`relevance_features` returns them."""
+
+# fmt: off
+_STOPWORDS = frozenset((
+    "a", "an", "the", "of", "in", "on", "at", "for", "to", "and", "or", "is", "are", "be",
+    "me", "my", "i", "you", "your", "please", "with", "by", "from", "it", "this", "that",
+    "some", "any", "all", "can", "could", "would", "will", "do", "does", "what", "which",
+    "us", "our", "we", "get", "find", "give", "tell", "want", "need", "like", "help",
+    "know", "show", "also", "just", "about", "how", "there", "then", "than", "if", "so",
+    "am", "was", "were", "have", "has", "had", "not", "no", "yes", "hi", "hello", "hey",
+    "let", "make", "use", "using", "one", "up", "out", "into", "its", "their", "them",
+))
+# fmt: on
+
+
+def _stem(token: str) -> str:
+    if len(token) > 4 and token.endswith("ies"):
+        return token[:-3] + "y"
+    if len(token) > 4 and token.endswith(("ses", "xes", "zes", "ches", "shes")):
+        return token[:-2]
+    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+def _content_words(text: str) -> set[str]:
+    words = re.sub(r"([a-z])([A-Z])", r"\1 \2", re.sub(r"[._]", " ", text))
+    return {
+        _stem(t)
+        for t in answer_tokens(words)
+        if t not in _STOPWORDS and not t.isdigit() and len(t) > 1
+    }
+
+
+def _function(tool: Any) -> Mapping[str, Any]:
+    if isinstance(tool, Mapping):
+        inner = tool.get("function")
+        return inner if isinstance(inner, Mapping) else tool
+    name = getattr(tool, "name", None)
+    return {"name": name or "", "description": getattr(tool, "description", "") or ""}
+
+
+def _tool_words(tool: Any) -> set[str]:
+    function = _function(tool)
+    parts = [str(function.get("name") or ""), str(function.get("description") or "")]
+    props = (function.get("parameters") or {}).get("properties") or {}
+    if isinstance(props, Mapping):
+        for name, prop in props.items():
+            parts.append(str(name))
+            if isinstance(prop, Mapping):
+                parts.append(str(prop.get("description") or ""))
+    return _content_words(" ".join(parts))
+
+
+def lexical_fit(request: str, tools: Iterable[Any]) -> float:
+    """The share of the request's content words found in the best-fitting tool's words.
+
+    Args:
+        request: The user's words (the conversation's user turns).
+        tools: OpenAI tool schemas, bare function blocks or LangChain tools.
+
+    Returns:
+        A share in [0, 1]; 0 when no tool is offered or the request has no content word.
+    """
+    words = _content_words(request)
+    if not words:
+        return 0.0
+    return max((len(words & _tool_words(t)) / len(words) for t in tools), default=0.0)
+
+
+def sample_signals(
+    messages: Sequence[AIMessage],
+    labels: Sequence[str | None],
+    tool_names: Iterable[str],
+    *,
+    refusal_label: str = "cannot_answer",
+) -> dict[str, float]:
+    """What the samples say about the offered tools' fit.
+
+    Args:
+        messages: The sampled completions.
+        labels: Their parsed labels (``None``: unparsed), as the task's parser gave them.
+        tool_names: The offered tools' names.
+        refusal_label: The label of a refusal.
+
+    Returns:
+        ``unoffered_share``, ``refusal_share``, ``text_share`` and ``tool_disagreement``,
+        each in [0, 1] (all 0 without samples).
+    """
+    n = len(messages)
+    if n == 0:
+        return dict.fromkeys(RELEVANCE_FEATURES[1:], 0.0)
+    offered = set(tool_names)
+    called: list[str] = []
+    unoffered = text = 0
+    for message, label in zip(messages, labels, strict=True):
+        names = [str(c.get("name") or "") for c in extract_tool_calls(message)]
+        names += [str(c.get("name") or "") for c in message.invalid_tool_calls]
+        if names:
+            called.append(names[0])
+            unoffered += any(name not in offered for name in names)
+        elif label is None:
+            text += 1
+    modal = Counter(called).most_common(1)[0][1] if len(called) >= 2 else len(called)
+    return {
+        "unoffered_share": unoffered / n,
+        "refusal_share": sum(label == refusal_label for label in labels) / n,
+        "text_share": text / n,
+        "tool_disagreement": 1.0 - modal / len(called) if len(called) >= 2 else 0.0,
+    }
+
+
+def relevance_features(
+    request: str,
+    tools: Sequence[Any],
+    messages: Sequence[AIMessage],
+    labels: Sequence[str | None],
+    *,
+    refusal_label: str = "cannot_answer",
+) -> tuple[float, ...]:
+    """:data:`RELEVANCE_FEATURES` for one request and its samples.
+
+    Args:
+        request: The user's words.
+        tools: The offered tools.
+        messages: The sampled completions.
+        labels: Their parsed labels.
+        refusal_label: The label of a refusal.
+
+    Returns:
+        The five features, in :data:`RELEVANCE_FEATURES` order.
+    """
+    names = [str(_function(t).get("name") or "") for t in tools]
+    signals = sample_signals(messages, labels, names, refusal_label=refusal_label)
+    return (lexical_fit(request, tools), *(signals[k] for k in RELEVANCE_FEATURES[1:]))
