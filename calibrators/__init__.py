@@ -6,7 +6,9 @@ class indices in ``[0, n_classes)``; ``n_classes = P.shape[1]``, so classes abse
 from the calibration labels are fine. :class:`MatrixScaling` and
 ``DirichletCalibrator(kind="full")`` also read extra input columns after the class
 columns (such as the share of unparsed samples): set their ``n_classes`` parameter below
-``P.shape[1]``; the other maps need one input column per class and say so when asked
+``P.shape[1]``; their whole row must still sum to 1. :class:`LogisticCalibrator` reads
+raw features (any finite numbers) after its ``n_classes`` probability columns. The
+other maps need one input column per class and say so when asked
 otherwise (:attr:`BaseCalibrator.reads_extra_columns`). Fitted calibrators serialise to JSON-able
 dictionaries with :meth:`~BaseCalibrator.to_dict` and come back with
 :func:`from_dict`. Metrics live in :mod:`calibrators.metrics`. The decision kernel
@@ -32,6 +34,7 @@ from calibrators._histogram import HistogramBinning
 from calibrators._identity import IdentityCalibrator as IdentityCalibrator
 from calibrators._isotonic import IsotonicCalibrator
 from calibrators._linear import MatrixScaling, VectorScaling
+from calibrators._logistic import LogisticCalibrator
 from calibrators._serialization import CALIBRATOR_NAMES as CALIBRATOR_NAMES
 from calibrators._serialization import FORMAT_VERSION as FORMAT_VERSION
 from calibrators._serialization import from_dict, make_calibrator
@@ -43,6 +46,7 @@ __all__ = [
     "DirichletCalibrator",
     "HistogramBinning",
     "IsotonicCalibrator",
+    "LogisticCalibrator",
     "MatrixScaling",
     "TemperatureScaling",
     "VectorScaling",

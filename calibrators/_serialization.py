@@ -13,6 +13,7 @@ from calibrators._histogram import HistogramBinning
 from calibrators._identity import IdentityCalibrator
 from calibrators._isotonic import IsotonicCalibrator
 from calibrators._linear import MatrixScaling, VectorScaling
+from calibrators._logistic import LogisticCalibrator
 from calibrators._temperature import TemperatureScaling
 
 __all__ = ["CALIBRATOR_NAMES", "FORMAT_VERSION", "from_dict", "make_calibrator", "to_dict"]
@@ -25,6 +26,7 @@ _TYPES: dict[str, type[BaseCalibrator]] = {
         VectorScaling,
         MatrixScaling,
         DirichletCalibrator,
+        LogisticCalibrator,
         IsotonicCalibrator,
         HistogramBinning,
     )
@@ -36,6 +38,7 @@ CALIBRATOR_NAMES: dict[str, type[BaseCalibrator]] = {
     "vector": VectorScaling,
     "matrix": MatrixScaling,
     "dirichlet": DirichletCalibrator,
+    "logistic": LogisticCalibrator,
     "isotonic": IsotonicCalibrator,
     "histogram": HistogramBinning,
 }
@@ -51,8 +54,8 @@ def make_calibrator(name: str, **params: Any) -> BaseCalibrator:
 
     Parameters
     ----------
-    name : {"identity", "temperature", "vector", "matrix", "dirichlet", "isotonic", \
-"histogram"}
+    name : {"identity", "temperature", "vector", "matrix", "dirichlet", "logistic", \
+"isotonic", "histogram"}
         Short name of the calibration map.
     **params
         Keyword parameters of the calibrator's constructor.
@@ -217,7 +220,7 @@ def from_dict(d: Mapping[str, Any]) -> BaseCalibrator:
     if problem is not None:
         msg = f"from_dict got an inconsistent {type_name} state: {problem}."
         raise ValueError(msg)
-    if isinstance(calibrator, DirichletCalibrator):
+    if isinstance(calibrator, DirichletCalibrator | LogisticCalibrator):
         calibrator.cv_results_ = None
     return calibrator
 
@@ -237,7 +240,9 @@ def _state_problem(calibrator: BaseCalibrator, k: int, d: int) -> str | None:
     if isinstance(calibrator, TemperatureScaling):
         if not calibrator.temperature_ > 0:
             return f"'temperature_' must be > 0, got {calibrator.temperature_!r}"
-    elif isinstance(calibrator, VectorScaling | MatrixScaling | DirichletCalibrator):
+    elif isinstance(
+        calibrator, VectorScaling | MatrixScaling | DirichletCalibrator | LogisticCalibrator
+    ):
         if calibrator.coef_.shape != (k, d):
             return f"'coef_' must have shape {(k, d)}, got {calibrator.coef_.shape}"
         if calibrator.intercept_.shape != (k,):
@@ -248,6 +253,8 @@ def _state_problem(calibrator: BaseCalibrator, k: int, d: int) -> str | None:
             calibrator.reg_lambda_ >= 0 and (calibrator.reg_mu_ is None or calibrator.reg_mu_ >= 0)
         ):
             return "'reg_lambda_' and 'reg_mu_' must be >= 0"
+        if isinstance(calibrator, LogisticCalibrator) and not calibrator.C_ > 0:
+            return f"'C_' must be > 0, got {calibrator.C_!r}"
     elif isinstance(calibrator, HistogramBinning):
         edges, values = calibrator.bin_edges_, calibrator.bin_values_
         if values.ndim != 2 or values.shape[0] != k or values.shape[1] < 1:

@@ -42,6 +42,7 @@ __all__ = [
     "check_is_fitted",
     "check_labels",
     "check_probabilities",
+    "check_raw_extra_columns",
     "check_sample_weight",
     "clipped_log",
     "fit_context",
@@ -87,6 +88,32 @@ def _first_bad_row(mask: NDArray[np.bool_]) -> int:
     return int(np.flatnonzero(rows)[0])
 
 
+def _as_matrix(P: ArrayLike, name: str) -> NDArray[np.float64]:
+    """Convert ``P`` to a 2-D float64 array, or raise the ``check_probabilities`` errors."""
+    if np.iscomplexobj(P):
+        msg = (
+            f"Complex data not supported: {name} must hold real probabilities; got dtype "
+            f"{np.asarray(P).dtype}."
+        )
+        raise ValueError(msg)
+    try:
+        arr = np.asarray(P, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        msg = (
+            f"{name} must be an array of shape (n_samples, n_classes) holding probabilities; "
+            f"could not convert it to floats: {exc}"
+        )
+        raise ValueError(msg) from exc
+    if arr.ndim != 2:
+        msg = (
+            f"{name} must be a 2-D array of shape (n_samples, n_classes) with one probability "
+            f"row per sample; got an array of shape {arr.shape}. Reshape a single "
+            f"distribution with {name}.reshape(1, -1)."
+        )
+        raise ValueError(msg)
+    return arr
+
+
 def check_probabilities(P: ArrayLike, name: str = "P") -> NDArray[np.float64]:
     """Check that ``P`` is an (n_samples, n_classes) matrix of probability rows.
 
@@ -109,27 +136,7 @@ def check_probabilities(P: ArrayLike, name: str = "P") -> NDArray[np.float64]:
         row holds a non-finite or negative entry or does not sum to 1 within
         ``1e-6``. The message names the first offending row.
     """
-    if np.iscomplexobj(P):
-        msg = (
-            f"Complex data not supported: {name} must hold real probabilities; got dtype "
-            f"{np.asarray(P).dtype}."
-        )
-        raise ValueError(msg)
-    try:
-        arr = np.asarray(P, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        msg = (
-            f"{name} must be an array of shape (n_samples, n_classes) holding probabilities; "
-            f"could not convert it to floats: {exc}"
-        )
-        raise ValueError(msg) from exc
-    if arr.ndim != 2:
-        msg = (
-            f"{name} must be a 2-D array of shape (n_samples, n_classes) with one probability "
-            f"row per sample; got an array of shape {arr.shape}. Reshape a single "
-            f"distribution with {name}.reshape(1, -1)."
-        )
-        raise ValueError(msg)
+    arr = _as_matrix(P, name)
     n, k = arr.shape
     if n == 0:
         msg = f"{name} must hold at least one row; got shape {arr.shape}."
@@ -411,10 +418,45 @@ def resolve_n_classes(estimator: Any, n_columns: int) -> int:
     return int(n_classes)
 
 
+def check_raw_extra_columns(P: NDArray[np.float64], n_classes: int, owner: str) -> None:
+    """Check a matrix whose first ``n_classes`` columns only are probability rows.
+
+    The class columns ``P[:, :n_classes]`` must pass :func:`check_probabilities`; the
+    columns after them are raw features and must only be finite.
+
+    Raises
+    ------
+    ValueError
+        If the class columns are not probability rows, or an extra column holds NaN or
+        infinity; the message names the columns and the first offending row.
+    """
+    d = P.shape[1]
+    check_probabilities(P[:, :n_classes], name="P" if n_classes == d else f"P[:, :{n_classes}]")
+    extra = P[:, n_classes:]
+    finite = np.isfinite(extra)
+    if not finite.all():
+        i = _first_bad_row(~finite)
+        msg = (
+            f"The extra input columns P[:, {n_classes}:] of {owner} must hold finite numbers; "
+            f"row {i} has {extra[i].tolist()!r} there. Remove or repair rows with NaN or "
+            "infinity (for example, impute a missing feature)."
+        )
+        raise ValueError(msg)
+
+
 def validate_fit_data(
-    estimator: Any, P: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None
+    estimator: Any,
+    P: ArrayLike,
+    y: ArrayLike,
+    sample_weight: ArrayLike | None,
+    *,
+    raw_extra_columns: bool = False,
 ) -> tuple[NDArray[np.float64], NDArray[np.intp], NDArray[np.float64], int]:
     """Validate ``fit`` input and set ``n_features_in_`` on ``estimator``.
+
+    With ``raw_extra_columns`` false, every row of ``P`` must be a probability row
+    (extra input columns included). With it true, only the first ``n_classes`` columns
+    must be, and the others only finite (:func:`check_raw_extra_columns`).
 
     Returns
     -------
@@ -429,7 +471,12 @@ def validate_fit_data(
         )
         raise ValueError(msg)
     _reject_sparse(P)
-    P_arr = check_probabilities(P, name="P")
+    if raw_extra_columns:
+        P_arr = _as_matrix(P, "P")
+        n_classes = resolve_n_classes(estimator, P_arr.shape[1])
+        check_raw_extra_columns(P_arr, n_classes, type(estimator).__name__)
+    else:
+        P_arr = check_probabilities(P, name="P")
     n_labels = _num_samples(y)
     if P_arr.shape[0] != n_labels:
         msg = (
@@ -437,7 +484,8 @@ def validate_fit_data(
             f"{n_labels} labels in y."
         )
         raise ValueError(msg)
-    n_classes = resolve_n_classes(estimator, P_arr.shape[1])
+    if not raw_extra_columns:
+        n_classes = resolve_n_classes(estimator, P_arr.shape[1])
     if n_classes == P_arr.shape[1]:
         labels = check_labels(y, n_classes)
     else:
@@ -452,12 +500,15 @@ def validate_fit_data(
     return P_arr, labels, weights, n_classes
 
 
-def validate_predict_data(estimator: Any, P: ArrayLike) -> NDArray[np.float64]:
+def validate_predict_data(
+    estimator: Any, P: ArrayLike, *, raw_extra_columns: bool = False
+) -> NDArray[np.float64]:
     """Validate prediction input against a fitted estimator.
 
     Checks that ``estimator`` is fitted and that ``P`` has ``n_features_in_`` columns
     (``n_classes_`` unless the map reads extra input columns), naming both numbers
-    otherwise.
+    otherwise; then checks the values as :func:`validate_fit_data` does with the same
+    ``raw_extra_columns``.
     """
     check_is_fitted(estimator)
     _reject_sparse(P)
@@ -480,6 +531,10 @@ def validate_predict_data(estimator: Any, P: ArrayLike) -> NDArray[np.float64]:
                 "the same order, as in fit."
             )
         raise ValueError(msg)
-    P_arr = check_probabilities(P, name="P")
+    if raw_extra_columns:
+        P_arr = _as_matrix(P, "P")
+        check_raw_extra_columns(P_arr, n_classes, type(estimator).__name__)
+    else:
+        P_arr = check_probabilities(P, name="P")
     validate_data(estimator, P_arr, reset=False, skip_check_array=True)
     return P_arr

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from taskcal_agents.datasets._format import DatasetItem
+from taskcal_agents.datasets._tools import bfcl_tool
 from taskcal_agents.errors import ConfigurationError, DataFileError
 
 BFCL_CATEGORIES = ("simple_python", "multiple", "live_multiple")
@@ -534,9 +535,7 @@ def hard_negatives(requests: Sequence[Request]) -> list[list[tuple[int, float]]]
 
 
 def _tools(functions: Sequence[Mapping[str, Any]], source: str) -> list[dict[str, Any]]:
-    from taskcal_agents.datasets._shared_data import _when2call_tool
-
-    return [_when2call_tool(dict(f), path=Path(source), line=0) for f in functions]
+    return [bfcl_tool(dict(f), path=Path(source), line=0) for f in functions]
 
 
 def build_corpus(source: Path, seed: int = CORPUS_SEED) -> list[DatasetItem]:

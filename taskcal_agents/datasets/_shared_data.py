@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from taskcal_agents.datasets._format import DatasetItem
+from taskcal_agents.datasets._tools import bfcl_tool
 from taskcal_agents.errors import ConfigurationError, DataFileError
 
 SHARED_DATA_ENV = "TASKCAL_SHARED_DATA"
@@ -67,45 +68,6 @@ def shared_data_dir() -> Path:
 
 # --------------------------------------------------------------------------------------
 # When2Call
-
-
-_JSON_SCHEMA_TYPES = {"dict": "object", "float": "number", "tuple": "array", "int": "integer"}
-
-
-def _to_json_schema(node: Any) -> Any:
-    """Map BFCL's type names (``dict``, ``float``, ``tuple``, ``any``) to JSON Schema ones."""
-    if isinstance(node, list):
-        return [_to_json_schema(v) for v in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "type" and isinstance(value, str):
-            if value == "any":
-                continue
-            out[key] = _JSON_SCHEMA_TYPES.get(value, value)
-        elif key == "properties" and isinstance(value, dict):
-            out[key] = {name: _to_json_schema(v) for name, v in value.items()}
-        else:
-            out[key] = _to_json_schema(value)
-    return out
-
-
-def _when2call_tool(raw: Any, *, path: Path, line: int) -> dict[str, Any]:
-    try:
-        spec = json.loads(raw) if isinstance(raw, str) else raw
-    except json.JSONDecodeError as exc:
-        msg = f"a tool is not valid JSON: {exc.msg}; got {str(raw)[:80]!r}."
-        raise DataFileError(msg, path=str(path), line=line) from exc
-    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
-        msg = f"a tool must be an object with a 'name', got {str(raw)[:80]!r}."
-        raise DataFileError(msg, path=str(path), line=line)
-    function: dict[str, Any] = {"name": spec["name"]}
-    if "description" in spec:
-        function["description"] = spec["description"]
-    params = spec.get("parameters") or {"type": "object", "properties": {}}
-    function["parameters"] = _to_json_schema(params)
-    return {"type": "function", "function": function}
 
 
 def convert_when2call(source: Path) -> list[DatasetItem]:
@@ -147,7 +109,7 @@ def convert_when2call(source: Path) -> list[DatasetItem]:
                 DatasetItem(
                     id=str(uid),
                     messages=[{"role": "user", "content": question}],
-                    tools=[_when2call_tool(t, path=source, line=lineno) for t in tools],
+                    tools=[bfcl_tool(t, path=source, line=lineno) for t in tools],
                     label=label,
                     meta={
                         "source": row.get("source"),

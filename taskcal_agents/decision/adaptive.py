@@ -340,7 +340,7 @@ class UnfittedPriorWarning(UserWarning):
 _WARNED_UNFITTED: set[str] = set()
 
 
-def fitted_prior(decider: Decider, adaptive: AdaptiveSampling) -> StoppingPrior | None:
+def _fitted_prior(decider: Decider, adaptive: AdaptiveSampling) -> StoppingPrior | None:
     """The stopping prior the rule may stop by, or ``None``.
 
     ``adaptive.prior`` when it is for the task, else the Decider's (its calibrator
@@ -354,7 +354,7 @@ def fitted_prior(decider: Decider, adaptive: AdaptiveSampling) -> StoppingPrior 
     return prior if prior is not None and prior.n_items > 0 else None
 
 
-def warn_unfitted(task: Task) -> None:
+def _warn_unfitted(task: Task) -> None:
     """Warn once per task name that adaptive N draws all N samples for want of a prior."""
     if task.name in _WARNED_UNFITTED:
         return
@@ -377,7 +377,7 @@ def stop_check(
 ) -> StopCheck:
     """Apply the stopping rule: stop when P(change) < ε or N is reached.
 
-    Without a fitted stopping prior (:func:`fitted_prior`) the rule never stops early: it
+    Without a fitted stopping prior (:func:`_fitted_prior`) the rule never stops early: it
     warns once (:class:`UnfittedPriorWarning`) and reports a change probability of 1 until N.
 
     Args:
@@ -391,8 +391,8 @@ def stop_check(
         The verdict.
     """
     n_drawn = int(np.asarray(counts).sum())
-    if fitted_prior(decider, adaptive) is None:
-        warn_unfitted(decider.task)
+    if _fitted_prior(decider, adaptive) is None:
+        _warn_unfitted(decider.task)
         return StopCheck(
             stop=n_drawn >= n_max,
             change_probability=0.0 if n_drawn >= n_max else 1.0,

@@ -326,7 +326,7 @@ def calibrator_inputs(
     """The inputs the calibrators of *make* read, and the factory to fit them on those.
 
     A map of raw input columns (``reads_raw_columns``: logistic calibration) reads
-    ``data.inputs`` when the task reads the relevance features. Under the ``unparsed:
+    ``data.inputs`` when the task reads the relevance features, else ``P``. Under the ``unparsed:
     other`` policy (``data.X`` set), a map that reads extra input columns
     (``reads_extra_columns``: matrix scaling, full Dirichlet calibration) reads ``X``. Both
     are made with ``n_classes=k``; any other map reads ``P``.
@@ -335,15 +335,16 @@ def calibrator_inputs(
         The inputs, (n, k), (n, k + 1) or (n, task.n_inputs); the factory; and
         ``"inputs"``, ``"features"`` or ``"probs"``.
     """
-    probe = make()
     k = len(data.labels)
 
     def make_k() -> Any:
         return make().set_params(n_classes=k)
 
-    if data.inputs is not None and getattr(probe, "reads_raw_columns", False):
-        return data.inputs, make_k, "inputs"
-    if data.X is None or not getattr(probe, "reads_extra_columns", False):
+    if getattr(make(), "reads_raw_columns", False):
+        if data.inputs is not None:
+            return data.inputs, make_k, "inputs"
+        return data.P, make, "probs"  # its class columns must be a probability row
+    if data.X is None or not getattr(make(), "reads_extra_columns", False):
         return data.P, make, "probs"
     return data.X, make_k, "features"
 

@@ -22,6 +22,7 @@ from calibrators import (
     HistogramBinning,
     IdentityCalibrator,
     IsotonicCalibrator,
+    LogisticCalibrator,
     MatrixScaling,
     TemperatureScaling,
     VectorScaling,
@@ -35,7 +36,11 @@ from tests.unit_tests.calibrators.helpers import (
     miscalibrated,
 )
 
-CALIBRATORS = all_calibrators()
+CALIBRATORS = [
+    *all_calibrators(),
+    LogisticCalibrator(C=1.0),
+    LogisticCalibrator(Cs=(0.01, 1.0, 100.0), cv=3),
+]
 PARAMETRIC = [
     TemperatureScaling(),
     VectorScaling(),
@@ -43,7 +48,16 @@ PARAMETRIC = [
     DirichletCalibrator(),
     DirichletCalibrator(kind="diagonal"),
     DirichletCalibrator(kind="fixed_diagonal"),
+    LogisticCalibrator(),
 ]
+
+
+def chooses_by_cross_validation(cal) -> bool:
+    """Whether ``cal`` picks a penalty by cross-validation (its folds depend on the rows)."""
+    if isinstance(cal, DirichletCalibrator):
+        return cal.reg_lambda == "auto"
+    return isinstance(cal, LogisticCalibrator) and cal.C is None
+
 
 # --- scikit-learn's estimator checks ------------------------------------------------------
 
@@ -131,6 +145,7 @@ def expected_failed_checks(estimator) -> dict[str, str]:
         VectorScaling(),
         MatrixScaling(),
         DirichletCalibrator(),
+        LogisticCalibrator(),
         IsotonicCalibrator(),
         HistogramBinning(),
     ],
@@ -327,7 +342,7 @@ def test_weight_two_equals_duplicated_rows(cal):
     w[:40] = 2.0
     P_dup = np.vstack([P, P[:40]])
     y_dup = np.concatenate([y, y[:40]])
-    if isinstance(cal, DirichletCalibrator) and cal.reg_lambda == "auto":
+    if chooses_by_cross_validation(cal):
         pytest.skip("cross-validation folds differ between weighted and duplicated rows")
     a = clone(cal).fit(P, y, sample_weight=w).predict_proba(P)
     b = clone(cal).fit(P_dup, y_dup).predict_proba(P)
@@ -339,7 +354,7 @@ def test_zero_weight_equals_dropped_rows(cal):
     P, y, _ = miscalibrated(120, 3, seed=7)
     w = np.ones(len(y))
     w[:30] = 0.0
-    if isinstance(cal, DirichletCalibrator) and cal.reg_lambda == "auto":
+    if chooses_by_cross_validation(cal):
         pytest.skip("cross-validation folds differ between zero-weighted and dropped rows")
     a = clone(cal).fit(P, y, sample_weight=w).predict_proba(P)
     b = clone(cal).fit(P[30:], y[30:]).predict_proba(P)
@@ -421,7 +436,7 @@ def probabilities_and_labels(draw):
 @given(data=probabilities_and_labels())
 def test_outputs_are_distributions_for_any_valid_input(cal, data):
     P, y = data
-    if isinstance(cal, DirichletCalibrator) and cal.reg_lambda == "auto" and len(y) < 3:
+    if chooses_by_cross_validation(cal) and len(y) < 3:
         return  # cv=3 needs three rows
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

@@ -664,7 +664,7 @@ def test_plot_without_matplotlib(monkeypatch):
 def test_make_calibrator_unknown_name():
     message = (
         "make_calibrator got an unknown calibrator name 'platt'; expected one of ['dirichlet', "
-        "'histogram', 'identity', 'isotonic', 'matrix', 'temperature', 'vector']."
+        "'histogram', 'identity', 'isotonic', 'logistic', 'matrix', 'temperature', 'vector']."
     )
     with pytest.raises(ValueError, match=exact(message)):
         make_calibrator("platt")
@@ -694,7 +694,8 @@ def _dict(**changes):
             _dict(type="PlattScaling"),
             "from_dict got an unknown calibrator type 'PlattScaling'; expected one of "
             "['DirichletCalibrator', 'HistogramBinning', 'IdentityCalibrator', "
-            "'IsotonicCalibrator', 'MatrixScaling', 'TemperatureScaling', 'VectorScaling'].",
+            "'IsotonicCalibrator', 'LogisticCalibrator', 'MatrixScaling', 'TemperatureScaling', "
+            "'VectorScaling'].",
         ),
         (
             _dict(params=[1]),

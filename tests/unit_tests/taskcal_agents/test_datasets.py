@@ -232,8 +232,8 @@ def test_balanced_selection_interleaves_the_labels(seed: int | None) -> None:
 
 def test_convert_unknown_name_and_option(tmp_path: Path) -> None:
     msg = (
-        "converter name must be one of ['mmlu', 'nq-open', 'simpleqa', 'stsb', 'when2call'], "
-        "got 'squad'."
+        "converter name must be one of ['bfcl', 'mmlu', 'nq-open', 'simpleqa', 'stsb', "
+        "'when2call'], got 'squad'."
     )
     with pytest.raises(ConfigurationError, match=re.escape(msg)):
         convert("squad")

@@ -141,9 +141,10 @@ SURFACE = (
 )
 """The namespaces whose ``__all__`` is the public surface (submodules keep their own)."""
 
-SURFACE_LIMIT = 110
+SURFACE_LIMIT = 111
 """The most names the surface may list, all namespaces together (a name listed by the
-facade and by its package counts twice)."""
+facade and by its package counts twice). 111: ``calibrators.LogisticCalibrator`` joined
+its sibling maps."""
 
 
 def _surface() -> list[tuple[str, str]]:

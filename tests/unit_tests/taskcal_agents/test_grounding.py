@@ -15,6 +15,7 @@ from taskcal_agents.decision.adaptive import AdaptiveSampling, outcome_counts, s
 from taskcal_agents.decision.belief import Belief
 from taskcal_agents.decision.decider import Decider, carried_actions
 from taskcal_agents.decision.presets import multiple_choice, tool_decision
+from taskcal_agents.decision.stopping_prior import StoppingPrior
 from taskcal_agents.decision.task import UNGROUNDED_CALL, GroundingSpec, Task
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing.grounding import (
@@ -475,10 +476,15 @@ def test_adaptive_n_counts_ungrounded_calls_apart() -> None:
     ctx = GroundingContext([WEATHER], [user("What's the weather like?")])
     counts = outcome_counts(task, ["tool_call", UNGROUNDED_CALL, None])
     assert counts.tolist() == [1, 0, 0, 1, 1]
+    fitted = StoppingPrior(task.outcomes, (1.0,) * (len(task.outcomes) + 1), n_items=100)
     check = stop_check_messages(
-        Decider(task), _calls("London", "London"), 8, AdaptiveSampling(epsilon=0.05), context=ctx
+        Decider(task),
+        _calls("London", "London"),
+        8,
+        AdaptiveSampling(epsilon=0.05, prior=fitted),
+        context=ctx,
     )
-    assert 0.0 <= check.change_probability <= 1.0
+    assert 0.0 < check.change_probability < 1.0
 
 
 def test_grounding_needs_a_tool_decision() -> None:
