@@ -704,7 +704,12 @@ def evaluate(
 
     from taskcal_agents._files import write_json
     from taskcal_agents.workflow import evaluate_samples
-    from taskcal_agents.workflow.report import rich_table, tool_rich_table, verdict
+    from taskcal_agents.workflow.report import (
+        cost_sweep_rich_table,
+        rich_table,
+        tool_rich_table,
+        verdict,
+    )
 
     console, err = _consoles()
     names = _split_names(calibrators)
@@ -748,6 +753,9 @@ def evaluate(
     tools = tool_rich_table(evaluation)
     if tools is not None:
         console.print(tools)
+    sweep = cost_sweep_rich_table(evaluation)
+    if sweep is not None:
+        console.print(sweep)
     clusters = evaluation["meta"].get("answer_clusters")
     if clusters is not None:
         console.print(

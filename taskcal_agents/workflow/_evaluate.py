@@ -853,7 +853,9 @@ def evaluate_arrays(
         decoder = f"mbr_{name}"
         X, make, inputs = calibrator_inputs(data, factories[name])
         description = f"MBR on the {name}-calibrated belief"
-        if data.X is not None:
+        if inputs == "inputs":
+            description += " (reads p̂, its shares and the relevance features)"
+        elif data.X is not None:
             description += (
                 " (reads the unparsed share)"
                 if inputs == "features"

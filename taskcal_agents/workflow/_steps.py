@@ -17,6 +17,7 @@ from taskcal_agents.decision.belief import DEFAULT_ALPHA
 from taskcal_agents.decision.risk_control import RiskControl, RiskGuard
 from taskcal_agents.decision.task import Task
 from taskcal_agents.workflow._calibrator_specs import DEFAULT_CALIBRATORS
+from taskcal_agents.workflow._cost_sweep import cost_sweep
 from taskcal_agents.workflow._data import load_eval_arrays, task_summary
 from taskcal_agents.workflow._evaluate import EvalArrays, evaluate_arrays
 from taskcal_agents.workflow._evaluation_json import evaluation_to_dict
@@ -199,6 +200,9 @@ def evaluate_samples(
         },
         include_items=items,
     )
+    sweep = cost_sweep(result, arrays)
+    if sweep is not None:
+        evaluation["cost_sweep"] = sweep
     return evaluation, settings
 
 

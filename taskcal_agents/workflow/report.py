@@ -296,6 +296,77 @@ def tool_rich_table(
     return table
 
 
+def cost_sweep_rich_table(
+    evaluation: dict[str, Any], title: str | None = "what the wrong-call cost buys"
+) -> Table | None:
+    """The terminal table of the evaluation's cost sweep, or ``None`` without one.
+
+    One row per decoder, one column per wrong-call cost: the expected cost under that
+    cost matrix, and the share of items it calls a tool on.
+    """
+    from rich.table import Table
+
+    sweep = evaluation.get("cost_sweep")
+    if not sweep:
+        return None
+    caption = (
+        "Each decoder decided again on its cross-fitted beliefs with the cost of a wrong "
+        "call (a tool called where asking or refusing was right) set to each value, the "
+        "other costs fixed: expected cost / share of items it calls on."
+    )
+    table = Table(title=title, caption=caption, caption_justify="left")
+    table.add_column("decoder", style="bold", no_wrap=True)
+    for c in sweep["wrong_call_cost"]:
+        table.add_column(f"{c:g}", justify="right")
+    for name, series in sweep["decoders"].items():
+        cells = [
+            f"{cost:.2f}/{rate:.2f}"
+            for cost, rate in zip(series["expected_cost"], series["call_rate"], strict=True)
+        ]
+        table.add_row(name, *cells)
+    return table
+
+
+def plot_cost_sweep(evaluation: dict[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Expected cost (left) and call / ask / refuse rates (right) against the wrong-call cost.
+
+    One colour per decoder; on the right, circles and solid lines are calls, squares and
+    dotted lines asks, triangles and dashed lines refusals.
+
+    Returns:
+        The PNG path.
+    """
+    sweep = evaluation["cost_sweep"]
+    costs = np.asarray(sweep["wrong_call_cost"])
+    fig = _figure(figsize=(11.0, 4.2), layout="constrained")
+    ax, ax_rate = fig.subplots(1, 2)
+    colors = iter(f"C{i}" for i in range(10))
+    for name, series in sweep["decoders"].items():
+        color = "black" if name == "constant" else next(colors)
+        style = "--" if name == "constant" else "-"
+        ax.plot(costs, series["expected_cost"], marker="o", label=name, color=color,
+                linestyle=style)  # fmt: skip
+        if name == "constant":
+            continue
+        for key, marker, line in (
+            ("call_rate", "o", "-"), ("ask_rate", "s", ":"), ("refuse_rate", "^", "--")
+        ):  # fmt: skip
+            if any(v is not None for v in series[key]):
+                ax_rate.plot(costs, series[key], marker=marker, linestyle=line, color=color,
+                             label=f"{name} {key[:-5]}")  # fmt: skip
+    ax.set_xlabel("cost of a wrong tool call")
+    ax.set_ylabel("expected cost per decision")
+    ax.legend(fontsize="small")
+    ax_rate.set_xlabel("cost of a wrong tool call")
+    ax_rate.set_ylabel("share of items")
+    ax_rate.legend(fontsize="x-small", ncol=2)
+    fig.suptitle(
+        f"What the cost matrix buys — {evaluation['task'].get('name', '')} "
+        f"(n = {evaluation['n_items']})"
+    )
+    return save_figure(fig, Path(path), dpi=110)
+
+
 def tool_section(evaluation: dict[str, Any]) -> str:
     """The markdown section of the tool-use metrics ("" when the task is no tool decision)."""
     columns = tool_columns(evaluation)
@@ -594,9 +665,11 @@ def markdown_summary(evaluation: dict[str, Any], figures: Sequence[Path] = ()) -
 
 
 def write_report(evaluation: dict[str, Any], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Write ``reliability.png``, ``costs.png``, ``risk_coverage.png`` and ``summary.md``.
+    """Write the report's figures and ``summary.md``.
 
-    ``risk_coverage.png`` only when the decoder rows carry risk–coverage blocks. Each file
+    The figures: ``reliability.png``, ``costs.png``, ``risk_coverage.png`` and
+    ``cost_sweep.png``; ``risk_coverage.png`` only when the decoder rows carry risk–coverage blocks,
+    ``cost_sweep.png`` only for a tool decision's evaluation (its ``cost_sweep``). Each file
     is written atomically (:func:`~taskcal_agents._files.atomic_path`).
 
     Returns:
@@ -616,5 +689,7 @@ def write_report(evaluation: dict[str, Any], out_dir: str | os.PathLike[str]) ->
     ]
     if _selective_rows(evaluation):
         figures.append(plot_risk_coverage(evaluation, out / "risk_coverage.png"))
+    if evaluation.get("cost_sweep"):
+        figures.append(plot_cost_sweep(evaluation, out / "cost_sweep.png"))
     summary = write_text(markdown_summary(evaluation, figures), out / "summary.md")
     return [*figures, summary]

@@ -184,6 +184,7 @@ def test_sample_fit_evaluate_report(
     assert result.exit_code == 0, result.output + result.stderr
     assert "mbr_dirichlet" in result.output
     assert "label-shuffle p = " in result.output
+    assert "what the wrong-call cost buys" in result.output
     ev = json.loads(evaluation.read_text())
     # The task sends only grounded calls (the default), so the evaluation adds mbr_raw_any:
     # raw MBR where any sampled call may be sent, the baseline of the grounding rule.
@@ -208,11 +209,16 @@ def test_sample_fit_evaluate_report(
     )
     assert result.exit_code == 0, result.output + result.stderr
     assert sorted(p.name for p in report_dir.iterdir()) == [
+        "cost_sweep.png",  # a tool decision: what the wrong-call cost buys
         "costs.png",
         "reliability.png",
         "risk_coverage.png",
         "summary.md",
     ]
+    assert ev["cost_sweep"]["wrong_call_cost"] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    assert set(ev["cost_sweep"]["decoders"]) == {
+        "constant", "mbr_raw", "mbr_temperature", "mbr_dirichlet"
+    }  # fmt: skip
 
 
 def test_fit_with_risk_control(runner: CliRunner, setup: dict[str, Path], tmp_path: Path) -> None:

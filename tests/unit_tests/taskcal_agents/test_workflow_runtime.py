@@ -355,3 +355,30 @@ def test_items_without_a_usable_sample_are_deferred_first() -> None:
         k = int(np.searchsorted(curve.coverage, served.mean() - 1e-12))
         assert curve.coverage[k] == served.mean()
         assert curve.risk[k] == data.cost[data.y, acts][served].mean()
+
+
+def test_the_cost_sweep_redecides_each_decoder_under_each_wrong_call_cost(
+    tmp_path: Path,
+) -> None:
+    from taskcal_agents.workflow._cost_sweep import WRONG_CALL_COSTS, cost_sweep
+
+    data = eval_arrays(tool_task(), read_samples(_samples_file(tmp_path)), alpha=0.1)
+    evaluation = evaluate_arrays(
+        data, calibrators=("temperature", FIXED_DIRICHLET), n_folds=3, n_permutations=0
+    )
+    sweep = cost_sweep(evaluation, data)
+    assert sweep is not None and sweep["wrong_call_cost"] == list(WRONG_CALL_COSTS)
+    assert set(sweep["decoders"]) == {
+        "constant", "mbr_raw", "mbr_temperature", f"mbr_{FIXED_DIRICHLET}"
+    }  # fmt: skip
+    at_four = WRONG_CALL_COSTS.index(4.0)  # the task's own wrong-call cost (When2Call's)
+    for name, series in sweep["decoders"].items():
+        assert series["expected_cost"][at_four] == pytest.approx(
+            evaluation.row(name)["expected_cost"]
+        )
+        calls = series["call_rate"]
+        assert calls == sorted(calls, reverse=True)  # a dearer wrong call never adds calls
+        shares = np.add(np.add(calls, series["ask_rate"]), series["refuse_rate"])
+        assert np.allclose(shares, 1.0)  # every item calls, asks or refuses
+    raw = sweep["decoders"]["mbr_raw"]["call_rate"]
+    assert raw[0] > raw[-1]  # the sweep moves the decisions
