@@ -698,6 +698,14 @@ def evaluate(
             "each decoder reaches at it."
         ),
     ] = None,
+    artefact: Annotated[
+        Path | None,
+        typer.Option(
+            help="A calibrator artefact fitted elsewhere (`taskcal fit`), evaluated held out "
+            "as mbr_artefact with its α and (without --task) its task; the label-shuffle "
+            "test tests it."
+        ),
+    ] = None,
 ) -> None:
     """Compare decoders (constant, greedy, majority, MBR raw/calibrated) with cross-fitting."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -724,7 +732,8 @@ def evaluate(
             console=err,
             transient=True,
         ) as progress:
-            bar = progress.add_task("evaluate", total=1 + len(names) + permutations)
+            total = 1 + len(names) + int(artefact is not None) + permutations
+            bar = progress.add_task("evaluate", total=total)
             evaluation, settings = evaluate_samples(
                 samples,
                 calibrators=names,
@@ -740,6 +749,7 @@ def evaluate(
                 items=items,
                 target_risk=target_risk,
                 progress=lambda k: progress.advance(bar, k),
+                artefact=artefact,
             )
     except TaskCalError as exc:
         raise _fail(err, exc) from exc

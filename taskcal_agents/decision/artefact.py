@@ -485,7 +485,7 @@ class ResolvedCalibrator(NamedTuple):
     def stopping_prior_for(self, task: Task) -> StoppingPrior | None:
         """The artefact's stopping prior when it was fitted for ``task``'s outcomes, else ``None``.
 
-        ``None`` (the stopping rule's uniform prior, which draws more) also for an artefact
+        ``None`` (adaptive N then draws all N samples) also for an artefact
         fitted under other outcomes than the runtime task's (another grounding belief, for
         instance): the prior only matters with adaptive N, and never blocks a front door.
         """

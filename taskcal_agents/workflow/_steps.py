@@ -13,10 +13,15 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from taskcal_agents.decision.artefact import CalibratorArtefact
 from taskcal_agents.decision.belief import DEFAULT_ALPHA
 from taskcal_agents.decision.risk_control import RiskControl, RiskGuard
 from taskcal_agents.decision.task import Task
-from taskcal_agents.workflow._calibrator_specs import DEFAULT_CALIBRATORS
+from taskcal_agents.workflow._calibrator_specs import (
+    DEFAULT_CALIBRATORS,
+    CalibratorFactory,
+    default_factory,
+)
 from taskcal_agents.workflow._cost_sweep import cost_sweep
 from taskcal_agents.workflow._data import load_eval_arrays, task_summary
 from taskcal_agents.workflow._evaluate import EvalArrays, evaluate_arrays
@@ -28,6 +33,7 @@ from taskcal_agents.workflow._fit import (
     make_artefact,
     unparsed_reference,
 )
+from taskcal_agents.workflow._fixed_map import ARTEFACT_DECODER, artefact_factory
 
 __all__ = ["evaluate_samples", "fit_artefact"]
 
@@ -138,6 +144,7 @@ def evaluate_samples(
     items: bool = True,
     target_risk: float | None = None,
     progress: Callable[[int], None] | None = None,
+    artefact: _Path | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Compare the decoders on a samples file: the evaluation ``taskcal evaluate`` writes.
 
@@ -157,7 +164,11 @@ def evaluate_samples(
         items: Store per-item beliefs and actions (what ``taskcal report`` draws).
         target_risk: Report the coverage each decoder reaches at this risk.
         progress: Called with a step count as work completes (``1 + len(calibrators) +
-            permutations`` steps in all).
+            permutations`` steps in all; one more with *artefact*).
+        artefact: A calibrator artefact fitted elsewhere, evaluated held out as the
+            decoder ``mbr_artefact`` (:mod:`~taskcal_agents.workflow._fixed_map`): its map
+            fixed on every fold, its α and, without *task*, its task; the label-shuffle
+            test then tests it. ``meta.artefact`` names it by its file's hash.
 
     Returns:
         ``(evaluation, settings)``: the JSON-able evaluation (the format
@@ -170,9 +181,25 @@ def evaluate_samples(
         DataFileError: The samples file cannot be read.
         LabelMismatchError: *task* has another name or other labels than the samples.
     """
+    factory: Callable[[str], CalibratorFactory] = default_factory
+    fixed: dict[str, Any] | None = None
+    if artefact is not None:
+        loaded = CalibratorArtefact.load(artefact)
+        task = task if task is not None else loaded.task
+        alpha = loaded.alpha
     task_obj, samples_file, arrays = load_eval_arrays(
         samples, task, alpha=alpha, reparse=reparse, data=data
     )
+    if artefact is not None:
+        make_fixed, resolved, digest = artefact_factory(artefact, task_obj)
+        calibrators = [*calibrators, ARTEFACT_DECODER]
+        test_calibrator = ARTEFACT_DECODER if test_calibrator is not None else None
+
+        def with_artefact(name: str) -> CalibratorFactory:
+            return make_fixed if name == ARTEFACT_DECODER else default_factory(name)
+
+        factory = with_artefact
+        fixed = {"path": str(artefact), "sha256": digest, "alpha": resolved.alpha}
     result = evaluate_arrays(
         arrays,
         calibrators=calibrators,
@@ -183,6 +210,7 @@ def evaluate_samples(
         progress=progress,
         target_risk=target_risk,
         n_jobs=jobs,
+        factory=factory,
     )
     settings = samples_file.settings
     evaluation = evaluation_to_dict(
@@ -197,6 +225,7 @@ def evaluate_samples(
             "n_without_usable_sample": int(arrays.no_sample.sum()),
             "target_risk": target_risk,
             **_cluster_meta(task_obj, arrays),
+            **({"artefact": fixed} if fixed is not None else {}),
         },
         include_items=items,
     )

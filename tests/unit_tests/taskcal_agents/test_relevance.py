@@ -182,3 +182,37 @@ def test_a_raw_columns_calibrator_reads_the_inputs_in_evaluation(tmp_path: Path)
 def test_adaptive_n_refuses_a_task_that_reads_relevance() -> None:
     with pytest.raises(ConfigurationError, match="reads the relevance features"):
         check_adaptive(relevance_task(), "TaskCalibratedRunnable")
+
+
+def test_an_artefact_is_evaluated_held_out_as_it_is_served(tmp_path: Path) -> None:
+    # Fitted on one file (train), scored on another (held out): mbr_artefact's actions
+    # are the Decider's with that artefact on each held-out item, relevance inputs included.
+    from taskcal_agents._files import write_json
+    from taskcal_agents.decision.artefact import CalibratorArtefact
+    from taskcal_agents.workflow import evaluate_samples, fit_artefact
+
+    task = relevance_task()
+    train = _samples_file(tmp_path / "train", n=120, seed=1)
+    held = _samples_file(tmp_path / "held", n=45, seed=2)
+    artefact, _ = fit_artefact(train, calibrator="logistic", task=task, alpha=0.1, cv_folds=0)
+    path = write_json(artefact, tmp_path / "artefact.json")
+    evaluation, _ = evaluate_samples(
+        held, calibrators=(), folds=3, permutations=19, artefact=path
+    )
+    assert evaluation["meta"]["artefact"]["path"] == str(path)
+    assert len(evaluation["meta"]["artefact"]["sha256"]) == 16
+    row = next(r for r in evaluation["decoders"] if r["decoder"] == "mbr_artefact")
+    assert row["inputs"] == "inputs" and not row.get("error")
+    assert evaluation["permutation_test"]["calibrator"] == "artefact"
+    loaded = CalibratorArtefact.load(path)
+    decider = Decider(task, loaded.calibrator, alpha=loaded.alpha)
+    samples = read_samples(held)
+    acts = evaluation["items"]["actions"]["mbr_artefact"]
+    for item_id, action in zip(evaluation["items"]["ids"], acts, strict=True):
+        record = samples.records[item_id]
+        decision = decider.decide(
+            [message_from_dict(m) for m in record["samples"]],
+            tool_names=record["tool_names"],
+            context=GroundingContext(record["tools"], record["messages"]),
+        )
+        assert task.action_list[action] == decision.action, item_id
