@@ -226,7 +226,8 @@ def read_requests(source: Path) -> list[Request]:
                 continue
             question = str(messages[0].get("content") or "").strip()
             if question:
-                requests.append(Request(str(row["id"]), category, question, functions, answer))
+                offered = list(functions or [])
+                requests.append(Request(str(row["id"]), category, question, offered, answer))
     return requests
 
 
@@ -247,7 +248,7 @@ def _renderings(value: Any) -> list[str]:
 
 
 def _occurrences(question: str, texts: Sequence[str]) -> list[tuple[int, int]]:
-    spans = set()
+    spans: set[tuple[int, int]] = set()
     for text in texts:
         pattern = rf"(?<![\w.]){re.escape(text)}(?![\w])"
         spans.update((m.start(), m.end()) for m in re.finditer(pattern, question, re.IGNORECASE))
@@ -622,8 +623,8 @@ def build_corpus(source: Path, seed: int = CORPUS_SEED) -> list[DatasetItem]:
                     items.append(
                         group[k].model_copy(update={"meta": {**group[k].meta, "split": split}})
                     )
-    order = {s: n for n, s in enumerate(SPLITS)}
-    return sorted(items, key=lambda item: order[item.meta["split"]])
+    rank = {s: n for n, s in enumerate(SPLITS)}
+    return sorted(items, key=lambda item: rank[item.meta["split"]])
 
 
 def convert_bfcl(source: Path, split: str | None = None) -> list[DatasetItem]:

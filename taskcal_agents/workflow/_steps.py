@@ -186,7 +186,7 @@ def evaluate_samples(
     if artefact is not None:
         loaded = CalibratorArtefact.load(artefact)
         task = task if task is not None else loaded.task
-        alpha = loaded.alpha
+        alpha = alpha if loaded.alpha is None else loaded.alpha
     task_obj, samples_file, arrays = load_eval_arrays(
         samples, task, alpha=alpha, reparse=reparse, data=data
     )

@@ -196,9 +196,7 @@ def test_an_artefact_is_evaluated_held_out_as_it_is_served(tmp_path: Path) -> No
     held = _samples_file(tmp_path / "held", n=45, seed=2)
     artefact, _ = fit_artefact(train, calibrator="logistic", task=task, alpha=0.1, cv_folds=0)
     path = write_json(artefact, tmp_path / "artefact.json")
-    evaluation, _ = evaluate_samples(
-        held, calibrators=(), folds=3, permutations=19, artefact=path
-    )
+    evaluation, _ = evaluate_samples(held, calibrators=(), folds=3, permutations=19, artefact=path)
     assert evaluation["meta"]["artefact"]["path"] == str(path)
     assert len(evaluation["meta"]["artefact"]["sha256"]) == 16
     row = next(r for r in evaluation["decoders"] if r["decoder"] == "mbr_artefact")
