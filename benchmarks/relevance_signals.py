@@ -3,8 +3,9 @@
     python benchmarks/relevance_signals.py runs/q05.bfcl.dev.samples.jsonl [more files ...]
 
 For every samples file of the tool decision (``taskcal sample`` output), per item: the
-features of :func:`taskcal_agents.parsing.relevance.relevance_features` (computed from the
-stored request, tools and samples by the library's own function), and for comparison the
+relevance features as the calibrator gets them (the library's own
+:func:`taskcal_agents.decision.decider.item_relevance` on the stored request, tools and
+samples), and for comparison the
 raw belief's ``cannot_answer`` and ``tool_call`` shares. Printed: the AUC of each against
 ``cannot_answer`` (a signal of "no tool fits" scores high when it is high, so low-valued
 signals such as the lexical fit are scored negated), and the AUC of each against
@@ -21,14 +22,17 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES, relevance_features
+from taskcal_agents.decision.decider import item_relevance
+from taskcal_agents.decision.presets import tool_decision
+from taskcal_agents.decision.task import GroundingSpec
+from taskcal_agents.parsing.grounding import GroundingContext
+from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
 from taskcal_agents.workflow._runner import message_from_dict
 
+TASK = tool_decision(grounding=GroundingSpec(relevance=True))
+"""Any task that reads the relevance features: the features do not depend on its costs."""
+
 NEGATED = {"lexical_fit"}  # high fit: a tool fits
-
-
-def _request(messages: list[dict]) -> str:
-    return "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
 
 
 def rows(path: Path) -> tuple[list[str], np.ndarray, list[str]]:
@@ -41,9 +45,9 @@ def rows(path: Path) -> tuple[list[str], np.ndarray, list[str]]:
                 continue
             samples = [message_from_dict(s) for s in record["samples"]]
             parsed = record["labels"]
-            features = relevance_features(
-                _request(record["messages"]), record.get("tools") or [], samples, parsed
-            )
+            context = GroundingContext(record.get("tools") or [], record["messages"])
+            features = item_relevance(TASK, samples, parsed, context)
+            assert features is not None
             n = max(len(parsed), 1)
             shares = [sum(x == k for x in parsed) / n for k in ("cannot_answer", "tool_call")]
             table.append([*features, *shares])

@@ -18,14 +18,17 @@ becomes one item of one label:
 ``cannot_answer``
     the request with the tools of another request that are closest to it in words (TF-IDF)
     yet cannot serve it: no tool whose name shares a content word with the right tool's,
-    and no tool whose text is close to the right tool's (hard negatives,
-    :func:`hard_negatives`).
+    no tool whose text is close to the right tool's, no tool that answers anything (a web
+    search, a question-answering model); one tool set serves at most
+    :data:`TOOL_SET_USES` no-fits (hard negatives, :func:`hard_negatives`).
 
-Each request plays one role at most. The asks are dealt first, in a seeded order, to the
-requests with a qualifying phrase; calls and no-fits alternate over the others. The corpus is
-de-duplicated on the request text, balanced, and split once by :data:`CORPUS_SEED` into
-``train``, ``dev`` and ``test`` (``meta["split"]``); within a split the labels are
-interleaved, so any prefix is balanced.
+The requests are de-duplicated on their text and split once by :data:`CORPUS_SEED` into
+``train``, ``dev`` and ``test`` (``meta["split"]``), near-duplicates together and each
+category in the same shares. Within each split and category each request plays one role at
+most: the asks are dealt first, in a seeded order, to the requests with a qualifying phrase,
+then calls and no-fits in turn (a no-fit takes tools of its own split), an item whose words
+repeat another's is dropped, and each label is cut to the least frequent one's count. Within
+a split the labels are interleaved, so any prefix is balanced.
 
 The source is the ``bfcl_eval`` wheel itself (``pip download --no-deps
 bfcl-eval==2026.3.23``; its bytes are read, never installed or imported, and a pinned
@@ -40,10 +43,13 @@ import json
 import random
 import re
 import zipfile
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from taskcal_agents.datasets._format import DatasetItem
 from taskcal_agents.datasets._tools import bfcl_tool
@@ -350,7 +356,17 @@ _RANGE = frozenset(
 )
 
 
-def _reads_on(question: str, span: tuple[int, int], numeric: bool) -> bool:
+def _clause_words(question: str, span: tuple[int, int]) -> int:
+    """Words left in the clause that held ``question[span]`` once it is cut out."""
+    lo = max((m.end() for m in re.finditer(r"[.!?;](?:\s+|$)", question[: span[0]])), default=0)
+    stop = re.search(r"[.!?;](?:\s+|$)", question[span[1] :])
+    hi = span[1] + stop.start() if stop else len(question)
+    return len((question[lo : span[0]] + " " + question[span[1] : hi]).split())
+
+
+def _reads_on(
+    question: str, span: tuple[int, int], numeric: bool, *, sentence: bool = False
+) -> bool:
     """Whether the question still reads once ``question[span]`` is cut out.
 
     The phrase must not be half of a pair or range ("between Boston and ...", "from 1 to
@@ -358,6 +374,8 @@ def _reads_on(question: str, span: tuple[int, int], numeric: bool) -> bool:
     complement of a copula ("the server is called X"); nor may a joining word be left
     dangling before a stop ("... and?").
     """
+    if sentence:  # a whole sentence of its own goes cleanly
+        return True
     before = question[: span[0]].split()
     after = question[span[1] :]
     nxt = after.split()[0] if after.split() else ""
@@ -368,10 +386,17 @@ def _reads_on(question: str, span: tuple[int, int], numeric: bool) -> bool:
         return False
     if before and _word(before[-1]) in _JOINERS and re.match(r"\s*([,.;:!?]|$)", after):
         return False
+    if re.match(r"\s*([,.;:!?]|$)", after) and before and re.search(r"(ing|ed)$", before[-1]):
+        return False  # "... starting." / "... located.": a verb left without its phrase
+    if not sentence and _clause_words(question, span) < 3:
+        return False  # "I live in Berlin." -> "I live.": too little of the clause is left
     if nxt and not re.match(r"[,.;:!?)]", after.lstrip()):
         word = _word(nxt)
         if (lead in ("between", "from") or numeric) and word in _RANGE:
             return False
+        later = after.split()[1:2]
+        if word in ("and", "or") and later and re.match(r"['\"]?[A-Z0-9$]", later[0]):
+            return False  # "in Paris and London": one of a pair of values
         if word.isalpha() and word not in _CONTINUERS and nxt[:1].islower():
             return False
         if lead == "between":
@@ -391,8 +416,9 @@ def delete_argument(
     characters, or a number) occurs exactly once in the question, inside a prepositional
     phrase ("in Paris", "for 3 nights", "named 'latte'") or a short sentence of its own
     ("My city is Berlin."), and when no accepted value of it is left after the removal and
-    the rest does not end on a dangling word ("... in?"). One qualifying parameter is
-    chosen with *rng*.
+    the rest still reads (:func:`_reads_on`: no dangling word, no half of a pair, enough of
+    the clause left). A parameter that BFCL accepts the call without (an accepted value
+    ``""``) never qualifies. One qualifying parameter is chosen with *rng*.
 
     Returns:
         ``(new question, parameter, removed phrase)``, or ``None`` when none qualifies.
@@ -401,21 +427,26 @@ def delete_argument(
     required = [p for p in params.get("required") or [] if p in answer]
     rng.shuffle(required)
     for param in required:
-        accepted = [v for v in answer[param] if v not in ("", None)]
+        if any(v in ("", None) for v in answer[param]):
+            continue  # BFCL accepts the call without it: not a missing argument
+        accepted = list(answer[param])
         texts = [t for v in accepted for t in _renderings(v)]
-        if not texts or len(accepted) != len([v for v in answer[param] if v not in ("", None)]):
+        if not texts:
             continue
         spans = _occurrences(question, texts)
         if len({s for s, _ in spans}) != 1:
             continue
         start, end = max(spans, key=lambda s: s[1] - s[0])
         numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in accepted)
-        span = _phrase(question, start, end, numeric) or _sentence(question, start, end)
+        tries = [(_phrase(question, start, end, numeric), False)]
+        tries.append((_sentence(question, start, end), True))
+        span = next(
+            (x for x, whole in tries if x and _reads_on(question, x, numeric, sentence=whole)),
+            None,
+        )
         if span is None:
             continue
         left, right = question[: span[0]], question[span[1] :]
-        if not _reads_on(question, span, numeric):
-            continue
         new = _tidy(left + " " + right)
         if _occurrences(new, texts) or len(new.split()) < 3:
             continue
@@ -480,12 +511,44 @@ def _name_words(name: str) -> set[str]:
     return {w.rstrip("s") for w in words if len(w) >= 4 and w not in _GENERIC_NAME_WORDS}
 
 
+_GENERIC_TOOL_WORDS = frozenset(
+    [
+        "search",
+        "query",
+        "web",
+        "engine",
+        "llm",
+        "wqa",
+        "hna",
+        "qa",
+        "general",
+        "google",
+        "bing",
+        "ask",
+        "tool",
+        "news",
+        "advice",
+    ]
+)
+
+
+def _generic(name: str) -> bool:
+    """Whether a tool could serve nearly any request.
+
+    A web search or a question-answering model: "HNA_WQA.search", "web_search",
+    "multilingual_llm".
+    """
+    words = set(re.findall(r"[a-z]+", _words_of(name).lower()))
+    return bool(words & {"web", "llm", "wqa", "engine"}) or words <= _GENERIC_TOOL_WORDS
+
+
 def hard_negatives(requests: Sequence[Request]) -> list[list[tuple[int, float]]]:
     """Per request, the other requests' tool sets that cannot serve it, closest first.
 
     A tool set qualifies when it comes from the same category, has no tool whose name
     shares a content word with the right one's ("weather", "movies", "case"; not "get",
-    "find", ...) and no tool within
+    "find", ...), no generic tool (a web search, a question-answering model) and no tool
+    within
     :data:`NEGATIVE_SIMILARITY_MAX` of the right tool's words. Each entry is ``(index,
     cosine of the request to the tools' words)``; at most 20 per request.
     """
@@ -526,6 +589,7 @@ def hard_negatives(requests: Sequence[Request]) -> list[list[tuple[int, float]]]
                 and all(
                     not name & _name_words(str(f.get("name", ""))) for f in requests[j].functions
                 )
+                and not any(_generic(str(f.get("name", ""))) for f in requests[j].functions)
             ][:20]
         )
     return out
@@ -539,8 +603,71 @@ def _tools(functions: Sequence[Mapping[str, Any]], source: str) -> list[dict[str
     return [bfcl_tool(dict(f), path=Path(source), line=0) for f in functions]
 
 
+TOOL_SET_USES = 3
+"""The most no-fit items one tool set (the same tool names) is offered in."""
+
+NEAR_DUPLICATE = 0.8
+"""Requests whose words are this close (TF-IDF cosine) share a split."""
+
+
+def _near_duplicate_groups(requests: Sequence[Request]) -> list[int]:
+    """A group id per request: near-duplicates (:data:`NEAR_DUPLICATE`) share one."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vectors = TfidfVectorizer(sublinear_tf=True).fit_transform([r.question for r in requests])
+    close = (vectors @ vectors.T).toarray() >= NEAR_DUPLICATE
+    parent = list(range(len(requests)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a, b in zip(*np.nonzero(np.triu(close, 1)), strict=True):
+        parent[root(int(a))] = root(int(b))
+    return [root(i) for i in range(len(requests))]
+
+
+def _assign_splits(requests: Sequence[Request], rng: random.Random) -> list[str]:
+    """A split per request: whole near-duplicate groups, in shares per category.
+
+    A group goes whole to one split, even when its members are of several categories.
+    """
+    groups = _near_duplicate_groups(requests)
+    everyone: dict[int, list[int]] = {}
+    for i, g in enumerate(groups):
+        everyone.setdefault(g, []).append(i)
+    split_of = [""] * len(requests)
+    targets = {"test": SPLIT_SHARES["test"], "dev": SPLIT_SHARES["dev"]}
+    targets["train"] = 1.0 - sum(targets.values())
+    for category in BFCL_CATEGORIES:
+        keys = sorted({groups[i] for i, r in enumerate(requests) if r.category == category})
+        rng.shuffle(keys)
+        total = sum(r.category == category for r in requests)
+        count = dict.fromkeys(SPLITS, 0)
+        for i, r in enumerate(requests):
+            if r.category == category and split_of[i]:  # placed with an earlier category
+                count[split_of[i]] += 1
+        for key in keys:  # each group to the split furthest below its share
+            if split_of[everyone[key][0]]:
+                continue
+            split = max(SPLITS, key=lambda s: targets[s] * total - count[s])
+            for i in everyone[key]:
+                split_of[i] = split
+                count[split] += requests[i].category == category
+    return split_of
+
+
 def build_corpus(source: Path, seed: int = CORPUS_SEED) -> list[DatasetItem]:
-    """The whole corpus: every item with ``meta["split"]``, splits in :data:`SPLITS` order."""
+    """The whole corpus: every item with ``meta["split"]``, splits in :data:`SPLITS` order.
+
+    Requests are split first, near-duplicates together and each category in the same
+    shares; then, within each split and category, the roles are dealt (asks first to the
+    requests with a removable phrase, then calls and no-fits in turn, a no-fit taking the
+    closest unused tool set of its own split), and each label is cut to the least
+    frequent one's count, so every split holds each label alike within each category.
+    """
     requests = read_requests(source)
     seen: set[str] = set()
     unique = []
@@ -554,77 +681,82 @@ def build_corpus(source: Path, seed: int = CORPUS_SEED) -> list[DatasetItem]:
         r.text = tool_text(r.functions)
         function = next(f for f in r.functions if f.get("name") == r.function)
         r.deletion = delete_argument(r.question, function, r.answer[r.function], rng)
+    split_of = _assign_splits(unique, rng)
     negatives = hard_negatives(unique)
     order = list(range(len(unique)))
     rng.shuffle(order)
     labels = ("tool_call", "request_for_info", "cannot_answer")
-    roles: list[tuple[int, str]] = []
-    quota: dict[tuple[str, str], int] = {}
-    for category in BFCL_CATEGORIES:  # each category gives each label as many items
-        mine = [i for i in order if unique[i].category == category]
-        eligible = [i for i in mine if unique[i].deletion is not None]
-        size = min(len(eligible), len(mine) // 3)
-        asks = set(eligible[:size])
-        rest = [i for i in mine if i not in asks and negatives[i]]
-        roles += [(i, "request_for_info") for i in mine if i in asks]
-        roles += [(i, labels[0] if n % 2 == 0 else labels[2]) for n, i in enumerate(rest)]
-        quota.update({(category, label): size for label in labels})
-    roles.sort(key=lambda role: order.index(role[0]))
-    used_sets: set[int] = set()
-    by_label: dict[str, list[DatasetItem]] = {k: [] for k in labels}
-    for i, label in roles:
-        r = unique[i]
-        if quota[r.category, label] <= 0:
-            continue
-        meta: dict[str, Any] = {"source": "bfcl", "bfcl_id": r.id, "category": r.category}
-        if label == "tool_call":
-            question, functions = r.question, r.functions
-            meta["possible_answer"] = r.answer
-            meta["target_tool"] = r.function
-        elif label == "request_for_info":
-            assert r.deletion is not None
-            question, functions = r.deletion[0], r.functions
-            meta.update(held_out_param=r.deletion[1], removed=r.deletion[2], target_tool=r.function)
-        else:
-            j = next((j for j, _ in negatives[i] if j not in used_sets), None)
-            if j is None:  # no unused hard negative left: the request plays no role
-                continue
-            used_sets.add(j)
-            question, functions = r.question, unique[j].functions
-            meta.update(tools_from=unique[j].id, right_tool=r.function)
-        quota[r.category, label] -= 1
-        by_label[label].append(
-            DatasetItem(
-                id=f"bfcl-{label}-{r.id}",
-                messages=[{"role": "user", "content": question}],
-                tools=_tools(functions, str(source)),
-                label=label,
-                meta=meta,
-            )
-        )
-    size = min(len(v) for v in by_label.values())
+    used_sets: Counter[str] = Counter()
+    texts: set[str] = set()
     items: list[DatasetItem] = []
-    for split in ("test", "dev", "train"):
-        chosen: list[list[DatasetItem]] = []
-        for label in labels:
-            group = by_label[label][:size]
-            n_test = round(size * SPLIT_SHARES["test"])
-            n_dev = round(size * SPLIT_SHARES["dev"])
-            bounds = {
-                "test": (0, n_test),
-                "dev": (n_test, n_test + n_dev),
-                "train": (n_test + n_dev, size),
-            }
-            lo, hi = bounds[split]
-            chosen.append(group[lo:hi])
-        for k in range(max(len(g) for g in chosen)):
-            for group in chosen:
-                if k < len(group):
-                    items.append(
-                        group[k].model_copy(update={"meta": {**group[k].meta, "split": split}})
-                    )
-    rank = {s: n for n, s in enumerate(SPLITS)}
-    return sorted(items, key=lambda item: rank[item.meta["split"]])
+    for split in SPLITS:
+        per_label: dict[str, list[DatasetItem]] = {k: [] for k in labels}
+        for category in BFCL_CATEGORIES:
+            mine = [i for i in order if unique[i].category == category and split_of[i] == split]
+            eligible = [i for i in mine if unique[i].deletion is not None]
+            size = min(len(eligible), len(mine) // 3)
+            asks = eligible[:size]
+            rest = [i for i in mine if i not in set(asks)]
+            roles = [(i, "request_for_info") for i in asks]
+            roles += [(i, labels[0] if n % 2 == 0 else labels[2]) for n, i in enumerate(rest)]
+            made: dict[str, list[DatasetItem]] = {k: [] for k in labels}
+            for i, label in roles:
+                item = _item(unique, i, label, negatives[i], split_of, used_sets, source)
+                if item is None:
+                    continue
+                text = re.sub(r"\W+", " ", item.messages[0]["content"].lower()).strip()
+                if text in texts:  # the same words as an item already made
+                    continue
+                texts.add(text)
+                made[label].append(item)
+            least = min(len(v) for v in made.values())
+            for label in labels:
+                per_label[label] += made[label][:least]
+        for k in range(max(len(v) for v in per_label.values())):
+            for label in labels:
+                if k < len(per_label[label]):
+                    item = per_label[label][k]
+                    items.append(item.model_copy(update={"meta": {**item.meta, "split": split}}))
+    return items
+
+
+def _item(
+    unique: Sequence[Request],
+    i: int,
+    label: str,
+    negatives: Sequence[tuple[int, float]],
+    split_of: Sequence[str],
+    used_sets: Counter[str],
+    source: Path,
+) -> DatasetItem | None:
+    """Request *i* in the role *label*, or ``None`` when it cannot play it."""
+    r = unique[i]
+    meta: dict[str, Any] = {"source": "bfcl", "bfcl_id": r.id, "category": r.category}
+    if label == "tool_call":
+        question, functions = r.question, r.functions
+        meta["possible_answer"] = r.answer
+        meta["target_tool"] = r.function
+    elif label == "request_for_info":
+        assert r.deletion is not None
+        question, functions = r.deletion[0], r.functions
+        meta.update(held_out_param=r.deletion[1], removed=r.deletion[2], target_tool=r.function)
+    else:
+        for j, _ in negatives:
+            key = json.dumps(sorted(str(f.get("name")) for f in unique[j].functions))
+            if split_of[j] == split_of[i] and used_sets[key] < TOOL_SET_USES:
+                used_sets[key] += 1
+                break
+        else:  # no unused hard negative of its split left: the request plays no role
+            return None
+        question, functions = r.question, unique[j].functions
+        meta.update(tools_from=unique[j].id, right_tool=r.function)
+    return DatasetItem(
+        id=f"bfcl-{label}-{r.id}",
+        messages=[{"role": "user", "content": question}],
+        tools=_tools(functions, str(source)),
+        label=label,
+        meta=meta,
+    )
 
 
 def convert_bfcl(source: Path, split: str | None = None) -> list[DatasetItem]:

@@ -364,7 +364,7 @@ def _warn_unfitted(task: Task) -> None:
         "samples (a uniform prior does not hold epsilon); fit one with `taskcal fit` (the "
         "artefact stores it) or pass AdaptiveSampling(prior=fit_stopping_prior(...))."
     )
-    warnings.warn(msg, UnfittedPriorWarning, stacklevel=3)
+    warnings.warn(msg, UnfittedPriorWarning, stacklevel=2)
 
 
 def stop_check(

@@ -164,9 +164,11 @@ def item_relevance(
         )
         raise ConfigurationError(msg)
     refusal = task.abstain_action if task.abstain_action in task.labels else "cannot_answer"
-    return relevance_features(
-        context.request, list(context.schemas.values()), messages, labels, refusal_label=refusal
-    )
+    tools = [
+        {"name": name, "description": schema.get("x-tool-description", ""), "parameters": schema}
+        for name, schema in context.schemas.items()
+    ]
+    return relevance_features(context.request, tools, messages, labels, refusal_label=refusal)
 
 
 def raw_inputs(task: Task, belief: Belief, relevance: Sequence[float]) -> NDArray[np.float64]:
@@ -810,11 +812,15 @@ class Decider:
                 why = "no samples were drawn"
             else:
                 why = f"all {belief.n} samples were unparsed by parser {self.task.parser.name!r}"
-            return self.fallback(
+            decision = self.fallback(
                 why, belief=belief, messages=messages, labels=labels,
                 tool_names=tool_names, return_samples=return_samples, clusters=clusters,
                 groundings=groundings,
             )  # fmt: skip
+            if relevance is None:
+                return decision
+            logged = dict(zip(RELEVANCE_FEATURES, map(float, relevance), strict=True))
+            return decision.model_copy(update={"relevance": logged})
         p = belief.probs
         q = self.calibrate(self.calibrator_input(belief, relevance))
         if labels is None:

@@ -32,7 +32,13 @@ from langchain_core.messages import AIMessage
 from tenacity import RetryCallState
 from tenacity.wait import wait_base, wait_exponential, wait_exponential_jitter, wait_none
 
-from taskcal_agents.decision.adaptive import StopCheck, stop_check_messages, with_stop
+from taskcal_agents.decision.adaptive import (
+    StopCheck,
+    _fitted_prior,
+    _warn_unfitted,
+    stop_check_messages,
+    with_stop,
+)
 from taskcal_agents.decision.decider import Decider, Decision
 from taskcal_agents.decision.options import AdaptiveSampling, SamplingOptions
 from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
@@ -284,6 +290,9 @@ def decide_in_rounds(
         its decision raised.
     """
     adaptive = options.adaptive
+    if adaptive is not None and _fitted_prior(decider, adaptive) is None:
+        _warn_unfitted(decider.task)  # the rule could never stop early: one round of N
+        adaptive = None
 
     def stop(i: int, samples: list[AIMessage]) -> StopCheck:
         assert adaptive is not None

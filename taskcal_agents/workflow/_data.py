@@ -340,10 +340,14 @@ def eval_arrays(
             X[i] = belief.features
         if inputs is not None:
             if relevance is None:  # a one-pass record, or labels without their samples
-                relevance = item_relevance(
-                    task, [], [], record_context(record, items, source=str(samples.path))
+                msg = (
+                    f"record {record['id']!r} has no sampled completions with their labels "
+                    f"(a one-pass belief, or an old record), but task {task.name!r} reads "
+                    "the relevance features, which need them; sample N completions, or "
+                    "evaluate with grounding.relevance off."
                 )
-            inputs[i] = raw_inputs(task, belief, cast(tuple[float, ...], relevance))
+                raise DataFileError(msg, path=str(samples.path), line=line)
+            inputs[i] = raw_inputs(task, belief, relevance)
         no_sample[i] = belief.n_parsed == 0
         if len(labels) == len(messages):
             flags = grounded_flags(groundings) if grounding is not None else None

@@ -378,6 +378,21 @@ def test_runnable_one_request_per_round_stops_when_samples_agree(mode: str) -> N
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_without_a_fitted_prior_a_front_door_draws_n_in_one_request(mode: str) -> None:
+    import taskcal_agents.decision.adaptive as adaptive
+
+    adaptive._WARNED_UNFITTED.discard(CHOICE.name)
+    server = UnanimousServer(["Paris"])
+    runnable = TaskCalibratedRunnable(
+        server.chat_openai(), CHOICE, n_samples=16, adaptive=0.5, seed=7
+    )
+    with pytest.warns(adaptive.UnfittedPriorWarning, match="draws all N samples"):
+        decision = decide(runnable, mode)
+    assert [r["n"] for r in server.requests] == [16]  # no rounds: they could never stop
+    assert (decision.n_samples, decision.stopped_early) == (16, False)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_runnable_draws_all_n_when_samples_split(mode: str) -> None:
     server = UnanimousServer(["Paris", "London"])
     runnable = TaskCalibratedRunnable(

@@ -116,6 +116,7 @@ def write_category(root: Path, category: str, n: int, tools_per_item: int) -> No
     questions, answers = [], []
     for k in range(n):
         name, description, param, words = TOPICS[k % len(TOPICS)]
+        name = f"{name}{k}"  # every request its own tool set
         city = CITIES[k % len(CITIES)]
         offered = [function(name, description, param)]
         for extra in range(1, tools_per_item):
@@ -171,6 +172,22 @@ def test_the_corpus_is_balanced_split_and_reads_no_reserved_category(source: Pat
     again = convert("bfcl", source, split="test")
     assert [i.id for i in again] == [i.id for i in items if i.meta["split"] == "test"]
     assert default_task("bfcl").labels == ["tool_call", "request_for_info", "cannot_answer"]
+
+
+def test_a_hard_negative_shares_no_name_word_and_offers_no_generic_tool() -> None:
+    def request(rid: str, *names: str, question: str = "weather forecast for Paris") -> Request:
+        functions = [{"name": n, "description": f"{n} weather forecast"} for n in names]
+        return Request(rid, "live_multiple", question, functions, {names[0]: {}})
+
+    requests = [
+        request("a", "Weather_1_GetWeather"),
+        request("b", "weather.get_forecast_today"),  # shares "weather": could serve a
+        request("c", "HNA_WQA.search"),  # answers anything
+        request("d", "multilingual_llm"),  # answers anything
+        request("e", "Flights_4_SearchFlight", question="flights weather"),  # a true negative
+    ]
+    ranked = hard_negatives(requests)
+    assert [j for j, _ in ranked[0]] == [4]
 
 
 def test_a_hard_negative_never_holds_a_tool_of_the_right_name(source: Path) -> None:

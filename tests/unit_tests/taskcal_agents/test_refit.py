@@ -413,3 +413,49 @@ def test_the_new_map_is_fitted_on_the_training_records_only(half_life_days: floa
         err_msg="the refitted map depends on the holdout's outcomes: it was trained on them",
     )  # fmt: skip
     assert np.abs(maps["train_relabelled"] - maps["as_logged"]).max() > 0.05
+
+
+def test_a_relevance_calibrator_is_refit_on_the_logged_relevance() -> None:
+    # The logged relevance features (a no-fit signal that shifts the outcomes) are read back
+    # into the raw inputs; a record logged without them cannot refit such a map.
+    from taskcal_agents.decision.decider import raw_inputs
+    from taskcal_agents.decision.task import GroundingSpec
+    from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
+
+    task = tool_decision(grounding=GroundingSpec(relevance=True))
+    rng = np.random.default_rng(3)
+
+    def rows(n: int) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray]:
+        records = _records(n, seed=int(rng.integers(1000)), shift=None)
+        X, y = [], []
+        for r in records:
+            fit = float(rng.uniform())  # low lexical fit: no tool fits more often
+            if rng.uniform() > fit:
+                r["outcome"] = "cannot_answer"
+            r["task"] = task.name
+            r["relevance"] = {k: 0.0 for k in RELEVANCE_FEATURES} | {"lexical_fit": fit}
+            belief = Belief(
+                list(r["counts"].values()), LABELS, n=N, n_unparsed=r["n_unparsed"],
+                alpha=ALPHA, unparsed_evidence=True,
+            )  # fmt: skip
+            X.append(raw_inputs(task, belief, list(r["relevance"].values())))
+            y.append(LABELS.index(r["outcome"]))
+        return records, np.array(X), np.array(y)
+
+    _, X, y = rows(800)
+    stale = rng.permutation(y)  # the old map learnt nothing of the relevance
+    cal = make_calibrator("logistic", C=1.0).set_params(n_classes=3).fit(X, stale)
+    old = CalibratorArtefact(
+        calibrator=cal, labels=LABELS, alpha=ALPHA, task=task,
+        metadata={"calibrator_name": "logistic:C=1.0", "fit_metrics": {"inputs": "inputs"},
+                  "created": "2026-01-01T00:00:00+00:00"},
+    )  # fmt: skip
+    records, _, _ = rows(600)
+    result = refit_from_records(records, old)
+    assert result.promoted, result.reason
+    assert result.artefact is not None
+    assert result.artefact.calibrator.n_features_in_ == task.n_inputs  # type: ignore[attr-defined]
+    assert result.artefact.metadata["fit_metrics"]["inputs"] == "inputs"
+    del records[5]["relevance"]
+    with pytest.raises(DataFileError, match="decision record 'd5' has relevance None"):
+        refit_from_records(records, old)

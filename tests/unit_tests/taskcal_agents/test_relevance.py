@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage
 
 from calibrators import make_calibrator
 from taskcal_agents.decision.adaptive import check_adaptive
-from taskcal_agents.decision.decider import Decider
+from taskcal_agents.decision.decider import Decider, item_relevance
 from taskcal_agents.decision.task import GroundingSpec, Task
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing.grounding import GroundingContext
@@ -214,3 +214,20 @@ def test_an_artefact_is_evaluated_held_out_as_it_is_served(tmp_path: Path) -> No
             context=GroundingContext(record["tools"], record["messages"]),
         )
         assert task.action_list[action] == decision.action, item_id
+
+
+def test_the_runtime_features_are_those_of_the_offered_tools() -> None:
+    # What item_relevance reads through the grounding context (name, description and
+    # parameters of each offered tool) gives the features of the raw tool schemas.
+    samples = [call("get_weather", city="Paris"), call("teleport"), AIMessage(content="No.")]
+    labels = ["tool_call", None, None]
+    request = "What's the weather in the city of Paris?"
+    context = GroundingContext([WEATHER, BOOKING], [{"role": "user", "content": request}])
+    got = item_relevance(relevance_task(), samples, labels, context)
+    want = relevance_features(request, [WEATHER, BOOKING], samples, labels)
+    assert got == pytest.approx(want)
+    assert got is not None and got[0] == pytest.approx(2 / 3)  # "weather", "city" of 3
+    assert got[1] == pytest.approx(1 / 3)  # only teleport was not offered
+    assert item_relevance(tool_task(), samples, labels, context) is None
+    with pytest.raises(ConfigurationError, match="need the request's tools and conversation"):
+        item_relevance(relevance_task(), samples, labels, None)
