@@ -27,9 +27,11 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 __all__ = [
+    "cost_sweep_rich_table",
     "load_evaluation",
     "markdown_summary",
     "markdown_table",
+    "plot_cost_sweep",
     "plot_costs",
     "plot_reliability",
     "plot_risk_coverage",
