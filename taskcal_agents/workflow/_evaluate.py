@@ -340,11 +340,14 @@ def calibrator_inputs(
     def make_k() -> Any:
         return make().set_params(n_classes=k)
 
-    if getattr(make(), "reads_raw_columns", False):
-        if data.inputs is not None:
-            return data.inputs, make_k, "inputs"
-        return data.P, make, "probs"  # its class columns must be a probability row
-    if data.X is None or not getattr(make(), "reads_extra_columns", False):
+    if data.inputs is not None and getattr(make(), "reads_raw_columns", False):
+        return data.inputs, make_k, "inputs"
+    if data.X is None:
+        return data.P, make, "probs"
+    probe = make()
+    if getattr(probe, "reads_raw_columns", False):  # its class columns: a probability row
+        return data.P, make, "probs"
+    if not getattr(probe, "reads_extra_columns", False):
         return data.P, make, "probs"
     return data.X, make_k, "features"
 
