@@ -289,7 +289,8 @@ def _phrase(question: str, start: int, end: int, numeric: bool) -> tuple[int, in
     if numeric and after:
         unit = after[0]
         word = _word(unit.group())
-        if unit.start() == end + 1 and word.isalpha() and word not in _JOINERS:
+        is_unit = re.fullmatch(r"[a-z][\w/^°%-]*", word) is not None  # "nights", "m/s^2"
+        if unit.start() == end + 1 and is_unit and word not in _JOINERS:
             end = unit.start() + len(unit.group().rstrip(",.;:!?)"))
     before = [m for m in _TOKEN.finditer(question[:start])]
     k = len(before) - 1
@@ -310,10 +311,62 @@ def _sentence(question: str, start: int, end: int) -> tuple[int, int] | None:
         bounds.append(len(question))
     for lo, hi in itertools.pairwise(bounds):
         if lo <= start and end <= hi:
+            words = question[lo:hi].split()
             rest = len(question[:lo].split()) + len(question[hi:].split())
-            if len(question[lo:hi].split()) <= 10 and rest >= 4:
+            lead = " ".join(_word(w) for w in words[:2])
+            asks = (
+                question[lo:hi].rstrip().endswith("?")
+                or _word(words[0]) in _REQUEST_WORDS
+                or lead in _REQUEST_LEADS
+            )
+            if len(words) <= 10 and rest >= 4 and not asks:  # never the request itself
                 return lo, hi
     return None
+
+
+_REQUEST_WORDS = frozenset(
+    [
+        "find",
+        "get",
+        "check",
+        "book",
+        "search",
+        "calculate",
+        "show",
+        "give",
+        "tell",
+        "list",
+        "fetch",
+        "retrieve",
+        "provide",
+        "help",
+        "can",
+        "could",
+        "would",
+        "will",
+        "please",
+        "make",
+        "set",
+        "play",
+        "order",
+        "send",
+        "create",
+        "update",
+        "delete",
+        "add",
+        "use",
+        "look",
+        "buy",
+        "rent",
+        "reserve",
+        "schedule",
+    ]
+)
+_REQUEST_LEADS = frozenset(
+    ["i need", "i want", "i would", "i'd like", "i'm looking", "we need", "we want"]
+)
+"""First words (or :data:`_REQUEST_LEADS`) of a sentence that asks for something: such a
+sentence is never removed."""
 
 
 _COPULAS = frozenset(["is", "are", "was", "were", "be", "been", "being"])
@@ -356,6 +409,39 @@ _RANGE = frozenset(
 )
 
 
+_PARTICIPLES = frozenset(
+    [
+        "located",
+        "based",
+        "scheduled",
+        "released",
+        "born",
+        "priced",
+        "named",
+        "called",
+        "held",
+        "set",
+        "planned",
+        "booked",
+    ]
+)
+_STATE_WORDS = frozenset(
+    [
+        "currently",
+        "now",
+        "here",
+        "there",
+        "located",
+        "based",
+        "staying",
+        "living",
+        "going",
+        "travelling",
+        "traveling",
+    ]
+)
+
+
 def _clause_words(question: str, span: tuple[int, int]) -> int:
     """Words left in the clause that held ``question[span]`` once it is cut out."""
     lo = max((m.end() for m in re.finditer(r"[.!?;](?:\s+|$)", question[: span[0]])), default=0)
@@ -386,8 +472,13 @@ def _reads_on(
         return False
     if before and _word(before[-1]) in _JOINERS and re.match(r"\s*([,.;:!?]|$)", after):
         return False
-    if re.match(r"\s*([,.;:!?]|$)", after) and before and re.search(r"(ing|ed)$", before[-1]):
+    verb = before and (
+        re.fullmatch(r"[a-z]{3,}ing", _word(before[-1])) or _word(before[-1]) in _PARTICIPLES
+    )
+    if re.match(r"\s*([,.;:!?]|$)", after) and verb:
         return False  # "... starting." / "... located.": a verb left without its phrase
+    if before and _word(before[-1]) in _STATE_WORDS and re.match(r"\s*[,.;:!?]", after):
+        return False  # "I'm currently in Chicago, and ..." -> "I'm currently, and ..."
     if not sentence and _clause_words(question, span) < 3:
         return False  # "I live in Berlin." -> "I live.": too little of the clause is left
     if nxt and not re.match(r"[,.;:!?)]", after.lstrip()):

@@ -56,6 +56,10 @@ def delete(question: str, answer: dict[str, list[Any]], required: tuple[str, ...
         ("Send the report to my boss. Their email is boss@example.com.", "receiver",
          "boss@example.com", "Send the report to my boss.",
          "Their email is boss@example.com."),
+        ("I live in Berlin. What's the weather like?", "city", "Berlin",
+         "What's the weather like?", "I live in Berlin."),  # the sentence, not "I live."
+        ("Start from a speed of 10 m/s, accelerate for 5 s.", "nights", 10,
+         "Start from a speed, accelerate for 5 s.", "of 10 m/s"),
     ],
 )  # fmt: skip
 def test_the_phrase_that_carries_the_value_is_removed(
@@ -75,6 +79,10 @@ def test_the_phrase_that_carries_the_value_is_removed(
         ("Paris or Paris: the weather in Paris?", "city", "Paris"),  # more than once
         ("Paris weather now.", "city", "Paris"),  # no phrase carries it
         ("What's the weather in Paris?", "city", ""),  # no value to remove
+        ("Find restaurants in Paris and London.", "city", "Paris"),  # one of a pair
+        ("I'm currently in Paris, and I want a museum.", "city", "Paris"),  # "currently,"
+        ("Book a room starting on 2023-05-01.", "city", "2023-05-01"),  # "starting."
+        ("I like art. Show Paris museums.", "city", "Paris"),  # the request itself
     ],
 )
 def test_a_removal_that_would_not_read_naturally_is_refused(
