@@ -25,6 +25,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from taskcal_agents.parsing.answer_clusters import answer_tokens
+from taskcal_agents.parsing.grounding import _stem
 from taskcal_agents.parsing.tool_calls import extract_tool_calls
 
 __all__ = [
@@ -54,16 +55,6 @@ _STOPWORDS = frozenset((
     "let", "make", "use", "using", "one", "up", "out", "into", "its", "their", "them",
 ))
 # fmt: on
-
-
-def _stem(token: str) -> str:
-    if len(token) > 4 and token.endswith("ies"):
-        return token[:-3] + "y"
-    if len(token) > 4 and token.endswith(("ses", "xes", "zes", "ches", "shes")):
-        return token[:-2]
-    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
-        return token[:-1]
-    return token
 
 
 def _content_words(text: str) -> set[str]:
