@@ -25,7 +25,7 @@ versions are read.
 An artefact fitted on sampled beliefs also carries adaptive N's stopping prior, fitted on
 the same samples (``"stopping_prior": {...StoppingPrior.to_dict()...}``, see
 :mod:`taskcal_agents.decision.stopping_prior`); it needs no new format version, since a
-reader that ignores it only falls back to the stopping rule's uniform prior. A prior fitted
+reader that ignores it only has no fitted prior (its adaptive N draws all N). A prior fitted
 for other outcomes than the task's is refused.
 
 A risk limit is certified for one decision setting: when the artefact carries one,

@@ -418,7 +418,7 @@ class Decider:
             decisions are not guarded (as in the calibration). ``None``: no guard.
         stopping_prior: Adaptive N's stopping prior
             (:class:`~taskcal_agents.decision.stopping_prior.StoppingPrior`, e.g. the artefact's);
-            ``None``: the uniform one.
+            ``None``: none (adaptive N then draws all N samples).
 
     Raises:
         ConfigurationError: If the calibrator or alpha is invalid, the task clusters

@@ -67,7 +67,7 @@ class AdaptiveSampling(BaseModel):
         first: Samples in the first round.
         draws: The most futures the rule sums exactly; past that, its Monte-Carlo draws.
         prior: The stopping prior, or ``None``: the calibrator artefact's (``taskcal fit``
-            stores one), else the uniform one.
+            stores one); without a fitted prior adaptive N draws all N samples.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -84,8 +84,8 @@ class AdaptiveSampling(BaseModel):
     prior: StoppingPrior | None = None
     """The stopping rule's Dirichlet prior over the outcomes
     (:func:`~taskcal_agents.decision.stopping_prior.fit_stopping_prior`); ``None``: the
-    calibrator artefact's, else :meth:`StoppingPrior.uniform
-    <taskcal_agents.decision.stopping_prior.StoppingPrior.uniform>`."""
+    calibrator artefact's. Only a fitted prior (``n_items > 0``) lets the rule stop early;
+    without one adaptive N draws all N samples and warns once."""
 
     def rounds(self, n_max: int) -> tuple[int, ...]:
         """The cumulative sample counts after each round, ending at ``n_max``.

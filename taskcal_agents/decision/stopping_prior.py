@@ -16,7 +16,8 @@ draws from the pooled shares. An outcome never seen keeps a concentration of
 :data:`MAX_TOTAL`.
 
 The fitted prior is stored in the calibrator artefact (field ``stopping_prior``,
-:meth:`StoppingPrior.to_dict`); a reader that ignores it falls back to the uniform prior.
+:meth:`StoppingPrior.to_dict`); a reader that ignores it has no fitted prior, and its adaptive
+N draws all N samples.
 """
 
 from __future__ import annotations

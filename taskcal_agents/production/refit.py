@@ -578,7 +578,7 @@ def refit_from_records(
         calibrator=new_cal, labels=labels, alpha=old.alpha, task_name=task.name,
         task=task, metadata=metadata,
         # Refit fits the map only: the parent's stopping prior carries over, when it was
-        # fitted for this task's outcomes (else the rule's uniform prior).
+        # fitted for this task's outcomes (else none: adaptive N draws all N).
         stopping_prior=(
             old.stopping_prior
             if old.stopping_prior is not None and old.stopping_prior.outcomes == task.outcomes
