@@ -221,8 +221,8 @@ if [ -n "${QWEN15:-}" ]; then
 fi
 
 # The tool-decision corpus built from bfcl-eval's data (`taskcal data convert bfcl`; the
-# wheel's bytes are read, never installed): 1,254 items, balanced, split once into train 630,
-# dev 198 and a locked test split of 426. Sampled at the front doors' defaults (N = 16,
+# wheel's bytes are read, never installed): 1,293 items, balanced, split once into train 630,
+# dev 219 and a locked test split of 444. Sampled at the front doors' defaults (N = 16,
 # T = 1.0, no greedy sample) with max_tokens 256 and the system prompt above: Qwen2.5-Coder-0.5B
 # on every split, Qwen2.5-Coder-1.5B on train, dev and the test split's first 330 items
 # (interleaved, so balanced); then When2Call's 300 items alike. Resumable per split and model;

@@ -44,7 +44,7 @@ import random
 import re
 import zipfile
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -633,15 +633,18 @@ def _generic(name: str) -> bool:
     return bool(words & {"web", "llm", "wqa", "engine"}) or words <= _GENERIC_TOOL_WORDS
 
 
-def hard_negatives(requests: Sequence[Request]) -> list[list[tuple[int, float]]]:
+def hard_negatives(
+    requests: Sequence[Request], split_of: Sequence[str] | None = None
+) -> list[list[tuple[int, float]]]:
     """Per request, the other requests' tool sets that cannot serve it, closest first.
 
     A tool set qualifies when it comes from the same category, has no tool whose name
     shares a content word with the right one's ("weather", "movies", "case"; not "get",
     "find", ...), no generic tool (a web search, a question-answering model) and no tool
     within
-    :data:`NEGATIVE_SIMILARITY_MAX` of the right tool's words. Each entry is ``(index,
-    cosine of the request to the tools' words)``; at most 20 per request.
+    :data:`NEGATIVE_SIMILARITY_MAX` of the right tool's words; with *split_of*, only from
+    the request's own split. Each entry is ``(index, cosine of the request to the tools'
+    words)``; at most 20 per request.
     """
     from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -677,6 +680,7 @@ def hard_negatives(requests: Sequence[Request]) -> list[list[tuple[int, float]]]
                 and j not in blocked
                 and fit[i, j] > 0
                 and requests[j].category == r.category
+                and (split_of is None or split_of[j] == split_of[i])
                 and all(
                     not name & _name_words(str(f.get("name", ""))) for f in requests[j].functions
                 )
@@ -773,7 +777,7 @@ def build_corpus(source: Path, seed: int = CORPUS_SEED) -> list[DatasetItem]:
         function = next(f for f in r.functions if f.get("name") == r.function)
         r.deletion = delete_argument(r.question, function, r.answer[r.function], rng)
     split_of = _assign_splits(unique, rng)
-    negatives = hard_negatives(unique)
+    negatives = hard_negatives(unique, split_of)
     order = list(range(len(unique)))
     rng.shuffle(order)
     labels = ("tool_call", "request_for_info", "cannot_answer")
@@ -797,18 +801,32 @@ def build_corpus(source: Path, seed: int = CORPUS_SEED) -> list[DatasetItem]:
                     continue
                 text = re.sub(r"\W+", " ", item.messages[0]["content"].lower()).strip()
                 if text in texts:  # the same words as an item already made
+                    _release(item, used_sets)
                     continue
                 texts.add(text)
                 made[label].append(item)
             least = min(len(v) for v in made.values())
             for label in labels:
                 per_label[label] += made[label][:least]
+                for item in made[label][least:]:  # cut: free its words and its tool set
+                    texts.discard(re.sub(r"\W+", " ", item.messages[0]["content"].lower()).strip())
+                    _release(item, used_sets)
         for k in range(max(len(v) for v in per_label.values())):
             for label in labels:
                 if k < len(per_label[label]):
                     item = per_label[label][k]
                     items.append(item.model_copy(update={"meta": {**item.meta, "split": split}}))
     return items
+
+
+def _tool_set_key(names: Iterable[str]) -> str:
+    return json.dumps(sorted(names))
+
+
+def _release(item: DatasetItem, used_sets: Counter[str]) -> None:
+    """Give back the tool-set use of a no-fit item that is not kept."""
+    if item.label == "cannot_answer":
+        used_sets[_tool_set_key(t["function"]["name"] for t in item.tools)] -= 1
 
 
 def _item(
@@ -833,7 +851,7 @@ def _item(
         meta.update(held_out_param=r.deletion[1], removed=r.deletion[2], target_tool=r.function)
     else:
         for j, _ in negatives:
-            key = json.dumps(sorted(str(f.get("name")) for f in unique[j].functions))
+            key = _tool_set_key(str(f.get("name")) for f in unique[j].functions)
             if split_of[j] == split_of[i] and used_sets[key] < TOOL_SET_USES:
                 used_sets[key] += 1
                 break

@@ -17,6 +17,7 @@ from taskcal_agents.decision.artefact import CalibratorArtefact
 from taskcal_agents.decision.belief import DEFAULT_ALPHA
 from taskcal_agents.decision.risk_control import RiskControl, RiskGuard
 from taskcal_agents.decision.task import Task
+from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.workflow._calibrator_specs import (
     DEFAULT_CALIBRATORS,
     CalibratorFactory,
@@ -24,7 +25,7 @@ from taskcal_agents.workflow._calibrator_specs import (
 )
 from taskcal_agents.workflow._cost_sweep import cost_sweep
 from taskcal_agents.workflow._data import load_eval_arrays, task_summary
-from taskcal_agents.workflow._evaluate import EvalArrays, evaluate_arrays
+from taskcal_agents.workflow._evaluate import EvalArrays, calibrator_inputs, evaluate_arrays
 from taskcal_agents.workflow._evaluation_json import evaluation_to_dict
 from taskcal_agents.workflow._fit import (
     fit_calibrator,
@@ -192,6 +193,14 @@ def evaluate_samples(
     )
     if artefact is not None:
         make_fixed, resolved, digest = artefact_factory(artefact, task_obj)
+        expected = make_fixed().inputs
+        got = calibrator_inputs(arrays, make_fixed)[2]
+        if got != expected:
+            msg = (
+                f"artefact {os.fspath(artefact)!r} reads {expected}, but the samples give its "
+                f"task {got} only; evaluate with the artefact's task on samples it can read."
+            )
+            raise ConfigurationError(msg)
         calibrators = [*calibrators, ARTEFACT_DECODER]
         test_calibrator = ARTEFACT_DECODER if test_calibrator is not None else None
 
