@@ -63,6 +63,18 @@ class BaseCalibrator(ClassifierMixin, BaseEstimator):  # type: ignore[misc]  # s
         """
         return False
 
+    @property
+    def reads_raw_columns(self) -> bool:
+        """Whether the columns after the class columns may be any finite numbers.
+
+        Returns
+        -------
+        bool
+            ``True`` for :class:`LogisticCalibrator`, whose class columns alone must be
+            probability rows; ``False`` for the maps that need whole rows summing to 1.
+        """
+        return False
+
     @fit_context(prefer_skip_nested_validation=True)
     def fit(
         self, P: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
@@ -86,7 +98,9 @@ class BaseCalibrator(ClassifierMixin, BaseEstimator):  # type: ignore[misc]  # s
         self : object
             The fitted calibrator.
         """
-        P_arr, labels, weights, n_classes = validate_fit_data(self, P, y, sample_weight)
+        P_arr, labels, weights, n_classes = validate_fit_data(
+            self, P, y, sample_weight, raw_extra_columns=self.reads_raw_columns
+        )
         with single_blas_thread():
             self._fit(P_arr, labels, weights, n_classes)
         self.n_classes_ = n_classes
@@ -107,7 +121,7 @@ class BaseCalibrator(ClassifierMixin, BaseEstimator):  # type: ignore[misc]  # s
         Q : ndarray of shape (n_samples, n_classes)
             Calibrated probabilities; each row sums to 1.
         """
-        P_arr = validate_predict_data(self, P)
+        P_arr = validate_predict_data(self, P, raw_extra_columns=self.reads_raw_columns)
         return self._predict_proba(P_arr)
 
     def predict(self, P: ArrayLike) -> NDArray[np.intp]:

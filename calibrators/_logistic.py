@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 from sklearn.model_selection import check_cv
 
 from calibrators._base import EPS_CONSTRAINT, N_CLASSES_CONSTRAINT, BaseCalibrator
@@ -22,10 +22,6 @@ from calibrators._validation import (
     Integral,
     Interval,
     Real,
-    fit_context,
-    single_blas_thread,
-    validate_fit_data,
-    validate_predict_data,
 )
 
 __all__ = ["LogisticCalibrator"]
@@ -232,55 +228,6 @@ class LogisticCalibrator(BaseCalibrator):
             other maps that read extra columns need the whole row to sum to 1.
         """
         return True
-
-    @fit_context(prefer_skip_nested_validation=True)
-    def fit(
-        self, P: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
-    ) -> LogisticCalibrator:
-        """Fit the map, choosing ``C`` by cross-validation unless it is set.
-
-        Parameters
-        ----------
-        P : array-like of shape (n_samples, n_features)
-            The first ``n_classes`` columns: predicted probabilities of the uncalibrated
-            source (non-negative, each row sums to 1). The other columns: raw features
-            (finite numbers).
-        y : array-like of shape (n_samples,)
-            True class indices in ``[0, n_classes)``.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative sample weights. ``None`` weighs every row equally. A weight of
-            2 is equivalent to duplicating the row.
-
-        Returns
-        -------
-        self : object
-            The fitted calibrator.
-        """
-        P_arr, labels, weights, n_classes = validate_fit_data(
-            self, P, y, sample_weight, raw_extra_columns=True
-        )
-        with single_blas_thread():
-            self._fit(P_arr, labels, weights, n_classes)
-        self.n_classes_ = n_classes
-        self.classes_ = np.arange(n_classes)
-        return self
-
-    def predict_proba(self, P: ArrayLike) -> NDArray[np.float64]:
-        """Return calibrated probabilities.
-
-        Parameters
-        ----------
-        P : array-like of shape (n_samples, n_features)
-            The ``n_features_in_`` columns seen in ``fit``: ``n_classes_`` probability
-            columns, then the raw features.
-
-        Returns
-        -------
-        Q : ndarray of shape (n_samples, n_classes)
-            Calibrated probabilities; each row sums to 1.
-        """
-        P_arr = validate_predict_data(self, P, raw_extra_columns=True)
-        return self._predict_proba(P_arr)
 
     # Implementation ------------------------------------------------------------
 

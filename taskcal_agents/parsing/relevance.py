@@ -25,6 +25,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from taskcal_agents.parsing.answer_clusters import answer_tokens
+from taskcal_agents.parsing.grounding import _STOPWORDS as _GROUNDING_STOPWORDS
 from taskcal_agents.parsing.grounding import _stem
 from taskcal_agents.parsing.tool_calls import extract_tool_calls
 
@@ -44,17 +45,53 @@ RELEVANCE_FEATURES = (
 )
 """The relevance features, in the order :func:`relevance_features` returns them."""
 
-# fmt: off
-_STOPWORDS = frozenset((
-    "a", "an", "the", "of", "in", "on", "at", "for", "to", "and", "or", "is", "are", "be",
-    "me", "my", "i", "you", "your", "please", "with", "by", "from", "it", "this", "that",
-    "some", "any", "all", "can", "could", "would", "will", "do", "does", "what", "which",
-    "us", "our", "we", "get", "find", "give", "tell", "want", "need", "like", "help",
-    "know", "show", "also", "just", "about", "how", "there", "then", "than", "if", "so",
-    "am", "was", "were", "have", "has", "had", "not", "no", "yes", "hi", "hello", "hey",
-    "let", "make", "use", "using", "one", "up", "out", "into", "its", "their", "them",
-))
-# fmt: on
+_STOPWORDS = _GROUNDING_STOPWORDS | frozenset(
+    [
+        "get",
+        "find",
+        "give",
+        "tell",
+        "want",
+        "need",
+        "like",
+        "help",
+        "know",
+        "show",
+        "also",
+        "just",
+        "about",
+        "how",
+        "there",
+        "then",
+        "than",
+        "if",
+        "so",
+        "am",
+        "was",
+        "were",
+        "have",
+        "has",
+        "had",
+        "not",
+        "no",
+        "yes",
+        "hi",
+        "hello",
+        "hey",
+        "let",
+        "make",
+        "use",
+        "using",
+        "one",
+        "up",
+        "out",
+        "into",
+        "its",
+        "their",
+        "them",
+    ]
+)
+"""The grounding's stop words, and the verbs and fillers of a request that name no tool."""
 
 
 def _content_words(text: str) -> set[str]:
