@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from taskcal_agents.commands import demo, monitor, outcomes, refit, serving, workflow
+from taskcal_agents.commands import calibrate, demo, monitor, outcomes, refit, serving, workflow
 
 __all__ = ["app", "main"]
 
@@ -24,6 +24,7 @@ demo.register(app)
 outcomes.register(app)
 monitor.register(app)
 refit.register(app)
+calibrate.register(app)
 
 
 def main() -> None:

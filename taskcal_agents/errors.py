@@ -83,6 +83,10 @@ class ArtefactReloadWarning(UserWarning):
     """A replaced calibrator artefact file could not be reloaded (the old one stays in force)."""
 
 
+class UncalibratedWarning(UserWarning):
+    """``calibrator="auto"`` found no shipped calibrator that fits: the raw belief decides."""
+
+
 class SamplingError(TaskCalError, RuntimeError):
     """The wrapped model failed to produce the requested samples."""
 
@@ -113,5 +117,6 @@ __all__ = [
     "ServerError",
     "ServerStartupError",
     "TaskCalError",
+    "UncalibratedWarning",
     "UnknownDecisionError",
 ]

@@ -52,13 +52,15 @@ in order, and they must equal the task's.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
+import json
 import math
 import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -68,6 +70,10 @@ from taskcal_agents.decision.belief import DEFAULT_ALPHA, check_alpha
 from taskcal_agents.decision.risk_control import RiskControl, RiskSettingsWarning
 from taskcal_agents.decision.stopping_prior import StoppingPrior
 from taskcal_agents.decision.task import Task
+
+if TYPE_CHECKING:
+    from taskcal_agents.decision.shipped import ServedSettings
+
 from taskcal_agents.errors import (
     ConfigurationError,
     DataFileError,
@@ -270,7 +276,7 @@ class CalibratorArtefact:
         meta = self.metadata
         actions = meta.get("actions", None if self.task is None else self.task.action_list)
         risk = self.risk_control
-        return {
+        data: dict[str, Any] = {
             "format": ARTEFACT_FORMAT,
             "format_version": 1 if risk is None else ARTEFACT_FORMAT_VERSION,
             "task": self.task_name,
@@ -292,6 +298,8 @@ class CalibratorArtefact:
             ),
             **{k: v for k, v in meta.items() if k not in _WRITTEN},
         }
+        data["content_sha256"] = content_sha256(data)
+        return data
 
     @classmethod
     def from_dict(
@@ -387,7 +395,7 @@ class CalibratorArtefact:
                 raise DataFileError(msg, path=where) from exc
         task_name = data.get("task")
         known = {"format", "format_version", "task", "labels", "alpha", "task_spec", "calibrator"}
-        known |= {"risk_control", "stopping_prior"}
+        known |= {"risk_control", "stopping_prior", "content_sha256"}
         try:
             return cls(
                 calibrator=calibrator,
@@ -428,10 +436,32 @@ class CalibratorArtefact:
         An artefact that recorded no ``created`` time keeps the one written, so the object
         and the file have the same content (and the same ``artefact_id``).
         """
-        data = self.to_dict()
-        self.path = write_json(data, path)
-        self.metadata.setdefault("created", data["created"])
+        if not self.metadata.get("created"):
+            self.metadata["created"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        self.path = write_json(self.to_dict(), path)
         return self.path
+
+    @property
+    def content_id(self) -> str:
+        """A short content hash: the first 16 hex digits of :attr:`content_sha256`.
+
+        The id a decision (``Decision.calibrator_id``) and the decision log
+        (``artefact_id``) name the artefact by; equal for equal content, stable across loads.
+        """
+        return self.content_sha256[:16]
+
+    @property
+    def content_sha256(self) -> str:
+        """The sha256 of the artefact's JSON form (the file's ``content_sha256`` field).
+
+        Over every field but itself, keys sorted; the ``created`` time counts when the
+        artefact records one (``taskcal fit`` does), and an artefact without it is not
+        stamped with the time of the call.
+        """
+        data = self.to_dict()
+        if not self.metadata.get("created"):
+            return content_sha256(data, stamped=True)
+        return str(data["content_sha256"])
 
     # ---------------------------------------------------------------- checking
 
@@ -456,15 +486,28 @@ class CalibratorArtefact:
             raise LabelMismatchError(msg, expected=list(labels), got=self.labels)
 
 
+def content_sha256(data: Mapping[str, Any], *, stamped: bool = False) -> str:
+    """The sha256 (hex) of an artefact's JSON form, without its ``content_sha256`` field.
+
+    ``stamped``: its ``created`` field is the time of the call, not content (left out).
+    """
+    drop = {"content_sha256", "created"} if stamped else {"content_sha256"}
+    content = {k: v for k, v in data.items() if k not in drop}
+    blob = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
 _WRITTEN = frozenset(
     {"format", "format_version", "task", "labels", "actions", "alpha", "task_spec"}
     | {"calibrator_name", "calibrator", "fit_metrics", "samples", "created", "risk_control"}
-    | {"stopping_prior"}
+    | {"stopping_prior", "content_sha256"}
 )
 """The fields :meth:`CalibratorArtefact.to_dict` writes itself; other metadata follows them."""
 
 CalibratorLike = Calibrator | CalibratorArtefact | str | os.PathLike[str]
-"""What a front door's ``calibrator`` parameter accepts (besides ``None``)."""
+"""What a front door's ``calibrator`` parameter accepts (besides ``None``): a calibrator, an
+artefact, the path of an artefact file, or ``"auto"`` (a shipped calibrator, see
+:mod:`taskcal_agents.decision.shipped`)."""
 
 
 class ResolvedCalibrator(NamedTuple):
@@ -496,9 +539,13 @@ class ResolvedCalibrator(NamedTuple):
 def as_artefact(calibrator: CalibratorLike | None) -> CalibratorArtefact | None:
     """Return ``calibrator`` as an artefact: loaded from a path, as is, or ``None``.
 
+    ``None`` also for ``"auto"``, which :func:`resolve_calibrator` resolves.
+
     Raises:
         DataFileError: If a path cannot be read as an artefact.
     """
+    if calibrator == "auto":
+        return None
     if isinstance(calibrator, str | os.PathLike):
         return CalibratorArtefact.load(calibrator)
     return calibrator if isinstance(calibrator, CalibratorArtefact) else None
@@ -510,6 +557,7 @@ def resolve_calibrator(
     *,
     alpha: float | None = None,
     n_samples: int | None = None,
+    served: ServedSettings | None = None,
     owner: str,
 ) -> ResolvedCalibrator:
     """Turn a front door's ``calibrator`` argument into a calibrator checked for ``task``.
@@ -522,14 +570,20 @@ def resolve_calibrator(
 
     Args:
         calibrator: A fitted calibrator, a :class:`CalibratorArtefact`, the path of an
-            artefact file, or ``None``.
+            artefact file, ``"auto"`` (the shipped calibrator whose record matches
+            ``served``, see :func:`~taskcal_agents.decision.shipped.auto_artefact`; none:
+            the raw belief), or ``None``.
         task: The task it must fit.
         alpha: The Dirichlet prior given explicitly, or ``None`` to take the artefact's.
         n_samples: The samples the front door draws per decision, or ``None``; compared
             with those an artefact's risk limit was fitted on.
+        served: How the front door samples (model name, N, temperature, length limit),
+            which ``"auto"`` matches against the shipped calibrators' records; ``None``:
+            unknown, so ``"auto"`` finds none.
         owner: The front door's name, for error messages.
 
     Warns:
+        UncalibratedWarning: Once per reason, when ``"auto"`` finds no shipped calibrator.
         RiskSettingsWarning: If the artefact's risk limit was fitted on beliefs from
             another number of samples than ``n_samples``.
 
@@ -541,6 +595,12 @@ def resolve_calibrator(
             artefact carries a risk limit certified for other actions, costs, safe
             actions, unparsed policy or α than the runtime task's.
     """
+    if calibrator == "auto":
+        from taskcal_agents.decision.shipped import ServedSettings, auto_artefact
+
+        if served is None:
+            served = ServedSettings(None, n_samples or 0, None)
+        calibrator = auto_artefact(task, served, owner=owner)
     artefact = as_artefact(calibrator)
     if artefact is not None:
         if artefact.labels != list(task.labels):

@@ -346,6 +346,11 @@ class Decision(BaseModel):
     """The relevance features (:data:`~taskcal_agents.parsing.relevance.RELEVANCE_FEATURES`)
     when the task reads them (``grounding.relevance``), else ``None``; ``refit`` rebuilds
     the calibrator input from them."""
+    calibrator_id: str | None = None
+    """The content id of the calibrator artefact that decided
+    (:attr:`~taskcal_agents.decision.artefact.CalibratorArtefact.content_id`, as the decision
+    log's ``artefact_id``); ``None`` on the raw belief or by a calibrator given without an
+    artefact."""
     # Adaptive N (taskcal_agents.decision.adaptive), set by the front doors that sample in rounds.
     stopped_early: bool = False
     """Whether adaptive N's stopping rule ended the draw before N samples were requested
@@ -419,6 +424,8 @@ class Decider:
         stopping_prior: Adaptive N's stopping prior
             (:class:`~taskcal_agents.decision.stopping_prior.StoppingPrior`, e.g. the artefact's);
             ``None``: none (adaptive N then draws all N samples).
+        calibrator_id: The content id of the calibrator's artefact, stamped on each
+            decision (``Decision.calibrator_id``); :meth:`from_resolved` sets it.
 
     Raises:
         ConfigurationError: If the calibrator or alpha is invalid, the task clusters
@@ -438,6 +445,7 @@ class Decider:
         "_sampled",
         "alpha",
         "calibrator",
+        "calibrator_id",
         "risk_control",
         "stopping_prior",
         "task",
@@ -452,6 +460,7 @@ class Decider:
         judge: EntailmentJudgeFactory | None = None,
         risk_control: RiskControl | None = None,
         stopping_prior: StoppingPrior | None = None,
+        calibrator_id: str | None = None,
     ) -> None:
         if not isinstance(task, Task):
             msg = f"Decider parameter 'task' must be a Task, got {task!r}."
@@ -499,6 +508,7 @@ class Decider:
                 raise ConfigurationError(msg)
             stopping_prior.for_task(task)  # fitted for this task's outcomes
         self.stopping_prior = stopping_prior
+        self.calibrator_id = calibrator_id
 
     @classmethod
     def from_resolved(
@@ -520,6 +530,7 @@ class Decider:
             task, resolved.calibrator, alpha=resolved.alpha, judge=judge,
             risk_control=resolved.risk_control if risk_control is None else risk_control,
             stopping_prior=resolved.stopping_prior_for(task),
+            calibrator_id=None if resolved.artefact is None else resolved.artefact.content_id,
         )  # fmt: skip
 
     @property
@@ -871,6 +882,7 @@ class Decider:
             else dict(zip(RELEVANCE_FEATURES, map(float, relevance), strict=True)),
             **self._grounding_fields(labels, groundings),
             **self._guard_fields(choice),
+            calibrator_id=self.calibrator_id,
         )
 
     def _grounding_fields(
@@ -1037,6 +1049,7 @@ class Decider:
             unguarded_action=action,
             guard=None if self.risk_control is None else str(self.risk_control.spec),
             guard_threshold=None if self.risk_control is None else self.risk_control.threshold,
+            calibrator_id=self.calibrator_id,
         )
 
     def representative(

@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_AFTER_TOOL_RESULT_COST",
     "DEFAULT_GROUNDING",
     "DEFAULT_TOOL_DECISION_COST",
+    "TOOL_DECISION_PROMPT",
     "after_tool_result",
     "answer_or_abstain",
     "multiple_choice",
@@ -52,6 +53,16 @@ against 1); a needless extra call is still cheaper than inventing arguments (4) 
 on an impossible request (5).
 """
 
+
+TOOL_DECISION_PROMPT = (
+    "You are an assistant with tools. If a tool fits the request and every required "
+    "argument is given, call the tool. If a tool fits but a required argument is missing, "
+    "ask the user a short question for it. If no tool can do what the user wants, say that "
+    "you cannot help with that."
+)
+"""The system prompt of :func:`tool_decision` on a user turn by default: it names the three
+choices, and the calibrators shipped for the registry models were fitted on beliefs drawn
+under it (:mod:`taskcal_agents.decision.shipped`)."""
 
 DEFAULT_GROUNDING = GroundingSpec()
 """The grounding of :func:`tool_decision` and :func:`after_tool_result` by default: only
@@ -99,11 +110,15 @@ def tool_decision(
         grounding: How argument grounding enters the decision
             (:class:`~taskcal_agents.decision.task.GroundingSpec`); ``None``: calls count and are
             sent whatever their arguments.
-        **fields: Further :class:`Task` fields (``ask_text``, ``prompt``, …).
+        **fields: Further :class:`Task` fields (``ask_text``, ``prompt``, …). The
+            ``prompt`` is :data:`TOOL_DECISION_PROMPT` by default without ``direct_answer``
+            (``None``: no task prompt).
 
     Returns:
         The task.
     """
+    if not direct_answer:
+        fields.setdefault("prompt", TOOL_DECISION_PROMPT)
     labels = ["tool_call", "request_for_info", "cannot_answer"]
     if direct_answer:
         labels.append("direct_answer")

@@ -93,7 +93,7 @@ class TaskCalibratedChatModel(BaseChatModel):
         self,
         model: Runnable[Any, Any] | None = None,
         task: Task | None = None,
-        calibrator: CalibratorLike | None = None,
+        calibrator: CalibratorLike | None = "auto",
         *,
         runnable: TaskCalibratedRunnable | None = None,
         **kwargs: Any,
@@ -115,7 +115,7 @@ class TaskCalibratedChatModel(BaseChatModel):
                 )
                 raise ConfigurationError(msg)
             runnable = TaskCalibratedRunnable(model, task, calibrator, **runnable_kwargs)
-        elif model is not None or task is not None or calibrator is not None or runnable_kwargs:
+        elif model is not None or task is not None or calibrator != "auto" or runnable_kwargs:
             msg = (
                 "TaskCalibratedChatModel takes either 'runnable' or model/task/calibrator and "
                 f"sampling options, not both; got runnable and {sorted(runnable_kwargs)!r}."

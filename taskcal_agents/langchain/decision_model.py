@@ -66,6 +66,7 @@ from taskcal_agents.decision.protocol import (
     RetryPolicy,
     decide_in_rounds,
 )
+from taskcal_agents.decision.shipped import AUTO
 from taskcal_agents.decision.task import ParserSpec, Task
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing.grounding import GroundingContext
@@ -76,6 +77,7 @@ from taskcal_agents.sampling import (
     bound_tools,
     drive_rounds,
     sample_messages,
+    served_settings,
 )
 
 __all__ = ["TaskCalibratedDecisionModel", "noul_probability", "render_state"]
@@ -179,9 +181,13 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     """Model name reported in responses and traces (default: the chat model's)."""
     calibrators: dict[str, Any] = Field(default_factory=dict)
     """Calibrators by question ID (classes in the question's label order): each a fitted
-    calibrator, a :class:`~taskcal_agents.decision.artefact.CalibratorArtefact` or the path of an
-    artefact file (read at construction). An artefact's labels must be the question's,
-    in order, and its α is used unless ``alpha`` is given."""
+    calibrator, a :class:`~taskcal_agents.decision.artefact.CalibratorArtefact`, the path of an
+    artefact file (read at construction), ``"auto"`` or ``None`` (the raw belief). An
+    artefact's labels must be the question's, in order, and its α is used unless ``alpha``
+    is given. A question not listed is ``"auto"``: a calibrator shipped for the model and
+    the question's task, else the raw belief with one
+    :class:`~taskcal_agents.errors.UncalibratedWarning`
+    (:mod:`taskcal_agents.decision.shipped`)."""
     costs: dict[str, list[list[float]]] = Field(default_factory=dict)
     """Cost matrices by question ID (row = true label, column = chosen label)."""
     system_prompt: str = _SYSTEM
@@ -258,10 +264,13 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     def _decider(self, question_id: str, question: Question) -> Decider:
         task = self.task_for(question_id, question)
         resolved = resolve_calibrator(
-            self.calibrators.get(question_id),
+            self.calibrators.get(question_id, AUTO),
             task,
             alpha=self.alpha if "alpha" in self.model_fields_set else None,
             n_samples=self.n_samples,
+            served=served_settings(
+                self.chat_model, n_samples=self.n_samples, temperature=self.temperature
+            ),
             owner=f"{type(self).__name__} question {question_id!r}",
         )
         return Decider.from_resolved(task, resolved)

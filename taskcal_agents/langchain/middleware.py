@@ -76,6 +76,7 @@ from taskcal_agents.decision.protocol import (
     decide_in_rounds,
 )
 from taskcal_agents.decision.risk_control import RiskControl
+from taskcal_agents.decision.shipped import AUTO, Auto, ServedSettings
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
@@ -103,6 +104,7 @@ from taskcal_agents.sampling import (
     is_malformed_choice,
     malformed_message,
     sample_messages,
+    served_settings,
 )
 from taskcal_agents.sampling.prompts import request_with_task_prompt
 
@@ -260,7 +262,7 @@ class TaskCalibrationMiddleware(
         self,
         *,
         task: Task | str | os.PathLike[str] | None = None,
-        calibrator: CalibratorLike | None = None,
+        calibrator: CalibratorLike | Auto | None = AUTO,
         n_samples: int = DEFAULT_N_SAMPLES,
         temperature: float | None = DEFAULT_TEMPERATURE,
         alpha: float = _SENTINEL,
@@ -286,8 +288,12 @@ class TaskCalibrationMiddleware(
                 May be omitted when ``calibrator`` is an artefact holding the full task.
             calibrator: A fitted calibrator, a
                 :class:`~taskcal_agents.decision.artefact.CalibratorArtefact`, the path of an
-                artefact file, or ``None`` to decide on the raw belief; checked against
-                the task by :func:`~taskcal_agents.decision.artefact.resolve_calibrator`.
+                artefact file, ``"auto"`` (the default: the calibrator shipped for the
+                request's model and these sampling settings, found on the first request,
+                else the raw belief with one :class:`~taskcal_agents.errors.UncalibratedWarning`;
+                see :mod:`taskcal_agents.decision.shipped`), or ``None`` to decide on the raw
+                belief; checked against the task by
+                :func:`~taskcal_agents.decision.artefact.resolve_calibrator`.
             n_samples: The number of completions N drawn per decision (default
                 :data:`~taskcal_agents.decision.options.DEFAULT_N_SAMPLES`).
             temperature: The sampling temperature passed per call; ``None`` keeps the
@@ -382,7 +388,14 @@ class TaskCalibrationMiddleware(
             return decider, artefact_id(r.artefact)
 
         self._reloader: ArtefactReloader[tuple[Decider, str | None]] | None = None
-        if reload_artefact:
+        self._auto: dict[ServedSettings, tuple[Decider, str | None]] | None = None
+        """Under ``calibrator="auto"``: the Decider (and artefact id) per served setting."""
+        self._build = build
+        self._explicit_alpha = explicit_alpha
+        if calibrator == AUTO:  # resolved per request: the model is the request's
+            self._auto = {}
+            resolved = resolve_calibrator(None, task, alpha=explicit_alpha, owner=owner)
+        elif reload_artefact:
             self._reloader = ArtefactReloader(
                 calibrator,  # type: ignore[arg-type]  # a path: check_reload
                 task, build, alpha=explicit_alpha, n_samples=n_samples, owner=owner,
@@ -456,14 +469,29 @@ class TaskCalibrationMiddleware(
             )  # fmt: skip
             self._after_decider = Decider.from_resolved(after, r)
 
-    def _in_force(self, messages: Sequence[BaseMessage] = ()) -> tuple[Decider, str | None]:
-        """The Decider and the artefact id of the next decision (reloaded when replaced).
+    def _in_force(self, request: ModelRequest[Any]) -> tuple[Decider, str | None]:
+        """The Decider and the artefact id of ``request``'s decision (reloaded when replaced).
 
-        After a tool result (the last of ``messages``) that is the ``tool_result_task``'s
-        Decider when there is one (its calibrator is not an artefact file: no id).
+        After a tool result (the last of the request's messages) that is the
+        ``tool_result_task``'s Decider when there is one (its calibrator is not an artefact
+        file: no id). Under ``calibrator="auto"``, the one for the request's model and this
+        middleware's sampling settings (resolved on first use, then kept).
         """
-        if self._after_decider is not None and is_tool_result_turn(messages):
+        if self._after_decider is not None and is_tool_result_turn(request.messages):
             return self._after_decider, None
+        if self._auto is not None:
+            served = served_settings(
+                request.model, n_samples=self.options.n_samples, temperature=self.temperature,
+                task_prompt=self.use_task_prompt,
+            )  # fmt: skip
+            found = self._auto.get(served)
+            if found is None:
+                r = resolve_calibrator(
+                    AUTO, self.task, alpha=self._explicit_alpha, n_samples=served.n_samples,
+                    served=served, owner=type(self).__name__,
+                )  # fmt: skip
+                found = self._auto.setdefault(served, self._build(r))
+            return found
         if self._reloader is None:
             return self._decider, self._artefact_id
         return self._reloader.current()
@@ -549,8 +577,8 @@ class TaskCalibrationMiddleware(
     ) -> ExtendedModelResponse[Any]:
         """The response for ``decision`` on ``task``, logged (when a log is set) under ``aid``."""
         if aid is _SENTINEL:
-            aid = self._in_force(request.messages)[1]
-        task = task or self._in_force(request.messages)[0].task
+            aid = self._in_force(request)[1]
+        task = task or self._in_force(request)[0].task
         if self.decision_log is not None:
             decision = self.decision_log.log(
                 decision,
@@ -587,7 +615,7 @@ class TaskCalibrationMiddleware(
         One artefact decides the whole call; the rounds, the retries and the fallback are
         :func:`~taskcal_agents.decision.protocol.decide_in_rounds`'s.
         """
-        decider, aid = self._in_force(request.messages)
+        decider, aid = self._in_force(request)
         task = decider.task
         item = DecisionInput(
             None if task.answer_clusters is None else question_of(request.messages),

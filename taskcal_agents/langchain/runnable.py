@@ -67,6 +67,7 @@ from taskcal_agents.sampling import (
     chat_model_of,
     drive_rounds,
     sample_batch,
+    served_settings,
     to_messages,
 )
 from taskcal_agents.sampling.prompts import with_task_prompt
@@ -151,7 +152,10 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         task: The task.
         calibrator: A fitted calibrator for the task's labels, a
             :class:`~taskcal_agents.decision.artefact.CalibratorArtefact`, the path of an artefact
-            file (its α is used unless ``alpha`` is given), or ``None``.
+            file (its α is used unless ``alpha`` is given), ``"auto"`` (the default: the
+            calibrator shipped for the served model and these sampling settings, else the
+            raw belief with one :class:`~taskcal_agents.errors.UncalibratedWarning`; see
+            :mod:`taskcal_agents.decision.shipped`), or ``None`` (the raw belief).
         **kwargs: The other fields below and those of
             :class:`~taskcal_agents.decision.options.SamplingOptions` (``n_samples``,
             ``temperature``, ``alpha``, ``adaptive``).
@@ -170,12 +174,13 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     """The wrapped model."""
     task: Task
     """The task: labels, actions, cost matrix and parser."""
-    calibrator: Any = None
+    calibrator: Any = "auto"
     """The fitted calibrator, or ``None``: ``predict_proba`` on ``(n, k)`` beliefs p̂, or on
     ``(n, k + 1)`` belief features under the task's ``unparsed: other`` policy (see
     :class:`~taskcal_agents.decision.artefact.Calibrator`). Given as a calibrator, a
-    :class:`~taskcal_agents.decision.artefact.CalibratorArtefact` or an artefact path; checked
-    against the task by :func:`~taskcal_agents.decision.artefact.resolve_calibrator`."""
+    :class:`~taskcal_agents.decision.artefact.CalibratorArtefact`, an artefact path or
+    ``"auto"``; checked against the task by
+    :func:`~taskcal_agents.decision.artefact.resolve_calibrator`."""
     seed: int | None = None
     """Base sampling seed passed per call (``None``: unseeded)."""
     return_samples: bool = False
@@ -221,7 +226,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         self,
         model: Runnable[Any, Any] | None = None,
         task: Task | None = None,
-        calibrator: CalibratorLike | None = None,
+        calibrator: CalibratorLike | None = "auto",
         **kwargs: Any,
     ) -> None:
         # pydantic validates this model's fields; mypy types RunnableSerializable's
@@ -247,9 +252,14 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             resolved = self._reloader.resolved
             self._decider, self._artefact_id = self._reloader.current()
         else:
+            served = served_settings(
+                split_retry(self.model)[0], n_samples=self.n_samples, temperature=self.temperature,
+                task_prompt=self.use_task_prompt,
+            )  # fmt: skip
             resolved = resolve_calibrator(
-                self.calibrator, self.task, alpha=alpha, n_samples=self.n_samples, owner=owner
-            )
+                self.calibrator, self.task, alpha=alpha, n_samples=self.n_samples,
+                served=served, owner=owner,
+            )  # fmt: skip
             self._decider, self._artefact_id = build(resolved)
         self.calibrator, self.alpha = resolved.calibrator, resolved.alpha
         if self.risk_control is None:

@@ -30,7 +30,6 @@ and a count in :attr:`DecisionLog.failures`.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sqlite3
@@ -87,20 +86,13 @@ def _now() -> str:
 
 
 def artefact_id(artefact: CalibratorArtefact | None) -> str | None:
-    """A short content hash of a calibrator artefact (first 16 hex digits of a sha256).
+    """A short content hash of a calibrator artefact, or ``None`` without one.
 
-    Two artefacts with the same content (task, labels, calibrator, α, risk limit, stopping
-    prior, metadata) get the same id, which is stable across loads; ``None`` without an
-    artefact. The ``created`` time is part of the content when the artefact records one
-    (``taskcal fit`` does); one without it is not stamped with the time of the call.
+    The artefact's :attr:`~taskcal_agents.decision.artefact.CalibratorArtefact.content_id`:
+    two artefacts with the same content (task, labels, calibrator, α, risk limit, stopping
+    prior, metadata) get the same id, which is stable across loads.
     """
-    if artefact is None:
-        return None
-    data = artefact.to_dict()
-    if not artefact.metadata.get("created"):
-        data.pop("created", None)  # to_dict's stamp of now: not content
-    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+    return None if artefact is None else artefact.content_id
 
 
 BELIEF_SUM_TOL = 1e-6

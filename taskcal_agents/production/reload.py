@@ -47,11 +47,11 @@ def check_reload(calibrator: Any, reload_artefact: bool, owner: str) -> None:
     Raises:
         ConfigurationError: If reloading is on and ``calibrator`` is not a path.
     """
-    if reload_artefact and not isinstance(calibrator, str | os.PathLike):
+    if reload_artefact and (calibrator == "auto" or not isinstance(calibrator, str | os.PathLike)):
+        shown = "'auto'" if calibrator == "auto" else type(calibrator).__name__
         msg = (
             f"{owner} parameter 'reload_artefact' needs 'calibrator' to be the path of an "
-            f"artefact file (to watch), got {type(calibrator).__name__}; pass the path or "
-            "reload_artefact=False."
+            f"artefact file (to watch), got {shown}; pass the path or reload_artefact=False."
         )
         raise ConfigurationError(msg)
 

@@ -27,6 +27,7 @@ from taskcal_agents.sampling._chat_models import bound_tool_names as bound_tool_
 from taskcal_agents.sampling._chat_models import bound_tools as bound_tools
 from taskcal_agents.sampling._chat_models import chat_model_of as chat_model_of
 from taskcal_agents.sampling._chat_models import sample_batch as sample_batch
+from taskcal_agents.sampling._chat_models import served_settings as served_settings
 from taskcal_agents.sampling._chat_models import unwrap_binding as unwrap_binding
 from taskcal_agents.sampling._choices import choice_message as choice_message
 from taskcal_agents.sampling._choices import is_malformed_choice as is_malformed_choice

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage
@@ -39,6 +39,9 @@ from langchain_core.runnables.config import (
     merge_configs,
     patch_config,
 )
+
+if TYPE_CHECKING:
+    from taskcal_agents.decision.shipped import ServedSettings
 from langchain_core.runnables.utils import gather_with_concurrency
 from pydantic import ValidationError
 
@@ -100,6 +103,46 @@ def chat_model_of(model: Runnable[Any, Any]) -> BaseChatModel | None:
     """Return the chat model under any ``RunnableBinding`` layers, or ``None``."""
     core = unwrap_binding(model)[0]
     return core if isinstance(core, BaseChatModel) else None
+
+
+def served_settings(
+    model: Runnable[Any, Any],
+    *,
+    n_samples: int,
+    temperature: float | None,
+    task_prompt: bool = True,
+) -> ServedSettings:
+    """How a front door samples ``model``: what ``calibrator="auto"`` matches.
+
+    The chat model's name (``model_name`` or ``model``), its completion length limit
+    (``max_tokens`` / ``max_completion_tokens``, bound or its own) and ``temperature`` when
+    given, else the model's own.
+    """
+    from taskcal_agents.decision.shipped import ServedSettings
+
+    core, kwargs, _, _ = unwrap_binding(model)
+    chat = core if isinstance(core, BaseChatModel) else None
+
+    def setting(*names: str) -> Any:
+        for name in names:
+            if kwargs.get(name) is not None:
+                return kwargs[name]
+        for name in names:
+            if getattr(chat, name, None) is not None:
+                return getattr(chat, name)
+        return None
+
+    name = setting("model_name", "model")
+    limit = setting("max_tokens", "max_completion_tokens")
+    if temperature is None:
+        temperature = setting("temperature")
+    return ServedSettings(
+        model=name if isinstance(name, str) and name else None,
+        n_samples=n_samples,
+        temperature=float(temperature) if isinstance(temperature, int | float) else None,
+        max_tokens=int(limit) if isinstance(limit, int) and not isinstance(limit, bool) else None,
+        task_prompt=task_prompt,
+    )
 
 
 def supports_n(model: Runnable[Any, Any]) -> bool:

@@ -34,6 +34,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from taskcal_agents.decision.presets import TOOL_DECISION_PROMPT
+
 if TYPE_CHECKING:
     from taskcal_agents.datasets import DatasetItem
     from taskcal_agents.decision.decider import Decision
@@ -76,14 +78,9 @@ DEMO_COST: list[list[float]] = [[0, 1, 2], [4, 0, 2], [4, 1, 0]]
 """Row = truth, column = action, order tool_call, request_for_info, cannot_answer: a wrong
 tool call costs 4, a needless question 1, a wrong abstention 2."""
 
-DEMO_PROMPT = (
-    "You are an assistant with tools. If a tool fits the request and every required "
-    "argument is given, call the tool. If a tool fits but a required argument is missing, "
-    "ask the user a short question for it. If no tool can do what the user wants, say that "
-    "you cannot help with that."
-)
-"""The system prompt of the tool-use part (that of the When2Call runs in
-``benchmarks/real_data.sh``)."""
+DEMO_PROMPT = TOOL_DECISION_PROMPT
+"""The system prompt of the tool-use part: :func:`~taskcal_agents.decision.presets.tool_decision`'s
+(that of the When2Call and BFCL runs in ``benchmarks/real_data.sh``)."""
 
 DEMO_N = 8
 """Completions sampled per tool-use request."""

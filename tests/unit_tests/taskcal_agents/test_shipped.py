@@ -1,0 +1,348 @@
+"""Shipped calibrators: their record, ``calibrator="auto"`` at every front door, the id a
+decision records, and ``taskcal calibrate`` that writes them."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from langchain.agents.middleware.types import ModelRequest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from typer.testing import CliRunner
+
+import taskcal_agents.decision.shipped as shipped
+from calibrators import TemperatureScaling
+from taskcal_agents.cli import app
+from taskcal_agents.decision import presets
+from taskcal_agents.decision.artefact import CalibratorArtefact, content_sha256, resolve_calibrator
+from taskcal_agents.decision.shipped import ServedSettings, load_shipped, mismatch
+from taskcal_agents.errors import ConfigurationError, DataFileError, UncalibratedWarning
+from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
+from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
+from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from taskcal_agents.workflow._calibrate import calibrate_endpoint, calibrate_task
+
+from .test_bfcl_corpus import write_category
+from .test_decision_model import TEAM
+
+MODEL = "qwen2.5-coder-0.5b-instruct"
+PROMPT = presets.TOOL_DECISION_PROMPT
+
+
+def record(**sampling: Any) -> dict[str, Any]:
+    return {
+        "model": MODEL,
+        "sampling": {
+            "task": "bfcl",
+            "n": 16,
+            "temperature": 1.0,
+            "max_tokens": 256,
+            "prompt": PROMPT,
+            "dtype": "bfloat16",
+            **sampling,
+        },
+        "data": {"corpus": "bfcl", "split": "train"},
+        "command": "taskcal calibrate ...",
+    }
+
+
+def shipped_artefact(temperature: float = 2.0) -> CalibratorArtefact:
+    cal = TemperatureScaling()
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(3), size=60)
+    cal.fit(P, rng.integers(0, 3, size=60))
+    cal.temperature_ = temperature  # a visible map: q differs from p̂
+    return CalibratorArtefact(
+        calibrator=cal, labels=list(calibrate_task().labels), alpha=0.1, task=calibrate_task(),
+        metadata={"calibrator_name": "temperature", "record": record(),
+                  "created": "2026-12-03T00:00:00+00:00"},
+    )  # fmt: skip
+
+
+@pytest.fixture
+def ship(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CalibratorArtefact:
+    folder = tmp_path / "calibrators"
+    folder.mkdir()
+    shipped_artefact().save(folder / f"{MODEL}.json")
+    (loaded,) = load_shipped(folder)
+    monkeypatch.setattr(shipped, "shipped_artefacts", lambda: (loaded,))
+    shipped._WARNED.clear()
+    return loaded
+
+
+class NamedModel(GenericFakeChatModel):
+    """A fake chat model with a served name and a length limit, as ChatOpenAI has."""
+
+    model_name: str = MODEL
+    max_tokens: int | None = None
+
+
+def replies(n: int) -> Iterator[AIMessage]:
+    return iter([AIMessage(content="Which city do you mean?")] * n)
+
+
+SERVED = ServedSettings(MODEL, 16, 1.0, None)
+
+
+# ----------------------------------------------------------------------------- the record
+
+
+def test_the_package_ships_valid_calibrators_with_their_record() -> None:
+    for artefact in shipped.shipped_artefacts():
+        rec = artefact.metadata["record"]
+        assert rec["sampling"]["prompt"] == artefact.task.prompt == PROMPT
+        assert rec["data"]["split"] == "train" and rec["command"].startswith("taskcal calibrate")
+        assert (
+            mismatch(artefact, presets.tool_decision(), SERVED._replace(model=rec["model"])) is None
+        )
+
+
+def test_a_changed_shipped_file_is_refused(tmp_path: Path) -> None:
+    data = shipped_artefact().to_dict()
+    assert data["content_sha256"] == content_sha256(data)
+    data["alpha"] = 0.5
+    (tmp_path / "x.json").write_text(json.dumps(data))
+    with pytest.raises(DataFileError, match="does not match its content_sha256"):
+        load_shipped(tmp_path)
+
+
+def test_a_shipped_file_without_a_record_is_refused(tmp_path: Path) -> None:
+    artefact = shipped_artefact()
+    del artefact.metadata["record"]
+    artefact.save(tmp_path / "x.json")
+    with pytest.raises(DataFileError, match="no complete record"):
+        load_shipped(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("task", "served", "why"),
+    [
+        (presets.tool_decision(), SERVED._replace(model="Qwen/Qwen2.5-7B"), "model"),
+        (presets.tool_decision(), SERVED._replace(n_samples=8), "N = 16"),
+        (presets.tool_decision(), SERVED._replace(temperature=0.7), "temperature 1.0"),
+        (presets.tool_decision(), SERVED._replace(temperature=None), "temperature"),
+        (presets.tool_decision(), SERVED._replace(max_tokens=64), "max_tokens 256"),
+        (presets.tool_decision(), SERVED._replace(task_prompt=False), "prompt"),
+        (presets.tool_decision(prompt="Be brief."), SERVED, "prompt"),
+        (presets.tool_decision(unparsed="drop"), SERVED, "unparsed"),
+        (presets.tool_decision(grounding=None), SERVED, "grounding"),
+        (presets.tool_decision(direct_answer=True), SERVED, "labels"),
+    ],
+)
+def test_a_record_matches_only_its_model_settings_and_belief(
+    ship: CalibratorArtefact, task: Any, served: ServedSettings, why: str
+) -> None:
+    assert why in (mismatch(ship, task, served) or "")
+
+
+def test_costs_names_tools_and_a_longer_limit_do_not_change_the_belief(
+    ship: CalibratorArtefact,
+) -> None:
+    task = presets.tool_decision(cost=[[0, 1, 1], [8, 0, 1], [8, 1, 0]], name="mine",
+                                 tool_names=["get_weather"], ask_text="Say more?")  # fmt: skip
+    for served in (SERVED, SERVED._replace(max_tokens=256), SERVED._replace(max_tokens=4096)):
+        assert mismatch(ship, task, served) is None
+
+
+# ------------------------------------------------------------------------ the front doors
+
+
+def test_auto_picks_the_shipped_calibrator_and_decisions_name_it(ship: CalibratorArtefact) -> None:
+    runnable = TaskCalibratedRunnable(NamedModel(messages=replies(16)), presets.tool_decision())
+    assert runnable.decider.calibrator_id == ship.content_id
+    decision = runnable.invoke([HumanMessage("What's the weather?")])
+    assert decision.calibrator_id == ship.content_id
+    assert decision.calibrated != decision.probs  # the shipped map decided
+    assert runnable.alpha == ship.alpha
+    chat = TaskCalibratedChatModel(NamedModel(messages=replies(16)), presets.tool_decision())
+    assert chat.runnable.decider.calibrator_id == ship.content_id
+
+
+def test_auto_without_a_match_warns_once_and_decides_on_the_raw_belief(
+    ship: CalibratorArtefact,
+) -> None:
+    def build() -> TaskCalibratedRunnable:
+        return TaskCalibratedRunnable(
+            NamedModel(messages=replies(8)), presets.tool_decision(), n_samples=8
+        )
+
+    with pytest.warns(UncalibratedWarning, match=r"fitted on N = 16 samples.*taskcal calibrate"):
+        runnable = build()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = build()  # once per reason
+    for r in (runnable, again):
+        assert r.calibrator is None and r.decider.calibrator_id is None
+    decision = runnable.invoke([HumanMessage("What's the weather?")])
+    assert decision.calibrated == decision.probs and decision.calibrator_id is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # None: the raw belief, silently
+        TaskCalibratedRunnable(NamedModel(messages=replies(8)), presets.tool_decision(),
+                               calibrator=None, n_samples=8)  # fmt: skip
+
+
+def test_another_model_is_told_which_models_have_calibrators(ship: CalibratorArtefact) -> None:
+    with pytest.warns(
+        UncalibratedWarning, match=f"on model 'other' .calibrators are shipped for {MODEL}"
+    ):
+        TaskCalibratedRunnable(NamedModel(messages=replies(1), model_name="other"),
+                               presets.tool_decision())  # fmt: skip
+    shipped._WARNED.clear()
+    with pytest.warns(UncalibratedWarning, match="task 'rating'"):
+        resolve_calibrator("auto", presets.rating(), served=SERVED, owner="X")
+
+
+def test_the_middleware_resolves_auto_for_the_requests_model(ship: CalibratorArtefact) -> None:
+    middleware = TaskCalibrationMiddleware(task=presets.tool_decision())
+    request = ModelRequest(
+        model=NamedModel(messages=replies(1)), messages=[HumanMessage("Weather?")],
+        system_message=None, tool_choice=None, tools=[], response_format=None, state={},
+        runtime=None,  # type: ignore[arg-type]
+    )  # fmt: skip
+    decider, aid = middleware._in_force(request)
+    assert decider.calibrator_id == aid == ship.content_id
+    assert middleware._in_force(request)[0] is decider  # resolved once per setting
+    other = request.override(model=NamedModel(messages=replies(1), model_name="other"))
+    with pytest.warns(UncalibratedWarning):
+        assert middleware._in_force(other)[0].calibrator_id is None
+
+
+def test_the_decision_model_takes_auto_for_unlisted_questions(ship: CalibratorArtefact) -> None:
+    model = TaskCalibratedDecisionModel(chat_model=NamedModel(messages=replies(1)), n_samples=4)
+    with pytest.warns(UncalibratedWarning, match="question 'team'"):
+        decider = model._decider("team", TEAM)  # no shipped calibrator for a choice question
+    assert decider.calibrator is None
+    fitted = TemperatureScaling().fit(np.eye(3)[[0, 1, 2] * 4], np.array([0, 1, 2] * 4))
+    listed = TaskCalibratedDecisionModel(
+        chat_model=NamedModel(messages=replies(1)), n_samples=4, calibrators={"team": fitted}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert listed._decider("team", TEAM).calibrator is fitted
+
+
+def test_auto_cannot_be_reloaded() -> None:
+    with pytest.raises(ConfigurationError, match=r"reload_artefact.*got 'auto'"):
+        TaskCalibratedRunnable(NamedModel(messages=replies(1)), presets.tool_decision(),
+                               reload_artefact=True)  # fmt: skip
+
+
+# ------------------------------------------------------------------------ taskcal calibrate
+
+
+class ToolSampler:
+    """Calls the first offered tool with the item's words, asks or refuses, by the item."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def sample(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        n: int,
+        temperature: float,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+    ) -> list[AIMessage]:
+        self.calls.append({"n": n, "temperature": temperature, "max_tokens": max_tokens,
+                           "system": messages[0]["content"]})  # fmt: skip
+        name = (tools or [{}])[0].get("function", {}).get("name", "f")
+        call = AIMessage(content="", tool_calls=[{"name": name, "args": {}, "id": "c"}])
+        ask = AIMessage(content="Which city do you mean?")
+        refuse = AIMessage(content="I'm sorry, I cannot help with that.")
+        pick = [call, ask, refuse]
+        h = sum(map(ord, str(messages[-1]["content"])))
+        return [pick[(h + i) % 3] if i % 4 else pick[h % 3] for i in range(n)]
+
+
+FEW_ITEMS = pytest.mark.filterwarnings("ignore:adaptive N's stopping prior is fitted on")
+"""The toy corpus's train split has 15 items (a trial run fewer): the stopping prior warns."""
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    root = tmp_path / "data"
+    for category, k in (("simple_python", 1), ("multiple", 2), ("live_multiple", 3)):
+        write_category(root, category, 36, k)
+    return root
+
+
+@FEW_ITEMS
+def test_calibrate_samples_the_train_split_fits_and_records_how(
+    tmp_path: Path, source: Path
+) -> None:
+    sampler = ToolSampler()
+    estimates: list[tuple[float, int]] = []
+    result = calibrate_endpoint(
+        sampler, model="m", source=source, work_dir=tmp_path / "work", n=4, concurrency=2,
+        calibrator="temperature", dtype="float32", command="taskcal calibrate --model m",
+        on_estimate=lambda s, left: estimates.append((s, left)),
+    )  # fmt: skip
+    artefact = result.artefact
+    assert artefact is not None and result.path == tmp_path / "work" / "calibrator.json"
+    rec = artefact.metadata["record"]
+    n_items = rec["data"]["n_items"]
+    assert n_items == result.report.total == len(sampler.calls) > 8
+    assert estimates and estimates[0][1] == n_items - 8 and estimates[0][0] >= 0
+    assert rec["model"] == "m" and rec["command"] == "taskcal calibrate --model m"
+    assert rec["sampling"] == {"task": "bfcl", "n": 4, "temperature": 1.0, "max_tokens": 256,
+                               "prompt": PROMPT, "dtype": "float32"}  # fmt: skip
+    assert rec["data"]["split"] == "train" and rec["data"]["source_sha256"] is None
+    assert {c["n"] for c in sampler.calls} == {4} and {c["max_tokens"] for c in sampler.calls} == {
+        256
+    }
+    assert all(PROMPT in c["system"] for c in sampler.calls)
+    # what ships: it loads as shipped and matches its own setting
+    folder = tmp_path / "ship"
+    folder.mkdir()
+    (folder / "m.json").write_text(result.path.read_text())
+    (loaded,) = load_shipped(folder)
+    assert loaded.content_id == artefact.content_id
+    assert loaded.stopping_prior is not None and loaded.stopping_prior.n_items == n_items
+    assert mismatch(loaded, presets.tool_decision(), ServedSettings("m", 4, 1.0)) is None
+    # a rerun resumes: nothing sampled again, the same fit
+    again = calibrate_endpoint(
+        sampler, model="m", source=source, work_dir=tmp_path / "work", n=4,
+        calibrator="temperature", dtype="float32", command="taskcal calibrate --model m",
+    )  # fmt: skip
+    assert again.report.written == 0 and len(sampler.calls) == n_items
+    assert again.artefact is not None
+    assert again.artefact.calibrator.to_dict() == artefact.calibrator.to_dict()
+
+
+@FEW_ITEMS
+def test_calibrate_refuses_to_resume_under_other_settings(tmp_path: Path, source: Path) -> None:
+    calibrate_endpoint(ToolSampler(), model="m", source=source, work_dir=tmp_path, n=4, limit=3,
+                       calibrator="temperature")  # fmt: skip
+    with pytest.raises(DataFileError, match="temperature"):
+        calibrate_endpoint(ToolSampler(), model="m", source=source, work_dir=tmp_path, n=4,
+                           temperature=0.7, limit=3)  # fmt: skip
+
+
+@FEW_ITEMS
+def test_the_command_prints_its_expected_duration_and_the_artefact(
+    tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import taskcal_agents.commands.calibrate as cmd
+
+    monkeypatch.setattr(cmd, "_make_sampler", lambda *a: ToolSampler())
+    args = ["calibrate", "--base-url", "http://x/v1", "--model", "m", "--source", str(source),
+            "--work-dir", str(tmp_path / "w"), "--n", "4",
+            "--calibrator", "temperature"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "expected duration: about" in result.output
+    assert "wrote" in result.output and "content id" in result.output
+    data = json.loads((tmp_path / "w" / "calibrator.json").read_text())
+    assert data["record"]["command"].startswith("taskcal calibrate")
+    missing = CliRunner().invoke(app, ["calibrate", "--source", str(source), "--work-dir", "w"],
+                                 env={"TASKCAL_BASE_URL": "", "TASKCAL_MODEL": ""})  # fmt: skip
+    assert missing.exit_code == 2 and "--base-url and --model are required" in missing.output
