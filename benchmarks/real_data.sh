@@ -246,12 +246,18 @@ PY
   for Q in qwen2.5-coder-0.5b-instruct:q05:492 qwen2.5-coder-1.5b-instruct:q15:330; do
     IFS=: read -r QM QT QN <<< "$Q"
     serve "$QM" 8006 "${QT}_bfcl"
-    for SPLIT in dev train test; do  # dev first: the feature and calibrator choices read it
-      LIMIT=(); [ $SPLIT = test ] && LIMIT=(--limit "$QN")
-      $T sample --task runs/bfcl.task.yaml --data runs/bfcl.$SPLIT.jsonl --base-url "$SURL" \
-        --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \
-        "${LIMIT[@]}" --out "runs/$QT.bfcl.$SPLIT.samples.jsonl" || true
-    done
+    DTYPE=$(grep -o '^# taskcal: dtype [a-z0-9]*' "runs/${QT}_bfcl.log" | tail -1 | awk '{print $4}')
+    # dev first: the calibrator family and the grounding setting were chosen on it.
+    $T sample --task runs/bfcl.task.yaml --data runs/bfcl.dev.jsonl --base-url "$SURL" \
+      --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \
+      --out "runs/$QT.bfcl.dev.samples.jsonl" || true
+    # train: the shipped calibrator is this command's output (same settings as above).
+    $T calibrate --base-url "$SURL" --model "$QM" --source "$W" --work-dir "runs/calibrate-$QT" \
+      --dtype "$DTYPE" --concurrency 4 || true
+    # test: locked until the final tables.
+    $T sample --task runs/bfcl.task.yaml --data runs/bfcl.test.jsonl --base-url "$SURL" \
+      --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \
+      --limit "$QN" --out "runs/$QT.bfcl.test.samples.jsonl" || true
     # When2Call's 300 items, sampled alike: the shipped calibrators are never fitted on them.
     $T sample --task runs/bfcl.task.yaml --data runs/when2call.jsonl --base-url "$SURL" \
       --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \

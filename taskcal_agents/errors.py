@@ -83,10 +83,6 @@ class ArtefactReloadWarning(UserWarning):
     """A replaced calibrator artefact file could not be reloaded (the old one stays in force)."""
 
 
-class UncalibratedWarning(UserWarning):
-    """``calibrator="auto"`` found no shipped calibrator that fits: the raw belief decides."""
-
-
 class SamplingError(TaskCalError, RuntimeError):
     """The wrapped model failed to produce the requested samples."""
 
@@ -117,6 +113,5 @@ __all__ = [
     "ServerError",
     "ServerStartupError",
     "TaskCalError",
-    "UncalibratedWarning",
     "UnknownDecisionError",
 ]

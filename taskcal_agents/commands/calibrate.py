@@ -74,7 +74,7 @@ def calibrate(
     timeout: Annotated[float, typer.Option(min=1.0, help="Seconds per request.")] = 600.0,
 ) -> None:
     """Sample the BFCL corpus's train split on a server and fit its tool-decision calibrator."""
-    from taskcal_agents.workflow._calibrate import CALIBRATE_CALIBRATOR, calibrate_endpoint
+    from taskcal_agents.workflow.calibrate import CALIBRATE_CALIBRATOR, calibrate_endpoint
 
     console, err = _consoles()
     base_url, model = server_from_env(base_url, model)

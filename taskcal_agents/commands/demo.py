@@ -101,7 +101,7 @@ def _print_decisions(result: DemoResult, console: Console) -> None:
         return
     console.print(
         "[bold]Live decisions[/bold]: N fresh completions with the tools → g_T with argument "
-        "grounding → p̂ → q (Dirichlet map fitted on the other requests) → the action of least "
+        f"grounding → p̂ → q ({result.decisions[0].calibrator}) → the action of least "
         "expected cost (Decider.decide)."
     )
     for shown in result.decisions:

@@ -60,7 +60,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -70,10 +70,6 @@ from taskcal_agents.decision.belief import DEFAULT_ALPHA, check_alpha
 from taskcal_agents.decision.risk_control import RiskControl, RiskSettingsWarning
 from taskcal_agents.decision.stopping_prior import StoppingPrior
 from taskcal_agents.decision.task import Task
-
-if TYPE_CHECKING:
-    from taskcal_agents.decision.shipped import ServedSettings
-
 from taskcal_agents.errors import (
     ConfigurationError,
     DataFileError,
@@ -90,6 +86,7 @@ __all__ = [
     "ResolvedCalibrator",
     "as_artefact",
     "check_calibrator",
+    "content_sha256",
     "resolve_calibrator",
 ]
 
@@ -557,7 +554,6 @@ def resolve_calibrator(
     *,
     alpha: float | None = None,
     n_samples: int | None = None,
-    served: ServedSettings | None = None,
     owner: str,
 ) -> ResolvedCalibrator:
     """Turn a front door's ``calibrator`` argument into a calibrator checked for ``task``.
@@ -570,20 +566,16 @@ def resolve_calibrator(
 
     Args:
         calibrator: A fitted calibrator, a :class:`CalibratorArtefact`, the path of an
-            artefact file, ``"auto"`` (the shipped calibrator whose record matches
-            ``served``, see :func:`~taskcal_agents.decision.shipped.auto_artefact`; none:
-            the raw belief), or ``None``.
+            artefact file, or ``None``. (A front door's ``"auto"`` is first turned into
+            the shipped artefact it picks, or ``None``, by
+            :func:`~taskcal_agents.decision.shipped.pick_calibrator`.)
         task: The task it must fit.
         alpha: The Dirichlet prior given explicitly, or ``None`` to take the artefact's.
         n_samples: The samples the front door draws per decision, or ``None``; compared
             with those an artefact's risk limit was fitted on.
-        served: How the front door samples (model name, N, temperature, length limit),
-            which ``"auto"`` matches against the shipped calibrators' records; ``None``:
-            unknown, so ``"auto"`` finds none.
         owner: The front door's name, for error messages.
 
     Warns:
-        UncalibratedWarning: Once per reason, when ``"auto"`` finds no shipped calibrator.
         RiskSettingsWarning: If the artefact's risk limit was fitted on beliefs from
             another number of samples than ``n_samples``.
 
@@ -596,11 +588,11 @@ def resolve_calibrator(
             actions, unparsed policy or α than the runtime task's.
     """
     if calibrator == "auto":
-        from taskcal_agents.decision.shipped import ServedSettings, auto_artefact
-
-        if served is None:
-            served = ServedSettings(None, n_samples or 0, None)
-        calibrator = auto_artefact(task, served, owner=owner)
+        msg = (
+            f"{owner}: calibrator 'auto' must be resolved by the front door "
+            "(taskcal_agents.decision.shipped.pick_calibrator) before resolve_calibrator."
+        )
+        raise ConfigurationError(msg)
     artefact = as_artefact(calibrator)
     if artefact is not None:
         if artefact.labels != list(task.labels):

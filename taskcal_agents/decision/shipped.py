@@ -37,7 +37,7 @@ total variation of 0.013, and a map fitted in one dtype and served in the other 
 saving within one standard error.
 
 When none matches, :func:`auto_artefact` warns once per reason
-(:class:`~taskcal_agents.errors.UncalibratedWarning`: it names the nearest shipped artefact
+(:class:`UncalibratedWarning`: it names the nearest shipped artefact
 and what differs) and returns ``None``: the front door decides on the raw belief, as with
 ``calibrator=None``.
 """
@@ -56,15 +56,17 @@ from typing import Any, Literal, NamedTuple
 
 from taskcal_agents.decision.artefact import CalibratorArtefact, content_sha256
 from taskcal_agents.decision.task import Task
-from taskcal_agents.errors import DataFileError, UncalibratedWarning
+from taskcal_agents.errors import DataFileError
 
 __all__ = [
     "AUTO",
     "Auto",
     "ServedSettings",
+    "UncalibratedWarning",
     "auto_artefact",
     "load_shipped",
     "mismatch",
+    "pick_calibrator",
     "shipped_artefacts",
 ]
 
@@ -81,6 +83,10 @@ UNMATCHED_PARSER_OPTIONS = frozenset({"tool_names"})
 """Parser options not compared: the offered tools decide which calls are grounded."""
 
 
+class UncalibratedWarning(UserWarning):
+    """``calibrator="auto"`` found no shipped calibrator that fits: the raw belief decides."""
+
+
 class ServedSettings(NamedTuple):
     """How a front door samples: what a shipped calibrator's record must match."""
 
@@ -94,6 +100,10 @@ class ServedSettings(NamedTuple):
     """The completion length limit (``None``: unset, the server's own)."""
     task_prompt: bool = True
     """Whether the task's prompt is added to the sampled requests."""
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _check(data: Mapping[str, Any], where: str) -> CalibratorArtefact:
@@ -113,7 +123,9 @@ def _check(data: Mapping[str, Any], where: str) -> CalibratorArtefact:
         or not isinstance(record, Mapping)
         or not isinstance(record.get("model"), str)
         or not isinstance(sampling, Mapping)
-        or not {"n", "temperature", "max_tokens"} <= set(sampling)
+        or not _is_int(sampling.get("n"))
+        or not _is_int(sampling.get("max_tokens"))
+        or not isinstance(sampling.get("temperature"), int | float)
         or sampling.get("prompt") != artefact.task.prompt
     ):
         msg = (
@@ -178,21 +190,21 @@ def mismatch(artefact: CalibratorArtefact, task: Task, served: ServedSettings) -
     ``None`` when its record matches (see the module docstring); else a short phrase
     naming the first difference.
     """
-    record = artefact.metadata.get("record") or {}
-    sampling = record.get("sampling") or {}
-    model = record.get("model")
+    record: Mapping[str, Any] = artefact.metadata["record"]  # _check: complete
+    sampling: Mapping[str, Any] = record["sampling"]
+    model = record["model"]
     if served.model != model:
         return f"it was fitted for model {model!r}, this front door serves {served.model!r}"
-    if served.n_samples != sampling.get("n"):
-        n = sampling.get("n")
+    if served.n_samples != sampling["n"]:
+        n = sampling["n"]
         return f"it was fitted on N = {n} samples, this front door draws {served.n_samples}"
-    temperature = sampling.get("temperature")
+    temperature = sampling["temperature"]
     if served.temperature is None or not math.isclose(served.temperature, float(temperature)):
         return (
             f"it was fitted at temperature {temperature}, this front door samples at "
             f"{served.temperature}"
         )
-    limit = sampling.get("max_tokens")
+    limit = sampling["max_tokens"]
     if served.max_tokens is not None and served.max_tokens < int(limit):
         return (
             f"it was fitted with max_tokens {limit}, this model is limited to {served.max_tokens}"
@@ -245,3 +257,13 @@ def auto_artefact(task: Task, served: ServedSettings, *, owner: str) -> Calibrat
         _WARNED.add(msg)
         warnings.warn(msg, UncalibratedWarning, stacklevel=3)
     return None
+
+
+def pick_calibrator(calibrator: Any, task: Task, served: ServedSettings, *, owner: str) -> Any:
+    """A front door's ``calibrator`` as ``resolve_calibrator`` takes it.
+
+    For ``"auto"``, the shipped artefact :func:`auto_artefact` picks (``None``: the raw
+    belief, after its warning); anything else as it is
+    (:func:`~taskcal_agents.decision.artefact.resolve_calibrator` then checks it).
+    """
+    return auto_artefact(task, served, owner=owner) if calibrator == AUTO else calibrator

@@ -66,7 +66,7 @@ from taskcal_agents.decision.protocol import (
     RetryPolicy,
     decide_in_rounds,
 )
-from taskcal_agents.decision.shipped import AUTO
+from taskcal_agents.decision.shipped import AUTO, pick_calibrator
 from taskcal_agents.decision.task import ParserSpec, Task
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing.grounding import GroundingContext
@@ -186,7 +186,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     artefact's labels must be the question's, in order, and its α is used unless ``alpha``
     is given. A question not listed is ``"auto"``: a calibrator shipped for the model and
     the question's task, else the raw belief with one
-    :class:`~taskcal_agents.errors.UncalibratedWarning`
+    :class:`~taskcal_agents.decision.shipped.UncalibratedWarning`
     (:mod:`taskcal_agents.decision.shipped`)."""
     costs: dict[str, list[list[float]]] = Field(default_factory=dict)
     """Cost matrices by question ID (row = true label, column = chosen label)."""
@@ -263,15 +263,16 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
 
     def _decider(self, question_id: str, question: Question) -> Decider:
         task = self.task_for(question_id, question)
+        owner = f"{type(self).__name__} question {question_id!r}"
+        served = served_settings(
+            self.chat_model, n_samples=self.n_samples, temperature=self.temperature
+        )
         resolved = resolve_calibrator(
-            self.calibrators.get(question_id, AUTO),
+            pick_calibrator(self.calibrators.get(question_id, AUTO), task, served, owner=owner),
             task,
             alpha=self.alpha if "alpha" in self.model_fields_set else None,
             n_samples=self.n_samples,
-            served=served_settings(
-                self.chat_model, n_samples=self.n_samples, temperature=self.temperature
-            ),
-            owner=f"{type(self).__name__} question {question_id!r}",
+            owner=owner,
         )
         return Decider.from_resolved(task, resolved)
 

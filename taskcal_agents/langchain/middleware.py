@@ -76,7 +76,7 @@ from taskcal_agents.decision.protocol import (
     decide_in_rounds,
 )
 from taskcal_agents.decision.risk_control import RiskControl
-from taskcal_agents.decision.shipped import AUTO, Auto, ServedSettings
+from taskcal_agents.decision.shipped import AUTO, Auto, ServedSettings, auto_artefact
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
@@ -290,8 +290,9 @@ class TaskCalibrationMiddleware(
                 :class:`~taskcal_agents.decision.artefact.CalibratorArtefact`, the path of an
                 artefact file, ``"auto"`` (the default: the calibrator shipped for the
                 request's model and these sampling settings, found on the first request,
-                else the raw belief with one :class:`~taskcal_agents.errors.UncalibratedWarning`;
-                see :mod:`taskcal_agents.decision.shipped`), or ``None`` to decide on the raw
+                else the raw belief with one
+                :class:`~taskcal_agents.decision.shipped.UncalibratedWarning`; see
+                :mod:`taskcal_agents.decision.shipped`), or ``None`` to decide on the raw
                 belief; checked against the task by
                 :func:`~taskcal_agents.decision.artefact.resolve_calibrator`.
             n_samples: The number of completions N drawn per decision (default
@@ -486,9 +487,10 @@ class TaskCalibrationMiddleware(
             )  # fmt: skip
             found = self._auto.get(served)
             if found is None:
+                owner = type(self).__name__
                 r = resolve_calibrator(
-                    AUTO, self.task, alpha=self._explicit_alpha, n_samples=served.n_samples,
-                    served=served, owner=type(self).__name__,
+                    auto_artefact(self.task, served, owner=owner), self.task,
+                    alpha=self._explicit_alpha, n_samples=served.n_samples, owner=owner,
                 )  # fmt: skip
                 found = self._auto.setdefault(served, self._build(r))
             return found

@@ -47,6 +47,7 @@ from taskcal_agents.decision.protocol import (
     RetryPolicy,
     decide_in_rounds,
 )
+from taskcal_agents.decision.shipped import pick_calibrator
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing.answer_clusters import question_of
@@ -154,7 +155,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             :class:`~taskcal_agents.decision.artefact.CalibratorArtefact`, the path of an artefact
             file (its α is used unless ``alpha`` is given), ``"auto"`` (the default: the
             calibrator shipped for the served model and these sampling settings, else the
-            raw belief with one :class:`~taskcal_agents.errors.UncalibratedWarning`; see
+            raw belief with one :class:`~taskcal_agents.decision.shipped.UncalibratedWarning`; see
             :mod:`taskcal_agents.decision.shipped`), or ``None`` (the raw belief).
         **kwargs: The other fields below and those of
             :class:`~taskcal_agents.decision.options.SamplingOptions` (``n_samples``,
@@ -257,8 +258,8 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
                 task_prompt=self.use_task_prompt,
             )  # fmt: skip
             resolved = resolve_calibrator(
-                self.calibrator, self.task, alpha=alpha, n_samples=self.n_samples,
-                served=served, owner=owner,
+                pick_calibrator(self.calibrator, self.task, served, owner=owner), self.task,
+                alpha=alpha, n_samples=self.n_samples, owner=owner,
             )  # fmt: skip
             self._decider, self._artefact_id = build(resolved)
         self.calibrator, self.alpha = resolved.calibrator, resolved.alpha

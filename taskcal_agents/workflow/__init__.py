@@ -4,9 +4,10 @@
 ``_ray_engine`` / ``_ray_vllm``: the same on Ray (HTTP servers, or vLLM inside Ray);
 ``_data``: samples → arrays; ``_evaluate``: cross-fitted decoder comparison on arrays;
 ``_fit``: the calibrator artefact; ``_steps``: ``taskcal fit`` / ``taskcal evaluate`` on
-a samples file; ``_selective``: risk–coverage curves and AURC. Two public modules:
+a samples file; ``_selective``: risk–coverage curves and AURC. Public modules:
 :mod:`~taskcal_agents.workflow.report` (tables, figures and a markdown summary of an
-evaluation) and :mod:`~taskcal_agents.workflow.demo` (``taskcal demo``).
+evaluation), :mod:`~taskcal_agents.workflow.demo` (``taskcal demo``) and
+:mod:`~taskcal_agents.workflow.calibrate` (``taskcal calibrate``).
 
 ``__all__`` is the public surface: sample (:func:`run_sampling`, or
 :func:`run_sampling_ray` / :func:`run_sampling_vllm` on Ray) into a

@@ -28,16 +28,16 @@ from __future__ import annotations
 import contextlib
 import re
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from taskcal_agents.decision.presets import TOOL_DECISION_PROMPT
-
 if TYPE_CHECKING:
     from taskcal_agents.datasets import DatasetItem
+    from taskcal_agents.decision.artefact import CalibratorArtefact
     from taskcal_agents.decision.decider import Decision
     from taskcal_agents.decision.task import Task
     from taskcal_agents.workflow._runner import SampleSettings
@@ -78,9 +78,15 @@ DEMO_COST: list[list[float]] = [[0, 1, 2], [4, 0, 2], [4, 1, 0]]
 """Row = truth, column = action, order tool_call, request_for_info, cannot_answer: a wrong
 tool call costs 4, a needless question 1, a wrong abstention 2."""
 
-DEMO_PROMPT = TOOL_DECISION_PROMPT
-"""The system prompt of the tool-use part: :func:`~taskcal_agents.decision.presets.tool_decision`'s
-(that of the When2Call and BFCL runs in ``benchmarks/real_data.sh``)."""
+DEMO_PROMPT = (
+    "You are an assistant with tools. If a tool fits the request and every required "
+    "argument is given, call the tool. If a tool fits but a required argument is missing, "
+    "ask the user a short question for it. If no tool can do what the user wants, say that "
+    "you cannot help with that."
+)
+"""The system prompt of the tool-use part:
+:data:`~taskcal_agents.decision.presets.TOOL_DECISION_PROMPT` (a test holds them equal; the
+command line imports no decision module)."""
 
 DEMO_N = 8
 """Completions sampled per tool-use request."""
@@ -254,12 +260,16 @@ class ShownDecision:
         tools: The names of the tools offered with it.
         decision: The runtime's decision (p̂, q, expected cost per action, the grounding
             counts and the message it sends).
+        calibrator: Which map decided.
     """
 
     text: str
     truth: str
     tools: tuple[str, ...]
     decision: Decision
+    calibrator: str = ""
+    """Which map decided: the shipped calibrator (by its content id), or the Dirichlet map
+    fitted on the other requests where none is shipped for the model."""
 
     @property
     def reply(self) -> str | None:
@@ -324,6 +334,7 @@ class DemoResult:
                     "tools": list(shown.tools),
                     "decision": shown.decision.to_metadata(),
                     "reply": shown.reply,
+                    "calibrator": shown.calibrator,
                 }
                 for shown in self.decisions
             ],
@@ -484,6 +495,26 @@ def _evaluate_part(
     return result, evaluation_path
 
 
+def _live_calibrator(task: Task, model: str) -> CalibratorArtefact | None:
+    """The shipped calibrator the live decisions use for ``model``, or ``None``.
+
+    The one ``calibrator="auto"`` picks for a front door with its default N and temperature
+    (:mod:`taskcal_agents.decision.shipped`); ``None`` (silently: the demo says which map
+    decided) when none is shipped for ``model``.
+    """
+    from taskcal_agents.decision.options import DEFAULT_N_SAMPLES, DEFAULT_TEMPERATURE
+    from taskcal_agents.decision.shipped import (
+        ServedSettings,
+        UncalibratedWarning,
+        auto_artefact,
+    )
+
+    served = ServedSettings(model, DEFAULT_N_SAMPLES, DEFAULT_TEMPERATURE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncalibratedWarning)
+        return auto_artefact(task, served, owner="taskcal demo")
+
+
 def _decide(
     task: Task,
     items: Sequence[DatasetItem],
@@ -491,15 +522,22 @@ def _decide(
     path: Path,
     sampler: Any,
     settings: SampleSettings,
+    shipped: CalibratorArtefact | None = None,
 ) -> list[ShownDecision]:
-    """Decide *shown* live, each with the workflow's Dirichlet map fitted on the others.
+    """Decide *shown* live: by the ``shipped`` calibrator, else a map fitted on the others.
 
     The runtime path: N fresh completions drawn with the request's tools (the sampling
     function of ``taskcal sample``) → :meth:`Decider.decide` with the request's grounding
-    context (its tools and messages), as the Runnable and the middleware decide.
+    context (its tools and messages), as the Runnable and the middleware decide. With a
+    shipped calibrator the completions are drawn under its record's N, temperature and
+    length limit and it decides (:meth:`Decider.from_resolved`, as ``calibrator="auto"``);
+    otherwise the workflow's Dirichlet map fitted on the other requests' samples decides.
     """
+    import dataclasses
+
     import numpy as np
 
+    from taskcal_agents.decision.artefact import resolve_calibrator
     from taskcal_agents.decision.decider import Decider
     from taskcal_agents.workflow._calibrator_specs import (
         default_factory,
@@ -516,10 +554,27 @@ def _decide(
     )
     from taskcal_agents.workflow._store import read_samples
 
+    out = []
+    if shipped is not None:
+        sampling = shipped.metadata["record"]["sampling"]
+        live = dataclasses.replace(
+            settings, n=sampling["n"], temperature=sampling["temperature"],
+            max_tokens=sampling["max_tokens"],
+        )  # fmt: skip
+        decider = Decider.from_resolved(task, resolve_calibrator(shipped, task, owner="demo"))
+        for item in shown:
+            names = offered_tool_names(item)
+            samples, _ = _draw(
+                sampler, build_messages(task, item), live, item.tools or None, None, names
+            )
+            decision = decider.decide(samples, tool_names=names, context=item_context(task, item))
+            text, truth = str(item.messages[-1]["content"]), str(item.label)
+            label = f"shipped calibrator {shipped.content_id}"
+            out.append(ShownDecision(text, truth, names, decision, label))
+        return out
     data = eval_arrays(task, read_samples(path), ids=sorted(item.id for item in items))
     X, make, _ = calibrator_inputs(data, default_factory("dirichlet"))
     ids = np.asarray(data.ids)
-    out = []
     for item in shown:
         keep = (ids != item.id) & data.served
         calibrator = make().fit(X[keep], data.y[keep])
@@ -531,7 +586,8 @@ def _decide(
             samples, tool_names=names, context=item_context(task, item)
         )
         text, truth = str(item.messages[-1]["content"]), str(item.label)
-        out.append(ShownDecision(text, truth, names, decision))
+        label = "Dirichlet map fitted on the other requests"
+        out.append(ShownDecision(text, truth, names, decision, label))
     return out
 
 
@@ -683,15 +739,19 @@ def run_demo(
             left[key] = len(todo) - sampled[key]
             if key == "tool_use":  # one request alone takes about one round in flight
                 per_request = seconds / -(-sampled[key] // concurrency)
+    key, _, task, items, settings, _ = plan[-1]
+    shipped = _live_calibrator(task, model)
+    if shipped is not None:  # more completions per live request than per tool-use item
+        per_request *= shipped.metadata["record"]["sampling"]["n"] / settings.n
     if on_estimate is not None and per_item:  # every part with items left was timed
         on_estimate(_estimate(plan, left, per_item, per_request, show, permutations))
     for key, _, task, items, settings, dataset in plan:
         sampled[key] += sample(key, task, items, settings, dataset)
-    key, _, task, items, settings, _ = plan[-1]
     with timer.step("decisions"):
         decisions = _decide(
-            task, items, _shown_items(task, items, show), paths[key], sampler, settings
-        )
+            task, items, _shown_items(task, items, show), paths[key], sampler, settings,
+            shipped=shipped,
+        )  # fmt: skip
     if release is not None:
         with timer.step("server_stop"):
             release()

@@ -21,13 +21,19 @@ from calibrators import TemperatureScaling
 from taskcal_agents.cli import app
 from taskcal_agents.decision import presets
 from taskcal_agents.decision.artefact import CalibratorArtefact, content_sha256, resolve_calibrator
-from taskcal_agents.decision.shipped import ServedSettings, load_shipped, mismatch
-from taskcal_agents.errors import ConfigurationError, DataFileError, UncalibratedWarning
+from taskcal_agents.decision.shipped import (
+    ServedSettings,
+    UncalibratedWarning,
+    load_shipped,
+    mismatch,
+    pick_calibrator,
+)
+from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
 from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
 from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
-from taskcal_agents.workflow._calibrate import calibrate_endpoint, calibrate_task
+from taskcal_agents.workflow.calibrate import calibrate_endpoint, calibrate_task
 
 from .test_bfcl_corpus import write_category
 from .test_decision_model import TEAM
@@ -102,6 +108,13 @@ def test_the_package_ships_valid_calibrators_with_their_record() -> None:
         assert (
             mismatch(artefact, presets.tool_decision(), SERVED._replace(model=rec["model"])) is None
         )
+
+
+def test_the_demo_prompts_as_the_shipped_calibrators_were_fitted() -> None:
+    from taskcal_agents.workflow.demo import DEMO_PROMPT, demo_task
+
+    assert DEMO_PROMPT == PROMPT == presets.tool_decision().prompt
+    assert mismatch(shipped_artefact(), demo_task(), SERVED) is None
 
 
 def test_a_changed_shipped_file_is_refused(tmp_path: Path) -> None:
@@ -196,7 +209,9 @@ def test_another_model_is_told_which_models_have_calibrators(ship: CalibratorArt
                                presets.tool_decision())  # fmt: skip
     shipped._WARNED.clear()
     with pytest.warns(UncalibratedWarning, match="task 'rating'"):
-        resolve_calibrator("auto", presets.rating(), served=SERVED, owner="X")
+        assert pick_calibrator("auto", presets.rating(), SERVED, owner="X") is None
+    with pytest.raises(ConfigurationError, match="must be resolved by the front door"):
+        resolve_calibrator("auto", presets.rating(), owner="X")
 
 
 def test_the_middleware_resolves_auto_for_the_requests_model(ship: CalibratorArtefact) -> None:
