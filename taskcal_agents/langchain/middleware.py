@@ -67,7 +67,7 @@ from taskcal_agents.decision.options import (
     AdaptiveSampling,
     SamplingOptions,
 )
-from taskcal_agents.decision.presets import after_tool_result
+from taskcal_agents.decision.presets import TOOL_DECISION_PROMPT, after_tool_result
 from taskcal_agents.decision.protocol import (
     DecisionInput,
     Draw,
@@ -209,8 +209,10 @@ def _load_task(task: Task | str | os.PathLike[str], owner: str, name: str) -> Ta
 def _derived_tool_result_task(task: Task) -> Task | None:
     """The default ``tool_result_task``: :func:`after_tool_result` for a tool-decision task.
 
-    It keeps the task's offered tools, texts and prompt; any other task decides on
-    tool-result turns itself (``None``).
+    It keeps the task's offered tools, texts and own prompt (not the user turn's default
+    :data:`~taskcal_agents.decision.presets.TOOL_DECISION_PROMPT`, which asks to call, ask or
+    refuse where a tool result asks for an answer); any other task decides on tool-result
+    turns itself (``None``).
     """
     if task.parser.name != "tool_decision":
         return None
@@ -218,7 +220,7 @@ def _derived_tool_result_task(task: Task) -> Task | None:
         tool_names=task.parser.options.get("tool_names"),
         ask_text=task.ask_text,
         abstain_text=task.abstain_text,
-        prompt=task.prompt,
+        prompt=None if task.prompt == TOOL_DECISION_PROMPT else task.prompt,
     )
 
 
@@ -470,33 +472,40 @@ class TaskCalibrationMiddleware(
             )  # fmt: skip
             self._after_decider = Decider.from_resolved(after, r)
 
-    def _in_force(self, request: ModelRequest[Any]) -> tuple[Decider, str | None]:
+    def _in_force(self, request: ModelRequest[Any] | None = None) -> tuple[Decider, str | None]:
         """The Decider and the artefact id of ``request``'s decision (reloaded when replaced).
 
         After a tool result (the last of the request's messages) that is the
         ``tool_result_task``'s Decider when there is one (its calibrator is not an artefact
         file: no id). Under ``calibrator="auto"``, the one for the request's model and this
-        middleware's sampling settings (resolved on first use, then kept).
+        middleware's sampling settings (resolved on first use, then kept); without a
+        request, the raw belief's.
         """
-        if self._after_decider is not None and is_tool_result_turn(request.messages):
-            return self._after_decider, None
-        if self._auto is not None:
-            served = served_settings(
-                request.model, n_samples=self.options.n_samples, temperature=self.temperature,
-                task_prompt=self.use_task_prompt,
-            )  # fmt: skip
-            found = self._auto.get(served)
-            if found is None:
-                owner = type(self).__name__
-                r = resolve_calibrator(
-                    auto_artefact(self.task, served, owner=owner), self.task,
-                    alpha=self._explicit_alpha, n_samples=served.n_samples, owner=owner,
-                )  # fmt: skip
-                found = self._auto.setdefault(served, self._build(r))
-            return found
+        if request is not None:
+            if self._after_decider is not None and is_tool_result_turn(request.messages):
+                return self._after_decider, None
+            if self._auto is not None:
+                return self._auto_in_force(request)
         if self._reloader is None:
             return self._decider, self._artefact_id
         return self._reloader.current()
+
+    def _auto_in_force(self, request: ModelRequest[Any]) -> tuple[Decider, str | None]:
+        """Under ``calibrator="auto"``: the Decider for the request's model (kept per setting)."""
+        assert self._auto is not None
+        served = served_settings(
+            request.model, n_samples=self.options.n_samples, temperature=self.temperature,
+            task_prompt=self.use_task_prompt,
+        )  # fmt: skip
+        found = self._auto.get(served)
+        if found is None:
+            owner = type(self).__name__
+            r = resolve_calibrator(
+                auto_artefact(self.task, served, owner=owner), self.task,
+                alpha=self._explicit_alpha, n_samples=served.n_samples, owner=owner,
+            )  # fmt: skip
+            found = self._auto.setdefault(served, self._build(r))
+        return found
 
     @property
     def n_samples(self) -> int:

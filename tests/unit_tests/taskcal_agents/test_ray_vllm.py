@@ -65,8 +65,8 @@ def test_prompt_step_renders_each_item_with_its_own_tools() -> None:
 
     step = VLLMPromptStep(TASK, "some/model", render=render)
     rows = replica_rows(ITEMS, SampleSettings(n=1, greedy=False))
-    assert step(rows[0])["prompt"] == "1 messages, 1 tools"
-    assert step(rows[1])["prompt"] == "1 messages, 0 tools"
+    assert step(rows[0])["prompt"] == "2 messages, 1 tools"  # the task's prompt, the request
+    assert step(rows[1])["prompt"] == "2 messages, 0 tools"
     assert seen[0][0] == build_messages(TASK, ITEMS[0])  # the task prompt merged in
     bad = {**rows[0], "item": "{"}
     assert "rendering the prompt failed" in step(bad)[ERROR_COLUMN]

@@ -362,7 +362,7 @@ def test_message_round_trip() -> None:
 
 def test_build_messages_merges_the_task_prompt_once() -> None:
     item = tool_items(1)[0]
-    assert build_messages(tool_task(), item) == item.messages
+    assert build_messages(tool_task(prompt=None), item) == item.messages
     task = tool_task(prompt="Decide.")
     assert build_messages(task, item) == [{"role": "system", "content": "Decide."}, *item.messages]
     with_system = item.model_copy(
