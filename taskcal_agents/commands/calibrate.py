@@ -19,7 +19,14 @@ from typing import Annotated, Any
 
 import typer
 
-from taskcal_agents.commands.workflow import _close_sampler, _consoles, _fail, _make_sampler
+from taskcal_agents.commands.workflow import (
+    _BaseUrlOption,
+    _close_sampler,
+    _consoles,
+    _fail,
+    _make_sampler,
+    _ModelOption,
+)
 from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
 from taskcal_agents.errors import ConfigurationError, TaskCalError
 
@@ -46,13 +53,8 @@ def calibrate(
         Path | None,
         typer.Option("--out", "-o", help="Artefact to write (default WORK_DIR/calibrator.json)."),
     ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(help=f"OpenAI-compatible server URL (default ${BASE_URL_ENV})."),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option(help=f"Served model name (default ${MODEL_ENV}).")
-    ] = None,
+    base_url: _BaseUrlOption = None,
+    model: _ModelOption = None,
     n: Annotated[int, typer.Option(min=2, help="Completions per item (your front doors' N).")] = 16,
     temperature: Annotated[
         float, typer.Option(min=0.0, help="Their temperature (your front doors').")

@@ -205,17 +205,22 @@ LENGTH_WARN_SHARE = 0.1
 """`taskcal sample` warns when more than this share of samples ends on the length limit."""
 
 
+_BaseUrlOption = Annotated[
+    str | None, typer.Option(help=f"OpenAI-compatible server URL (default ${BASE_URL_ENV}).")
+]
+"""The ``--base-url`` option of the commands that sample a server."""
+_ModelOption = Annotated[
+    str | None, typer.Option(help=f"Served model name (default ${MODEL_ENV}).")
+]
+"""Their ``--model`` option."""
+
+
 def sample(
     task: Annotated[Path, typer.Option(help="Task file (YAML/JSON): labels, costs, parser.")],
     data: Annotated[Path, typer.Option(help="Dataset JSONL (see `taskcal data convert`).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Samples JSONL (created or resumed).")],
-    base_url: Annotated[
-        str | None,
-        typer.Option(help=f"OpenAI-compatible server URL (default ${BASE_URL_ENV})."),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option(help=f"Served model name (default ${MODEL_ENV}).")
-    ] = None,
+    base_url: _BaseUrlOption = None,
+    model: _ModelOption = None,
     n: Annotated[int, typer.Option(min=1, help="Completions per item.")] = 16,
     temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 1.0,
     max_tokens: Annotated[int, typer.Option(min=1, help="Completion length limit.")] = 256,
