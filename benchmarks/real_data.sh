@@ -247,13 +247,14 @@ PY
     IFS=: read -r QM QT QN <<< "$Q"
     serve "$QM" 8006 "${QT}_bfcl"
     DTYPE=$(grep -o '^# taskcal: dtype [a-z0-9]*' "runs/${QT}_bfcl.log" | tail -1 | awk '{print $4}')
+    DT=(); [ -n "$DTYPE" ] && DT=(--dtype "$DTYPE")
     # dev first: the calibrator family and the grounding setting were chosen on it.
     $T sample --task runs/bfcl.task.yaml --data runs/bfcl.dev.jsonl --base-url "$SURL" \
       --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \
       --out "runs/$QT.bfcl.dev.samples.jsonl" || true
     # train: the shipped calibrator is this command's output (same settings as above).
     $T calibrate --base-url "$SURL" --model "$QM" --source "$W" --work-dir "runs/calibrate-$QT" \
-      --dtype "$DTYPE" --concurrency 4 || true
+      "${DT[@]}" --concurrency 4 || true
     # test: locked until the final tables.
     $T sample --task runs/bfcl.task.yaml --data runs/bfcl.test.jsonl --base-url "$SURL" \
       --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \

@@ -101,8 +101,9 @@ def calibrate(
             console.print(f"{done[0]} items sampled", highlight=False)
 
     family = calibrator or CALIBRATE_CALIBRATOR
-    command = ["taskcal", "calibrate", "--base-url", base_url, "--model", model]
-    command += ["--source", str(source), "--work-dir", str(work_dir), "--n", str(n)]
+    # Recorded in the artefact: no server address or local path (the wheel by its name).
+    command = ["taskcal", "calibrate", "--base-url", "URL", "--model", model]
+    command += ["--source", source.name, "--work-dir", "WORK_DIR", "--n", str(n)]
     command += ["--temperature", f"{temperature:g}", "--max-tokens", str(max_tokens)]
     command += ["--calibrator", family, "--concurrency", str(concurrency)]
     command += [] if limit is None else ["--limit", str(limit)]

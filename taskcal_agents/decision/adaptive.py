@@ -137,7 +137,8 @@ def check_adaptive(task: Task, owner: str, adaptive: AdaptiveSampling | None = N
             f"{owner} parameter 'adaptive' cannot be used with task {task.name!r}: it reads "
             "the relevance features (grounding.relevance), which the samples not yet drawn "
             "would change and the stopping rule cannot predict; pass adaptive=None to draw "
-            "all N samples."
+            "all N samples, or a task without them (tool_decision(grounding=GroundingSpec())), "
+            "which the shipped calibrators do not serve."
         )
         raise ConfigurationError(msg)
 

@@ -439,12 +439,15 @@ class CalibratorArtefact:
         return self.path
 
     @property
-    def content_id(self) -> str:
+    def content_id(self) -> str | None:
         """A short content hash: the first 16 hex digits of :attr:`content_sha256`.
 
         The id a decision (``Decision.calibrator_id``) and the decision log
         (``artefact_id``) name the artefact by; equal for equal content, stable across loads.
+        ``None`` for a calibrator that cannot be written (no ``to_dict``).
         """
+        if not callable(getattr(self.calibrator, "to_dict", None)):
+            return None
         return self.content_sha256[:16]
 
     @property

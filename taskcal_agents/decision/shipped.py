@@ -26,9 +26,11 @@ first shipped artefact whose record matches:
   ``max_tokens`` or longer, or unset (a longer limit only lets a completion finish that
   the record's limit would have cut off);
 - the task makes the same belief: the same labels, parser (its ``tool_names`` option
-  aside: the offered tools decide which calls are grounded), unparsed policy, grounding,
-  answer clustering and prompt (``None`` when the front door does not add the task's
-  prompt).
+  aside: the offered tools decide which calls are grounded), unparsed policy, grounding
+  (which calls are sent, ``execute``, aside), answer clustering and prompt (``None`` when
+  the front door does not add the task's prompt);
+- no ``tool_choice`` other than ``"auto"``, no other sampling parameter (``top_p``,
+  ``top_k``, penalties) set on the model, and no explicit α other than the artefact's.
 
 The cost matrix, the actions and their texts may differ: the calibrator maps beliefs to
 probabilities, and the costs act after it. The dtype the model was served in is recorded,
@@ -100,6 +102,13 @@ class ServedSettings(NamedTuple):
     """The completion length limit (``None``: unset, the server's own)."""
     task_prompt: bool = True
     """Whether the task's prompt is added to the sampled requests."""
+    tool_choice: str | None = None
+    """The ``tool_choice`` bound to the model or set per request (``None``: unset)."""
+    other: tuple[str, ...] = ()
+    """Other sampling parameters set on the model (``top_p``, ``top_k``, penalties, ...),
+    which the shipped samples left at the server's defaults."""
+    alpha: float | None = None
+    """The Dirichlet prior α given explicitly (``None``: the calibrator's)."""
 
 
 def _is_int(value: Any) -> bool:
@@ -127,10 +136,12 @@ def _check(data: Mapping[str, Any], where: str) -> CalibratorArtefact:
         or not _is_int(sampling.get("max_tokens"))
         or not isinstance(sampling.get("temperature"), int | float)
         or sampling.get("prompt") != artefact.task.prompt
+        or artefact.risk_control is not None
     ):
         msg = (
             "shipped calibrator has no complete record (task_spec, record.model, "
-            "record.sampling with n, temperature, max_tokens and the task's prompt)."
+            "record.sampling with n, temperature, max_tokens and the task's prompt) or carries "
+            "a risk limit (certified for one cost matrix, so no shipped default)."
         )
         raise DataFileError(msg, path=where)
     return artefact
@@ -179,6 +190,8 @@ def _belief_view(task: Task, *, prompt: bool) -> dict[str, Any]:
     view["parser"]["options"] = {
         k: v for k, v in options.items() if k not in UNMATCHED_PARSER_OPTIONS
     }
+    if view["grounding"] is not None:
+        view["grounding"].pop("execute", None)  # what is sent, not what the belief sees
     if not prompt:
         view["prompt"] = None
     return view
@@ -209,6 +222,15 @@ def mismatch(artefact: CalibratorArtefact, task: Task, served: ServedSettings) -
         return (
             f"it was fitted with max_tokens {limit}, this model is limited to {served.max_tokens}"
         )
+    if served.tool_choice not in (None, "auto"):
+        return f"it was fitted with tool_choice 'auto', this front door sets {served.tool_choice!r}"
+    if served.other:
+        return (
+            f"it was fitted with the server's default {', '.join(served.other)}, this model "
+            "sets them"
+        )
+    if served.alpha is not None and not math.isclose(served.alpha, artefact.alpha or 0.0):
+        return f"it was fitted with alpha {artefact.alpha}, this front door sets {served.alpha}"
     fitted = artefact.task
     assert fitted is not None  # _check
     ours = _belief_view(task, prompt=served.task_prompt)

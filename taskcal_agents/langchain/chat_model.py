@@ -60,6 +60,10 @@ def _unknown_parameters(unknown: list[str], known: set[str]) -> ConfigurationErr
     return ConfigurationError(msg)
 
 
+_UNSET: Any = object()
+"""``calibrator`` not given: ``"auto"`` for a new runnable, nothing to check with ``runnable``."""
+
+
 class TaskCalibratedChatModel(BaseChatModel):
     """A chat model whose reply is a calibrated, cost-aware decision.
 
@@ -93,7 +97,7 @@ class TaskCalibratedChatModel(BaseChatModel):
         self,
         model: Runnable[Any, Any] | None = None,
         task: Task | None = None,
-        calibrator: CalibratorLike | None = "auto",
+        calibrator: CalibratorLike | None = _UNSET,
         *,
         runnable: TaskCalibratedRunnable | None = None,
         **kwargs: Any,
@@ -114,11 +118,15 @@ class TaskCalibratedChatModel(BaseChatModel):
                     f"got model={model!r}, task={task!r}."
                 )
                 raise ConfigurationError(msg)
-            runnable = TaskCalibratedRunnable(model, task, calibrator, **runnable_kwargs)
-        elif model is not None or task is not None or calibrator != "auto" or runnable_kwargs:
+            runnable = TaskCalibratedRunnable(
+                model, task, "auto" if calibrator is _UNSET else calibrator, **runnable_kwargs
+            )
+        elif model is not None or task is not None or calibrator is not _UNSET or runnable_kwargs:
+            given = [*runnable_kwargs, *(["calibrator"] if calibrator is not _UNSET else [])]
+            given += [name for name, v in (("model", model), ("task", task)) if v is not None]
             msg = (
                 "TaskCalibratedChatModel takes either 'runnable' or model/task/calibrator and "
-                f"sampling options, not both; got runnable and {sorted(runnable_kwargs)!r}."
+                f"sampling options, not both; got runnable and {sorted(given)!r}."
             )
             raise ConfigurationError(msg)
         # pydantic validates this model's fields; mypy types BaseChatModel's

@@ -265,8 +265,9 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         task = self.task_for(question_id, question)
         owner = f"{type(self).__name__} question {question_id!r}"
         served = served_settings(
-            self.chat_model, n_samples=self.n_samples, temperature=self.temperature
-        )
+            self.chat_model, n_samples=self.n_samples, temperature=self.temperature,
+            alpha=self.alpha if "alpha" in self.model_fields_set else None,
+        )  # fmt: skip
         resolved = resolve_calibrator(
             pick_calibrator(self.calibrators.get(question_id, AUTO), task, served, owner=owner),
             task,

@@ -155,7 +155,7 @@ def risk_classifier(
     costs = risk_costs(
         cost_false_negative=cost_false_negative, cost_false_positive=cost_false_positive
     )
-    calibrators = {} if calibrator is None else {question_id: calibrator}
+    calibrators = {question_id: calibrator}  # None: the raw belief, silently
     return TaskCalibratedDecisionModel(
         chat_model=chat_model, costs={question_id: costs}, calibrators=calibrators, **options
     )

@@ -76,7 +76,13 @@ from taskcal_agents.decision.protocol import (
     decide_in_rounds,
 )
 from taskcal_agents.decision.risk_control import RiskControl
-from taskcal_agents.decision.shipped import AUTO, Auto, ServedSettings, auto_artefact
+from taskcal_agents.decision.shipped import (
+    AUTO,
+    Auto,
+    ServedSettings,
+    auto_artefact,
+    shipped_artefacts,
+)
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
@@ -350,7 +356,7 @@ class TaskCalibrationMiddleware(
                 right after a tool result (answer from it, call another tool, ask or
                 abstain; see :func:`taskcal_agents.decision.presets.after_tool_result`), or the path
                 of a task file. ``"auto"`` (the default): ``after_tool_result`` with the
-                task's tools, texts and prompt when ``task`` is a ``tool_decision`` task
+                task's tools, texts and own prompt when ``task`` is a ``tool_decision`` task
                 (whose parser reads a plain answer as unparsed), else ``task`` itself.
                 ``None``: ``task`` (and ``calibrator``) decide on those turns too. On
                 every turn a sampled call that repeats a call already made and answered
@@ -397,6 +403,7 @@ class TaskCalibrationMiddleware(
         self._explicit_alpha = explicit_alpha
         if calibrator == AUTO:  # resolved per request: the model is the request's
             self._auto = {}
+            shipped_artefacts()  # read the shipped files now, not on an async request
             resolved = resolve_calibrator(None, task, alpha=explicit_alpha, owner=owner)
         elif reload_artefact:
             self._reloader = ArtefactReloader(
@@ -495,7 +502,9 @@ class TaskCalibrationMiddleware(
         assert self._auto is not None
         served = served_settings(
             request.model, n_samples=self.options.n_samples, temperature=self.temperature,
-            task_prompt=self.use_task_prompt,
+            task_prompt=self.use_task_prompt, alpha=self._explicit_alpha,
+            request_settings=request.model_settings,
+            tool_choice=request.tool_choice if request.tools else None,
         )  # fmt: skip
         found = self._auto.get(served)
         if found is None:

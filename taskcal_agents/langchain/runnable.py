@@ -255,7 +255,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         else:
             served = served_settings(
                 split_retry(self.model)[0], n_samples=self.n_samples, temperature=self.temperature,
-                task_prompt=self.use_task_prompt,
+                task_prompt=self.use_task_prompt, alpha=alpha,
             )  # fmt: skip
             resolved = resolve_calibrator(
                 pick_calibrator(self.calibrator, self.task, served, owner=owner), self.task,

@@ -26,7 +26,7 @@ the :class:`~taskcal_agents.sampling.Sampler` over a chat model.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -105,22 +105,35 @@ def chat_model_of(model: Runnable[Any, Any]) -> BaseChatModel | None:
     return core if isinstance(core, BaseChatModel) else None
 
 
+_OTHER_SAMPLING = (
+    "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty",
+)  # fmt: skip
+"""Sampling parameters a shipped calibrator's samples left at the server's defaults."""
+
+
 def served_settings(
     model: Runnable[Any, Any],
     *,
     n_samples: int,
     temperature: float | None,
     task_prompt: bool = True,
+    alpha: float | None = None,
+    request_settings: Mapping[str, Any] | None = None,
+    tool_choice: Any = None,
 ) -> ServedSettings:
     """How a front door samples ``model``: what ``calibrator="auto"`` matches.
 
     The chat model's name (``model_name`` or ``model``), its completion length limit
-    (``max_tokens`` / ``max_completion_tokens``, bound or its own) and ``temperature`` when
-    given, else the model's own.
+    (``max_tokens`` / ``max_completion_tokens``), ``tool_choice`` and other sampling
+    parameters it sets (bound, per request in ``request_settings`` / ``tool_choice``, or its
+    own), and ``temperature`` when given, else the model's own.
     """
     from taskcal_agents.decision.shipped import ServedSettings
 
-    core, kwargs, _, _ = unwrap_binding(model)
+    core, bound, _, _ = unwrap_binding(model)
+    kwargs = {**bound, **(request_settings or {})}
+    if tool_choice is not None:
+        kwargs["tool_choice"] = tool_choice
     chat = core if isinstance(core, BaseChatModel) else None
 
     def setting(*names: str) -> Any:
@@ -136,12 +149,16 @@ def served_settings(
     limit = setting("max_tokens", "max_completion_tokens")
     if temperature is None:
         temperature = setting("temperature")
+    choice = setting("tool_choice")
     return ServedSettings(
         model=name if isinstance(name, str) and name else None,
         n_samples=n_samples,
         temperature=float(temperature) if isinstance(temperature, int | float) else None,
         max_tokens=int(limit) if isinstance(limit, int) and not isinstance(limit, bool) else None,
         task_prompt=task_prompt,
+        tool_choice=None if choice is None else str(choice),
+        other=tuple(p for p in _OTHER_SAMPLING if setting(p) is not None),
+        alpha=alpha,
     )
 
 

@@ -14,16 +14,16 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from taskcal_agents.decision.artefact import CalibratorArtefact
 from taskcal_agents.decision.belief import DEFAULT_ALPHA
 from taskcal_agents.decision.options import DEFAULT_N_SAMPLES, DEFAULT_TEMPERATURE
 from taskcal_agents.decision.task import Task
-from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.sampling import Sampler
 from taskcal_agents.workflow._runner import (
     SampleSettings,
@@ -32,7 +32,10 @@ from taskcal_agents.workflow._runner import (
     sample_header,
 )
 from taskcal_agents.workflow._steps import fit_artefact
-from taskcal_agents.workflow._store import SamplesStore
+from taskcal_agents.workflow._store import SamplesStore, read_samples
+
+if TYPE_CHECKING:
+    from taskcal_agents.datasets import DatasetItem
 
 __all__ = [
     "CALIBRATE_CALIBRATOR",
@@ -45,8 +48,12 @@ __all__ = [
 CALIBRATE_MAX_TOKENS = 256
 """The completion length limit of the samples (a call, a question or a refusal fits)."""
 
-CALIBRATE_CALIBRATOR = "dirichlet"
-"""The calibrator family fitted (chosen on the corpus's development split)."""
+CALIBRATE_CALIBRATOR = "logistic"
+"""The calibrator family fitted: multinomial logistic regression on ln p̂, the extra shares
+and the relevance features, its L2 strength cross-validated. Chosen on the corpus's
+development split (Qwen2.5-Coder-0.5B, 219 items, 5-fold cross-fitted expected cost): 0.516
+with the relevance features against 0.594 without (matrix scaling 0.594, Dirichlet 0.626,
+vector scaling 0.566, the best constant 0.667)."""
 
 CALIBRATE_SPLIT = "train"
 """The corpus split fitted on (the development split chose the family; the test split is
@@ -160,28 +167,37 @@ def calibrate_endpoint(
             raise ConfigurationError(msg)
         items = items[:limit]
     data = folder / f"bfcl.{CALIBRATE_SPLIT}.jsonl"
+    samples = folder / "samples.jsonl"
+    digest = _items_digest(items)
+    if samples.exists():
+        drawn_for = read_samples(samples).header.get("items_sha256")
+        if drawn_for is not None and drawn_for != digest:
+            msg = (
+                "the samples in this work folder were drawn for other items (another --limit "
+                "or --source); use another --work-dir."
+            )
+            raise DataFileError(msg, path=str(samples))
     write_dataset(items, data)
     settings = SampleSettings(
         n=n, temperature=temperature, greedy=False, max_tokens=max_tokens, model=model,
         base_url=base_url,
     )  # fmt: skip
-    samples = folder / "samples.jsonl"
-    store = SamplesStore.open(samples, sample_header(task, settings, str(data)))
+    header = {**sample_header(task, settings, data.name), "items_sha256": digest}
+    store = SamplesStore.open(samples, header)
     with store:
         todo = [i for i in items if i.id not in store.done]
+        already = len(items) - len(todo)
         head, rest = todo[:WARMUP_ITEMS], todo[WARMUP_ITEMS:]
         run = {"concurrency": concurrency, "max_failures": max_failures, "on_record": on_record}
         start = time.monotonic()
         report = run_sampling(task, head, sampler, store, settings, **run)  # type: ignore[arg-type]
-        if rest and head and not (report.failures or report.interrupted):
-            per_item = (time.monotonic() - start) / len(head)
-            if on_estimate is not None:
+        if rest and not report.interrupted:
+            if on_estimate is not None and report.written:
+                per_item = (time.monotonic() - start) / len(head)
                 on_estimate(per_item * len(rest), len(rest))
             more = run_sampling(task, rest, sampler, store, settings, **run)  # type: ignore[arg-type]
-            report = _merged(report, more, len(items))
-        else:
-            report.total = len(items)
-            report.skipped = len(items) - len(todo)
+            report = _merged(report, more)
+        report.total, report.skipped = len(items), already
     if report.failures or report.interrupted:
         return CalibrateResult(None, target, samples, report)
     folds = CV_FOLDS if len(items) >= 5 * CV_FOLDS else 0  # a trial run: no cross-fit
@@ -200,7 +216,7 @@ def calibrate_endpoint(
             "corpus": "bfcl", "source": src.name,
             "source_sha256": _sha256_file(src) if src.is_file() else None,
             "split": CALIBRATE_SPLIT, "n_items": len(items),
-            "items_sha256": _sha256_file(data),
+            "items_sha256": digest,
         },
         "command": command,
         "taskcal_version": _version(),
@@ -210,11 +226,18 @@ def calibrate_endpoint(
     return CalibrateResult(artefact, target, samples, report)
 
 
-def _merged(a: SamplingReport, b: SamplingReport, total: int) -> SamplingReport:
-    """The report of two runs over the two parts of one split."""
+def _items_digest(items: Sequence[DatasetItem]) -> str:
+    """The sha256 of the items' JSON lines: what the samples were drawn for."""
+    h = hashlib.sha256()
+    for item in items:
+        h.update(item.model_dump_json().encode("utf-8") + b"\n")
+    return h.hexdigest()
+
+
+def _merged(a: SamplingReport, b: SamplingReport) -> SamplingReport:
+    """The report of two runs over the two parts of one split (totals set by the caller)."""
     merged = SamplingReport(
-        total=total,
-        skipped=total - a.written - b.written - len(a.failures) - len(b.failures),
+        total=a.total + b.total,
         written=a.written + b.written,
         failures=[*a.failures, *b.failures],
         interrupted=a.interrupted or b.interrupted,

@@ -28,6 +28,7 @@ from taskcal_agents.decision.shipped import (
     mismatch,
     pick_calibrator,
 )
+from taskcal_agents.decision.task import GroundingSpec
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
 from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
@@ -37,6 +38,7 @@ from taskcal_agents.workflow.calibrate import calibrate_endpoint, calibrate_task
 
 from .test_bfcl_corpus import write_category
 from .test_decision_model import TEAM
+from .test_sampling_langchain import get_weather
 
 MODEL = "qwen2.5-coder-0.5b-instruct"
 PROMPT = presets.TOOL_DECISION_PROMPT
@@ -227,6 +229,56 @@ def test_the_middleware_resolves_auto_for_the_requests_model(ship: CalibratorArt
     other = request.override(model=NamedModel(messages=replies(1), model_name="other"))
     with pytest.warns(UncalibratedWarning):
         assert middleware._in_force(other)[0].calibrator_id is None
+    # what the agent binds per request counts: a shorter limit, a forced call, top_p
+    for changed, why in (
+        ({"model_settings": {"max_tokens": 16}}, "max_tokens 256"),
+        ({"model_settings": {"top_p": 0.5}}, "default top_p"),
+        ({"tools": [get_weather], "tool_choice": "any"}, "front door sets 'any'"),
+    ):
+        with pytest.warns(UncalibratedWarning, match=why):
+            assert middleware._in_force(request.override(**changed))[0].calibrator_id is None
+    assert middleware._in_force(request.override(tools=[get_weather]))[0] is decider
+
+
+def test_an_explicit_alpha_or_a_bound_setting_is_another_belief(ship: CalibratorArtefact) -> None:
+    for kwargs, why in (({"alpha": 1.0}, "alpha 0.1"), ({}, "default top_k")):
+        model = NamedModel(messages=replies(1))
+        bound = model.bind(top_k=5) if not kwargs else model
+        with pytest.warns(UncalibratedWarning, match=why):
+            TaskCalibratedRunnable(bound, presets.tool_decision(), temperature=1.0, **kwargs)
+    sends_any = presets.tool_decision(grounding=GroundingSpec(relevance=True, execute="any"))
+    assert mismatch(ship, sends_any, SERVED) is None  # what is sent is not what is believed
+
+
+def test_front_doors_without_auto_stay_silent(ship: CalibratorArtefact) -> None:
+    from taskcal_agents.langchain.interop import risk_classifier
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = risk_classifier(NamedModel(messages=replies(1)))  # calibrator=None: raw
+        assert model.calibrators == {"is_risky": None}
+        runnable = TaskCalibratedRunnable(
+            NamedModel(messages=replies(1)), presets.tool_decision(), calibrator=None
+        )
+        chat = TaskCalibratedChatModel(runnable=runnable)
+        assert chat.runnable is runnable
+    with pytest.raises(ConfigurationError, match=r"got runnable and \['calibrator'\]"):
+        TaskCalibratedChatModel(runnable=runnable, calibrator=None)
+    no_dict = CalibratorArtefact(calibrator=FakeCal(), labels=list(TEAM.criteria))
+    assert no_dict.content_id is None
+    listed = TaskCalibratedDecisionModel(
+        chat_model=NamedModel(messages=replies(1)), n_samples=4, calibrators={"team": no_dict}
+    )
+    assert listed._decider("team", TEAM).calibrator_id is None
+
+
+class FakeCal:
+    """A calibrator that cannot be written (no ``to_dict``)."""
+
+    n_classes_ = 3
+
+    def predict_proba(self, X: Any) -> Any:
+        return np.asarray(X, dtype=float)
 
 
 def test_the_decision_model_takes_auto_for_unlisted_questions(ship: CalibratorArtefact) -> None:
@@ -340,6 +392,36 @@ def test_calibrate_refuses_to_resume_under_other_settings(tmp_path: Path, source
     with pytest.raises(DataFileError, match="temperature"):
         calibrate_endpoint(ToolSampler(), model="m", source=source, work_dir=tmp_path, n=4,
                            temperature=0.7, limit=3)  # fmt: skip
+    with pytest.raises(DataFileError, match="drawn for other items"):
+        calibrate_endpoint(ToolSampler(), model="m", source=source, work_dir=tmp_path, n=4,
+                           limit=5)  # fmt: skip
+
+
+class Interrupted(ToolSampler):
+    """Fails every call after the first ``ok``: the run stops at ``max_failures``."""
+
+    def __init__(self, ok: int) -> None:
+        super().__init__()
+        self.ok = ok
+
+    def sample(self, messages: Any, **kwargs: Any) -> list[AIMessage]:
+        if len(self.calls) >= self.ok:
+            msg = "connection refused"
+            raise ConnectionError(msg)
+        return super().sample(messages, **kwargs)
+
+
+@FEW_ITEMS
+def test_an_interrupted_calibrate_resumes_with_honest_totals(tmp_path: Path, source: Path) -> None:
+    first = calibrate_endpoint(Interrupted(ok=10), model="m", source=source, work_dir=tmp_path,
+                               n=4, concurrency=1, max_failures=2)  # fmt: skip
+    assert first.artefact is None
+    assert (first.report.written, first.report.skipped) == (10, 0) and first.report.failures
+    second = calibrate_endpoint(ToolSampler(), model="m", source=source, work_dir=tmp_path, n=4,
+                                calibrator="temperature")  # fmt: skip
+    total = second.report.total
+    assert (second.report.skipped, second.report.written) == (10, total - 10)
+    assert second.artefact is not None
 
 
 @FEW_ITEMS
@@ -356,8 +438,12 @@ def test_the_command_prints_its_expected_duration_and_the_artefact(
     assert result.exit_code == 0, result.output
     assert "expected duration: about" in result.output
     assert "wrote" in result.output and "content id" in result.output
-    data = json.loads((tmp_path / "w" / "calibrator.json").read_text())
-    assert data["record"]["command"].startswith("taskcal calibrate")
+    text = (tmp_path / "w" / "calibrator.json").read_text()
+    assert str(tmp_path) not in text and "http://x" not in text  # no local path, no server
+    assert json.loads(text)["record"]["command"] == (
+        "taskcal calibrate --base-url URL --model m --source data --work-dir WORK_DIR --n 4 "
+        "--temperature 1 --max-tokens 256 --calibrator temperature --concurrency 4"
+    )
     missing = CliRunner().invoke(app, ["calibrate", "--source", str(source), "--work-dir", "w"],
                                  env={"TASKCAL_BASE_URL": "", "TASKCAL_MODEL": ""})  # fmt: skip
     assert missing.exit_code == 2 and "--base-url and --model are required" in missing.output
