@@ -71,7 +71,7 @@ from taskcal_agents._files import write_json
 from taskcal_agents.decision.artefact import CalibratorArtefact, resolve_calibrator
 from taskcal_agents.decision.decider import Decider
 from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.decision.task import Task
+from taskcal_agents.decision.task import GroundingSpec, Task
 from taskcal_agents.production import refit_from_records
 from taskcal_agents.production.decision_log import artefact_id, open_decision_log
 from taskcal_agents.production.monitor import first_alarm, monitor
@@ -345,7 +345,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
     """Run the benchmark, print the table, return the per-seed results."""
     args = parse_args(argv)
-    task = tool_decision(sampled_actions=[])
+    task = tool_decision(sampled_actions=[], grounding=GroundingSpec())  # simulated beliefs only
     started = time.perf_counter()
     shm = Path("/dev/shm")  # the log fsyncs each append: keep it off the disk if we can
     log_dir = args.log_dir or (shm if shm.is_dir() else None)

@@ -195,7 +195,7 @@ def from_dict(d: Mapping[str, Any]) -> BaseCalibrator:
     for name, kind in cls._state_attributes:
         try:
             value = _decode(state[name], kind)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:  # int(inf) overflows
             msg = f"from_dict got a {type_name} state {name!r} that is not a {kind}: {exc}"
             raise ValueError(msg) from exc
         values = value if kind == "array_list" else [value]

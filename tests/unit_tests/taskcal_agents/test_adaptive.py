@@ -29,6 +29,7 @@ from taskcal_agents.decision.adaptive import (
 from taskcal_agents.decision.decider import Decider
 from taskcal_agents.decision.risk_control import RiskControl, RiskSpec
 from taskcal_agents.decision.stopping_prior import StoppingPrior
+from taskcal_agents.decision.task import GroundingSpec
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
 from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
@@ -53,6 +54,10 @@ CALL = AIMessage(
     content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c"}]
 )
 """A grounded get_weather(city="Paris") sample under PARIS."""
+
+
+PLAIN = GroundingSpec()
+"""Tool decisions without the relevance features, which adaptive N refuses."""
 
 
 def call_guard(threshold: float) -> RiskControl:
@@ -232,7 +237,7 @@ def brute_force_change(
 def test_the_estimate_is_the_exact_predictive_by_brute_force(
     prefix: list[str], decides: str
 ) -> None:
-    task = tasks.tool_decision(cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]])
+    task = tasks.tool_decision(grounding=PLAIN, cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]])
     guard = call_guard(0.8)
     # "calls": a map that always favours the call, so without a call among the samples the
     # action is not the call, and the first future call makes it executable.
@@ -272,7 +277,7 @@ def test_monte_carlo_past_the_enumeration_limit_agrees_with_the_exact_sum() -> N
 
 
 def test_a_tool_call_no_sample_carries_out_yet_can_become_executable() -> None:
-    task = tasks.tool_decision()
+    task = tasks.tool_decision(grounding=PLAIN)
     decider = Decider(task, ConstantCalibrator([0.9, 0.05, 0.05]))
     # Without an executable tool call, MBR takes the next action; a future tool-call
     # sample makes the call executable and changes the action.
@@ -285,7 +290,7 @@ def test_the_rule_watches_the_guarded_action() -> None:
     # Four unanimous tool calls: MBR keeps the call whatever 12 more samples say, nearly
     # always; the guard (score 0.953 against λ̂ = 0.95) downgrades it to asking as soon as
     # one more sample is not a call. The rule must watch the action the Decider returns.
-    task = tasks.tool_decision(cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]])
+    task = tasks.tool_decision(grounding=PLAIN, cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]])
     guard = call_guard(0.95)
     plain, guarded = Decider(task), Decider(task, risk_control=guard)
     now, later = [CALL] * 4, [CALL] * 4 + [AIMessage(content="zzz")]
@@ -304,7 +309,7 @@ def test_the_rule_watches_the_guarded_action() -> None:
 
 
 def test_choose_actions_is_the_decision_of_decide() -> None:
-    task = tasks.tool_decision(cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]])
+    task = tasks.tool_decision(grounding=PLAIN, cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]])
     guard = call_guard(0.9)
     decider = Decider(task, risk_control=guard)
     rows = [[4, 0, 0, 0], [4, 0, 0, 1], [3, 1, 0, 0], [1, 2, 1, 0], [0, 0, 3, 1], [9, 1, 0, 0]]
@@ -452,7 +457,7 @@ def test_front_doors_refuse_answer_clusters() -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_middleware_stops_early_when_samples_agree(mode: str) -> None:
-    task = tasks.tool_decision()
+    task = tasks.tool_decision(grounding=PLAIN)
     mw = TaskCalibrationMiddleware(
         task=task, n_samples=16, sampling="handler", adaptive=settled(task, 0.1)
     )
@@ -475,7 +480,7 @@ def test_middleware_refuses_a_bad_epsilon() -> None:
         match=r"^TaskCalibrationMiddleware parameter 'adaptive\.epsilon': Input should be less "
         r"than 1, got 2\.0\.$",
     ):
-        TaskCalibrationMiddleware(task=tasks.tool_decision(), adaptive=2.0)
+        TaskCalibrationMiddleware(task=tasks.tool_decision(grounding=PLAIN), adaptive=2.0)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -506,10 +511,10 @@ class RaisingCalibrator(ConstantCalibrator):
 
 
 def test_middleware_a_stopping_rule_error_raises_rather_than_falling_back() -> None:
+    plain = tasks.tool_decision(grounding=PLAIN)
     mw = TaskCalibrationMiddleware(
-        task=tasks.tool_decision(), calibrator=RaisingCalibrator([0.4, 0.3, 0.3]),
-        n_samples=16, sampling="handler", adaptive=settled(tasks.tool_decision(), 0.05),
-        on_error="fallback",
+        task=plain, calibrator=RaisingCalibrator([0.4, 0.3, 0.3]),
+        n_samples=16, sampling="handler", adaptive=settled(plain, 0.05), on_error="fallback",
     )  # fmt: skip
     handler = CountingHandler(["Which city?"] * 16)
     with pytest.raises(ConfigurationError, match="calibrator broke"):
@@ -518,7 +523,7 @@ def test_middleware_a_stopping_rule_error_raises_rather_than_falling_back() -> N
 
 
 def test_middleware_a_full_draw_with_an_empty_response_did_not_stop_early() -> None:
-    task = tasks.tool_decision()
+    task = tasks.tool_decision(grounding=PLAIN)
     mw = TaskCalibrationMiddleware(
         task=task, n_samples=16, sampling="handler", adaptive=settled(task, 0.05)
     )

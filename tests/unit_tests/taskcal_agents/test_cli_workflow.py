@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from taskcal_agents.cli import app
 from taskcal_agents.commands import workflow as cmd
 from taskcal_agents.datasets import write_dataset
+from taskcal_agents.decision.presets import TOOL_DECISION_GROUNDING
 from taskcal_agents.workflow import read_samples
 
 from .test_workflow_fakes import FakeSampler, ScriptedSampler, tool_items, tool_task
@@ -83,7 +84,8 @@ def test_data_convert_and_check(runner: CliRunner, tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert f"wrote task 'when2call' to {task_out}" in result.output
-    assert tool_task() == type(tool_task()).from_file(task_out)
+    # the data set's default task: tool_decision's defaults, the relevance features on
+    assert tool_task(grounding=TOOL_DECISION_GROUNDING) == type(tool_task()).from_file(task_out)
     assert f"wrote 3 items to {out}: tool_call 1, request_for_info 1, cannot_answer 1" in (
         result.output
     )

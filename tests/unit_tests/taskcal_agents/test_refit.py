@@ -18,11 +18,12 @@ from taskcal_agents.decision.artefact import CalibratorArtefact
 from taskcal_agents.decision.belief import Belief
 from taskcal_agents.decision.decider import Decision
 from taskcal_agents.decision.presets import tool_decision
+from taskcal_agents.decision.task import GroundingSpec
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.production import refit_from_records
 from taskcal_agents.production.decision_log import artefact_id, open_decision_log
 
-TASK = tool_decision()
+TASK = tool_decision(grounding=GroundingSpec())  # no relevance features: beliefs only
 LABELS = list(TASK.labels)
 ALPHA = 0.5
 N = 10

@@ -22,6 +22,7 @@ from taskcal_agents.decision.stopping_prior import (
     StoppingPriorWarning,
     fit_stopping_prior,
 )
+from taskcal_agents.decision.task import GroundingSpec
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
 from taskcal_agents.workflow import fit_artefact, read_samples
@@ -29,7 +30,7 @@ from taskcal_agents.workflow import fit_artefact, read_samples
 from .test_sampling_langchain import RecordingChatModel
 from .test_workflow import _sampled
 
-TOOL = tasks.tool_decision()
+TOOL = tasks.tool_decision(grounding=GroundingSpec())  # adaptive N: no relevance features
 
 
 def dirichlet_multinomial_counts(a: list[float], n_items: int, n: int, seed: int = 0) -> np.ndarray:

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage
 
 from taskcal_agents.datasets import DatasetItem
 from taskcal_agents.decision import presets as tasks
-from taskcal_agents.decision.task import Task
+from taskcal_agents.decision.task import GroundingSpec, Task
 
 WHEN2CALL_COST = [[0.0, 1.0, 2.0], [4.0, 0.0, 2.0], [4.0, 1.0, 0.0]]
 LABELS = ("tool_call", "request_for_info", "cannot_answer")
@@ -25,6 +25,7 @@ TEXTS = {
 
 
 def tool_task(**kw: Any) -> Task:
+    kw.setdefault("grounding", GroundingSpec())  # adaptive N and p̂-only fits: no relevance
     return tasks.tool_decision(cost=WHEN2CALL_COST, name="when2call", **kw)
 
 
