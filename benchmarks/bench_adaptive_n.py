@@ -52,7 +52,7 @@ from taskcal_agents.decision.adaptive import (
 )
 from taskcal_agents.decision.decider import Decider
 from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.decision.task import Task
+from taskcal_agents.decision.task import GroundingSpec, Task
 from taskcal_agents.workflow import load_eval_arrays
 from taskcal_agents.workflow._calibrator_specs import default_factory
 from taskcal_agents.workflow._data import dataset_items, record_context
@@ -142,7 +142,9 @@ def early_stop_table(
 
 def sim_task() -> Task:
     """The tool task on counts: no sampled action, so every action is executable."""
-    return tool_decision().model_copy(update={"sampled_actions": [], "name": "sim_tool"})
+    return tool_decision(grounding=GroundingSpec()).model_copy(
+        update={"sampled_actions": [], "name": "sim_tool"}
+    )
 
 
 def sim_items(rng: np.random.Generator, n: int) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
