@@ -264,5 +264,15 @@ PY
       --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \
       --out "runs/$QT.w2c.n16t1.samples.jsonl" || true
     stop_server "$SPID"
+    # The final tables: the calibrator `taskcal calibrate` fitted on the train split (the one
+    # shipped as taskcal_agents/data/calibrators/$QM.json), evaluated held out as it is served.
+    A="runs/calibrate-$QT/calibrator.json"
+    if [ -s "$A" ]; then
+      for EV in bfcl.test w2c.n16t1; do
+        $T evaluate --samples "runs/$QT.$EV.samples.jsonl" --artefact "$A" --folds 5 \
+          --calibrators temperature,vector,matrix,dirichlet,logistic --permutations 200 \
+          --out "runs/$QT.$EV.eval.json" || true
+      done
+    fi
   done
 fi
