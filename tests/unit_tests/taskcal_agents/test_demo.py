@@ -33,6 +33,7 @@ from taskcal_agents.errors import DataFileError
 from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.serving import DtypeChoice
 from taskcal_agents.workflow import eval_arrays, read_samples
+from taskcal_agents.workflow.calibrate import CALIBRATE_MAX_TOKENS
 from taskcal_agents.workflow.demo import (
     DEMO_FORMAT,
     DEMO_MAX_TOKENS,
@@ -136,7 +137,8 @@ class FakeServer:
         body = {"id": "c", "object": "chat.completion", "created": 0, "model": "fake"}
         choices = (payload.get("structured_outputs") or {}).get("choice")
         if payload.get("tools"):
-            if payload.get("logprobs") or choices or payload.get("max_tokens") != DEMO_MAX_TOKENS:
+            limits = (DEMO_MAX_TOKENS, CALIBRATE_MAX_TOKENS)  # the parts', the shipped map's
+            if payload.get("logprobs") or choices or payload.get("max_tokens") not in limits:
                 return httpx.Response(400, json={"message": f"not a sampled request: {payload}"})
             completions = self.completions(prompt, payload["n"])
             return httpx.Response(200, json={**body, "choices": completions})
@@ -521,3 +523,30 @@ def test_the_estimate_times_the_items_each_part_has_left(shared_data: Path, tmp_
     # Nothing left: no estimate.
     run(stsb_items(N_STSB + WARMUP_ITEMS["stsb"] + 4))
     assert len(seen) == 2
+
+
+def test_live_decisions_use_the_shipped_calibrator_of_the_model(
+    shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import taskcal_agents.decision.shipped as shipped
+
+    from .test_shipped import shipped_artefact
+
+    artefact = shipped_artefact()
+    artefact.metadata["record"]["model"] = "fake/model"
+    monkeypatch.setattr(shipped, "shipped_artefacts", lambda: (artefact,))
+    server = FakeServer(shared_data)
+    result = run_demo(server.sampler(), tmp_path, model="fake/model", base_url=BASE_URL,
+                      stsb=None, permutations=0, show=2)  # fmt: skip
+    live = server.requests[-2:]  # drawn as the shipped map's samples were
+    assert [(r["n"], r["max_tokens"], r["temperature"]) for r in live] == [(16, 256, 1.0)] * 2
+    assert all(r["n"] == DEMO_N and r["max_tokens"] == DEMO_MAX_TOKENS
+               for r in server.requests[:-2])  # fmt: skip
+    for shown in result.decisions:
+        assert shown.calibrator == f"shipped calibrator {artefact.content_id}"
+        assert shown.decision.calibrator_id == artefact.content_id
+        assert shown.decision.n_samples == 16
+    other = run_demo(server.sampler(), tmp_path / "other", model="other/model",
+                     base_url=BASE_URL, stsb=None, permutations=0, show=1)  # fmt: skip
+    assert other.decisions[0].calibrator == "Dirichlet map fitted on the other requests"
+    assert other.decisions[0].decision.calibrator_id is None
