@@ -201,8 +201,8 @@ def calibrate_endpoint(
     if report.failures or report.interrupted:
         return CalibrateResult(None, target, samples, report)
     folds = CV_FOLDS if len(items) >= 5 * CV_FOLDS else 0  # a trial run: no cross-fit
-    fitted, _ = fit_artefact(
-        samples, calibrator=calibrator, alpha=DEFAULT_ALPHA, cv_folds=folds, data=data
+    fitted, _ = fit_artefact(  # this task's belief, whatever task the samples were drawn for
+        samples, calibrator=calibrator, task=task, alpha=DEFAULT_ALPHA, cv_folds=folds, data=data
     )
     artefact = CalibratorArtefact.from_dict(fitted)
     src = Path(source)

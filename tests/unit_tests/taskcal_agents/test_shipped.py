@@ -356,6 +356,8 @@ def test_calibrate_samples_the_train_split_fits_and_records_how(
     artefact = result.artefact
     assert artefact is not None and result.path == tmp_path / "work" / "calibrator.json"
     rec = artefact.metadata["record"]
+    assert artefact.task == calibrate_task() and artefact.task.reads_relevance
+    assert artefact.metadata["calibrator_name"] == "temperature"
     n_items = rec["data"]["n_items"]
     assert n_items == result.report.total == len(sampler.calls) > 8
     assert estimates and estimates[0][1] == n_items - 8 and estimates[0][0] >= 0
