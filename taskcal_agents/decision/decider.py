@@ -138,6 +138,7 @@ def item_relevance(
     messages: Sequence[AIMessage],
     labels: Sequence[str | None],
     context: GroundingContext | None,
+    groundings: Sequence[SampleGrounding] | None = None,
 ) -> tuple[float, ...] | None:
     """The relevance features of one decision, or ``None`` when the task reads none.
 
@@ -151,6 +152,8 @@ def item_relevance(
         messages: The samples.
         labels: Their labels as the task's parser read them with the offered tools.
         context: The request's tools and conversation.
+        groundings: The samples' groundings (for ``call_agreement``; ``None``: grounded
+            here from ``context``).
 
     Raises:
         ConfigurationError: The task reads relevance features and ``context`` is missing.
@@ -168,7 +171,12 @@ def item_relevance(
         {"name": name, "description": schema.get("x-tool-description", ""), "parameters": schema}
         for name, schema in context.schemas.items()
     ]
-    return relevance_features(context.request, tools, messages, labels, refusal_label=refusal)
+    if groundings is None:
+        groundings = context.ground_samples(messages)
+    return relevance_features(
+        context.request, tools, messages, labels, refusal_label=refusal,
+        modal_calls=call_agreement(groundings),
+    )  # fmt: skip
 
 
 def raw_inputs(task: Task, belief: Belief, relevance: Sequence[float]) -> NDArray[np.float64]:
@@ -687,7 +695,7 @@ class Decider:
             return_samples=return_samples,
             clusters=clusters,
             groundings=groundings,
-            relevance=item_relevance(self.task, messages, labels, context),
+            relevance=item_relevance(self.task, messages, labels, context, groundings),
         )
         if not n_repeats:
             return decision

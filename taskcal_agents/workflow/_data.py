@@ -324,7 +324,7 @@ def eval_arrays(
         elif grounding is not None and len(labels) == len(messages):
             context = record_context(record, items, source=str(samples.path))
             groundings = context.ground_samples(messages)
-            relevance = item_relevance(task, messages, labels, context)
+            relevance = item_relevance(task, messages, labels, context, groundings)
             outcomes = task.sample_outcomes(labels, ungrounded_flags(groundings))
             belief = task.belief_from_outcomes(outcomes, alpha=alpha)
             if counts is not None:

@@ -82,7 +82,7 @@ def test_the_samples_tell_unoffered_calls_refusals_text_and_disagreement() -> No
         {"name": "teleport", "args": "{", "id": "x", "error": None, "type": "invalid_tool_call"}
     ])  # fmt: skip
     assert sample_signals([broken], [None], ["get_weather"])["unoffered_share"] == 1.0
-    assert sample_signals([], [], ["get_weather"]) == dict.fromkeys(RELEVANCE_FEATURES[1:], 0.0)
+    assert sample_signals([], [], ["get_weather"]) == dict.fromkeys(RELEVANCE_FEATURES[1:5], 0.0)
     one_call = sample_signals([call("get_weather", city="Paris")], ["tool_call"], ["get_weather"])
     assert one_call["tool_disagreement"] == 0.0
     with pytest.raises(ValueError, match=r"shorter|longer"):
@@ -92,7 +92,7 @@ def test_the_samples_tell_unoffered_calls_refusals_text_and_disagreement() -> No
 def test_the_features_come_in_their_declared_order() -> None:
     samples = [call("get_weather", city="Paris"), call("teleport")]
     features = relevance_features(
-        "What's the weather in Paris?", [WEATHER], samples, ["tool_call", None]
+        "What's the weather in Paris?", [WEATHER], samples, ["tool_call", None], modal_calls=1
     )
     assert len(features) == len(RELEVANCE_FEATURES)
     assert dict(zip(RELEVANCE_FEATURES, features, strict=True)) == {
@@ -101,6 +101,7 @@ def test_the_features_come_in_their_declared_order() -> None:
         "refusal_share": 0.0,
         "text_share": 0.0,
         "tool_disagreement": 0.5,
+        "call_agreement": 0.5,  # one of the two samples makes the modal call
     }
 
 
@@ -131,10 +132,10 @@ def test_the_task_declares_the_inputs_after_the_belief_features() -> None:
     assert (task.n_features, task.n_inputs) == (4, 4 + len(RELEVANCE_FEATURES))
     assert tool_task().n_inputs == tool_task().n_features == 4
     Decider(task, RecordingCalibrator(task.n_inputs))  # accepted
-    with pytest.raises(ConfigurationError, match=r"or 9 \(with the relevance features\)"):
+    with pytest.raises(ConfigurationError, match=r"or 10 \(with the relevance features\)"):
         Decider(task, RecordingCalibrator(7))
-    with pytest.raises(ConfigurationError, match="fitted on 9 input columns"):
-        Decider(tool_task(), RecordingCalibrator(9))  # the task reads no relevance
+    with pytest.raises(ConfigurationError, match="fitted on 10 input columns"):
+        Decider(tool_task(), RecordingCalibrator(10))  # the task reads no relevance
 
 
 def test_evaluation_and_runtime_feed_the_calibrator_the_same_row(tmp_path: Path) -> None:
@@ -224,8 +225,9 @@ def test_the_runtime_features_are_those_of_the_offered_tools() -> None:
     request = "What's the weather in the city of Paris?"
     context = GroundingContext([WEATHER, BOOKING], [{"role": "user", "content": request}])
     got = item_relevance(relevance_task(), samples, labels, context)
-    want = relevance_features(request, [WEATHER, BOOKING], samples, labels)
+    want = relevance_features(request, [WEATHER, BOOKING], samples, labels, modal_calls=1)
     assert got == pytest.approx(want)
+    assert got is not None and got[-1] == pytest.approx(1 / 3)  # the Paris call, once of 3
     assert got is not None and got[0] == pytest.approx(2 / 3)  # "weather", "city" of 3
     assert got[1] == pytest.approx(1 / 3)  # only teleport was not offered
     assert item_relevance(tool_task(), samples, labels, context) is None

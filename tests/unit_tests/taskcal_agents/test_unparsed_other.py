@@ -162,7 +162,7 @@ def test_check_calibrator_input_width() -> None:
         match=re.escape(
             "calibrator RecordingCalibrator was fitted on 5 input columns but task "
             "'tool_decision' (unparsed: other) feeds it 3 (p̂) or 4 (p̂'s counts plus the "
-            "unparsed share), or 9 (with the relevance features); fit the calibrator on this "
+            "unparsed share), or 10 (with the relevance features); fit the calibrator on this "
             "task's beliefs."
         ),
     ):
@@ -172,7 +172,7 @@ def test_check_calibrator_input_width() -> None:
         match=re.escape(
             "calibrator RecordingCalibrator was fitted on 4 input columns but task "
             "'tool_decision' (unparsed: drop) feeds it 3 (p̂; 4 inputs, with the unparsed "
-            "share, need the task's unparsed: other policy), or 8 (with the relevance "
+            "share, need the task's unparsed: other policy), or 9 (with the relevance "
             "features); fit the calibrator on this task's beliefs."
         ),
     ):
