@@ -32,7 +32,7 @@ from taskcal_agents.workflow._runner import message_from_dict
 TASK = tool_decision(grounding=GroundingSpec(relevance=True))
 """Any task that reads the relevance features: the features do not depend on its costs."""
 
-NEGATED = {"lexical_fit"}  # high fit: a tool fits
+NEGATED = {"lexical_fit", "call_agreement"}  # high: a tool fits (and the calls agree)
 
 
 def rows(path: Path) -> tuple[list[str], np.ndarray, list[str]]:

@@ -75,6 +75,7 @@ from taskcal_agents.errors import (
     DataFileError,
     LabelMismatchError,
 )
+from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
 
 __all__ = [
     "ARTEFACT_FORMAT",
@@ -610,6 +611,15 @@ def resolve_calibrator(
                 "fit a calibrator for this task with `taskcal fit`."
             )
             raise LabelMismatchError(msg, expected=list(task.labels), got=artefact.labels)
+        read = artefact.metadata.get("relevance_features")
+        if read is not None and list(read) != list(RELEVANCE_FEATURES):
+            msg = (
+                f"{owner}: calibrator artefact {artefact.path or artefact.task_name!r} reads the "
+                f"relevance features {list(read)!r}, but this version computes "
+                f"{list(RELEVANCE_FEATURES)!r}; refit it (`taskcal refit`, `taskcal fit` or "
+                "`taskcal calibrate`)."
+            )
+            raise ConfigurationError(msg)
         calibrator = artefact.calibrator
         if alpha is None:
             alpha = artefact.alpha

@@ -77,7 +77,7 @@ TOOL_DECISION_GROUNDING = GroundingSpec(relevance=True)
 that no offered tool fits the request, and the samples' agreement on the call;
 :mod:`taskcal_agents.parsing.relevance`). Chosen on the development split of the BFCL corpus,
 where the logistic calibrator reading them cost 0.475 per decision against 0.594 without them
-(Qwen2.5-Coder-0.5B, 219 items); the shipped calibrators read them."""
+(Qwen2.5-Coder-0.5B, 219 items); the calibrators the package ships read them."""
 
 
 def _matrix(cost: Sequence[Sequence[float]]) -> list[list[float]]:

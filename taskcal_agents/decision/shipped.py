@@ -59,6 +59,7 @@ from typing import Any, Literal, NamedTuple
 from taskcal_agents.decision.artefact import CalibratorArtefact, content_sha256
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import DataFileError
+from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
 
 __all__ = [
     "AUTO",
@@ -233,6 +234,11 @@ def mismatch(artefact: CalibratorArtefact, task: Task, served: ServedSettings) -
         return f"it was fitted with alpha {artefact.alpha}, this front door sets {served.alpha}"
     fitted = artefact.task
     assert fitted is not None  # _check
+    read = artefact.metadata.get("relevance_features")
+    if fitted.reads_relevance and list(read or ()) != list(RELEVANCE_FEATURES):
+        return (
+            f"it reads the relevance features {read!r}, this version {list(RELEVANCE_FEATURES)!r}"
+        )
     ours = _belief_view(task, prompt=served.task_prompt)
     theirs = _belief_view(fitted, prompt=True)
     for name in BELIEF_FIELDS:

@@ -112,7 +112,8 @@ class GroundingSpec(BaseModel):
     """Whether the calibrator also reads the relevance features
     (:data:`~taskcal_agents.parsing.relevance.RELEVANCE_FEATURES`: the request's lexical
     fit to the offered tools, the samples' calls to tools not offered, refusals, plain
-    text and disagreement on the tool), after the belief features. They are not
+    text, disagreement on the tool, and their agreement on the call), after the belief
+    features. They are not
     probabilities, so only a calibrator that reads raw input columns
     (:class:`calibrators.LogisticCalibrator`) takes them; the others read the belief
     features or p̂ as before."""

@@ -183,10 +183,16 @@ def _relevance(record: Mapping[str, Any], source: str) -> tuple[float, ...]:
     except (KeyError, TypeError, ValueError):
         values = ()
     if len(values) != len(RELEVANCE_FEATURES) or not all(map(math.isfinite, values)):
+        missing = [
+            n for n in RELEVANCE_FEATURES if not isinstance(logged, Mapping) or n not in logged
+        ]
         msg = (
             f"decision record {record.get('id')!r} has relevance {logged!r}; the task reads "
             f"the relevance features, so each decision must log {list(RELEVANCE_FEATURES)!r} "
-            "as finite numbers (decisions logged before the task read them cannot refit it)."
+            "as finite numbers"
+            + (f" (missing: {missing!r})" if missing else "")
+            + "; decisions logged before the task read them, or before a feature was added, "
+            "cannot refit it."
         )
         raise DataFileError(msg, path=source)
     return values

@@ -68,6 +68,7 @@ from taskcal_agents.decision.stopping_prior import (
 )
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
 from taskcal_agents.workflow._calibrator_specs import (
     default_factory,
 )
@@ -322,6 +323,9 @@ def make_artefact(
     task = None
     if task_spec is not None:
         task = Task.model_validate({k: v for k, v in task_spec.items() if k != "format_version"})
+    features = {}
+    if task is not None and task.reads_relevance:  # which columns, by name, in which order
+        features["relevance_features"] = list(RELEVANCE_FEATURES)
     artefact = CalibratorArtefact(
         calibrator=calibrator,
         labels=list(labels),
@@ -333,6 +337,7 @@ def make_artefact(
             "calibrator_name": calibrator_name,
             "fit_metrics": fit_metrics,
             "samples": samples or {},
+            **features,
         },
         risk_control=risk_control,
         stopping_prior=stopping_prior,

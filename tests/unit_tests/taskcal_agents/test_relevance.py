@@ -16,6 +16,7 @@ from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing.grounding import GroundingContext
 from taskcal_agents.parsing.relevance import (
     RELEVANCE_FEATURES,
+    SAMPLE_SIGNALS,
     lexical_fit,
     relevance_features,
     sample_signals,
@@ -82,7 +83,7 @@ def test_the_samples_tell_unoffered_calls_refusals_text_and_disagreement() -> No
         {"name": "teleport", "args": "{", "id": "x", "error": None, "type": "invalid_tool_call"}
     ])  # fmt: skip
     assert sample_signals([broken], [None], ["get_weather"])["unoffered_share"] == 1.0
-    assert sample_signals([], [], ["get_weather"]) == dict.fromkeys(RELEVANCE_FEATURES[1:5], 0.0)
+    assert sample_signals([], [], ["get_weather"]) == dict.fromkeys(SAMPLE_SIGNALS, 0.0)
     one_call = sample_signals([call("get_weather", city="Paris")], ["tool_call"], ["get_weather"])
     assert one_call["tool_disagreement"] == 0.0
     with pytest.raises(ValueError, match=r"shorter|longer"):

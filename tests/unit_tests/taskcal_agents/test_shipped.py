@@ -34,6 +34,7 @@ from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
 from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
 from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
 from taskcal_agents.workflow.calibrate import calibrate_endpoint, calibrate_task
 
 from .test_bfcl_corpus import write_category
@@ -70,6 +71,7 @@ def shipped_artefact(temperature: float = 2.0) -> CalibratorArtefact:
     return CalibratorArtefact(
         calibrator=cal, labels=list(calibrate_task().labels), alpha=0.1, task=calibrate_task(),
         metadata={"calibrator_name": "temperature", "record": record(),
+                  "relevance_features": list(RELEVANCE_FEATURES),
                   "created": "2026-12-03T00:00:00+00:00"},
     )  # fmt: skip
 
@@ -449,3 +451,30 @@ def test_the_command_prints_its_expected_duration_and_the_artefact(
     missing = CliRunner().invoke(app, ["calibrate", "--source", str(source), "--work-dir", "w"],
                                  env={"TASKCAL_BASE_URL": "", "TASKCAL_MODEL": ""})  # fmt: skip
     assert missing.exit_code == 2 and "--base-url and --model are required" in missing.output
+
+
+def test_an_artefact_of_other_relevance_features_is_refused(ship: CalibratorArtefact) -> None:
+    old = shipped_artefact()
+    old.metadata["relevance_features"] = list(RELEVANCE_FEATURES[:5])  # before call_agreement
+    assert "relevance features" in (mismatch(old, presets.tool_decision(), SERVED) or "")
+    with pytest.raises(ConfigurationError, match="refit it"):
+        resolve_calibrator(old, presets.tool_decision(), owner="X")
+
+
+@FEW_ITEMS
+def test_calibrate_fits_its_own_task_whatever_the_samples_were_drawn_under(
+    tmp_path: Path, source: Path
+) -> None:
+    first = calibrate_endpoint(ToolSampler(), model="m", source=source, work_dir=tmp_path, n=4,
+                               calibrator="logistic")  # fmt: skip
+    samples = tmp_path / "samples.jsonl"
+    lines = samples.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["task"]["grounding"]["relevance"] = False  # drawn under the plain grounding
+    samples.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    again = calibrate_endpoint(ToolSampler(), model="m", source=source, work_dir=tmp_path, n=4,
+                               calibrator="logistic")  # fmt: skip
+    for result in (first, again):
+        assert result.artefact is not None and result.artefact.task == calibrate_task()
+        assert result.artefact.calibrator.n_features_in_ == calibrate_task().n_inputs
+        assert result.artefact.metadata["relevance_features"] == list(RELEVANCE_FEATURES)
