@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import hashlib
 import json
 import os
 import secrets
@@ -46,6 +47,7 @@ __all__ = [
     "lock_exclusive",
     "read_json",
     "save_figure",
+    "sha256_file",
     "split_complete",
     "write_json",
     "write_text",
@@ -267,3 +269,12 @@ def _lock_msvcrt(msvcrt: Any, fd: int, *, wait: bool) -> None:
                 return
     finally:
         os.lseek(fd, position, os.SEEK_SET)
+
+
+def sha256_file(path: str | os.PathLike[str], *, chunk: int = 1 << 20) -> str:
+    """The SHA-256 (hex) of a file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(chunk), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -37,7 +37,6 @@ version's SHA-256 is checked) or an unpacked ``bfcl_eval/data`` folder.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import random
@@ -51,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from taskcal_agents._files import sha256_file
 from taskcal_agents.datasets._format import DatasetItem
 from taskcal_agents.datasets._tools import bfcl_tool
 from taskcal_agents.errors import ConfigurationError, DataFileError
@@ -150,7 +150,7 @@ def _read_members(source: Path) -> dict[tuple[str, bool], tuple[str, str]]:
                 "folder."
             )
             raise DataFileError(msg, path=str(source))
-        digest = hashlib.sha256(source.read_bytes()).hexdigest()
+        digest = sha256_file(source)
         if digest != pinned:
             msg = f"SHA-256 {digest} does not match the pinned {pinned}: a changed or broken file."
             raise DataFileError(msg, path=str(source))

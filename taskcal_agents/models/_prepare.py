@@ -33,7 +33,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from taskcal_agents._files import atomic_open, lock_exclusive, write_json, write_text
+from taskcal_agents._files import atomic_open, lock_exclusive, sha256_file, write_json, write_text
 from taskcal_agents.errors import TaskCalError
 from taskcal_agents.models._chat_template import TOOL_CHAT_TEMPLATE
 from taskcal_agents.models._registry import DEFAULT_MODEL_NAME, ModelSpec, get_model_spec
@@ -228,7 +228,10 @@ def write_manifest(
     """
     spec = resolve_spec(model)
     files = {
-        path.relative_to(folder).as_posix(): {"size": path.stat().st_size, "sha256": _sha256(path)}
+        path.relative_to(folder).as_posix(): {
+            "size": path.stat().st_size,
+            "sha256": sha256_file(path),
+        }
         for path in sorted(folder.rglob("*"))
         if path.is_file() and path.name != MANIFEST_NAME
     }
@@ -281,7 +284,7 @@ def verify_model_dir(folder: Path, *, checksums: bool = True) -> str | None:
             return f"{path} is missing"
         if path.stat().st_size != entry["size"]:
             return f"{path} has {path.stat().st_size} bytes, the manifest says {entry['size']}"
-        if checksums and _sha256(path) != entry["sha256"]:
+        if checksums and sha256_file(path) != entry["sha256"]:
             return f"{path} does not match its SHA-256 in the manifest"
     return None
 
@@ -396,14 +399,6 @@ def _file_lock(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _tail(text: str, lines: int = 30) -> str:

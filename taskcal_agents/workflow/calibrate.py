@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from taskcal_agents._files import sha256_file
 from taskcal_agents.decision.artefact import CalibratorArtefact
 from taskcal_agents.decision.belief import DEFAULT_ALPHA
 from taskcal_agents.decision.options import DEFAULT_N_SAMPLES, DEFAULT_TEMPERATURE
@@ -92,14 +93,6 @@ class CalibrateResult:
     path: Path
     samples: Path
     report: SamplingReport
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def calibrate_endpoint(
@@ -214,7 +207,7 @@ def calibrate_endpoint(
         },
         "data": {
             "corpus": "bfcl", "source": src.name,
-            "source_sha256": _sha256_file(src) if src.is_file() else None,
+            "source_sha256": sha256_file(src) if src.is_file() else None,
             "split": CALIBRATE_SPLIT, "n_items": len(items),
             "items_sha256": digest,
         },

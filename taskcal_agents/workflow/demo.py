@@ -554,7 +554,6 @@ def _decide(
     )
     from taskcal_agents.workflow._store import read_samples
 
-    out = []
     if shipped is not None:
         sampling = shipped.metadata["record"]["sampling"]
         live = dataclasses.replace(
@@ -562,31 +561,30 @@ def _decide(
             max_tokens=sampling["max_tokens"],
         )  # fmt: skip
         decider = Decider.from_resolved(task, resolve_calibrator(shipped, task, owner="demo"))
-        for item in shown:
-            names = offered_tool_names(item)
-            samples, _ = _draw(
-                sampler, build_messages(task, item), live, item.tools or None, None, names
-            )
-            decision = decider.decide(samples, tool_names=names, context=item_context(task, item))
-            text, truth = str(item.messages[-1]["content"]), str(item.label)
-            label = f"shipped calibrator {shipped.content_id}"
-            out.append(ShownDecision(text, truth, names, decision, label))
-        return out
-    data = eval_arrays(task, read_samples(path), ids=sorted(item.id for item in items))
-    X, make, _ = calibrator_inputs(data, default_factory("dirichlet"))
-    ids = np.asarray(data.ids)
+        label = f"shipped calibrator {shipped.content_id}"
+
+        def decider_for(item: DatasetItem) -> Decider:
+            return decider
+    else:
+        live, label = settings, "Dirichlet map fitted on the other requests"
+        data = eval_arrays(task, read_samples(path), ids=sorted(item.id for item in items))
+        X, make, _ = calibrator_inputs(data, default_factory("dirichlet"))
+        ids = np.asarray(data.ids)
+
+        def decider_for(item: DatasetItem) -> Decider:
+            keep = (ids != item.id) & data.served
+            return Decider(task, make().fit(X[keep], data.y[keep]))
+
+    out = []
     for item in shown:
-        keep = (ids != item.id) & data.served
-        calibrator = make().fit(X[keep], data.y[keep])
         names = offered_tool_names(item)
         samples, _ = _draw(
-            sampler, build_messages(task, item), settings, item.tools or None, None, names
+            sampler, build_messages(task, item), live, item.tools or None, None, names
         )
-        decision = Decider(task, calibrator).decide(
+        decision = decider_for(item).decide(
             samples, tool_names=names, context=item_context(task, item)
         )
         text, truth = str(item.messages[-1]["content"]), str(item.label)
-        label = "Dirichlet map fitted on the other requests"
         out.append(ShownDecision(text, truth, names, decision, label))
     return out
 
