@@ -12,7 +12,8 @@ from __future__ import annotations
 
 # ``__all__`` (below) is the public surface. The names imported ``as`` themselves stay
 # importable from this package outside it: names 0.1 exported from here, and what the
-# workflow uses (the shared data folder of the demo).
+# workflow uses (the shared data folder of the demo, BFCL's answer check).
+from taskcal_agents.datasets._answer_check import call_matches_answer as call_matches_answer
 from taskcal_agents.datasets._format import DatasetItem, read_dataset
 from taskcal_agents.datasets._format import write_dataset as write_dataset
 from taskcal_agents.datasets._shared_data import CONVERTERS as CONVERTERS

@@ -10,10 +10,12 @@ from typing import Any, cast
 import numpy as np
 from langchain_core.messages import AIMessage
 
-from taskcal_agents.datasets import DatasetItem, read_dataset
+from taskcal_agents.datasets import DatasetItem, call_matches_answer, read_dataset
 from taskcal_agents.decision.adaptive import outcome_counts
 from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.decision.decider import (
+    TOOL_CALL_ACTION,
+    Decider,
     carried_actions,
     grounded_flags,
     item_relevance,
@@ -244,6 +246,9 @@ def eval_arrays(
     ):
         items = dataset_items(samples)  # records written before they stored the conversation
     sends_grounded = grounding is not None and grounding.execute == "grounded"
+    answers = _possible_answers(items) if TOOL_CALL_ACTION in task.action_list else {}
+    call_correct = np.full(len(records), np.nan) if answers else None
+    decider = Decider(task) if answers else None
     executable_any = np.ones((len(records), len(task.action_list)), dtype=bool)
     is_tool_task = "tool_call" in task.labels
     no_tools = np.zeros(len(records), dtype=bool)
@@ -363,6 +368,18 @@ def eval_arrays(
         else:  # labels without their messages: nothing sampled can be carried out
             executable[i] = carried_actions(task, [], [])
             executable_any[i] = executable[i]
+        answer = answers.get(record["id"])
+        if (
+            decider is not None
+            and call_correct is not None
+            and answer is not None
+            and len(labels) == len(messages)
+            and executable[i, task.action_index(TOOL_CALL_ACTION)]
+        ):
+            sent = decider.representative(
+                TOOL_CALL_ACTION, messages, labels, tool_names=offered, groundings=groundings
+            )
+            call_correct[i] = _call_correct(sent, answer, record.get("tools"))
         y[i] = task.label_index(cast(str, true))  # checked above, or a grade: a task label
         if g_label is not None:
             greedy[i] = task.label_index(g_label)
@@ -386,7 +403,46 @@ def eval_arrays(
         no_tools=no_tools if is_tool_task else None,
         counts=counts,
         inputs=inputs,
+        call_correct=call_correct,
     )
+
+
+def _named_items(
+    samples: SamplesFile, data: str | os.PathLike[str] | None
+) -> dict[str, DatasetItem] | None:
+    """The items of :func:`dataset_items`, or ``None`` when no readable dataset is named."""
+    if data is not None:
+        return dataset_items(samples, data)
+    named = samples.header.get("dataset")
+    if not isinstance(named, str) or not named:
+        return None
+    path = Path(named)
+    if not path.exists() and not (samples.path.parent / path.name).exists():
+        return None
+    return dataset_items(samples, data)
+
+
+def _possible_answers(items: Mapping[str, DatasetItem] | None) -> dict[str, Any]:
+    """BFCL's possible answers (``meta["possible_answer"]``) of the items that have one."""
+    return {
+        item_id: item.meta["possible_answer"]
+        for item_id, item in (items or {}).items()
+        if isinstance(item.meta.get("possible_answer"), Mapping)
+    }
+
+
+def _call_correct(sent: AIMessage | None, answer: Mapping[str, Any], tools: Any) -> float:
+    """1.0 when the executed message makes exactly one call and BFCL accepts it, else 0.0."""
+    calls = list(sent.tool_calls) if sent is not None else []
+    if len(calls) != 1:
+        return 0.0
+    name, args = calls[0]["name"], calls[0]["args"]
+    schemas = {
+        t["function"]["name"]: t["function"].get("parameters")
+        for t in tools or []
+        if isinstance(t, Mapping) and isinstance(t.get("function"), Mapping)
+    }
+    return float(call_matches_answer(name, args, answer, schemas.get(name)))
 
 
 def load_eval_arrays(
@@ -405,7 +461,12 @@ def load_eval_arrays(
     """
     samples = read_samples(Path(path))
     resolved = resolve_task(samples, task)
-    items = dataset_items(samples, data) if resolved.grounding is not None and data else None
+    if resolved.grounding is not None and data:
+        items = dataset_items(samples, data)
+    elif TOOL_CALL_ACTION in resolved.action_list:  # for BFCL's possible answers, if at hand
+        items = _named_items(samples, data)
+    else:
+        items = None
     return (
         resolved,
         samples,

@@ -67,9 +67,13 @@ items; it can be negative).
 A tool decision (``tool_call`` among the labels and the actions) adds When2Call's
 comparable columns to every row (:func:`tool_scores`): ``tool_call_recall`` (share of the
 items labelled ``tool_call`` on which the decoder calls a tool), ``over_calling_rate``
-(share of the other items on which it does), and, when some item was offered no tools
+(share of the other items on which it does), ``cannot_answer_recall`` (share of the items
+labelled ``cannot_answer`` that it refuses), when some item was offered no tools
 (``EvalArrays.no_tools``), ``no_tool_call_rate`` (share of those on which it calls a tool:
-When2Call's tool hallucination rate). Macro-F1 is When2Call's headline score.
+When2Call's tool hallucination rate), and where the items carry BFCL's possible answers
+(``EvalArrays.call_correct``), ``executed_call_correct`` (share of its calls on those items
+that BFCL accepts, the call being the one the runtime would send). Macro-F1 is When2Call's
+headline score.
 
 Folds are stratified by label and seeded, so every decoder and calibrator sees the same
 splits. The label-shuffle test permutes ``y`` against ``P`` (the masks stay with their
@@ -113,6 +117,8 @@ DECODER_DESCRIPTIONS = {
 
 TOOL_CALL = "tool_call"
 """The label and action of a tool call (a tool decision has both)."""
+CANNOT_ANSWER = "cannot_answer"
+"""The label and action of a request no offered tool can serve."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +160,10 @@ class EvalArrays:
             outcome, then unparsed; :func:`~taskcal_agents.decision.adaptive.outcome_counts`),
             (n, len(task.outcomes) + 1); a row of zeros for a one-pass (logprob) belief.
             ``None`` when the counts are not multinomial (answer clusters) or not built.
+        call_correct: For a tool decision whose items carry BFCL's possible answers, whether
+            the call each item would execute (the runtime's representative call) is an
+            accepted answer (1.0 / 0.0), (n,); NaN where the item has no possible answer or
+            no call can be carried out; ``None`` when no item has one.
     """
 
     P: NDArray[np.float64]
@@ -173,6 +183,7 @@ class EvalArrays:
     no_tools: NDArray[np.bool_] | None = None
     counts: NDArray[np.int64] | None = None
     inputs: NDArray[np.float64] | None = None
+    call_correct: NDArray[np.float64] | None = None
 
     def __post_init__(self) -> None:
         n, k = self.P.shape
@@ -213,6 +224,10 @@ class EvalArrays:
             problems.append(
                 f"executable_any must have shape (n, m) = ({n}, {m}), got "
                 f"{np.shape(self.executable_any)}"
+            )
+        if self.call_correct is not None and np.shape(self.call_correct) != (n,):
+            problems.append(
+                f"call_correct must have shape ({n},), got {np.shape(self.call_correct)}"
             )
         if self.no_tools is not None and np.shape(self.no_tools) != (n,):
             problems.append(f"no_tools must have shape ({n},), got {np.shape(self.no_tools)}")
@@ -482,7 +497,7 @@ def _probability_scores(
     }
 
 
-def tool_scores(actions: NDArray[np.intp], data: EvalArrays) -> dict[str, float | None]:
+def tool_scores(actions: NDArray[np.intp], data: EvalArrays) -> dict[str, float | int | None]:
     """When2Call's tool-use rates of one decoder's actions (empty for other tasks).
 
     Args:
@@ -493,9 +508,15 @@ def tool_scores(actions: NDArray[np.intp], data: EvalArrays) -> dict[str, float 
         For a tool decision (:data:`TOOL_CALL` among the labels and the actions):
         ``tool_call_recall``, the share of the items labelled ``tool_call`` whose action
         is ``tool_call``; ``over_calling_rate``, the share of the other items whose action
-        is ``tool_call`` (each ``None`` when it has no items); and, when ``data.no_tools``
-        marks some item, ``no_tool_call_rate``, the share of those items whose action is
-        ``tool_call`` (When2Call's tool hallucination rate). ``{}`` for any other task.
+        is ``tool_call`` (each ``None`` when it has no items); ``cannot_answer_recall``,
+        the share of the items labelled ``cannot_answer`` whose action is
+        ``cannot_answer`` (when the task has that label and action); when
+        ``data.no_tools`` marks some item, ``no_tool_call_rate``, the share of those
+        items whose action is ``tool_call`` (When2Call's tool hallucination rate); and
+        when ``data.call_correct`` is set, ``executed_call_correct``, the share of the
+        calls made on items with a possible answer that are accepted answers, with
+        ``n_executed_checked``, how many such calls there were. ``{}`` for any other
+        task.
     """
     if TOOL_CALL not in data.labels or TOOL_CALL not in data.actions:
         return {}
@@ -505,9 +526,24 @@ def tool_scores(actions: NDArray[np.intp], data: EvalArrays) -> dict[str, float 
     def share(mask: NDArray[np.bool_]) -> float | None:
         return float(calls[mask].mean()) if mask.any() else None
 
-    out = {"tool_call_recall": share(should), "over_calling_rate": share(~should)}
+    out: dict[str, float | int | None] = {
+        "tool_call_recall": share(should),
+        "over_calling_rate": share(~should),
+    }
+    if CANNOT_ANSWER in data.labels and CANNOT_ANSWER in data.actions:
+        refused = np.asarray(actions) == data.actions.index(CANNOT_ANSWER)
+        unservable = data.y == data.labels.index(CANNOT_ANSWER)
+        out["cannot_answer_recall"] = (
+            float(refused[unservable].mean()) if unservable.any() else None
+        )
     if data.no_tools is not None and np.any(data.no_tools):
         out["no_tool_call_rate"] = share(np.asarray(data.no_tools, dtype=bool))
+    if data.call_correct is not None:
+        checked = calls & np.isfinite(data.call_correct)
+        out["executed_call_correct"] = (
+            float(data.call_correct[checked].mean()) if checked.any() else None
+        )
+        out["n_executed_checked"] = int(checked.sum())
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,7 @@ def evaluation_to_dict(
         include_items: Add per-item ids, labels, folds, no-sample flags, executable
             masks (rows over ``task.actions``), beliefs and actions (for ``report``), the
             number of answer clusters when the task clusters answers, and the
-            ``executable_any`` and ``no_tools`` masks when set.
+            ``executable_any`` and ``no_tools`` masks and ``call_correct`` when set.
 
     Returns:
         ``{"format", "format_version", "task", "n_items", "n_excluded_no_sample",
@@ -80,4 +81,8 @@ def evaluation_to_dict(
             out["items"]["executable_any"] = np.asarray(data.executable_any, bool).tolist()
         if data.no_tools is not None:
             out["items"]["no_tools"] = np.asarray(data.no_tools, bool).tolist()
+        if data.call_correct is not None:  # NaN (no possible answer, no call) as null
+            out["items"]["call_correct"] = [
+                None if math.isnan(v) else v for v in data.call_correct.tolist()
+            ]
     return out

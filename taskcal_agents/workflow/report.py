@@ -250,12 +250,16 @@ TOOL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("macro_f1", "macro-F1"),
     ("tool_call_recall", "tool-call recall"),
     ("over_calling_rate", "over-calling"),
+    ("cannot_answer_recall", "cannot_answer recall"),
     ("no_tool_call_rate", "no-tool call rate"),
+    ("executed_call_correct", "calls correct"),
 )
-"""(key, header) of the tool-use table of a tool decision (When2Call's metrics):
+"""(key, header) of the tool-use table of a tool decision (When2Call's metrics and more):
 macro-F1 over the labels, the share of ``tool_call`` items answered with a call, the share
-of the other items answered with one, and the share of items offered no tools answered
-with one (When2Call's tool hallucination rate; only when some item had no tools)."""
+of the other items answered with one, the share of ``cannot_answer`` items refused, the
+share of items offered no tools answered with a call (When2Call's tool hallucination
+rate; only when some item had no tools), and the share of the calls made on items with
+BFCL's possible answers that BFCL accepts (only when the items carry them)."""
 
 
 def tool_columns(evaluation: dict[str, Any]) -> list[tuple[str, str]]:
@@ -271,6 +275,13 @@ def _tool_caption(evaluation: dict[str, Any], columns: Sequence[tuple[str, str]]
         "tool-call recall: share of tool_call items where the decoder calls a tool; "
         "over-calling: share of the other items where it does"
     )
+    if any(key == "cannot_answer_recall" for key, _ in columns):
+        text += "; cannot_answer recall: share of cannot_answer items it refuses"
+    if any(key == "executed_call_correct" for key, _ in columns):
+        text += (
+            "; calls correct: share of its calls on items with a possible answer that "
+            "BFCL's AST rules accept"
+        )
     if any(key == "no_tool_call_rate" for key, _ in columns):
         n = evaluation.get("n_no_tools")
         items = f"the {n} items" if n is not None else "the items"

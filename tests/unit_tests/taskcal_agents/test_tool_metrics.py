@@ -9,6 +9,7 @@ import pytest
 from numpy.typing import NDArray
 from rich.console import Console
 
+from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.workflow import EvalArrays, evaluate_arrays, evaluation_to_dict
 from taskcal_agents.workflow._calibrator_specs import (
     default_factory,
@@ -25,7 +26,13 @@ LABELS = ("tool_call", "request_for_info", "cannot_answer")
 COST = np.array([[0.0, 1.0, 2.0], [4.0, 0.0, 2.0], [4.0, 1.0, 0.0]])
 FIXED_DIRICHLET = "dirichlet:reg_lambda=0.1:reg_mu=0.1"
 """A one-fit Dirichlet (the workflow's default selects its strengths by inner CV)."""
-TOOL_KEYS = ("tool_call_recall", "over_calling_rate", "no_tool_call_rate")
+TOOL_KEYS = (
+    "tool_call_recall",
+    "over_calling_rate",
+    "cannot_answer_recall",
+    "no_tool_call_rate",
+    "executed_call_correct",
+)
 
 
 def _six(**kw: Any) -> EvalArrays:
@@ -79,6 +86,8 @@ def test_tool_rates_on_six_items_by_hand() -> None:
     assert row["over_calling_rate"] == pytest.approx(1 / 3)
     # items 3 and 4 offered no tools -> a call on 3
     assert row["no_tool_call_rate"] == pytest.approx(1 / 2)
+    # cannot_answer items 4, 5 -> both refused
+    assert row["cannot_answer_recall"] == 1.0
     # macro-F1 by hand: tool_call tp=2 fp=1 fn=1 -> 2/3; request_for_info tp=0 -> 0;
     # cannot_answer tp=2 fp=0 fn=0 -> 1
     assert row["macro_f1"] == pytest.approx((2 / 3 + 0.0 + 1.0) / 3)
@@ -99,7 +108,11 @@ def test_tool_rates_follow_the_tool_call_names_not_their_positions() -> None:
     call, ask, refuse = 1, 0, 2
     actions = np.array([call, ask, ask, call, call, refuse], dtype=np.intp)
     scores = tool_scores(actions, data)
-    assert scores == {"tool_call_recall": pytest.approx(1 / 3), "over_calling_rate": 2 / 3}
+    assert scores == {
+        "tool_call_recall": pytest.approx(1 / 3),
+        "over_calling_rate": 2 / 3,
+        "cannot_answer_recall": 0.5,
+    }
 
 
 def test_no_tool_rate_needs_an_item_without_tools() -> None:
@@ -110,8 +123,25 @@ def test_no_tool_rate_needs_an_item_without_tools() -> None:
     assert everything == {
         "tool_call_recall": 1.0,
         "over_calling_rate": 1.0,
+        "cannot_answer_recall": 0.0,
         "no_tool_call_rate": 1.0,
     }
+
+
+def test_executed_calls_are_scored_only_where_an_answer_exists_and_a_call_is_made() -> None:
+    # items 0-2 have possible answers (0 correct, 1 wrong, 2 correct); 3-5 have none
+    correct = np.array([1.0, 0.0, 1.0, np.nan, np.nan, np.nan])
+    data = _six(call_correct=correct)
+    actions = np.array([0, 0, 1, 0, 2, 2], dtype=np.intp)  # calls on 0, 1 and 3
+    scores = tool_scores(actions, data)
+    assert scores["executed_call_correct"] == 0.5
+    assert scores["n_executed_checked"] == 2
+    no_calls = tool_scores(np.ones(6, dtype=np.intp), data)
+    assert no_calls["executed_call_correct"] is None
+    assert no_calls["n_executed_checked"] == 0
+    assert "executed_call_correct" not in tool_scores(actions, _six())
+    with pytest.raises(ConfigurationError, match="call_correct must have shape"):
+        _six(call_correct=np.zeros(4))
 
 
 def test_a_rate_without_items_is_none() -> None:
@@ -298,7 +328,8 @@ def test_tool_table_and_report_section() -> None:
     assert section.startswith("## Tool use")
     assert (
         f"| mbr_temperature | {row['macro_f1']:.3f} | {row['tool_call_recall']:.3f} | "
-        f"{row['over_calling_rate']:.3f} | {row['no_tool_call_rate']:.3f} |"
+        f"{row['over_calling_rate']:.3f} | {row['cannot_answer_recall']:.3f} | "
+        f"{row['no_tool_call_rate']:.3f} |"
     ) in section.splitlines()
     assert section in markdown_summary(out)
 
