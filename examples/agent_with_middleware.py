@@ -8,6 +8,11 @@ another tool, ask, abstain); a repeated call is never run again. The decision is
 agent state (``taskcal_decisions``) and in the returned message's
 ``response_metadata["taskcal_decision"]``.
 
+The middleware's default ``calibrator="auto"`` decides with the calibrator shipped for the
+served model when N, the temperature and ``max_tokens`` match its record (the defaults here
+match the shipped ones: N = 16, T = 1.0, ``max_tokens`` 256); for another model it warns
+once and decides on the raw belief.
+
 Run against a running OpenAI-compatible server, or let the script start the CPU default
 (SmolLM2-135M-Instruct on vLLM-CPU)::
 
@@ -59,8 +64,8 @@ def main(
     base_url: str,
     model: str,
     *,
-    n_samples: int = 8,
-    max_tokens: int = 64,
+    n_samples: int = 16,
+    max_tokens: int = 256,
     limit: int | None = None,
     decide_on: str = "user_turn",
 ) -> int:
@@ -84,9 +89,10 @@ def main(
         decision = result["taskcal_decisions"][-1]
         calibrated = ", ".join(f"{k}={v:.2f}" for k, v in decision["calibrated"].items())
         print(f"\nuser: {request}")
+        by = decision.get("calibrator_id") or "raw belief"
         print(
             f"  decision: {decision['action']}  ({calibrated}; n={decision['n_samples']}, "
-            f"unparsed={decision['n_unparsed']}, fallback={decision['fallback']})"
+            f"unparsed={decision['n_unparsed']}, fallback={decision['fallback']}, by {by})"
         )
         for message in result["messages"][1:]:
             if message.type == "ai" and message.tool_calls:
@@ -102,8 +108,8 @@ def cli(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", help=f"server URL (default ${BASE_URL_ENV})")
     parser.add_argument("--model", help=f"served model name (default ${MODEL_ENV})")
-    parser.add_argument("--n-samples", type=int, default=8)
-    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--n-samples", type=int, default=16)
+    parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--limit", type=int, default=None, help="only the first LIMIT requests")
     parser.add_argument("--decide-on", choices=["user_turn", "every_call"], default="user_turn")
     args = parser.parse_args(argv)

@@ -376,10 +376,22 @@ def eval_arrays(
             and len(labels) == len(messages)
             and executable[i, task.action_index(TOOL_CALL_ACTION)]
         ):
+            item = cast(Mapping[str, DatasetItem], items)[record["id"]]
+            stored = record.get("messages")
+            if isinstance(stored, list) and stored != item.messages:
+                msg = (
+                    f"record {record['id']!r} was sampled from another conversation than the "
+                    "dataset item of that id, whose possible answer would score its call; "
+                    "pass --data with the dataset it was sampled from."
+                )
+                raise DataFileError(msg, path=str(samples.path), line=line)
             sent = decider.representative(
                 TOOL_CALL_ACTION, messages, labels, tool_names=offered, groundings=groundings
             )
-            call_correct[i] = _call_correct(sent, answer, record.get("tools"))
+            tools = record.get("tools")
+            call_correct[i] = _call_correct(
+                sent, answer, tools if isinstance(tools, list) else item.tools
+            )
         y[i] = task.label_index(cast(str, true))  # checked above, or a grade: a task label
         if g_label is not None:
             greedy[i] = task.label_index(g_label)

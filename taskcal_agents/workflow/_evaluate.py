@@ -497,12 +497,18 @@ def _probability_scores(
     }
 
 
-def tool_scores(actions: NDArray[np.intp], data: EvalArrays) -> dict[str, float | int | None]:
+def tool_scores(
+    actions: NDArray[np.intp], data: EvalArrays, *, representative_calls: bool = True
+) -> dict[str, float | int | None]:
     """When2Call's tool-use rates of one decoder's actions (empty for other tasks).
 
     Args:
         actions: Action index per item, (n,).
         data: The evaluation arrays.
+        representative_calls: Whether the decoder's calls are the runtime's representative
+            calls that ``data.call_correct`` scored (``False`` for the greedy completion
+            and for a decoder that may send calls the task would not: no
+            ``executed_call_correct`` then).
 
     Returns:
         For a tool decision (:data:`TOOL_CALL` among the labels and the actions):
@@ -538,7 +544,7 @@ def tool_scores(actions: NDArray[np.intp], data: EvalArrays) -> dict[str, float 
         )
     if data.no_tools is not None and np.any(data.no_tools):
         out["no_tool_call_rate"] = share(np.asarray(data.no_tools, dtype=bool))
-    if data.call_correct is not None:
+    if data.call_correct is not None and representative_calls:
         checked = calls & np.isfinite(data.call_correct)
         out["executed_call_correct"] = (
             float(data.call_correct[checked].mean()) if checked.any() else None
@@ -553,6 +559,7 @@ def score_actions(
     probs: NDArray[np.float64] | None = None,
     *,
     tce: Callable[[NDArray[np.float64]], float | None] | None = None,
+    representative_calls: bool = True,
 ) -> dict[str, Any]:
     """Score one decoder's actions (and the probabilities it decided on, if any).
 
@@ -563,6 +570,7 @@ def score_actions(
         tce: Maps beliefs to their TCE (e.g. :func:`crossfit_tce` with the folds fixed;
             it may return ``None`` when the TCE cannot be estimated); ``None`` leaves
             ``tce`` empty.
+        representative_calls: Passed to :func:`tool_scores`.
 
     Returns:
         ``expected_cost`` (mean realised cost), ``cost_se`` (its standard error),
@@ -595,7 +603,7 @@ def score_actions(
         row.update(dict.fromkeys(("nll", "brier", "ece", "classwise_ece", "tce")))
     counts = np.bincount(actions, minlength=len(data.actions))
     row["action_counts"] = {a: int(c) for a, c in zip(data.actions, counts, strict=True)}
-    row.update(tool_scores(actions, data))
+    row.update(tool_scores(actions, data, representative_calls=representative_calls))
     return row
 
 
@@ -862,7 +870,8 @@ def evaluate_arrays(
         actions[name] = acts
         description = DECODER_DESCRIPTIONS.get(name) or f"MBR on the {name[4:]}-calibrated belief"
         rows.append({"decoder": name, "description": description, "error": None})
-        rows[-1].update(score_actions(acts, data, Q, tce=tce))
+        own_calls = name in ("greedy", "mbr_raw_any")  # not the representative call scored
+        rows[-1].update(score_actions(acts, data, Q, tce=tce, representative_calls=not own_calls))
         allowed = data.executable if executable is None else executable
         confidence = action_confidence(data.P if Q is None else Q, data.cost, acts, allowed)
         if name != "constant" and data.no_sample.any():

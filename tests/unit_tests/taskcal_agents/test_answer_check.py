@@ -7,13 +7,23 @@ from typing import Any
 
 import numpy as np
 import pytest
+from langchain_core.messages import AIMessage
 
 from taskcal_agents.datasets import DatasetItem, call_matches_answer, write_dataset
 from taskcal_agents.decision.decider import Decider
+from taskcal_agents.errors import DataFileError
 from taskcal_agents.parsing.grounding import GroundingContext
-from taskcal_agents.workflow import eval_arrays, evaluate_arrays, read_samples
+from taskcal_agents.workflow import (
+    SampleSettings,
+    eval_arrays,
+    evaluate_arrays,
+    load_eval_arrays,
+    read_samples,
+    sample_header,
+)
 from taskcal_agents.workflow._data import dataset_items
-from taskcal_agents.workflow._runner import message_from_dict
+from taskcal_agents.workflow._runner import message_from_dict, message_to_dict
+from taskcal_agents.workflow._store import SamplesStore
 
 from .test_workflow_fakes import tool_task
 from .test_workflow_runtime import LOOKUP, _samples_file
@@ -64,6 +74,35 @@ ANSWER = {
 )
 def test_bfcl_ast_rules(name: str, args: dict[str, Any], expected: bool) -> None:
     assert call_matches_answer(name, args, ANSWER, SCHEMA) is expected
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "accepted", "expected"),
+    [
+        ({"type": "array", "items": {"type": "integer"}}, [], [[1], ""], True),  # "" → []
+        ({"type": "array", "items": {"type": "object"}}, [], [[{"k": [1]}], ""], True),
+        ({"type": "array", "items": {"type": "number"}}, [1, 2], [[1.0, 2.0]], False),
+        ({"type": "array", "items": {"type": "integer"}}, [1.0], [[1]], False),
+        ({"type": "array", "items": {"type": "string"}}, ["a", 1], [["a", 1]], False),
+        ({"type": "array", "items": {"type": "string"}}, ["A b"], [["ab"]], True),
+        ({"type": "array"}, [["A b"]], [[["ab"]]], False),  # one level standardised
+        ({"type": "string"}, None, ["", None], True),  # BFCL's "variable": the answer's type
+        ({"type": "integer"}, 5.0, [5.0], True),
+        ({"type": "integer"}, True, [1], False),
+        ({}, True, [1], False),  # untyped is BFCL's "any", a string
+        ({}, {"k": 1}, [{"k": 1}], True),  # no crash on an untyped object
+        ({}, [{"k": 1}], [[{"k": 1}]], True),
+        ({"type": "object"}, {"k": "A b", "j": 2}, [{"k": ["ab"], "j": [2], "i": [""]}], True),
+        ({"type": "object"}, {"k": 1}, [{"k": [1], "j": [2]}], False),  # j not optional
+        ({"type": "array", "items": {"type": "object"}}, [{"k": 1}], [[{"k": [1]}]], True),
+        ({"type": "array", "items": {"type": "object"}}, [{"k": 2}], [[{"k": [1]}]], False),
+    ],
+)
+def test_bfcl_value_rules(
+    schema: dict[str, Any], value: Any, accepted: list[Any], expected: bool
+) -> None:
+    params = {"type": "object", "properties": {"p": schema}, "required": []}
+    assert call_matches_answer("f", {"p": value}, {"f": {"p": accepted}}, params) is expected
 
 
 def test_a_parameter_without_the_optional_mark_must_be_sent() -> None:
@@ -120,3 +159,93 @@ def test_evaluation_scores_the_call_the_runtime_would_send(tmp_path: Path) -> No
     evaluation = evaluate_arrays(data, calibrators=(), n_folds=3, n_permutations=0)
     raw = next(r for r in evaluation.rows if r["decoder"] == "mbr_raw")
     assert 0.0 < raw["executed_call_correct"] < 1.0
+
+
+PAGED = {
+    "type": "function",
+    "function": {
+        "name": "lookup",
+        "description": "Look something up.",
+        "parameters": {
+            "type": "object",
+            "properties": {"q": {"type": "string"}, "page": {"type": "integer"}},
+            "required": ["q"],
+        },
+    },
+}
+
+
+def _call(q: str, **extra: Any) -> AIMessage:
+    return AIMessage(
+        content="", tool_calls=[{"name": "lookup", "args": {"q": q, **extra}, "id": q}]
+    )
+
+
+def test_the_scored_call_is_the_modal_grounded_one_as_sent(tmp_path: Path) -> None:
+    # One sample calls with a value the user never gave (first), seven with the user's value and
+    # an invented page: the runtime sends lookup(q="x1") (the invented page dropped), which
+    # BFCL accepts; the first sample's call, or the call with its page, it would not.
+    task = tool_task()
+    samples = [_call("x9")] + [_call("x1", page=7)] * 7
+    conversation = [{"role": "user", "content": "Please look up x1."}]
+    path = tmp_path / "s.jsonl"
+    with SamplesStore.open(path, sample_header(task, SampleSettings(n=8), None)) as store:
+        store.append(
+            {
+                "id": "item-0", "label": "tool_call", "labels": ["tool_call"] * 8,
+                "samples": [message_to_dict(m) for m in samples], "greedy": None,
+                "greedy_label": None, "tool_names": ["lookup"], "tools": [PAGED],
+                "messages": conversation,
+            }
+        )  # fmt: skip
+    answer = {"lookup": {"q": ["x1"], "page": ["", 1]}}
+    item = DatasetItem(
+        id="item-0", messages=conversation, tools=[PAGED], label="tool_call",
+        meta={"possible_answer": answer},
+    )  # fmt: skip
+    write_dataset([item], tmp_path / "items.jsonl")
+    records = read_samples(path)
+    data = eval_arrays(task, records, items=dataset_items(records, tmp_path / "items.jsonl"))
+    assert data.call_correct is not None and data.call_correct.tolist() == [1.0]
+    decision = Decider(task).decide(
+        samples, tool_names=["lookup"], context=GroundingContext([PAGED], conversation)
+    )
+    assert decision.action == "tool_call" and decision.message is not None
+    assert decision.message.tool_calls[0]["args"] == {"q": "x1"}
+    assert not call_matches_answer(
+        "lookup", {"q": "x1", "page": 7}, answer, PAGED["function"]["parameters"]
+    )
+
+
+def test_a_dataset_of_other_conversations_is_refused(tmp_path: Path) -> None:
+    path = _samples_file(tmp_path, n=6)
+    samples = read_samples(path)
+    items = [
+        DatasetItem(
+            id=item_id, messages=[{"role": "user", "content": "something else"}], tools=[LOOKUP],
+            label=record["label"], meta={"possible_answer": {"lookup": {"q": ["x0"]}}},
+        )
+        for item_id, record in samples.records.items()
+    ]  # fmt: skip
+    write_dataset(items, tmp_path / "other.jsonl")
+    with pytest.raises(DataFileError, match="another conversation"):
+        eval_arrays(tool_task(), samples, items=dataset_items(samples, tmp_path / "other.jsonl"))
+
+
+def test_load_eval_arrays_reads_the_answers_of_the_dataset_the_header_names(
+    tmp_path: Path,
+) -> None:
+    path = _samples_file(tmp_path, n=30)
+    samples = read_samples(path)
+    assert load_eval_arrays(path)[2].call_correct is None  # the header names no dataset here
+    items = [
+        DatasetItem(
+            id=item_id, messages=record["messages"], tools=[LOOKUP], label=record["label"],
+            meta={"possible_answer": {"lookup": {"q": [f"x{int(item_id[-3:])}"]}}},
+        )
+        for item_id, record in samples.records.items()
+    ]  # fmt: skip
+    write_dataset(items, tmp_path / "items.jsonl")
+    data = load_eval_arrays(path, data=tmp_path / "items.jsonl")[2]
+    assert data.call_correct is not None
+    assert np.nanmin(data.call_correct) == 1.0  # every sampled call is the item's own query
