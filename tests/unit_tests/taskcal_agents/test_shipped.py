@@ -114,6 +114,23 @@ def test_the_package_ships_valid_calibrators_with_their_record() -> None:
         )
 
 
+def test_the_registry_models_calibrator_ships_and_a_front_door_takes_it() -> None:
+    # The real package data, not a fixture: Qwen2.5-Coder-0.5B's calibrator (fitted by
+    # `taskcal calibrate` on the BFCL train split) is what "auto" picks for that model.
+    (artefact,) = [a for a in shipped.shipped_artefacts() if a.metadata["record"]["model"] == MODEL]
+    assert artefact.metadata["calibrator_name"] == "logistic"
+    assert artefact.metadata["relevance_features"] == list(RELEVANCE_FEATURES)
+    assert artefact.metadata["record"]["data"]["n_items"] == 630
+    assert artefact.stopping_prior is not None and artefact.stopping_prior.n_items == 630
+    shipped._WARNED.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UncalibratedWarning)
+        runnable = TaskCalibratedRunnable(NamedModel(messages=replies(16)), presets.tool_decision())
+        decision = runnable.invoke([HumanMessage("What's the weather?")])
+    assert runnable.decider.calibrator_id == decision.calibrator_id == artefact.content_id
+    assert decision.relevance is not None and decision.calibrated != decision.probs
+
+
 def test_the_demo_prompts_as_the_shipped_calibrators_were_fitted() -> None:
     from taskcal_agents.workflow.demo import DEMO_PROMPT, demo_task
 
