@@ -49,6 +49,18 @@ for label in ("tool_call", "request_for_info", "cannot_answer"):
 order = {i["id"]: n for n, i in enumerate(items)}
 with open("runs/when2call.b150.jsonl", "w") as f:
     f.writelines(json.dumps(i) + "\n" for i in sorted(out, key=lambda i: order[i["id"]]))
+# All 300 in a seeded label-interleaved order (so that a partial run is balanced): the W2C,
+# ADAPTIVE and BFCL sections sample in this order.
+rng, by = random.Random(0), {}
+for item in items:
+    by.setdefault(item["label"], []).append(item)
+for group in by.values():
+    rng.shuffle(group)
+mixed = [by[label][i] for i in range(100) for label in ("tool_call", "request_for_info", "cannot_answer")]
+with open("runs/when2call.mixed.jsonl", "w") as f:
+    f.writelines(json.dumps(i) + "\n" for i in mixed)
+with open("runs/when2call.mixed151.jsonl", "w") as f:  # one prompt is too long for the context
+    f.writelines(json.dumps(i) + "\n" for i in mixed[:151])
 PY
 
 # The CPU default's tables (the embedded SmolLM2-135M-Instruct, or MODEL, on its own server, or
@@ -118,24 +130,13 @@ if [ -n "${W2C:-}${ADAPTIVE:-}" ]; then
   SERVER_PID=
   $T data convert when2call --out runs/when2call.jsonl --task-out runs/w2c.relabel.task.yaml
   python3 - "$PROMPT" <<'PY'
-import json, random, sys, yaml
+import sys, yaml
 base = yaml.safe_load(open("runs/w2c.relabel.task.yaml"))
 base["prompt"] = sys.argv[1]
 for name, grounding in [("none", None), ("off", "off"), ("relabel", "relabel"), ("features", "features")]:
     d = dict(base)
     d["grounding"] = None if grounding is None else {"belief": grounding, "execute": "grounded"}
     yaml.safe_dump(d, open(f"runs/w2c.{name}.task.yaml", "w"), sort_keys=False)
-items = [json.loads(line) for line in open("runs/when2call.jsonl")]
-rng, by = random.Random(0), {}
-for item in items:
-    by.setdefault(item["label"], []).append(item)
-for group in by.values():
-    rng.shuffle(group)
-mixed = [by[label][i] for i in range(100) for label in ("tool_call", "request_for_info", "cannot_answer")]
-with open("runs/when2call.mixed.jsonl", "w") as f:
-    f.writelines(json.dumps(i) + "\n" for i in mixed)
-with open("runs/when2call.mixed151.jsonl", "w") as f:  # one prompt is too long for the context
-    f.writelines(json.dumps(i) + "\n" for i in mixed[:151])
 PY
 fi
 if [ -n "${W2C:-}" ]; then
@@ -223,9 +224,9 @@ fi
 # The tool-decision corpus built from bfcl-eval's data (`taskcal data convert bfcl`; the
 # wheel's bytes are read, never installed): 1,293 items, balanced, split once into train 630,
 # dev 219 and a locked test split of 444. Sampled at the front doors' defaults (N = 16,
-# T = 1.0, no greedy sample) with max_tokens 256 and the system prompt above: Qwen2.5-Coder-0.5B
-# on every split, Qwen2.5-Coder-1.5B on train, dev and the test split's first 330 items
-# (interleaved, so balanced); then When2Call's 300 items alike. Resumable per split and model;
+# T = 1.0, no greedy sample) with max_tokens 256 and the system prompt above: both models on
+# train, dev and the test split's first 300 items (interleaved, so balanced); then When2Call's
+# 300 items alike, in the interleaved order above. Resumable per split and model;
 # about 7 s per item on the 0.5B model and 20 s on the 1.5B one on 2 cores (3.2 h and 8.4 h).
 # Run with BFCL=1.
 if [ -n "${BFCL:-}" ]; then
@@ -243,7 +244,7 @@ p = "runs/bfcl.task.yaml"
 d = yaml.safe_load(open(p)); d["prompt"] = sys.argv[1]
 yaml.safe_dump(d, open(p, "w"), sort_keys=False)
 PY
-  for Q in qwen2.5-coder-0.5b-instruct:q05:492 qwen2.5-coder-1.5b-instruct:q15:330; do
+  for Q in qwen2.5-coder-0.5b-instruct:q05:300 qwen2.5-coder-1.5b-instruct:q15:300; do
     IFS=: read -r QM QT QN <<< "$Q"
     serve "$QM" 8006 "${QT}_bfcl"
     DTYPE=$(grep -o '^# taskcal: dtype [a-z0-9]*' "runs/${QT}_bfcl.log" | tail -1 | awk '{print $4}')
@@ -260,13 +261,15 @@ PY
       --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \
       --limit "$QN" --out "runs/$QT.bfcl.test.samples.jsonl" || true
     # When2Call's 300 items, sampled alike: the shipped calibrators are never fitted on them.
-    $T sample --task runs/bfcl.task.yaml --data runs/when2call.jsonl --base-url "$SURL" \
+    $T sample --task runs/bfcl.task.yaml --data runs/when2call.mixed.jsonl --base-url "$SURL" \
       --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \
       --out "runs/$QT.w2c.n16t1.samples.jsonl" || true
     stop_server "$SPID"
-    # The final tables: the calibrator `taskcal calibrate` fitted on the train split (the one
-    # shipped as taskcal_agents/data/calibrators/$QM.json), evaluated held out as it is served.
-    A="runs/calibrate-$QT/calibrator.json"
+    # The final tables: the calibrator `taskcal calibrate` fitted on the train split, the one
+    # shipped as taskcal_agents/data/calibrators/$QM.json once it ships (a rerun of calibrate
+    # refits it with a new timestamp, so the shipped file is the one named), held out as served.
+    A="taskcal_agents/data/calibrators/$QM.json"
+    [ -s "$A" ] || A="runs/calibrate-$QT/calibrator.json"
     if [ -s "$A" ]; then
       for EV in bfcl.test w2c.n16t1; do
         $T evaluate --samples "runs/$QT.$EV.samples.jsonl" --artefact "$A" --folds 5 \
