@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 _STANDARDISE = re.compile(r"[ ,./\-_*^]")
 
@@ -112,22 +112,23 @@ def _value_ok(value: Any, schema: Mapping[str, Any], accepted: Sequence[Any]) ->
     # BFCL's "variable": the answer holds values of another type than the declared one
     variable = answer_type is not None and answer_type is not expected
     if type(value) is expected:
-        if nested is not None and not _items_ok(value, nested, accepted):
+        if nested is not None and not _items_ok(cast(list[Any], value), nested, accepted):
             return False
     elif answer_type is not None and type(value) is answer_type:
         variable = True
     else:
         return False
+    checked: Any = value  # of the declared type when not BFCL's "variable"
     if not variable:
         if expected is dict:
-            return _dict_ok(value, accepted)
+            return _dict_ok(checked, accepted)
         if expected is list and nested is dict:
-            return _list_of_dicts_ok(value, accepted)
+            return _list_of_dicts_ok(checked, accepted)
         if expected is str:
-            return _string_ok(value, accepted)
+            return _string_ok(checked, accepted)
         if expected is list:
-            return _list_ok(value, accepted)
-    return value in accepted
+            return _list_ok(checked, accepted)
+    return checked in accepted
 
 
 def call_matches_answer(

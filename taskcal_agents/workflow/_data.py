@@ -468,11 +468,13 @@ def load_eval_arrays(
     """Read a samples file, resolve its task and build the arrays (see :func:`eval_arrays`).
 
     *data* is the dataset the samples were drawn from (default: the one the header names),
-    read only for a task that grounds its calls and only for records that do not store
-    their conversation.
+    read for a task that grounds its calls, for records that do not store their
+    conversation, and for a tool decision, for BFCL's possible answers
+    (``EvalArrays.call_correct``; a dataset named in the header but absent is skipped).
     """
     samples = read_samples(Path(path))
     resolved = resolve_task(samples, task)
+    items: dict[str, DatasetItem] | None
     if resolved.grounding is not None and data:
         items = dataset_items(samples, data)
     elif TOOL_CALL_ACTION in resolved.action_list:  # for BFCL's possible answers, if at hand

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -161,18 +162,8 @@ def test_evaluation_scores_the_call_the_runtime_would_send(tmp_path: Path) -> No
     assert 0.0 < raw["executed_call_correct"] < 1.0
 
 
-PAGED = {
-    "type": "function",
-    "function": {
-        "name": "lookup",
-        "description": "Look something up.",
-        "parameters": {
-            "type": "object",
-            "properties": {"q": {"type": "string"}, "page": {"type": "integer"}},
-            "required": ["q"],
-        },
-    },
-}
+PAGED = copy.deepcopy(LOOKUP)  # the same tool with an optional page
+PAGED["function"]["parameters"]["properties"]["page"] = {"type": "integer"}
 
 
 def _call(q: str, **extra: Any) -> AIMessage:
