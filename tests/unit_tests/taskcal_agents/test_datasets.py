@@ -45,8 +45,16 @@ def _item(i: int, label: str | None = "a", **kw: object) -> DatasetItem:
     )
 
 
-KEPT = {"CONVERTERS", "SHARED_DATA_ENV", "default_task", "shared_data_dir", "write_dataset"}
-"""Importable from the package outside ``__all__`` (0.1 names; the demo's data folder)."""
+KEPT = {
+    "CONVERTERS",
+    "SHARED_DATA_ENV",
+    "call_matches_answer",
+    "default_task",
+    "shared_data_dir",
+    "write_dataset",
+}
+"""Importable from the package outside ``__all__`` (0.1 names; the demo's data folder; the
+BFCL answer check that evaluation uses)."""
 
 
 def test_exports_match_public_names() -> None:
