@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -249,6 +250,7 @@ def eval_arrays(
     answers = _possible_answers(items) if TOOL_CALL_ACTION in task.action_list else {}
     call_correct = np.full(len(records), np.nan) if answers else None
     decider = Decider(task) if answers else None
+    foreign: str | None = None  # a record whose dataset item holds another conversation
     executable_any = np.ones((len(records), len(task.action_list)), dtype=bool)
     is_tool_task = "tool_call" in task.labels
     no_tools = np.zeros(len(records), dtype=bool)
@@ -368,7 +370,7 @@ def eval_arrays(
         else:  # labels without their messages: nothing sampled can be carried out
             executable[i] = carried_actions(task, [], [])
             executable_any[i] = executable[i]
-        answer = answers.get(record["id"])
+        answer = None if foreign else answers.get(record["id"])
         if (
             decider is not None
             and call_correct is not None
@@ -379,24 +381,29 @@ def eval_arrays(
             item = cast(Mapping[str, DatasetItem], items)[record["id"]]
             stored = record.get("messages")
             if isinstance(stored, list) and stored != item.messages:
-                msg = (
-                    f"record {record['id']!r} was sampled from another conversation than the "
-                    "dataset item of that id, whose possible answer would score its call; "
-                    "pass --data with the dataset it was sampled from."
+                foreign = str(record["id"])  # another dataset: score no call (warned below)
+            else:
+                sent = decider.representative(
+                    TOOL_CALL_ACTION, messages, labels, tool_names=offered, groundings=groundings
                 )
-                raise DataFileError(msg, path=str(samples.path), line=line)
-            sent = decider.representative(
-                TOOL_CALL_ACTION, messages, labels, tool_names=offered, groundings=groundings
-            )
-            tools = record.get("tools")
-            call_correct[i] = _call_correct(
-                sent, answer, tools if isinstance(tools, list) else item.tools
-            )
+                tools = record.get("tools")
+                call_correct[i] = _call_correct(
+                    sent, answer, tools if isinstance(tools, list) else item.tools
+                )
         y[i] = task.label_index(cast(str, true))  # checked above, or a grade: a task label
         if g_label is not None:
             greedy[i] = task.label_index(g_label)
         elif task.unparsed_as is not None and record.get("greedy") is not None:
             greedy[i] = task.label_index(task.unparsed_as)
+    if foreign is not None:
+        warnings.warn(
+            f"record {foreign!r} of {samples.path} was sampled from another conversation than "
+            "the dataset item of that id, so no call is scored against the dataset's possible "
+            "answers (executed_call_correct is left out); pass --data with the dataset it was "
+            "sampled from.",
+            stacklevel=2,
+        )
+        call_correct = None
     return EvalArrays(
         P=P,
         y=y,

@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from langchain_core.messages import AIMessage
+
     from taskcal_agents.datasets import DatasetItem
     from taskcal_agents.decision.artefact import CalibratorArtefact
     from taskcal_agents.decision.decider import Decision
@@ -534,6 +536,7 @@ def _decide(
     otherwise the workflow's Dirichlet map fitted on the other requests' samples decides.
     """
     import dataclasses
+    from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
 
@@ -575,12 +578,19 @@ def _decide(
             keep = (ids != item.id) & data.served
             return Decider(task, make().fit(X[keep], data.y[keep]))
 
-    out = []
-    for item in shown:
+    def draw(item: DatasetItem) -> list[AIMessage]:
         names = offered_tool_names(item)
         samples, _ = _draw(
             sampler, build_messages(task, item), live, item.tools or None, None, names
         )
+        return samples
+
+    # The requests are drawn concurrently, as `taskcal sample` draws items: one decoding batch.
+    with ThreadPoolExecutor(max_workers=max(1, len(shown)), thread_name_prefix="demo") as pool:
+        drawn = list(pool.map(draw, shown))
+    out = []
+    for item, samples in zip(shown, drawn, strict=True):
+        names = offered_tool_names(item)
         decision = decider_for(item).decide(
             samples, tool_names=names, context=item_context(task, item)
         )

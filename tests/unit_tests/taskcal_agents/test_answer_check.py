@@ -12,7 +12,6 @@ from langchain_core.messages import AIMessage
 
 from taskcal_agents.datasets import DatasetItem, call_matches_answer, write_dataset
 from taskcal_agents.decision.decider import Decider
-from taskcal_agents.errors import DataFileError
 from taskcal_agents.parsing.grounding import GroundingContext
 from taskcal_agents.workflow import (
     SampleSettings,
@@ -208,7 +207,7 @@ def test_the_scored_call_is_the_modal_grounded_one_as_sent(tmp_path: Path) -> No
     )
 
 
-def test_a_dataset_of_other_conversations_is_refused(tmp_path: Path) -> None:
+def test_a_dataset_of_other_conversations_scores_no_call(tmp_path: Path) -> None:
     path = _samples_file(tmp_path, n=6)
     samples = read_samples(path)
     items = [
@@ -219,8 +218,11 @@ def test_a_dataset_of_other_conversations_is_refused(tmp_path: Path) -> None:
         for item_id, record in samples.records.items()
     ]  # fmt: skip
     write_dataset(items, tmp_path / "other.jsonl")
-    with pytest.raises(DataFileError, match="another conversation"):
-        eval_arrays(tool_task(), samples, items=dataset_items(samples, tmp_path / "other.jsonl"))
+    with pytest.warns(UserWarning, match="another conversation"):
+        data = eval_arrays(
+            tool_task(), samples, items=dataset_items(samples, tmp_path / "other.jsonl")
+        )
+    assert data.call_correct is None  # no call scored against another dataset's answers
 
 
 def test_load_eval_arrays_reads_the_answers_of_the_dataset_the_header_names(
