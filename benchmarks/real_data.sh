@@ -228,7 +228,7 @@ fi
 # train, dev and the test split's first 300 items (interleaved, so balanced); then When2Call's
 # 300 items alike, in the interleaved order above. Resumable per split and model;
 # about 7 s per item on the 0.5B model and 20 s on the 1.5B one on 2 cores (3.2 h and 8.4 h).
-# Run with BFCL=1.
+# Run with BFCL=1; BFCL_MODELS=q15 (or q05) runs one model only. Train first: it is what ships.
 if [ -n "${BFCL:-}" ]; then
   [ -n "${SERVER_PID:-}" ] && stop_server "$SERVER_PID"
   SERVER_PID=
@@ -246,13 +246,10 @@ yaml.safe_dump(d, open(p, "w"), sort_keys=False)
 PY
   for Q in qwen2.5-coder-0.5b-instruct:q05:300 qwen2.5-coder-1.5b-instruct:q15:300; do
     IFS=: read -r QM QT QN <<< "$Q"
+    [[ " ${BFCL_MODELS:-q05 q15} " == *" $QT "* ]] || continue
     serve "$QM" 8006 "${QT}_bfcl"
     DTYPE=$(grep -o '^# taskcal: dtype [a-z0-9]*' "runs/${QT}_bfcl.log" | tail -1 | awk '{print $4}')
     DT=(); [ -n "$DTYPE" ] && DT=(--dtype "$DTYPE")
-    # dev first: the calibrator family and the grounding setting were chosen on it.
-    $T sample --task runs/bfcl.task.yaml --data runs/bfcl.dev.jsonl --base-url "$SURL" \
-      --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \
-      --out "runs/$QT.bfcl.dev.samples.jsonl" || true
     # train: the shipped calibrator is this command's output (same settings as above).
     $T calibrate --base-url "$SURL" --model "$QM" --source "$W" --work-dir "runs/calibrate-$QT" \
       "${DT[@]}" --concurrency 4 || true
@@ -264,6 +261,10 @@ PY
     $T sample --task runs/bfcl.task.yaml --data runs/when2call.mixed.jsonl --base-url "$SURL" \
       --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \
       --out "runs/$QT.w2c.n16t1.samples.jsonl" || true
+    # dev: the calibrator family and the grounding setting were chosen on the 0.5B model's.
+    $T sample --task runs/bfcl.task.yaml --data runs/bfcl.dev.jsonl --base-url "$SURL" \
+      --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \
+      --out "runs/$QT.bfcl.dev.samples.jsonl" || true
     stop_server "$SPID"
     # The final tables: the calibrator `taskcal calibrate` fitted on the train split, the one
     # shipped as taskcal_agents/data/calibrators/$QM.json once it ships (a rerun of calibrate
