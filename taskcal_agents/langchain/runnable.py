@@ -35,31 +35,20 @@ from typing_extensions import override
 from taskcal_agents.decision.adaptive import check_adaptive
 from taskcal_agents.decision.artefact import (
     CalibratorLike,
-    ResolvedCalibrator,
-    resolve_calibrator,
 )
 from taskcal_agents.decision.decider import Decider, Decision
 from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.protocol import (
-    DecisionInput,
     Draw,
     Drawn,
     RetryPolicy,
-    decide_in_rounds,
 )
-from taskcal_agents.decision.shipped import pick_calibrator
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.parsing.answer_clusters import question_of
-from taskcal_agents.parsing.grounding import GroundingContext
-from taskcal_agents.parsing.tool_turns import answered_tool_calls
 from taskcal_agents.production.decision_log import (
-    DecisionLog,
-    artefact_id,
     model_name_of,
-    open_decision_log,
 )
-from taskcal_agents.production.reload import ArtefactReloader, check_reload
+from taskcal_agents.production.session import DecisionSession, InForce
 from taskcal_agents.sampling import (
     adrive_rounds,
     asample_batch,
@@ -218,10 +207,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     ``alpha`` and ``risk_control`` keep the values of the first artefact; :attr:`decider`
     is the one in force. See :class:`~taskcal_agents.production.reload.ArtefactReloader`."""
 
-    _decider: Decider = PrivateAttr()
-    _log: DecisionLog | None = PrivateAttr(default=None)
-    _artefact_id: str | None = PrivateAttr(default=None)
-    _reloader: ArtefactReloader[tuple[Decider, str | None]] | None = PrivateAttr(default=None)
+    _session: DecisionSession = PrivateAttr()
 
     def __init__(
         self,
@@ -233,40 +219,27 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         # pydantic validates this model's fields; mypy types RunnableSerializable's
         # dataclass-transform __init__ with its own fields only.
         super().__init__(model=model, task=task, calibrator=calibrator, **kwargs)  # type: ignore[call-arg]
-        explicit = "alpha" in self.model_fields_set
+        alpha = self.alpha if "alpha" in self.model_fields_set else None
         owner = type(self).__name__
-        check_reload(self.calibrator, self.reload_artefact, owner)
-        explicit_risk = self.risk_control
-
-        def build(r: ResolvedCalibrator) -> tuple[Decider, str | None]:
-            decider = Decider.from_resolved(
-                self.task, r, judge=self.judge, risk_control=explicit_risk
-            )
-            return decider, artefact_id(r.artefact)
-
-        alpha = self.alpha if explicit else None
-        if self.reload_artefact:
-            self._reloader = ArtefactReloader(
-                self.calibrator, self.task, build, alpha=alpha, n_samples=self.n_samples,
-                owner=owner,
-            )  # fmt: skip
-            resolved = self._reloader.resolved
-            self._decider, self._artefact_id = self._reloader.current()
-        else:
+        sampled, retry = split_retry(self.model)
+        served = None
+        if not self.reload_artefact:
             served = served_settings(
-                split_retry(self.model)[0], n_samples=self.n_samples, temperature=self.temperature,
+                sampled, n_samples=self.n_samples, temperature=self.temperature,
                 task_prompt=self.use_task_prompt, alpha=alpha,
             )  # fmt: skip
-            resolved = resolve_calibrator(
-                pick_calibrator(self.calibrator, self.task, served, owner=owner), self.task,
-                alpha=alpha, n_samples=self.n_samples, owner=owner,
-            )  # fmt: skip
-            self._decider, self._artefact_id = build(resolved)
+        self._session = DecisionSession(
+            self.task, self.calibrator, options=self, owner=owner, served=served, alpha=alpha,
+            judge=self.judge, risk_control=self.risk_control,
+            reload_artefact=self.reload_artefact, decision_log=self.decision_log,
+            retry=None if retry is None else RetryPolicy.of_runnable_retry(retry),
+            seed=self.seed,
+        )  # fmt: skip
+        resolved = self._session.resolved
         self.calibrator, self.alpha = resolved.calibrator, resolved.alpha
         if self.risk_control is None:
             self.risk_control = resolved.risk_control
-        if self.decision_log is not None:
-            self._log = self.decision_log = open_decision_log(self.decision_log)
+        self.decision_log = self._session.log
         sampled, retry = split_retry(self.model)
         if retry is not None and {"max_retries", "retry_wait"} & self.model_fields_set:
             msg = (
@@ -289,13 +262,12 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     @property
     def decider(self) -> Decider:
         """The validated task + calibrator + α in force (see ``reload_artefact``)."""
-        return self._in_force()[0]
+        return self._session.in_force().decider
 
-    def _in_force(self) -> tuple[Decider, str | None]:
-        """The Decider and the artefact id of the next decision (reloaded when replaced)."""
-        if self._reloader is None:
-            return self._decider, self._artefact_id
-        return self._reloader.current()
+    @property
+    def session(self) -> DecisionSession:
+        """The decision's assembly: calibrator in force, options, retries, seeds, log."""
+        return self._session
 
     @property
     @override
@@ -309,60 +281,6 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             return input_
         return with_task_prompt(to_messages(input_), self.task.prompt)
 
-    def _sample_args(self, n: int, drawn: int) -> dict[str, Any]:
-        """The sampling arguments of a round of ``n`` after ``drawn`` samples.
-
-        The seed moves on by the samples drawn so far, so a later round draws new samples
-        (and N concurrent calls get the seeds they would get in one round).
-        """
-        return {
-            "n": n,
-            "temperature": self.temperature,
-            "seed": None if self.seed is None else self.seed + drawn,
-            "use_n": self.use_n,
-        }
-
-    def _question(self, input_: LanguageModelInput) -> str | None:
-        """The question under answer clustering (``None`` for tasks that do not cluster)."""
-        if self.task.answer_clusters is None:
-            return None
-        return question_of(to_messages(input_))
-
-    def _context(
-        self, sampled: Runnable[Any, Any], input_: LanguageModelInput
-    ) -> GroundingContext | None:
-        """The input's bound tools and conversation, for a task that grounds its calls."""
-        if self.task.grounding is None:
-            return None
-        return GroundingContext(bound_tools(sampled) or (), to_messages(input_))
-
-    def _result(
-        self, result: Decision | BaseException, in_force: tuple[Decider, str | None]
-    ) -> Decision | Exception:
-        """A decision of the protocol, logged; or its error (a control-flow signal raised)."""
-        if isinstance(result, Decision):
-            return self._logged(result, in_force[1])
-        if not isinstance(result, Exception):
-            raise result
-        return result
-
-    def _logged(self, decision: Decision, aid: str | None) -> Decision:
-        """Log ``decision`` (when a log is set, under artefact id ``aid``) with its id."""
-        if self._log is None:
-            return decision
-        sampled = split_retry(self.model)[0]
-        return self._log.log(
-            decision,
-            task=self.task,
-            model_name=model_name_of(chat_model_of(sampled) or sampled),
-            artefact_id=aid,
-        )
-
-    def _retry_policy(self, retry: RunnableRetry[Any, Any] | None) -> RetryPolicy:
-        if retry is not None:
-            return RetryPolicy.of_runnable_retry(retry)
-        return RetryPolicy.of(self.max_retries, self.retry_wait)
-
     def _protocol(
         self,
         inputs: list[LanguageModelInput],
@@ -372,7 +290,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     ) -> tuple[
         Generator[Draw, Drawn, list[Decision | BaseException]],
         Callable[[Draw], dict[str, Any]],
-        tuple[Decider, str | None],
+        InForce,
     ]:
         """The decision protocol of a batch, and the ``sample_batch`` arguments of a draw.
 
@@ -381,18 +299,13 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         tagged ``retry:attempt:<k>`` from the second attempt on, as ``with_retry()`` tags
         them; the seed moves on by the samples drawn so far.
         """
-        sampled, retry = split_retry(self.model)
-        in_force = self._in_force()
+        session, sampled = self._session, split_retry(self.model)[0]
+        in_force = session.in_force()
         prepared = [self._prepare(x) for x in inputs]
-        items = [
-            DecisionInput(
-                self._question(x), answered_tool_calls(to_messages(x)), self._context(sampled, x)
-            )
-            for x in inputs
-        ]
-        protocol = decide_in_rounds(
-            in_force[0], items, self, retry=self._retry_policy(retry),
-            tool_names=bound_tool_names(sampled), on_error=self.on_error,
+        tools = bound_tools(sampled) if self.task.grounding is not None else None
+        items = [session.item(self.task, to_messages(x), tools) for x in inputs]
+        protocol = session.protocol(
+            in_force, items, tool_names=bound_tool_names(sampled),
             return_samples=self.return_samples,
             what=f"{type(self).__name__} could not sample {self.n_samples} completions from "
             f"{type(self.model).__name__}",
@@ -407,11 +320,18 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
                     patch_config(config[i], callbacks=run_manager[i].get_child(tag))
                     for i in draw.items
                 ],
-                **self._sample_args(draw.n, draw.drawn),
+                **session.sample_args(draw, self.seed),
+                "use_n": self.use_n,
                 **kwargs,
             }
 
         return protocol, call, in_force
+
+    def _result(self, result: Decision | BaseException, in_force: InForce) -> Decision | Exception:
+        """A decision of the protocol, logged; or its error (a control-flow signal raised)."""
+        sampled = split_retry(self.model)[0]
+        name = model_name_of(chat_model_of(sampled) or sampled)
+        return self._session.finish(result, in_force, model_name=name)
 
     # ------------------------------------------------------------------- invoke
 

@@ -156,7 +156,7 @@ def test_the_artefact_stores_the_prior_and_the_front_doors_use_it(tmp_path: Path
     runnable = TaskCalibratedRunnable(
         RecordingChatModel(responses=["x"]), TOOL, calibrator=path, adaptive=0.01
     )
-    assert runnable._decider.stopping_prior == prior
+    assert runnable.decider.stopping_prior == prior
     # Without one the rule takes the uniform prior.
     bare = _artefact(None).save(tmp_path / "bare.json")
     assert "stopping_prior" not in CalibratorArtefact.load(bare).to_dict()
@@ -221,7 +221,7 @@ def test_a_prior_for_other_outcomes_falls_back_or_is_refused_by_name(tmp_path: P
     runnable = TaskCalibratedRunnable(
         RecordingChatModel(responses=["x"]), TOOL, calibrator=artefact
     )
-    assert runnable._decider.stopping_prior is None
+    assert runnable.decider.stopping_prior is None
     # An explicit prior for other outcomes is refused when the front door is built.
     msg = "TaskCalibrationMiddleware parameter 'adaptive.prior' was fitted for outcomes"
     with pytest.raises(ConfigurationError, match=re.escape(msg)):

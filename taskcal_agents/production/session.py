@@ -1,0 +1,255 @@
+"""The front doors' shared core: one decision, assembled in one place.
+
+Every front door (the Runnable, the chat model over it, the agent middleware, the decision
+model) translates its own input into messages and tools and its own output from a
+:class:`~taskcal_agents.decision.decider.Decision`; everything between is a
+:class:`DecisionSession`:
+
+* the Decider in force — the calibrator resolved against the task (``"auto"``: the shipped
+  artefact for the served model and settings, resolved once per setting; an artefact file
+  watched and reloaded when replaced; a fitted calibrator; ``None``), with its artefact id;
+* what a decision reads besides its samples (:meth:`DecisionSession.item`: the question
+  under answer clustering, the calls already answered, the grounding context);
+* the decision protocol with the retry policy, ``on_error`` and N / adaptive N
+  (:meth:`DecisionSession.protocol`), and the seed of each draw (moved on by the samples
+  drawn so far, :meth:`DecisionSession.sample_args`);
+* finishing: the decision logged (when a log is set) under the artefact that decided it
+  (:meth:`DecisionSession.finish`).
+
+A door drives :meth:`DecisionSession.protocol` with its own sampling (a model, an agent's
+handler) through :func:`~taskcal_agents.sampling.drive_rounds` or
+:func:`~taskcal_agents.sampling.adrive_rounds`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Generator, Sequence
+from typing import Any, NamedTuple
+
+from langchain_core.messages import BaseMessage
+
+from taskcal_agents.decision.artefact import (
+    CalibratorLike,
+    ResolvedCalibrator,
+    resolve_calibrator,
+)
+from taskcal_agents.decision.decider import Decider, Decision
+from taskcal_agents.decision.options import SamplingOptions
+from taskcal_agents.decision.protocol import (
+    DecisionInput,
+    Draw,
+    Drawn,
+    RetryPolicy,
+    decide_in_rounds,
+)
+from taskcal_agents.decision.shipped import (
+    AUTO,
+    ServedSettings,
+    auto_artefact,
+    pick_calibrator,
+    shipped_artefacts,
+)
+from taskcal_agents.decision.task import Task
+from taskcal_agents.parsing.answer_clusters import question_of
+from taskcal_agents.parsing.grounding import GroundingContext
+from taskcal_agents.parsing.tool_turns import answered_tool_calls
+from taskcal_agents.production.decision_log import (
+    DecisionLog,
+    DecisionLogLike,
+    artefact_id,
+    open_decision_log,
+)
+from taskcal_agents.production.reload import ArtefactReloader, check_reload
+
+__all__ = ["DecisionSession", "InForce"]
+
+
+class InForce(NamedTuple):
+    """The Decider that takes a decision and the id of the artefact it came from."""
+
+    decider: Decider
+    artefact_id: str | None
+
+
+class DecisionSession:
+    """Task, calibrator in force, options, retries, seeds and log: one decision's assembly.
+
+    Args:
+        task: The task.
+        calibrator: A fitted calibrator, a
+            :class:`~taskcal_agents.decision.artefact.CalibratorArtefact`, an artefact path,
+            ``"auto"`` or ``None`` (the raw belief).
+        options: N, temperature, adaptive N, retries and ``on_error`` (read at each
+            decision, so a door may pass itself).
+        owner: The front door's name, for messages.
+        served: How the door samples, when it is known up front: ``"auto"`` is resolved
+            once, for it. ``None`` under ``"auto"``: resolved per call of
+            :meth:`in_force` for the settings it is given (an agent's request names its
+            model), and kept per setting.
+        alpha: The explicit Dirichlet prior, or ``None`` for the calibrator's.
+        judge: The entailment judge of a clustering task (see
+            :class:`~taskcal_agents.decision.decider.Decider`).
+        risk_control: An explicit risk limit (``None``: the artefact's).
+        reload_artefact: Watch the artefact file given as ``calibrator`` and reload it when
+            it is replaced (see :class:`~taskcal_agents.production.reload.ArtefactReloader`).
+        decision_log: Where each decision is logged (a log or a path), or ``None``.
+        retry: The retry policy (``None``: ``options``' ``max_retries`` and ``retry_wait``).
+        seed: The base sampling seed (``None``: unseeded).
+
+    Raises:
+        ConfigurationError: If the calibrator does not fit the task, or ``reload_artefact``
+            is set for a calibrator that is not an artefact path.
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        calibrator: CalibratorLike | str | None,
+        *,
+        options: SamplingOptions,
+        owner: str,
+        served: ServedSettings | None = None,
+        alpha: float | None = None,
+        judge: Any = None,
+        risk_control: Any = None,
+        reload_artefact: bool = False,
+        decision_log: DecisionLogLike | None = None,
+        retry: RetryPolicy | None = None,
+        seed: int | None = None,
+    ) -> None:
+        check_reload(calibrator, reload_artefact, owner)
+        self.task = task
+        self.options = options
+        self.owner = owner
+        self.alpha = alpha
+        self.seed = seed
+        self._judge = judge
+        self._explicit_risk = risk_control
+        self._retry = retry
+        self._reloader: ArtefactReloader[InForce] | None = None
+        self._auto: dict[ServedSettings, InForce] | None = None
+        self._lock = threading.Lock()
+        n = options.n_samples
+        if calibrator == AUTO and served is None:  # resolved per call: the model is the call's
+            self._auto = {}
+            shipped_artefacts()  # read the shipped files now, not on an async request
+            resolved = resolve_calibrator(None, task, alpha=alpha, owner=owner)
+        elif reload_artefact:
+            self._reloader = ArtefactReloader(
+                calibrator,  # type: ignore[arg-type]  # a path: check_reload
+                task, self._build, alpha=alpha, n_samples=n, owner=owner,
+            )  # fmt: skip
+            resolved = self._reloader.resolved
+        else:
+            if served is not None:
+                calibrator = pick_calibrator(calibrator, task, served, owner=owner)
+            resolved = resolve_calibrator(calibrator, task, alpha=alpha, n_samples=n, owner=owner)
+        self.resolved: ResolvedCalibrator = resolved
+        """The calibrator resolved at construction (the first artefact's, when reloaded)."""
+        self._fixed = self._build(resolved) if self._reloader is None else None
+        self.log: DecisionLog | None = (
+            None if decision_log is None else open_decision_log(decision_log)
+        )
+        """The decision log, or ``None``."""
+
+    def _build(self, resolved: ResolvedCalibrator) -> InForce:
+        decider = Decider.from_resolved(
+            self.task, resolved, judge=self._judge, risk_control=self._explicit_risk
+        )
+        return InForce(decider, artefact_id(resolved.artefact))
+
+    def in_force(self, served: ServedSettings | None = None) -> InForce:
+        """The Decider (and artefact id) of the next decision.
+
+        Under per-call ``"auto"``, the one for ``served`` (resolved on first use, then
+        kept; ``None``: the raw belief's); an artefact file that was replaced is reloaded.
+        """
+        if self._auto is not None and served is not None:
+            found = self._auto.get(served)
+            if found is None:
+                resolved = resolve_calibrator(
+                    auto_artefact(self.task, served, owner=self.owner), self.task,
+                    alpha=self.alpha, n_samples=served.n_samples, owner=self.owner,
+                )  # fmt: skip
+                with self._lock:
+                    found = self._auto.setdefault(served, self._build(resolved))
+            return found
+        if self._reloader is not None:
+            return self._reloader.current()
+        assert self._fixed is not None
+        return self._fixed
+
+    def item(
+        self, task: Task, messages: Sequence[BaseMessage], tools: Sequence[Any] | None
+    ) -> DecisionInput:
+        """What a decision of ``task`` on ``messages`` reads besides its samples.
+
+        The question under answer clustering, the tool calls the conversation already
+        answered, and for a task that grounds its calls the offered ``tools`` and the
+        conversation.
+        """
+        return DecisionInput(
+            None if task.answer_clusters is None else question_of(messages),
+            answered_tool_calls(messages),
+            None if task.grounding is None else GroundingContext(tools or (), messages),
+        )
+
+    def protocol(
+        self,
+        in_force: InForce,
+        items: Sequence[DecisionInput],
+        *,
+        tool_names: Sequence[str] | None = None,
+        return_samples: bool = False,
+        what: str | None = None,
+    ) -> Generator[Draw, Drawn, list[Decision | BaseException]]:
+        """The decision protocol of ``items`` (rounds, retries, fallback) under ``in_force``."""
+        options = self.options
+        return decide_in_rounds(
+            in_force.decider, items, options,
+            retry=self._retry or RetryPolicy.of(options.max_retries, options.retry_wait),
+            tool_names=tool_names, on_error=options.on_error, return_samples=return_samples,
+            what=what or f"{self.owner} could not sample {options.n_samples} completions",
+        )  # fmt: skip
+
+    def sample_args(self, draw: Draw, seed: int | None = None) -> dict[str, Any]:
+        """N, the temperature and the seed of ``draw``.
+
+        The seed (``seed``, else the session's) moves on by the samples drawn so far, so a
+        later round draws new samples (and N concurrent calls get the seeds they would get
+        in one round).
+        """
+        base = self.seed if seed is None else seed
+        return {
+            "n": draw.n,
+            "temperature": self.options.temperature,
+            "seed": None if base is None else base + draw.drawn,
+        }
+
+    def finish(
+        self, result: Decision | BaseException, in_force: InForce, *, model_name: str | None
+    ) -> Decision | Exception:
+        """A decision of the protocol, logged (when a log is set); or its error.
+
+        A control-flow signal (a ``BaseException`` that is not an ``Exception``) is raised.
+        """
+        if not isinstance(result, Decision):
+            if not isinstance(result, Exception):
+                raise result
+            return result
+        if self.log is None:
+            return result
+        return self.log.log(
+            result, task=in_force.decider.task, model_name=model_name,
+            artefact_id=in_force.artefact_id,
+        )  # fmt: skip
+
+    def decided(
+        self, result: Decision | BaseException, in_force: InForce, *, model_name: str | None
+    ) -> Decision:
+        """:meth:`finish`, raising the error of a failed decision."""
+        decision = self.finish(result, in_force, model_name=model_name)
+        if isinstance(decision, Exception):
+            raise decision
+        return decision
