@@ -56,7 +56,6 @@ from taskcal_agents.decision.adaptive import (
 from taskcal_agents.decision.artefact import (
     Calibrator,
     CalibratorLike,
-    ResolvedCalibrator,
     as_artefact,
     resolve_calibrator,
 )
@@ -69,24 +68,17 @@ from taskcal_agents.decision.options import (
 )
 from taskcal_agents.decision.presets import TOOL_DECISION_PROMPT, after_tool_result
 from taskcal_agents.decision.protocol import (
-    DecisionInput,
     Draw,
     Drawn,
-    RetryPolicy,
-    decide_in_rounds,
 )
 from taskcal_agents.decision.risk_control import RiskControl
 from taskcal_agents.decision.shipped import (
     AUTO,
     Auto,
-    ServedSettings,
-    auto_artefact,
-    shipped_artefacts,
 )
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
-from taskcal_agents.parsing.answer_clusters import question_of
 from taskcal_agents.parsing.grounding import GroundingContext
 from taskcal_agents.parsing.labels import tool_names_of
 from taskcal_agents.parsing.tool_calls import canonical_tool_calls
@@ -98,11 +90,10 @@ from taskcal_agents.parsing.tool_turns import (
 )
 from taskcal_agents.production.decision_log import (
     DecisionLogLike,
-    artefact_id,
     model_name_of,
-    open_decision_log,
 )
-from taskcal_agents.production.reload import ArtefactReloader, check_reload
+from taskcal_agents.production.reload import check_reload
+from taskcal_agents.production.session import DecisionSession, InForce
 from taskcal_agents.sampling import (
     adrive_rounds,
     asample_messages,
@@ -386,36 +377,19 @@ class TaskCalibrationMiddleware(
         else:
             task = _load_task(task, owner, "task")
         explicit_alpha = None if alpha is _SENTINEL else alpha
-        decider_task: Task = task
         options = SamplingOptions.checked(
             owner, n_samples=n_samples, temperature=temperature, adaptive=adaptive,
             on_error=on_error, max_retries=max_retries, retry_wait=retry_wait,
         )  # fmt: skip
 
-        def build(r: ResolvedCalibrator) -> tuple[Decider, str | None]:
-            decider = Decider.from_resolved(decider_task, r, judge=judge)
-            return decider, artefact_id(r.artefact)
-
-        self._reloader: ArtefactReloader[tuple[Decider, str | None]] | None = None
-        self._auto: dict[ServedSettings, tuple[Decider, str | None]] | None = None
-        """Under ``calibrator="auto"``: the Decider (and artefact id) per served setting."""
-        self._build = build
-        self._explicit_alpha = explicit_alpha
-        if calibrator == AUTO:  # resolved per request: the model is the request's
-            self._auto = {}
-            shipped_artefacts()  # read the shipped files now, not on an async request
-            resolved = resolve_calibrator(None, task, alpha=explicit_alpha, owner=owner)
-        elif reload_artefact:
-            self._reloader = ArtefactReloader(
-                calibrator,  # type: ignore[arg-type]  # a path: check_reload
-                task, build, alpha=explicit_alpha, n_samples=n_samples, owner=owner,
-            )  # fmt: skip
-            resolved = self._reloader.resolved
-        else:
-            resolved = resolve_calibrator(
-                artefact or calibrator, task, alpha=explicit_alpha, n_samples=n_samples,
-                owner=owner,
-            )  # fmt: skip
+        self._session = DecisionSession(
+            task, calibrator if reload_artefact else artefact or calibrator, options=options,
+            owner=owner, alpha=explicit_alpha, judge=judge, reload_artefact=reload_artefact,
+            decision_log=decision_log,
+        )  # fmt: skip
+        """The decision's assembly: the calibrator in force (``"auto"``: per request model
+        and setting), options, retries and the decision log."""
+        resolved = self._session.resolved
 
         for name, value, allowed in (
             ("sampling", sampling, ("auto", "model", "handler")),
@@ -460,10 +434,8 @@ class TaskCalibrationMiddleware(
         """Whether ``task.prompt`` is added to the sampled requests' system message."""
         self.risk_control: RiskControl | None = resolved.risk_control
         """The artefact's risk limit that guards each decision, or ``None``."""
-        self._decider, self._artefact_id = (
-            build(resolved) if self._reloader is None else self._reloader.current()
-        )
-        self.decision_log = None if decision_log is None else open_decision_log(decision_log)
+        self._session.options = self.options
+        self.decision_log = self._session.log
         """The decision log, or ``None``."""
         self.tool_result_task: Task | None = after
         """The task decided right after a tool result (``decide_on="every_call"``), or
@@ -479,7 +451,7 @@ class TaskCalibrationMiddleware(
             )  # fmt: skip
             self._after_decider = Decider.from_resolved(after, r)
 
-    def _in_force(self, request: ModelRequest[Any] | None = None) -> tuple[Decider, str | None]:
+    def _in_force(self, request: ModelRequest[Any] | None = None) -> InForce:
         """The Decider and the artefact id of ``request``'s decision (reloaded when replaced).
 
         After a tool result (the last of the request's messages) that is the
@@ -488,33 +460,19 @@ class TaskCalibrationMiddleware(
         middleware's sampling settings (resolved on first use, then kept); without a
         request, the raw belief's.
         """
-        if request is not None:
-            if self._after_decider is not None and is_tool_result_turn(request.messages):
-                return self._after_decider, None
-            if self._auto is not None:
-                return self._auto_in_force(request)
-        if self._reloader is None:
-            return self._decider, self._artefact_id
-        return self._reloader.current()
-
-    def _auto_in_force(self, request: ModelRequest[Any]) -> tuple[Decider, str | None]:
-        """Under ``calibrator="auto"``: the Decider for the request's model (kept per setting)."""
-        assert self._auto is not None
+        if request is None:
+            return self._session.in_force()
+        if self._after_decider is not None and is_tool_result_turn(request.messages):
+            return InForce(self._after_decider, None)
+        if not self._session.per_call:
+            return self._session.in_force()
         served = served_settings(
             request.model, n_samples=self.options.n_samples, temperature=self.temperature,
-            task_prompt=self.use_task_prompt, alpha=self._explicit_alpha,
+            task_prompt=self.use_task_prompt, alpha=self._session.alpha,
             request_settings=request.model_settings,
             tool_choice=request.tool_choice if request.tools else None,
         )  # fmt: skip
-        found = self._auto.get(served)
-        if found is None:
-            owner = type(self).__name__
-            r = resolve_calibrator(
-                auto_artefact(self.task, served, owner=owner), self.task,
-                alpha=self._explicit_alpha, n_samples=served.n_samples, owner=owner,
-            )  # fmt: skip
-            found = self._auto.setdefault(served, self._build(r))
-        return found
+        return self._session.in_force(served)
 
     @property
     def n_samples(self) -> int:
@@ -591,21 +549,10 @@ class TaskCalibrationMiddleware(
         self,
         request: ModelRequest[Any],
         decision: Decision,
+        task: Task,
         responses: Sequence[ModelResponse[Any]] = (),
-        aid: str | object | None = _SENTINEL,
-        task: Task | None = None,
     ) -> ExtendedModelResponse[Any]:
-        """The response for ``decision`` on ``task``, logged (when a log is set) under ``aid``."""
-        if aid is _SENTINEL:
-            aid = self._in_force(request)[1]
-        task = task or self._in_force(request)[0].task
-        if self.decision_log is not None:
-            decision = self.decision_log.log(
-                decision,
-                task=task,
-                model_name=model_name_of(request.model),
-                artefact_id=aid if isinstance(aid, str) else None,
-            )
+        """The response for ``decision`` (already logged) on ``task``."""
         message = self._message(decision, task, request.messages)
         structured = None
         if message.id is not None:
@@ -629,38 +576,32 @@ class TaskCalibrationMiddleware(
 
     def _protocol(
         self, request: ModelRequest[Any]
-    ) -> tuple[Generator[Draw, Drawn, list[Decision | BaseException]], Decider, str | None]:
+    ) -> tuple[Generator[Draw, Drawn, list[Decision | BaseException]], InForce]:
         """The decision protocol of one model call, with the Decider and artefact id in force.
 
         One artefact decides the whole call; the rounds, the retries and the fallback are
         :func:`~taskcal_agents.decision.protocol.decide_in_rounds`'s.
         """
-        decider, aid = self._in_force(request)
-        task = decider.task
-        item = DecisionInput(
-            None if task.answer_clusters is None else question_of(request.messages),
-            answered_tool_calls(request.messages),
-            _grounding_context(request, task),
+        in_force = self._in_force(request)
+        system = [request.system_message] if request.system_message is not None else []
+        item = self._session.item(
+            in_force.decider.task, [*system, *request.messages], request.tools
         )
-        protocol = decide_in_rounds(
-            decider, [item], self.options,
-            retry=RetryPolicy.of(self.options.max_retries, self.options.retry_wait),
-            tool_names=tool_names_of(request.tools), on_error=self.options.on_error,
+        protocol = self._session.protocol(
+            in_force, [item], tool_names=tool_names_of(request.tools),
             what=f"{type(self).__name__} could not sample {self.n_samples} completions",
         )  # fmt: skip
-        return protocol, decider, aid
+        return protocol, in_force
 
     def _finish(
         self,
         request: ModelRequest[Any],
         result: Decision | BaseException,
         responses: Sequence[ModelResponse[Any]],
-        decider: Decider,
-        aid: str | None,
+        in_force: InForce,
     ) -> ExtendedModelResponse[Any]:
-        if not isinstance(result, Decision):
-            raise result
-        return self._respond(request, result, responses, aid=aid, task=decider.task)
+        decision = self._session.decided(result, in_force, model_name=model_name_of(request.model))
+        return self._respond(request, decision, in_force.decider.task, responses)
 
     def _model_call(
         self, request: ModelRequest[Any], sample_request: ModelRequest[Any], n: int
@@ -678,8 +619,9 @@ class TaskCalibrationMiddleware(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Any]
     ) -> ExtendedModelResponse[Any]:
         """Sample in rounds (``handler`` or the model, per ``sampling``), decide, respond."""
-        protocol, decider, aid = self._protocol(request)
-        mode, sample_request = self._mode(request), self._sample_request(request, decider.task)
+        protocol, in_force = self._protocol(request)
+        task = in_force.decider.task
+        mode, sample_request = self._mode(request), self._sample_request(request, task)
         responses: list[ModelResponse[Any]] = []
 
         def draw(d: Draw) -> Drawn:
@@ -698,14 +640,15 @@ class TaskCalibrationMiddleware(
             return [self._samples(drawn)]
 
         result = drive_rounds(protocol, draw)[0]
-        return self._finish(request, result, responses, decider, aid)
+        return self._finish(request, result, responses, in_force)
 
     async def _decide_async(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Awaitable[Any]]
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`_decide_sync`: the samples of a round are drawn concurrently."""
-        protocol, decider, aid = self._protocol(request)
-        mode, sample_request = self._mode(request), self._sample_request(request, decider.task)
+        protocol, in_force = self._protocol(request)
+        task = in_force.decider.task
+        mode, sample_request = self._mode(request), self._sample_request(request, task)
         responses: list[ModelResponse[Any]] = []
 
         async def draw(d: Draw) -> Drawn:
@@ -725,7 +668,7 @@ class TaskCalibrationMiddleware(
             return [self._samples(drawn)]
 
         result = (await adrive_rounds(protocol, draw))[0]
-        return self._finish(request, result, responses, decider, aid)
+        return self._finish(request, result, responses, in_force)
 
     def _vetted(
         self, request: ModelRequest[Any], response: ModelResponse[Any]

@@ -159,6 +159,11 @@ class DecisionSession:
         )
         return InForce(decider, artefact_id(resolved.artefact))
 
+    @property
+    def per_call(self) -> bool:
+        """Whether ``"auto"`` is resolved per call of :meth:`in_force` (for its settings)."""
+        return self._auto is not None
+
     def in_force(self, served: ServedSettings | None = None) -> InForce:
         """The Decider (and artefact id) of the next decision.
 
