@@ -56,21 +56,19 @@ from pydantic import Field, model_validator
 from typing_extensions import override
 
 from taskcal_agents.decision.adaptive import check_adaptive
-from taskcal_agents.decision.artefact import as_artefact, resolve_calibrator
+from taskcal_agents.decision.artefact import as_artefact
 from taskcal_agents.decision.decider import Decider, Decision
 from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.protocol import (
-    DecisionInput,
     Draw,
     Drawn,
-    RetryPolicy,
-    decide_in_rounds,
 )
-from taskcal_agents.decision.shipped import AUTO, pick_calibrator
+from taskcal_agents.decision.shipped import AUTO
 from taskcal_agents.decision.task import ParserSpec, Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.parsing.grounding import GroundingContext
 from taskcal_agents.parsing.registry import LABEL_PARSER
+from taskcal_agents.production.decision_log import open_decision_log
+from taskcal_agents.production.session import DecisionSession, InForce
 from taskcal_agents.sampling import (
     adrive_rounds,
     asample_messages,
@@ -192,6 +190,10 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     """Cost matrices by question ID (row = true label, column = chosen label)."""
     system_prompt: str = _SYSTEM
     """The system message sent before each question."""
+    decision_log: Any = None
+    """Where each question's decision is logged (under the question ID as task name): a
+    :class:`~taskcal_agents.production.decision_log.DecisionLog` or a path (``.jsonl`` or
+    ``.sqlite``/``.db``); ``None``: off. As the other front doors log theirs."""
 
     def __init__(self, **kwargs: Any) -> None:
         """Validate the fields; read the artefact files among ``calibrators``.
@@ -201,6 +203,8 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         """
         super().__init__(**kwargs)
         self.calibrators = {qid: as_artefact(c) or c for qid, c in self.calibrators.items()}
+        if self.decision_log is not None:
+            self.decision_log = open_decision_log(self.decision_log)
 
     @model_validator(mode="before")
     @classmethod
@@ -261,21 +265,21 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         )
         return [SystemMessage(self.system_prompt), HumanMessage(body)]
 
-    def _decider(self, question_id: str, question: Question) -> Decider:
+    def _session(self, question_id: str, question: Question) -> DecisionSession:
+        """The decision's assembly for ``question``: its task, calibrator, options and log."""
         task = self.task_for(question_id, question)
-        owner = f"{type(self).__name__} question {question_id!r}"
+        alpha = self.alpha if "alpha" in self.model_fields_set else None
         served = served_settings(
-            self.chat_model, n_samples=self.n_samples, temperature=self.temperature,
-            alpha=self.alpha if "alpha" in self.model_fields_set else None,
-        )  # fmt: skip
-        resolved = resolve_calibrator(
-            pick_calibrator(self.calibrators.get(question_id, AUTO), task, served, owner=owner),
-            task,
-            alpha=self.alpha if "alpha" in self.model_fields_set else None,
-            n_samples=self.n_samples,
-            owner=owner,
+            self.chat_model, n_samples=self.n_samples, temperature=self.temperature, alpha=alpha
         )
-        return Decider.from_resolved(task, resolved)
+        return DecisionSession(
+            task, self.calibrators.get(question_id, AUTO), options=self,
+            owner=f"{type(self).__name__} question {question_id!r}", served=served,
+            alpha=alpha, decision_log=self.decision_log,
+        )  # fmt: skip
+
+    def _decider(self, question_id: str, question: Question) -> Decider:
+        return self._session(question_id, question).in_force().decider
 
     @staticmethod
     def _answer(question: Question, decision: Decision) -> Any:
@@ -315,58 +319,46 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         Returns:
             The decision (its ``action`` is the MBR label).
         """
-        protocol, prompt = self._protocol(state, question_id, question)
+        session, in_force, protocol, prompt = self._protocol(state, question_id, question)
 
         def draw(d: Draw) -> Drawn:
-            return [sample_messages(self.chat_model, prompt, **self._sample_args(d, seed))]
+            return [sample_messages(self.chat_model, prompt, **session.sample_args(d, seed))]
 
-        return self._result(drive_rounds(protocol, draw)[0])
+        result = drive_rounds(protocol, draw)[0]
+        return session.decided(result, in_force, model_name=self.model)
 
     async def adecide(
         self, state: State, question_id: str, question: Question, *, seed: int | None = None
     ) -> Decision:
         """Async :meth:`decide`."""
-        protocol, prompt = self._protocol(state, question_id, question)
+        session, in_force, protocol, prompt = self._protocol(state, question_id, question)
 
         async def draw(d: Draw) -> Drawn:
-            return [await asample_messages(self.chat_model, prompt, **self._sample_args(d, seed))]
+            return [await asample_messages(self.chat_model, prompt, **session.sample_args(d, seed))]
 
-        return self._result((await adrive_rounds(protocol, draw))[0])
+        result = (await adrive_rounds(protocol, draw))[0]
+        return session.decided(result, in_force, model_name=self.model)
 
     def _protocol(
         self, state: State, question_id: str, question: Question
-    ) -> tuple[Generator[Draw, Drawn, list[Decision | BaseException]], list[BaseMessage]]:
+    ) -> tuple[
+        DecisionSession,
+        InForce,
+        Generator[Draw, Drawn, list[Decision | BaseException]],
+        list[BaseMessage],
+    ]:
         """The decision protocol of one question (rounds, retries, fallback), and its prompt."""
-        decider = self._decider(question_id, question)
+        session = self._session(question_id, question)
+        in_force = session.in_force()
         if self.adaptive is not None:
-            check_adaptive(decider.task, type(self).__name__)
+            check_adaptive(in_force.decider.task, type(self).__name__)
         prompt = self.prompt_for(state, question)
-        protocol = decide_in_rounds(
-            decider, [DecisionInput(context=self._context(decider, prompt))], self,
-            retry=RetryPolicy.of(self.max_retries, self.retry_wait), on_error=self.on_error,
+        tools = bound_tools(self.chat_model) if in_force.decider.task.grounding else None
+        protocol = session.protocol(
+            in_force, [session.item(in_force.decider.task, prompt, tools)],
             what=f"{type(self).__name__} could not sample {self.n_samples} completions",
         )  # fmt: skip
-        return protocol, prompt
-
-    def _sample_args(self, draw: Draw, seed: int | None) -> dict[str, Any]:
-        """The arguments of one draw: its N, the temperature and the seed moved on."""
-        return {
-            "n": draw.n,
-            "temperature": self.temperature,
-            "seed": None if seed is None else seed + draw.drawn,
-        }
-
-    @staticmethod
-    def _result(result: Decision | BaseException) -> Decision:
-        if not isinstance(result, Decision):
-            raise result
-        return result
-
-    def _context(self, decider: Decider, prompt: Sequence[BaseMessage]) -> GroundingContext | None:
-        """The chat model's bound tools and the prompt, for a task that grounds its calls."""
-        if decider.task.grounding is None:
-            return None
-        return GroundingContext(bound_tools(self.chat_model) or (), prompt)
+        return session, in_force, protocol, prompt
 
     def _check(self, questions: Mapping[str, Question]) -> None:
         if not questions:

@@ -22,6 +22,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel, render_state
 from taskcal_agents.parsing.labels import LabelParser
+from taskcal_agents.production.decision_log import open_decision_log
 
 TEAM = Choice(
     instructions="Which team should handle this request?",
@@ -70,6 +71,20 @@ def test_choice_answer_is_the_mbr_label_with_calibrated_probabilities(mode: str)
     assert answer.probabilities == pytest.approx({"billing": 0.25, "technical": 0.75, "sales": 0})
     assert answer.confidence == pytest.approx(0.75)
     assert response.model == "GenericFakeChatModel"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_each_question_is_logged_as_the_other_doors_log(mode: str, tmp_path: Any) -> None:
+    log = tmp_path / "decisions.jsonl"
+    model = TaskCalibratedDecisionModel(
+        chat_model=fake("technical", "billing", "technical", "technical"),
+        calibrators={"team": None}, n_samples=4, alpha=0.0, decision_log=log,
+    )  # fmt: skip
+    classify(model, {"team": TEAM}, mode)
+    [record] = list(open_decision_log(log).read())
+    assert (record["task"], record["action"], record["n_samples"]) == ("team", "technical", 4)
+    assert record["model_name"] == "GenericFakeChatModel"
+    assert record["probs"] == pytest.approx({"billing": 0.25, "technical": 0.75, "sales": 0})
 
 
 def test_costs_move_the_choice_away_from_the_mode() -> None:
