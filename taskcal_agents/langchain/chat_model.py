@@ -32,11 +32,11 @@ from taskcal_agents.decision.decider import Decision
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable, split_retry
+from taskcal_agents.production.session import DECISION_METADATA_KEY, DecisionSession
 from taskcal_agents.sampling import unwrap_binding
 
 __all__ = ["DECISION_METADATA_KEY", "TaskCalibratedChatModel"]
 
-DECISION_METADATA_KEY = "taskcal_decision"
 """The ``response_metadata`` key that holds the decision dict."""
 
 _TOOL_KWARGS = frozenset({"tools", "tool_choice", "parallel_tool_calls", "strict"})
@@ -78,8 +78,11 @@ class TaskCalibratedChatModel(BaseChatModel):
     :class:`~taskcal_agents.decision.artefact.CalibratorArtefact` or the path of an artefact
     file, as for the runnable.
 
-    When the chosen action has no message to send (an action no sample expressed),
-    the reply is an empty ``AIMessage``; the decision is in its metadata either way.
+    When the chosen action has no message to send (an action no sample expressed), the
+    reply is the one every front door gives (:meth:`DecisionSession.reply
+    <taskcal_agents.production.session.DecisionSession.reply>`): after a tool result a
+    report of what the tools returned, else the decided label (a rating, a choice); the
+    decision is in its metadata either way.
     Streaming yields the reply as one chunk once the decision is taken.
     """
 
@@ -185,14 +188,12 @@ class TaskCalibratedChatModel(BaseChatModel):
             params["ls_stop"] = stop
         return params
 
-    @staticmethod
-    def _result(decision: Decision) -> ChatResult:
-        message = decision.message or AIMessage(content="")
-        metadata = {**message.response_metadata, DECISION_METADATA_KEY: decision.to_metadata()}
-        message = message.model_copy(update={"response_metadata": metadata})
+    def _result(self, decision: Decision, messages: list[BaseMessage]) -> ChatResult:
+        """The decision's reply (as every front door gives it), its record attached."""
+        message = DecisionSession.reply(decision, self.runnable.task, messages)
         return ChatResult(
             generations=[ChatGeneration(message=message)],
-            llm_output={DECISION_METADATA_KEY: metadata[DECISION_METADATA_KEY]},
+            llm_output={DECISION_METADATA_KEY: message.response_metadata[DECISION_METADATA_KEY]},
         )
 
     @staticmethod
@@ -225,7 +226,7 @@ class TaskCalibratedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         config, call_kwargs = self._call_args(stop, run_manager, kwargs)
-        return self._result(self.runnable.invoke(messages, config, **call_kwargs))
+        return self._result(self.runnable.invoke(messages, config, **call_kwargs), messages)
 
     @override
     async def _agenerate(
@@ -236,7 +237,7 @@ class TaskCalibratedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         config, call_kwargs = self._call_args(stop, run_manager, kwargs)
-        return self._result(await self.runnable.ainvoke(messages, config, **call_kwargs))
+        return self._result(await self.runnable.ainvoke(messages, config, **call_kwargs), messages)
 
     @staticmethod
     def _chunk(result: ChatResult) -> ChatGenerationChunk:

@@ -78,7 +78,6 @@ from taskcal_agents.decision.shipped import (
 )
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, SamplingError
-from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
 from taskcal_agents.parsing.grounding import GroundingContext
 from taskcal_agents.parsing.labels import tool_names_of
 from taskcal_agents.parsing.tool_calls import canonical_tool_calls
@@ -93,7 +92,7 @@ from taskcal_agents.production.decision_log import (
     model_name_of,
 )
 from taskcal_agents.production.reload import check_reload
-from taskcal_agents.production.session import DecisionSession, InForce
+from taskcal_agents.production.session import DECISION_METADATA_KEY, DecisionSession, InForce
 from taskcal_agents.sampling import (
     adrive_rounds,
     asample_messages,
@@ -527,24 +526,6 @@ class TaskCalibrationMiddleware(
     def _workers(self, n: int) -> int:
         return min(n, self.max_concurrency or n)
 
-    def _message(
-        self, decision: Decision, task: Task, messages: Sequence[BaseMessage]
-    ) -> AIMessage:
-        """Return the decision's message (never a tool call for a non-tool action, never empty)."""
-        message = decision.message
-        if message is None and is_tool_result_turn(messages):
-            # An answer no sample wrote (e.g. the fallback after every sample repeated the
-            # call): report what the tools returned.
-            message = tool_result_reply(messages)
-        elif message is None:
-            # The Decider already replaces a sampled action (tool_call) that no sample carries
-            # out; what is left is an action with no message of its own (a rating, a choice):
-            # reply with the ask text (or the abstain text) rather than an empty message.
-            text = task.ask_text if task.ask_action else task.abstain_text
-            message = AIMessage(content=text)
-        metadata = {**message.response_metadata, DECISION_METADATA_KEY: decision.to_metadata()}
-        return message.model_copy(update={"response_metadata": metadata})
-
     def _respond(
         self,
         request: ModelRequest[Any],
@@ -553,7 +534,7 @@ class TaskCalibrationMiddleware(
         responses: Sequence[ModelResponse[Any]] = (),
     ) -> ExtendedModelResponse[Any]:
         """The response for ``decision`` (already logged) on ``task``."""
-        message = self._message(decision, task, request.messages)
+        message = self._session.reply(decision, task, request.messages)
         structured = None
         if message.id is not None:
             for response in responses:

@@ -14,7 +14,8 @@ model) translates its own input into messages and tools and its own output from 
   (:meth:`DecisionSession.protocol`), and the seed of each draw (moved on by the samples
   drawn so far, :meth:`DecisionSession.sample_args`);
 * finishing: the decision logged (when a log is set) under the artefact that decided it
-  (:meth:`DecisionSession.finish`).
+  (:meth:`DecisionSession.finish`), and the reply message every door gives for it
+  (:meth:`DecisionSession.reply`).
 
 A door drives :meth:`DecisionSession.protocol` with its own sampling (a model, an agent's
 handler) through :func:`~taskcal_agents.sampling.drive_rounds` or
@@ -27,7 +28,7 @@ import threading
 from collections.abc import Generator, Sequence
 from typing import Any, NamedTuple
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from taskcal_agents.decision.artefact import (
     CalibratorLike,
@@ -53,7 +54,11 @@ from taskcal_agents.decision.shipped import (
 from taskcal_agents.decision.task import Task
 from taskcal_agents.parsing.answer_clusters import question_of
 from taskcal_agents.parsing.grounding import GroundingContext
-from taskcal_agents.parsing.tool_turns import answered_tool_calls
+from taskcal_agents.parsing.tool_turns import (
+    answered_tool_calls,
+    is_tool_result_turn,
+    tool_result_reply,
+)
 from taskcal_agents.production.decision_log import (
     DecisionLog,
     DecisionLogLike,
@@ -62,7 +67,10 @@ from taskcal_agents.production.decision_log import (
 )
 from taskcal_agents.production.reload import ArtefactReloader, check_reload
 
-__all__ = ["DecisionSession", "InForce"]
+__all__ = ["DECISION_METADATA_KEY", "DecisionSession", "InForce"]
+
+DECISION_METADATA_KEY = "taskcal_decision"
+"""The ``response_metadata`` key of a reply message that holds its decision's record."""
 
 
 class InForce(NamedTuple):
@@ -258,3 +266,21 @@ class DecisionSession:
         if isinstance(decision, Exception):
             raise decision
         return decision
+
+    @staticmethod
+    def reply(decision: Decision, task: Task, messages: Sequence[BaseMessage]) -> AIMessage:
+        """The message a front door answers with for ``decision``, its record attached.
+
+        The decision's own message (a sampled call, the question that asks, the refusal,
+        an answer); where it has none, after a tool result a report of what the tools
+        returned (an answer no sample wrote), else the decided label itself (a rating, a
+        choice): never an empty message. The record (``Decision.to_metadata()``) is under
+        :data:`DECISION_METADATA_KEY` in ``response_metadata``.
+        """
+        message = decision.message
+        if message is None and is_tool_result_turn(messages):
+            message = tool_result_reply(messages)
+        elif message is None:
+            message = AIMessage(content=decision.action)
+        metadata = {**message.response_metadata, DECISION_METADATA_KEY: decision.to_metadata()}
+        return message.model_copy(update={"response_metadata": metadata})

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.tracers.context import collect_runs
 
@@ -17,6 +17,8 @@ from taskcal_agents.decision.decider import Decision
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
 from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from taskcal_agents.parsing.tool_turns import tool_result_reply
+from taskcal_agents.production.session import DecisionSession
 from tests.conftest import require_module
 from tests.unit_tests.taskcal_agents.test_decision import FakeCalibrator
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
@@ -73,6 +75,29 @@ def test_returns_question_and_abstention(mode: str) -> None:
     reply = call(abstain, "x", mode)
     assert reply.content == "Sorry, no."
     assert decision_of(reply).action == "cannot_answer"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_decision_without_a_message_of_its_own_replies_as_every_door(mode: str) -> None:
+    """Never an empty reply: a rating answers with its label; after a tool result, with a
+    report of what the tools returned (as the middleware does)."""
+    rate = TaskCalibratedChatModel(
+        GenericFakeChatModel(messages=iter(["4", "4", "5"])), tasks.rating(), None, n_samples=3
+    )
+    reply = call(rate, "Rate this answer.", mode)
+    assert (reply.content, decision_of(reply).action) == ("4", "4")
+    turn = [
+        HumanMessage("Weather in Paris?"),
+        AIMessage("", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c"}]),
+        ToolMessage("Sunny.", tool_call_id="c", name="get_weather"),
+    ]
+    decision = Decision(
+        task="t", action="direct_answer", probs={}, calibrated={}, expected_cost={},
+        n_samples=0, n_unparsed=0,
+    )  # fmt: skip
+    report = DecisionSession.reply(decision, tasks.after_tool_result(), turn)
+    assert report.content == tool_result_reply(turn).content
+    assert report.response_metadata[DECISION_METADATA_KEY]["action"] == "direct_answer"
 
 
 @pytest.mark.parametrize("mode", MODES)
