@@ -1,9 +1,10 @@
-"""After deployment: the decision log, the monitor, refit on logged outcomes, artefact reload.
+"""After deployment: the front doors' core, the decision log, the monitor, refit, reload.
 
 ``decision_log`` (one record per decision, outcomes attached later), ``monitor`` and
 ``monitor_report`` (drift of the logged decisions against the fit), ``refit`` (a new
 calibrator from logged outcomes, promoted only when it is better on a holdout), ``reload``
-(swap a front door's artefact when its file changes). The package exports the entry
+(swap a front door's artefact when its file changes), ``session`` (the core every front
+door decides through: :class:`DecisionSession`). The package exports the entry
 points; every other name is public in its module.
 """
 
@@ -14,10 +15,12 @@ from taskcal_agents.production.monitor import monitor_log
 from taskcal_agents.production.monitor_report import MonitorReport
 from taskcal_agents.production.refit import RefitResult, refit_from_records
 from taskcal_agents.production.reload import ArtefactReloader
+from taskcal_agents.production.session import DecisionSession
 
 __all__ = [
     "ArtefactReloader",
     "DecisionLog",
+    "DecisionSession",
     "MonitorReport",
     "RefitResult",
     "monitor_log",
