@@ -4,7 +4,7 @@
 ``monitor_report`` (drift of the logged decisions against the fit), ``refit`` (a new
 calibrator from logged outcomes, promoted only when it is better on a holdout), ``reload``
 (swap a front door's artefact when its file changes), ``session`` (the core every front
-door decides through: :class:`DecisionSession`). The package exports the entry
+door decides through, :class:`~taskcal_agents.production.session.DecisionSession`). The package exports the entry
 points; every other name is public in its module.
 """
 
@@ -15,12 +15,10 @@ from taskcal_agents.production.monitor import monitor_log
 from taskcal_agents.production.monitor_report import MonitorReport
 from taskcal_agents.production.refit import RefitResult, refit_from_records
 from taskcal_agents.production.reload import ArtefactReloader
-from taskcal_agents.production.session import DecisionSession
 
 __all__ = [
     "ArtefactReloader",
     "DecisionLog",
-    "DecisionSession",
     "MonitorReport",
     "RefitResult",
     "monitor_log",
