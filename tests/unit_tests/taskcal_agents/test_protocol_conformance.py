@@ -1,7 +1,8 @@
 """Every front door takes the same decision on the same recorded replies.
 
 The Runnable, the chat model over it, the agent middleware (sampling the model itself or
-through the agent's handler) and the decision model all drive one decision protocol
+through the agent's handler), the LangGraph node and the decision model all drive one
+decision protocol
 (:mod:`taskcal_agents.decision.protocol`). Here each of them, sync and async, decides on
 the same scripted replies of a chat model — plain, with adaptive N stopping early and
 going on to N, after failed draws that are retried, and with the fallback once the
@@ -21,9 +22,11 @@ from langchain.agents.middleware.types import ExtendedModelResponse, ModelReques
 from langchain_core.decisions import Choice
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import tool
+from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 
-from taskcal_agents.decision import AdaptiveSampling, Decision
+from taskcal_agents.decision import AdaptiveSampling, Decision, SamplingOptions
 from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.decision.stopping_prior import StoppingPrior
 from taskcal_agents.decision.task import GroundingSpec, Task
@@ -34,6 +37,7 @@ from taskcal_agents.langchain import (
     TaskCalibrationMiddleware,
 )
 from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
+from taskcal_agents.langchain.graph_node import DecisionState, decision_node, route_on_decision
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import RecordingChatModel
 
 
@@ -152,11 +156,37 @@ def _middleware(sampling: str) -> Callable[..., Any]:
     return door
 
 
+def _graph_node(scenario: Scenario, task: Task, messages: list[BaseMessage], mode: str) -> Any:
+    """The LangGraph node in a ``StateGraph`` that routes on its decision."""
+    model = _model(scenario).bind_tools([get_weather])
+    graph = StateGraph(DecisionState)
+    graph.add_node(
+        "decide", decision_node(model, task, options=SamplingOptions(**scenario.options))
+    )
+    graph.add_node("tools", ToolNode([get_weather]))
+    graph.add_edge(START, "decide")
+    graph.add_conditional_edges(
+        "decide", route_on_decision,
+        {"tool_call": "tools", "request_for_info": END, "cannot_answer": END},
+    )  # fmt: skip
+    graph.add_edge("tools", END)
+    app = graph.compile()
+    state = {"messages": messages, "taskcal_decisions": []}
+    result = _run(app.ainvoke(state) if mode == "async" else app.invoke(state), mode)
+    [record] = result["taskcal_decisions"]
+    reply = result["messages"][len(messages)]
+    assert isinstance(reply, AIMessage)
+    if record["action"] == "tool_call":  # routed to the tools: their result follows
+        assert result["messages"][-1].content == "Sunny in Paris."
+    return _view(record, reply)
+
+
 TOOL_DOORS: dict[str, Callable[..., Any]] = {
     "runnable": _runnable,
     "chat_model": _chat_model,
     "middleware_model": _middleware("model"),
     "middleware_handler": _middleware("handler"),
+    "graph_node": _graph_node,
 }
 MODES = ("sync", "async")
 
@@ -172,7 +202,7 @@ def test_the_front_doors_take_the_same_tool_decision(scenario: Scenario) -> None
         for door, run in TOOL_DOORS.items()
         for mode in MODES
     }
-    assert len(views) == len(TOOL_DOORS) * len(MODES) == 8
+    assert len(views) == len(TOOL_DOORS) * len(MODES) == 10
     reference = views[("runnable", "sync")]
     for key, view in views.items():
         assert view == reference, f"{key} differs from the sync Runnable"
