@@ -35,6 +35,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
+import threading
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
@@ -52,7 +54,7 @@ from langchain_core.decisions import (
 )
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 from typing_extensions import override
 
 from taskcal_agents.decision.adaptive import check_adaptive
@@ -190,10 +192,17 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     """Cost matrices by question ID (row = true label, column = chosen label)."""
     system_prompt: str = _SYSTEM
     """The system message sent before each question."""
+    reload_artefact: bool = False
+    """Watch the artefact files given in ``calibrators`` (paths) and reload one when it is
+    replaced, as the other front doors do (see
+    :class:`~taskcal_agents.production.reload.ArtefactReloader`)."""
     decision_log: Any = None
     """Where each question's decision is logged (under the question ID as task name): a
     :class:`~taskcal_agents.production.decision_log.DecisionLog` or a path (``.jsonl`` or
     ``.sqlite``/``.db``); ``None``: off. As the other front doors log theirs."""
+
+    _sessions: dict[str, tuple[Task, DecisionSession]] = PrivateAttr(default_factory=dict)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, **kwargs: Any) -> None:
         """Validate the fields; read the artefact files among ``calibrators``.
@@ -202,7 +211,8 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
             DataFileError: If an artefact path cannot be read.
         """
         super().__init__(**kwargs)
-        self.calibrators = {qid: as_artefact(c) or c for qid, c in self.calibrators.items()}
+        if not self.reload_artefact:  # read now; reloaded ones are read by their reloader
+            self.calibrators = {qid: as_artefact(c) or c for qid, c in self.calibrators.items()}
         if self.decision_log is not None:
             self.decision_log = open_decision_log(self.decision_log)
 
@@ -266,17 +276,34 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         return [SystemMessage(self.system_prompt), HumanMessage(body)]
 
     def _session(self, question_id: str, question: Question) -> DecisionSession:
-        """The decision's assembly for ``question``: its task, calibrator, options and log."""
+        """The decision's assembly for ``question``: its task, calibrator, options and log.
+
+        Kept per question ID while the question's task stays the same (so a reloaded
+        artefact is watched across calls).
+        """
         task = self.task_for(question_id, question)
+        with self._lock:
+            kept = self._sessions.get(question_id)
+        if kept is not None and kept[0] == task:
+            return kept[1]
         alpha = self.alpha if "alpha" in self.model_fields_set else None
+        calibrator = self.calibrators.get(question_id, AUTO)
+        reload = (
+            self.reload_artefact
+            and calibrator != AUTO
+            and isinstance(calibrator, str | os.PathLike)
+        )
         served = served_settings(
             self.chat_model, n_samples=self.n_samples, temperature=self.temperature, alpha=alpha
         )
-        return DecisionSession(
-            task, self.calibrators.get(question_id, AUTO), options=self,
-            owner=f"{type(self).__name__} question {question_id!r}", served=served,
-            alpha=alpha, decision_log=self.decision_log,
+        session = DecisionSession(
+            task, calibrator, options=self, served=None if reload else served, alpha=alpha,
+            owner=f"{type(self).__name__} question {question_id!r}", reload_artefact=reload,
+            decision_log=self.decision_log,
         )  # fmt: skip
+        with self._lock:
+            self._sessions[question_id] = (task, session)
+        return session
 
     def _decider(self, question_id: str, question: Question) -> Decider:
         return self._session(question_id, question).in_force().decider

@@ -4,8 +4,8 @@
 ``monitor_report`` (drift of the logged decisions against the fit), ``refit`` (a new
 calibrator from logged outcomes, promoted only when it is better on a holdout), ``reload``
 (swap a front door's artefact when its file changes), ``session`` (the core every front
-door decides through, :class:`~taskcal_agents.production.session.DecisionSession`). The package exports the entry
-points; every other name is public in its module.
+door decides through, :class:`~taskcal_agents.production.session.DecisionSession`). The
+package exports the entry points; every other name is public in its module.
 """
 
 from __future__ import annotations

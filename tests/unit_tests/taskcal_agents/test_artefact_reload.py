@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from langchain_core.decisions import Choice
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from calibrators import make_calibrator
@@ -16,6 +17,7 @@ from taskcal_agents.decision.artefact import CalibratorArtefact, resolve_calibra
 from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.errors import ArtefactReloadWarning, ConfigurationError
 from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
+from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
 from taskcal_agents.production.decision_log import artefact_id, open_decision_log
 from taskcal_agents.production.reload import ArtefactReloader
@@ -222,3 +224,29 @@ def test_middleware_without_the_flag_does_not_reload(tmp_path: Path) -> None:
     _artefact(2).save(path)
     _, meta = unwrap(mw.wrap_model_call(make_request(), CountingHandler([QUESTION] * 4)))
     assert meta["action"] == "request_for_info"
+
+
+def test_decision_model_reloads_a_question_artefact_and_logs_its_id(tmp_path: Path) -> None:
+    team = Choice(
+        instructions="Which team?", criteria={"billing": "Pay.", "technical": "Bugs.", "sales": "$"}
+    )
+    labels = ["billing", "technical", "sales"]
+    task = TaskCalibratedDecisionModel(chat_model=_model()).task_for("team", team)
+
+    def fitted(target: int) -> CalibratorArtefact:
+        P = np.random.default_rng(0).dirichlet(np.ones(3), size=300)
+        cal = make_calibrator("vector").fit(P, np.full(300, target))
+        return CalibratorArtefact(calibrator=cal, labels=labels, alpha=0.5, task=task)
+
+    path, log = tmp_path / "team.json", tmp_path / "log.jsonl"
+    old, new = fitted(0), fitted(2)
+    old.save(path)
+    model = TaskCalibratedDecisionModel(
+        chat_model=FakeListChatModel(responses=["technical"]), calibrators={"team": str(path)},
+        n_samples=4, temperature=None, reload_artefact=True, decision_log=log,
+    )  # fmt: skip
+    assert model.decide("Stripe fails.", "team", team).action == "billing"
+    new.save(path)
+    assert model.decide("Stripe fails.", "team", team).action == "sales"
+    ids = [r["artefact_id"] for r in open_decision_log(log).read()]
+    assert ids == [artefact_id(old), artefact_id(new)]
