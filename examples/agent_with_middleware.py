@@ -2,7 +2,8 @@
 
 ``TaskCalibrationMiddleware`` samples N completions on every user turn, maps each to
 ``tool_call`` / ``request_for_info`` / ``cannot_answer``, and takes the action with the
-smallest expected cost. With ``--decide-on every_call`` it also decides after each tool
+smallest expected cost; ``ToolReplyMiddleware`` vets the model's reply after a tool result
+and closes a run a limit cut short. With ``--decide-on every_call`` it also decides after each tool
 result, by :func:`~taskcal_agents.decision.presets.after_tool_result` (answer from the result, call
 another tool, ask, abstain); a repeated call is never run again. The decision is in the
 agent state (``taskcal_decisions``) and in the returned message's
@@ -32,6 +33,7 @@ from langchain_openai import ChatOpenAI
 from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
 from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+from taskcal_agents.langchain.reply_guard import ToolReplyMiddleware
 from taskcal_agents.serving import connect
 
 WEATHER = {"paris": "sunny, 21 °C", "london": "light rain, 14 °C", "tokyo": "cloudy, 18 °C"}
@@ -82,7 +84,7 @@ def main(
         llm,
         tools=[get_weather, convert_currency],
         system_prompt="You are a helpful assistant. Use the tools when they help.",
-        middleware=[middleware],
+        middleware=[middleware, ToolReplyMiddleware()],
     )
     for request in REQUESTS[:limit]:
         result = agent.invoke({"messages": [("user", request)]})

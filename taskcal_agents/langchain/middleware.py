@@ -23,9 +23,8 @@ import os
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor
-from langchain_core.tools import BaseTool
 from pydantic import ValidationError
 from typing_extensions import override
 
@@ -40,7 +39,6 @@ try:
         OmitFromSchema,
         ResponseT,
     )
-    from langgraph.runtime import Runtime
     from langgraph.types import Command
 except ImportError as exc:
     _msg = (
@@ -80,12 +78,8 @@ from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.parsing.grounding import GroundingContext
 from taskcal_agents.parsing.labels import tool_names_of
-from taskcal_agents.parsing.tool_calls import canonical_tool_calls
 from taskcal_agents.parsing.tool_turns import (
-    answered_tool_calls,
     is_tool_result_turn,
-    tool_result_reply,
-    unusable_reply,
 )
 from taskcal_agents.production.decision_log import (
     DecisionLogLike,
@@ -306,7 +300,9 @@ class TaskCalibrationMiddleware(
                 and structured output apply to each). ``"auto"``: ``"handler"`` when the
                 request has a ``response_format``, else ``"model"``.
             decide_on: ``"user_turn"``: decide only when the last message is from the
-                user, and pass later calls (after tool results) through unchanged.
+                user, and pass later calls (after tool results) through unchanged (add
+                :class:`~taskcal_agents.langchain.reply_guard.ToolReplyMiddleware` to vet
+                the model's replies there).
                 ``"every_call"``: decide on every model call.
             on_error: ``"raise"``: sampling errors propagate. ``"fallback"``: they turn
                 into the task's fallback action, flagged with the error as its reason
@@ -439,9 +435,6 @@ class TaskCalibrationMiddleware(
         self.tool_result_task: Task | None = after
         """The task decided right after a tool result (``decide_on="every_call"``), or
         ``None``: :attr:`task` decides there too."""
-        self._return_direct: frozenset[str] = frozenset()
-        """Names of the ``return_direct`` tools seen in model requests (their result ends
-        the run by design: no closing message, see :meth:`_closing_message`)."""
         self._after_decider: Decider | None = None
         if after is not None:
             r = resolve_calibrator(
@@ -651,105 +644,7 @@ class TaskCalibrationMiddleware(
         result = (await adrive_rounds(protocol, draw))[0]
         return self._finish(request, result, responses, in_force)
 
-    def _vetted(
-        self, request: ModelRequest[Any], response: ModelResponse[Any]
-    ) -> ModelResponse[Any] | AIMessage:
-        """The model's own reply on a turn not decided, unless it cannot end the turn.
-
-        Under ``decide_on="user_turn"`` the reply right after a tool result is the model's:
-        a repeated call, a call written as text, an empty or an off-topic message
-        (:func:`~taskcal_agents.parsing.tool_turns.unusable_reply`) is replaced by a message that
-        reports what the tools returned, with the reason in ``response_metadata``.
-        """
-        if not isinstance(response, ModelResponse) or not is_tool_result_turn(request.messages):
-            return response
-        reply = _first_ai(response)
-        why = None if reply is None else unusable_reply(reply, request.messages)
-        if why is None:
-            return response
-        if reply is not None and why.startswith("repeats") and reply.tool_calls:
-            answered = answered_tool_calls(request.messages)
-            new = [c for c in reply.tool_calls if canonical_tool_calls([c]) not in answered]
-            if new:  # parallel calls: only the repeated ones are dropped
-                metadata = {**reply.response_metadata, "taskcal_dropped_repeats": len(
-                    reply.tool_calls) - len(new)}  # fmt: skip
-                return reply.model_copy(update={"tool_calls": new, "response_metadata": metadata})
-        message = tool_result_reply(request.messages)
-        metadata = {"taskcal_replaced_reply": f"the model's reply {why}"}
-        return message.model_copy(update={"response_metadata": metadata})
-
-    def _note_tools(self, request: ModelRequest[Any]) -> None:
-        """Remember the names of the request's ``return_direct`` tools."""
-        names = {t.name for t in request.tools if isinstance(t, BaseTool) and t.return_direct}
-        if not names <= self._return_direct:
-            self._return_direct = self._return_direct | names
-
-    def _closing_message(self, messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
-        """A closing message when the run stopped short of an answer, else ``None``.
-
-        Only under ``decide_on="every_call"``, where every model answer carries a
-        decision: it reports what the tools returned when the run ended
-
-        - on a message another middleware wrote right after a tool result (a limit's
-          "limits exceeded" note: ``ModelCallLimitMiddleware``, ``ToolCallLimitMiddleware``
-          with ``exit_behavior="end"``), or
-        - on tool results something jumped to the end after (a hook's ``jump_to``),
-          unless every one of them is from a ``return_direct`` tool: the agent ends on
-          those by design, their result is the answer.
-        """
-        if self.decide_on != "every_call" or len(messages) < 2:
-            return None
-        last = messages[-1]
-        if isinstance(last, ToolMessage):
-            tail = []
-            for message in reversed(messages):
-                if not isinstance(message, ToolMessage):
-                    break
-                tail.append(message)
-            if all(m.name in self._return_direct for m in tail):
-                return None
-            return {"messages": [tool_result_reply(messages, stopped="a limit")]}
-        if (
-            isinstance(last, AIMessage)
-            and not last.tool_calls
-            and DECISION_METADATA_KEY not in last.response_metadata
-            and isinstance(messages[-2], ToolMessage)
-        ):
-            return {"messages": [tool_result_reply(messages[:-1])]}
-        return None
-
     # ------------------------------------------------------------------ hooks
-
-    @override
-    def after_agent(
-        self, state: TaskCalibrationState[ResponseT], runtime: Runtime[ContextT]
-    ) -> dict[str, Any] | None:
-        """Under ``decide_on="every_call"``, end a run a limit cut short with a message.
-
-        Args:
-            state: The agent state.
-            runtime: The runtime.
-
-        Returns:
-            A closing message reporting the last tool results when a limit ended the run
-            before an answer (see :meth:`_closing_message`), else ``None``.
-        """
-        return self._closing_message(state["messages"])
-
-    @override
-    async def aafter_agent(
-        self, state: TaskCalibrationState[ResponseT], runtime: Runtime[ContextT]
-    ) -> dict[str, Any] | None:
-        """Async :meth:`after_agent`.
-
-        Args:
-            state: The agent state.
-            runtime: The runtime.
-
-        Returns:
-            As :meth:`after_agent`.
-        """
-        return self._closing_message(state["messages"])
 
     @override
     def wrap_model_call(
@@ -769,9 +664,8 @@ class TaskCalibrationMiddleware(
             appending the decision to ``taskcal_decisions``; the handler's response,
             unchanged, on calls the middleware does not decide on.
         """
-        self._note_tools(request)
         if not self._should_decide(request):
-            return self._vetted(request, handler(request))
+            return handler(request)
         return self._decide_sync(request, handler)
 
     @override
@@ -789,7 +683,6 @@ class TaskCalibrationMiddleware(
         Returns:
             As :meth:`wrap_model_call`.
         """
-        self._note_tools(request)
         if not self._should_decide(request):
-            return self._vetted(request, await handler(request))
+            return await handler(request)
         return await self._decide_async(request, handler)

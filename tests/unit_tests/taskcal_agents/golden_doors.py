@@ -45,6 +45,7 @@ from taskcal_agents.langchain import (
     TaskCalibrationMiddleware,
 )
 from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
+from taskcal_agents.langchain.reply_guard import ToolReplyMiddleware
 from taskcal_agents.production.decision_log import open_decision_log
 
 GOLDEN = Path(__file__).parent / "goldens" / "front_doors.json"
@@ -210,7 +211,11 @@ def run_doors(llm: ChatOpenAI, log_dir: Path) -> dict[str, Any]:
             task=task, calibrator=None, n_samples=8, temperature=1.0, decide_on=decide_on,
             decision_log=log_dir / f"agent_{decide_on}.jsonl",
         )  # fmt: skip
-        agent = create_agent(llm, tools=TOOLS, system_prompt=SYSTEM, middleware=[middleware])
+        # The calibration middleware and the reply guard (vetting and closing, which the
+        # calibration middleware did itself when the goldens were recorded).
+        agent = create_agent(
+            llm, tools=TOOLS, system_prompt=SYSTEM, middleware=[middleware, ToolReplyMiddleware()]
+        )
         runs = []
         for q in REQUESTS:
             result = agent.invoke({"messages": [HumanMessage(q)]})

@@ -20,6 +20,7 @@ from langchain.agents import create_agent  # noqa: E402
 
 from taskcal_agents.decision.presets import tool_decision  # noqa: E402
 from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware  # noqa: E402
+from taskcal_agents.langchain.reply_guard import ToolReplyMiddleware, vetted_reply  # noqa: E402
 
 
 @tool
@@ -130,7 +131,9 @@ class Scripted(BaseChatModel):
 @pytest.mark.parametrize("after", ["repeat", "text", "empty", "off_topic"])
 def test_the_run_ends_with_the_tool_result_not_the_unusable_reply(mode: str, after: str) -> None:
     mw = TaskCalibrationMiddleware(task=tool_decision(), n_samples=2)
-    agent = create_agent(Scripted(after=after), tools=[get_weather], middleware=[mw])
+    agent = create_agent(
+        Scripted(after=after), tools=[get_weather], middleware=[mw, ToolReplyMiddleware()]
+    )
     request = {"messages": [HumanMessage("What's the weather in Paris?")]}
     if mode == "sync":
         result = agent.invoke(request)
@@ -150,7 +153,9 @@ def test_the_run_ends_with_the_tool_result_not_the_unusable_reply(mode: str, aft
 
 def test_a_real_answer_is_kept() -> None:
     mw = TaskCalibrationMiddleware(task=tool_decision(), n_samples=2)
-    agent = create_agent(Scripted(after="answer"), tools=[get_weather], middleware=[mw])
+    agent = create_agent(
+        Scripted(after="answer"), tools=[get_weather], middleware=[mw, ToolReplyMiddleware()]
+    )
     result = agent.invoke({"messages": [HumanMessage("What's the weather in Paris?")]})
     assert result["messages"][-1].content == "It is sunny, 21 °C in Paris."
     assert "taskcal_replaced_reply" not in result["messages"][-1].response_metadata
@@ -158,10 +163,32 @@ def test_a_real_answer_is_kept() -> None:
 
 def test_only_the_repeated_call_of_a_parallel_reply_is_dropped() -> None:
     mw = TaskCalibrationMiddleware(task=tool_decision(), n_samples=2)
-    agent = create_agent(Scripted(after="parallel"), tools=[get_weather], middleware=[mw])
+    agent = create_agent(
+        Scripted(after="parallel"), tools=[get_weather], middleware=[mw, ToolReplyMiddleware()]
+    )
     result = agent.invoke({"messages": [HumanMessage("What's the weather in Paris?")]})
     ran = [m for m in result["messages"] if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in ran] == ["call_paris", "call_rome"]  # Paris ran once
     last = result["messages"][-1]
     assert isinstance(last, AIMessage) and not last.tool_calls  # then both were repeats
     assert "taskcal_replaced_reply" in last.response_metadata
+
+
+def test_the_calibration_middleware_alone_passes_the_reply_through() -> None:
+    """Vetting is ToolReplyMiddleware's: without it the model's reply stands as it is."""
+    mw = TaskCalibrationMiddleware(task=tool_decision(), n_samples=2)
+    agent = create_agent(Scripted(after="off_topic"), tools=[get_weather], middleware=[mw])
+    result = agent.invoke({"messages": [HumanMessage("What's the weather in Paris?")]})
+    assert result["messages"][-1].content == OFF_TOPIC
+
+
+def test_a_kept_reply_is_marked_and_a_replaced_one_keeps_its_id() -> None:
+    turn = [
+        HumanMessage("What's the weather in Paris?"),
+        AIMessage(content="", tool_calls=[PARIS]),
+        ToolMessage("sunny, 21 °C", tool_call_id=PARIS["id"], name="get_weather"),
+    ]
+    kept = vetted_reply(AIMessage("It is sunny, 21 °C in Paris.", id="a"), turn)
+    assert kept.response_metadata["taskcal_vetted"] is True and kept.id == "a"
+    replaced = vetted_reply(AIMessage("", id="b"), turn)
+    assert replaced.id == "b" and "taskcal_replaced_reply" in replaced.response_metadata

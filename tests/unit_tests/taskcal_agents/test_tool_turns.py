@@ -34,6 +34,7 @@ from taskcal_agents.decision.presets import (
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
 from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+from taskcal_agents.langchain.reply_guard import ToolReplyMiddleware
 from taskcal_agents.parsing.grounding import GroundingContext
 from taskcal_agents.parsing.tool_turns import (
     answered_tool_calls,
@@ -332,7 +333,9 @@ def test_tool_result_task_defaults() -> None:
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_model_call_limit_ends_with_what_the_tools_returned(mode: str) -> None:
     limit = ModelCallLimitMiddleware(run_limit=2, exit_behavior="end")
-    agent = create_agent(CityModel(), tools=[get_weather], middleware=[limit, every_call()])
+    agent = create_agent(
+        CityModel(), tools=[get_weather], middleware=[limit, every_call(), ToolReplyMiddleware()]
+    )
     inputs = {"messages": [HumanMessage(CITIES_REQUEST)]}
     result = agent.invoke(inputs) if mode == "sync" else asyncio.run(agent.ainvoke(inputs))
     assert [m.content for m in tool_messages(result)] == [
@@ -366,7 +369,9 @@ class CardModel(ToolModel):
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_return_direct_result_gets_no_closing_message(mode: str) -> None:
     mw = every_call(task=tool_decision(tool_names=["weather_card", "get_weather"]))
-    agent = create_agent(CardModel(), tools=[weather_card, get_weather], middleware=[mw])
+    agent = create_agent(
+        CardModel(), tools=[weather_card, get_weather], middleware=[mw, ToolReplyMiddleware()]
+    )
     inputs = {"messages": [HumanMessage("Show me the Paris weather card.")]}
     result = agent.invoke(inputs) if mode == "sync" else asyncio.run(agent.ainvoke(inputs))
     last = result["messages"][-1]
@@ -376,19 +381,23 @@ def test_a_return_direct_result_gets_no_closing_message(mode: str) -> None:
 
 
 def test_a_run_ending_on_another_tool_result_still_gets_the_closing_message() -> None:
-    mw = every_call()
     messages = [*PARIS_TURN]
-    assert mw._closing_message(messages) == {
+    assert ToolReplyMiddleware()._closing(messages) == {
         "messages": [tool_result_reply(messages, stopped="a limit")]
     }
 
 
-def test_user_turn_mode_adds_no_closing_message() -> None:
+@pytest.mark.parametrize("guard", [True, False])
+def test_user_turn_mode_closes_a_cut_run_with_the_guard_only(guard: bool) -> None:
     limit = ModelCallLimitMiddleware(run_limit=1, exit_behavior="end")
     mw = TaskCalibrationMiddleware(task=tool_decision(), n_samples=2)
-    agent = create_agent(CityModel(), tools=[get_weather], middleware=[limit, mw])
+    middleware = [limit, mw, ToolReplyMiddleware()] if guard else [limit, mw]
+    agent = create_agent(CityModel(), tools=[get_weather], middleware=middleware)
     result = agent.invoke({"messages": [HumanMessage(CITIES_REQUEST)]})
-    assert "limits exceeded" in str(result["messages"][-1].content).lower()
+    notice = result["messages"][-2 if guard else -1]
+    assert "limits exceeded" in str(notice.content).lower()
+    if guard:
+        assert str(result["messages"][-1].content).startswith("Here is what the tool")
 
 
 # ------------------------------------------------------------- LangGraph example
