@@ -44,6 +44,7 @@ from langchain_openai import ChatOpenAI
 
 from taskcal_agents import TaskCalibratedRunnable
 from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.testing import start_process
 
 
@@ -133,7 +134,8 @@ async def agent_runs(
         tools=[get_weather],
         middleware=[
             TaskCalibrationMiddleware(
-                task=tasks.tool_decision(), n_samples=n_samples, on_error="fallback"
+                task=tasks.tool_decision(),
+                options=SamplingOptions(n_samples=n_samples, on_error="fallback"),
             )
         ],
     )

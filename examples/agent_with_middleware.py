@@ -30,6 +30,7 @@ from langchain.agents import create_agent
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
 from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
@@ -76,9 +77,8 @@ def main(
     )
     middleware = TaskCalibrationMiddleware(
         task=tool_decision(tool_names=["get_weather", "convert_currency"]),
-        n_samples=n_samples,
-        temperature=1.0,
-        decide_on=decide_on,  # type: ignore[arg-type]  # checked by the middleware
+        decide_on=decide_on,
+        options=SamplingOptions(n_samples=n_samples, temperature=1.0),
     )
     agent = create_agent(
         llm,

@@ -22,6 +22,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
 from taskcal_agents.langchain.interop import block_threshold, risk_classifier
@@ -73,7 +74,8 @@ def main(
         middleware=[
             ModelCallLimitMiddleware(run_limit=2, exit_behavior="end"),
             TaskCalibrationMiddleware(
-                task=tool_decision(tool_names=["delete_file", "get_weather"]), n_samples=n_samples
+                task=tool_decision(tool_names=["delete_file", "get_weather"]),
+                options=SamplingOptions(n_samples=n_samples),
             ),
             AutoModeMiddleware(tools=[delete_file, get_weather], classifier=classifier),
         ],

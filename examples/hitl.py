@@ -22,6 +22,7 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
 from taskcal_agents.langchain.interop import HITL_QUESTION_ID, hitl_when, risk_classifier
@@ -71,7 +72,8 @@ def main(
         middleware=[
             ModelCallLimitMiddleware(run_limit=2, exit_behavior="end"),
             TaskCalibrationMiddleware(
-                task=tool_decision(tool_names=["delete_file"]), n_samples=n_samples
+                task=tool_decision(tool_names=["delete_file"]),
+                options=SamplingOptions(n_samples=n_samples),
             ),
             HumanInTheLoopMiddleware(interrupt_on={"delete_file": review}),
         ],

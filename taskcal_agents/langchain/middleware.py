@@ -20,13 +20,14 @@ from __future__ import annotations
 import asyncio
 import operator
 import os
+import warnings
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, NotRequired, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.runnables.config import ContextThreadPoolExecutor
+from langchain_core.runnables.config import ContextThreadPoolExecutor, ensure_config
 from pydantic import ValidationError
-from typing_extensions import override
+from typing_extensions import Unpack, override
 
 try:
     from langchain.agents.middleware.types import (
@@ -59,8 +60,6 @@ from taskcal_agents.decision.artefact import (
 )
 from taskcal_agents.decision.decider import Decider, Decision
 from taskcal_agents.decision.options import (
-    DEFAULT_N_SAMPLES,
-    DEFAULT_TEMPERATURE,
     AdaptiveSampling,
     SamplingOptions,
 )
@@ -103,8 +102,10 @@ if TYPE_CHECKING:
     from langchain_core.runnables import Runnable
 
 __all__ = [
+    "DeprecatedArguments",
     "TaskCalibrationMiddleware",
     "TaskCalibrationState",
+    "ToolResultConfig",
     "decision_from_message",
 ]
 
@@ -112,8 +113,6 @@ _OMIT_FROM_INPUT = OmitFromSchema(input=True, output=False)
 
 SamplingMode = Literal["auto", "model", "handler"]
 DecideOn = Literal["user_turn", "every_call"]
-ToolResultTask = Literal["auto"]
-OnError = Literal["raise", "fallback"]
 
 
 class TaskCalibrationState(AgentState[ResponseT]):
@@ -214,7 +213,134 @@ def _derived_tool_result_task(task: Task) -> Task | None:
     )
 
 
-_SENTINEL: Any = object()
+class ToolResultConfig(TypedDict, total=False):
+    """The decision right after a tool result (``tool_result=`` of the middleware)."""
+
+    task: Task | str | os.PathLike[str]
+    """Its task, or the path of a task file (absent: derived from the middleware's task)."""
+    calibrator: CalibratorLike | None
+    """Its calibrator (absent or ``None``: the raw belief)."""
+
+
+class DeprecatedArguments(TypedDict, total=False):
+    """The 0.1 keyword arguments of :class:`TaskCalibrationMiddleware`, for one more release.
+
+    ``n_samples``, ``temperature``, ``alpha``, ``adaptive``, ``on_error``, ``max_retries``
+    and ``retry_wait`` are ``options=SamplingOptions(...)``; ``tool_result_task`` and
+    ``tool_result_calibrator`` are ``tool_result={"task": ..., "calibrator": ...}``;
+    ``max_concurrency`` is the run config's (``agent.invoke(..., {"max_concurrency": 4})``);
+    ``use_task_prompt=False`` is a task without a prompt; ``judge`` (answer clustering)
+    goes to :class:`~taskcal_agents.langchain.runnable.TaskCalibratedRunnable`.
+    """
+
+    n_samples: int
+    temperature: float | None
+    alpha: float
+    adaptive: AdaptiveSampling | float | None
+    on_error: Literal["raise", "fallback"]
+    max_retries: int
+    retry_wait: float
+    tool_result_task: Task | str | os.PathLike[str] | Auto | None
+    tool_result_calibrator: CalibratorLike | None
+    max_concurrency: int | None
+    use_task_prompt: bool
+    judge: Any
+
+
+_OPTIONS = (
+    "n_samples",
+    "temperature",
+    "alpha",
+    "adaptive",
+    "on_error",
+    "max_retries",
+    "retry_wait",
+)
+_REPLACEMENT = {
+    **dict.fromkeys(_OPTIONS, "options=SamplingOptions(...)"),
+    "tool_result_task": 'tool_result={"task": ...}',
+    "tool_result_calibrator": 'tool_result={"calibrator": ...}',
+    "max_concurrency": "the run config's max_concurrency",
+    "use_task_prompt": "a task without a prompt (task.model_copy(update={'prompt': None}))",
+    "judge": "TaskCalibratedRunnable (answer clustering)",
+}
+
+
+class _Migrated(NamedTuple):
+    options: SamplingOptions
+    tool_result: ToolResultConfig | Auto | None
+    max_concurrency: int | None
+    use_task_prompt: bool
+    judge: Any
+
+
+def _migrated(
+    owner: str,
+    options: SamplingOptions | None,
+    tool_result: ToolResultConfig | Auto | None,
+    old: dict[str, Any],
+) -> _Migrated:
+    """The configuration the 0.1 keyword arguments ``old`` give, each with a warning."""
+    unknown = sorted(set(old) - set(_REPLACEMENT))
+    if unknown:
+        msg = f"{owner}.__init__() got an unexpected keyword argument {unknown[0]!r}"
+        raise TypeError(msg)
+    for name in old:
+        warnings.warn(
+            f"{owner}({name}=...) is deprecated and goes in the next release; use "
+            f"{_REPLACEMENT[name]} instead.",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+    given = {k: old[k] for k in _OPTIONS if k in old}
+    if given and options is not None:
+        msg = f"{owner} takes {sorted(given)!r} in 'options', not beside it; drop them."
+        raise ConfigurationError(msg)
+    if given:
+        options = SamplingOptions.checked(owner, **given)
+    if {"tool_result_task", "tool_result_calibrator"} & set(old):
+        task = old.get("tool_result_task", AUTO)
+        calibrator = old.get("tool_result_calibrator")
+        tool_result = None if task is None and calibrator is None else ToolResultConfig(
+            **({} if task in (AUTO, None) else {"task": task}), calibrator=calibrator
+        )  # fmt: skip
+        if task is None and calibrator is not None:
+            msg = (
+                f"{owner} parameter 'tool_result_calibrator' needs a 'tool_result_task', got "
+                "tool_result_task=None; pass the task the calibrator was fitted for."
+            )
+            raise ConfigurationError(msg)
+    max_concurrency = old.get("max_concurrency")
+    check_int(max_concurrency, f"{owner} parameter 'max_concurrency'", minimum=1, optional=True)
+    return _Migrated(
+        options or SamplingOptions(), tool_result, max_concurrency,
+        bool(old.get("use_task_prompt", True)), old.get("judge"),
+    )  # fmt: skip
+
+
+def _tool_result_task(
+    owner: str, task: Task, tool_result: ToolResultConfig | Auto | None
+) -> Task | None:
+    """The task decided right after a tool result (``None``: ``task`` itself)."""
+    if tool_result is None:
+        return None
+    config: ToolResultConfig = {} if tool_result == AUTO else tool_result  # type: ignore[assignment]
+    if not isinstance(config, dict) or set(config) - {"task", "calibrator"}:
+        msg = (
+            f"{owner} parameter 'tool_result' must be 'auto', None or a ToolResultConfig "
+            f"(keys 'task', 'calibrator'), got {tool_result!r}."
+        )
+        raise ConfigurationError(msg)
+    if "task" in config:
+        return _load_task(config["task"], owner, "tool_result")
+    after = _derived_tool_result_task(task)
+    if after is None and config.get("calibrator") is not None:
+        msg = (
+            f"{owner} parameter 'tool_result' has a calibrator but no task, and task "
+            f"{task.name!r} derives none; pass the task the calibrator was fitted for."
+        )
+        raise ConfigurationError(msg)
+    return after
 
 
 class TaskCalibrationMiddleware(
@@ -232,14 +358,14 @@ class TaskCalibrationMiddleware(
     Example:
         ```python
         from langchain.agents import create_agent
-        from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+        from taskcal_agents.decision import SamplingOptions
         from taskcal_agents.decision.presets import tool_decision
+        from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
 
-        agent = create_agent(
-            model,
-            tools=[get_weather],
-            middleware=[TaskCalibrationMiddleware(task=tool_decision(), n_samples=8)],
+        middleware = TaskCalibrationMiddleware(
+            task=tool_decision(), options=SamplingOptions(n_samples=8)
         )
+        agent = create_agent(model, tools=[get_weather], middleware=[middleware])
         result = agent.invoke({"messages": [("user", "Weather in Paris?")]})
         print(result["taskcal_decisions"][-1]["action"])
         ```
@@ -255,22 +381,13 @@ class TaskCalibrationMiddleware(
         *,
         task: Task | str | os.PathLike[str] | None = None,
         calibrator: CalibratorLike | Auto | None = AUTO,
-        n_samples: int = DEFAULT_N_SAMPLES,
-        temperature: float | None = DEFAULT_TEMPERATURE,
-        alpha: float = _SENTINEL,
+        options: SamplingOptions | None = None,
         sampling: SamplingMode = "auto",
         decide_on: DecideOn = "user_turn",
-        on_error: OnError = "raise",
-        max_retries: int = 0,
-        retry_wait: float = 0.0,
-        max_concurrency: int | None = None,
-        use_task_prompt: bool = True,
-        judge: Any = None,
-        adaptive: AdaptiveSampling | float | None = None,
+        tool_result: ToolResultConfig | Auto | None = "auto",
         decision_log: DecisionLogLike | None = None,
         reload_artefact: bool = False,
-        tool_result_task: Task | str | os.PathLike[str] | ToolResultTask | None = "auto",
-        tool_result_calibrator: CalibratorLike | None = None,
+        **deprecated: Unpack[DeprecatedArguments],
     ) -> None:
         """Validate and store the configuration.
 
@@ -287,12 +404,10 @@ class TaskCalibrationMiddleware(
                 :mod:`taskcal_agents.decision.shipped`), or ``None`` to decide on the raw
                 belief; checked against the task by
                 :func:`~taskcal_agents.decision.artefact.resolve_calibrator`.
-            n_samples: The number of completions N drawn per decision (default
-                :data:`~taskcal_agents.decision.options.DEFAULT_N_SAMPLES`).
-            temperature: The sampling temperature passed per call; ``None`` keeps the
-                model's own setting.
-            alpha: The Dirichlet smoothing prior of the belief. Default: the artefact's
-                value, else ``DEFAULT_ALPHA``.
+            options: N, temperature, α (default: the artefact's), adaptive N, retries and
+                ``on_error`` (:class:`~taskcal_agents.decision.options.SamplingOptions`);
+                ``None``: the defaults. Without ``n``, at most the run config's
+                ``max_concurrency`` calls run at once.
             sampling: How to draw the samples. ``"model"``: through the request's model
                 (tools and settings bound as the agent binds them) with one call asking
                 for ``n`` where the model supports it, else N concurrent calls.
@@ -302,62 +417,35 @@ class TaskCalibrationMiddleware(
             decide_on: ``"user_turn"``: decide only when the last message is from the
                 user, and pass later calls (after tool results) through unchanged (add
                 :class:`~taskcal_agents.langchain.reply_guard.ToolReplyMiddleware` to vet
-                the model's replies there).
-                ``"every_call"``: decide on every model call.
-            on_error: ``"raise"``: sampling errors propagate. ``"fallback"``: they turn
-                into the task's fallback action, flagged with the error as its reason
-                (with adaptive N also when a later round fails: the samples of earlier
-                rounds are discarded). Errors of the stopping rule always propagate.
-            max_retries: How many times a failed draw is retried (per round with adaptive
-                N) before ``on_error`` applies.
-            retry_wait: Seconds before the first retry; doubles after each.
-            max_concurrency: The most concurrent model calls when sampling without
-                ``n``; ``None``: up to N.
-            use_task_prompt: Put ``task.prompt`` (if set) into the sampled requests by the
-                one policy of :mod:`taskcal_agents.sampling.prompts` (appended to the agent's
-                system message, else added as one), as ``taskcal sample`` and
-                :class:`~taskcal_agents.langchain.runnable.TaskCalibratedRunnable` do.
-            judge: For a task whose ``answer_clusters`` method is ``"entailment"``: makes
-                the judge of a question (see :class:`~taskcal_agents.decision.decider.Decider`).
-                Under answer clustering the question is the text of the request's last
-                user message.
-            adaptive: Adaptive N (:class:`~taskcal_agents.decision.options.AdaptiveSampling`, or its
-                ε as a number): draw in rounds (one call with ``n`` per round, or that many
-                handler calls) and stop once more samples would change the action with
-                probability below ε; ``None`` draws all N at once.
+                the model's replies there). ``"every_call"``: decide on every model call.
+            tool_result: Under ``decide_on="every_call"``, the decision right after a tool
+                result (:class:`ToolResultConfig`: its ``task``, a task or task file, and
+                ``calibrator``). ``"auto"`` (the default), or no ``task`` in it:
+                :func:`~taskcal_agents.decision.presets.after_tool_result` with the task's
+                tools, texts and own prompt when ``task`` is a ``tool_decision`` task, else
+                ``task`` itself. ``None``: ``task`` (and ``calibrator``) decide on those
+                turns too. On every turn a sampled call that repeats a call already
+                answered in the current user turn is never sent again.
             decision_log: Log each decision after it is taken: a
                 :class:`~taskcal_agents.production.decision_log.DecisionLog` or a path (``.jsonl``,
                 ``.sqlite``/``.db``); ``None``: off. The decision's ``decision_id`` is its
                 id in the log; a failure to write warns and counts, never raises.
             reload_artefact: Watch the artefact file given as ``calibrator`` (a path) and
-                reload it when it is replaced (atomically, e.g. by ``taskcal refit``):
-                each decision stats the file and, when it changed, checks the new artefact
-                against the same task and decides with it (logging its artefact id). A
-                replacement that cannot be loaded keeps the artefact in force and warns
-                once (:class:`~taskcal_agents.errors.ArtefactReloadWarning`).
-                ``calibrator``, ``options.alpha`` and ``risk_control`` keep the first
-                artefact's values; see
-                :class:`~taskcal_agents.production.reload.ArtefactReloader`.
-            tool_result_task: Under ``decide_on="every_call"``, the task of the decision
-                right after a tool result (answer from it, call another tool, ask or
-                abstain; see :func:`taskcal_agents.decision.presets.after_tool_result`), or the path
-                of a task file. ``"auto"`` (the default): ``after_tool_result`` with the
-                task's tools, texts and own prompt when ``task`` is a ``tool_decision`` task
-                (whose parser reads a plain answer as unparsed), else ``task`` itself.
-                ``None``: ``task`` (and ``calibrator``) decide on those turns too. On
-                every turn a sampled call that repeats a call already made and answered
-                in the current user turn is a repeat (see :meth:`Decider.decide
-                <taskcal_agents.decision.decider.Decider.decide>`), never sent again.
-            tool_result_calibrator: The calibrator of ``tool_result_task`` (as
-                ``calibrator``); ``None``: decide on its raw belief.
+                reload it when it is replaced (see
+                :class:`~taskcal_agents.production.reload.ArtefactReloader`).
+            **deprecated: The keyword arguments of 0.1 (:class:`DeprecatedArguments`), for
+                one more release, each with a ``DeprecationWarning``.
 
         Raises:
             ConfigurationError: If a parameter is invalid.
             LabelMismatchError: If the calibrator's labels differ from the task's.
             DataFileError: If a task or artefact file cannot be read.
+            TypeError: For an unknown keyword argument.
         """
         super().__init__()
         owner = type(self).__name__
+        old = _migrated(owner, options, tool_result, dict(deprecated))
+        options, tool_result = old.options, old.tool_result
         check_reload(calibrator, reload_artefact, owner)
         artefact = as_artefact(calibrator)
         if task is None:
@@ -371,21 +459,13 @@ class TaskCalibrationMiddleware(
             task = artefact.task
         else:
             task = _load_task(task, owner, "task")
-        explicit_alpha = None if alpha is _SENTINEL else alpha
-        options = SamplingOptions.checked(
-            owner, n_samples=n_samples, temperature=temperature, adaptive=adaptive,
-            on_error=on_error, max_retries=max_retries, retry_wait=retry_wait,
-        )  # fmt: skip
-
+        explicit_alpha = options.alpha if "alpha" in options.model_fields_set else None
         self._session = DecisionSession(
             task, calibrator if reload_artefact else artefact or calibrator, options=options,
-            owner=owner, alpha=explicit_alpha, judge=judge, reload_artefact=reload_artefact,
+            owner=owner, alpha=explicit_alpha, judge=old.judge, reload_artefact=reload_artefact,
             decision_log=decision_log,
         )  # fmt: skip
-        """The decision's assembly: the calibrator in force (``"auto"``: per request model
-        and setting), options, retries and the decision log."""
         resolved = self._session.resolved
-
         for name, value, allowed in (
             ("sampling", sampling, ("auto", "model", "handler")),
             ("decide_on", decide_on, ("user_turn", "every_call")),
@@ -393,43 +473,26 @@ class TaskCalibrationMiddleware(
             if value not in allowed:
                 msg = f"{owner} parameter {name!r} must be one of {allowed!r}, got {value!r}."
                 raise ConfigurationError(msg)
-        check_int(max_concurrency, f"{owner} parameter 'max_concurrency'", minimum=1, optional=True)
-
-        self.task: Task = task
-        """The task: labels, actions, cost matrix and parser."""
-        self.calibrator: Calibrator | None = resolved.calibrator
-        """The fitted calibrator, or ``None``."""
-        if tool_result_task == "auto":
-            after: Task | None = _derived_tool_result_task(task)
-        elif tool_result_task is None:
-            after = None
-        else:
-            after = _load_task(tool_result_task, owner, "tool_result_task")
-        if after is None and tool_result_calibrator is not None:
-            msg = (
-                f"{owner} parameter 'tool_result_calibrator' needs a 'tool_result_task', got "
-                f"tool_result_task={tool_result_task!r} for task {task.name!r}; pass the task "
-                "the calibrator was fitted for."
-            )
-            raise ConfigurationError(msg)
+        after = _tool_result_task(owner, task, tool_result)
         if options.adaptive is not None:
             check_adaptive(task, owner, options.adaptive)
             if after is not None:
                 check_adaptive(after, owner)
-        self.options = options.model_copy(update={"alpha": resolved.alpha})
-        """N, temperature, α, adaptive N, retries and ``on_error`` (see
-        :class:`~taskcal_agents.decision.SamplingOptions`)."""
+        self._max_concurrency = old.max_concurrency
+        self._use_task_prompt = old.use_task_prompt
+        self.task: Task = task
+        """The task: labels, actions, cost matrix and parser."""
+        self.calibrator: Calibrator | None = resolved.calibrator
+        """The fitted calibrator, or ``None``."""
+        self.options = self._session.options = options.model_copy(update={"alpha": resolved.alpha})
+        """N, temperature, α (the calibrator's unless given), adaptive N, retries and
+        ``on_error`` (see :class:`~taskcal_agents.decision.options.SamplingOptions`)."""
         self.sampling: SamplingMode = sampling
         """How samples are drawn (``"auto"``, ``"model"`` or ``"handler"``)."""
         self.decide_on: DecideOn = decide_on
         """When to decide (``"user_turn"`` or ``"every_call"``)."""
-        self.max_concurrency = max_concurrency
-        """The most concurrent model calls when sampling without ``n``."""
-        self.use_task_prompt = bool(use_task_prompt)
-        """Whether ``task.prompt`` is added to the sampled requests' system message."""
         self.risk_control: RiskControl | None = resolved.risk_control
         """The artefact's risk limit that guards each decision, or ``None``."""
-        self._session.options = self.options
         self.decision_log = self._session.log
         """The decision log, or ``None``."""
         self.tool_result_task: Task | None = after
@@ -438,8 +501,9 @@ class TaskCalibrationMiddleware(
         self._after_decider: Decider | None = None
         if after is not None:
             r = resolve_calibrator(
-                tool_result_calibrator, after, alpha=explicit_alpha, n_samples=n_samples,
-                owner=owner,
+                tool_result.get("calibrator") if isinstance(tool_result, dict) else None,
+                after, alpha=explicit_alpha,
+                n_samples=options.n_samples, owner=owner,
             )  # fmt: skip
             self._after_decider = Decider.from_resolved(after, r)
 
@@ -459,37 +523,13 @@ class TaskCalibrationMiddleware(
         if not self._session.per_call:
             return self._session.in_force()
         served = served_settings(
-            request.model, n_samples=self.options.n_samples, temperature=self.temperature,
-            task_prompt=self.use_task_prompt, alpha=self._session.alpha,
+            request.model, n_samples=self.options.n_samples,
+            temperature=self.options.temperature, task_prompt=self._use_task_prompt,
+            alpha=self._session.alpha,
             request_settings=request.model_settings,
             tool_choice=request.tool_choice if request.tools else None,
         )  # fmt: skip
         return self._session.in_force(served)
-
-    @property
-    def n_samples(self) -> int:
-        """The number of completions drawn per decision."""
-        return self.options.n_samples
-
-    @property
-    def temperature(self) -> float | None:
-        """The sampling temperature, or ``None`` for the model's own."""
-        return self.options.temperature
-
-    @property
-    def alpha(self) -> float:
-        """The Dirichlet smoothing prior of the belief."""
-        return self.options.alpha
-
-    @property
-    def on_error(self) -> OnError:
-        """What a draw that fails for good does (``"raise"`` or ``"fallback"``)."""
-        return self.options.on_error
-
-    @property
-    def adaptive(self) -> AdaptiveSampling | None:
-        """Adaptive N, or ``None`` (all N samples at once)."""
-        return self.options.adaptive
 
     # ------------------------------------------------------------ pure steps
 
@@ -504,20 +544,21 @@ class TaskCalibrationMiddleware(
     def _sample_request(self, request: ModelRequest[Any], task: Task) -> ModelRequest[Any]:
         """Return the request the samples are drawn with (``task``'s prompt, temperature)."""
         overrides: dict[str, Any] = {}
-        prompt = task.prompt if self.use_task_prompt else None
+        prompt = task.prompt if self._use_task_prompt else None
         if prompt:
             overrides["system_message"], overrides["messages"] = request_with_task_prompt(
                 request.system_message, request.messages, prompt
             )
-        if self.temperature is not None:
+        if self.options.temperature is not None:
             overrides["model_settings"] = {
                 **request.model_settings,
-                "temperature": self.temperature,
+                "temperature": self.options.temperature,
             }
         return request.override(**overrides) if overrides else request
 
     def _workers(self, n: int) -> int:
-        return min(n, self.max_concurrency or n)
+        limit = self._max_concurrency or ensure_config().get("max_concurrency")
+        return min(n, limit or n)
 
     def _respond(
         self,
@@ -563,7 +604,7 @@ class TaskCalibrationMiddleware(
         )
         protocol = self._session.protocol(
             in_force, [item], tool_names=tool_names_of(request.tools),
-            what=f"{type(self).__name__} could not sample {self.n_samples} completions",
+            what=f"{type(self).__name__} could not sample {self.options.n_samples} completions",
         )  # fmt: skip
         return protocol, in_force
 
@@ -585,7 +626,7 @@ class TaskCalibrationMiddleware(
             "model": _bound_model(request),
             "input": _model_input(sample_request),
             "n": n,
-            "temperature": self.temperature,
+            "temperature": self.options.temperature,
             "config": {"max_concurrency": self._workers(n)},
         }
 

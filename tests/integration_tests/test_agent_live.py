@@ -19,6 +19,7 @@ from langchain_core.decisions import Choice
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
 from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
@@ -80,7 +81,9 @@ def test_agent_live_tool_loop(vllm_server: Any) -> None:
             # keeps this test fast (the answer after a tool result is a plain model call).
             ModelCallLimitMiddleware(run_limit=1, exit_behavior="end"),
             require_tools_on_user_turns,
-            TaskCalibrationMiddleware(task=tool_decision(tool_names=["get_weather"]), n_samples=3),
+            TaskCalibrationMiddleware(
+                task=tool_decision(tool_names=["get_weather"]), options=SamplingOptions(n_samples=3)
+            ),
         ],
     )
     CALLED.clear()
@@ -100,14 +103,16 @@ def test_agent_live_async_handler_sampling(vllm_server: Any) -> None:
         async with httpx.AsyncClient(timeout=300) as client:
             llm = vllm_server.chat_model(max_tokens=32, timeout=300, http_async_client=client)
             middleware = TaskCalibrationMiddleware(
-                task=tool_decision(), n_samples=3, sampling="handler", max_concurrency=3
+                task=tool_decision(), sampling="handler", options=SamplingOptions(n_samples=3)
             )
             agent = create_agent(
                 llm,
                 tools=[get_weather],
                 middleware=[ModelCallLimitMiddleware(run_limit=3, exit_behavior="end"), middleware],
             )
-            return await agent.ainvoke({"messages": [HumanMessage("What's the weather like?")]})
+            return await agent.ainvoke(
+                {"messages": [HumanMessage("What's the weather like?")]}, {"max_concurrency": 3}
+            )
 
     action = check_run(asyncio.run(run()), 3)
     print(f"live agent decision (async, handler sampling): {action}")

@@ -24,6 +24,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel, noul_probability
 from taskcal_agents.langchain.interop import (
@@ -73,7 +74,9 @@ def test_live_auto_mode_behind_our_middleware(vllm_server: Any) -> None:
         tools=[delete_file],
         middleware=[
             ModelCallLimitMiddleware(run_limit=1, exit_behavior="end"),
-            TaskCalibrationMiddleware(task=tool_decision(tool_names=["delete_file"]), n_samples=3),
+            TaskCalibrationMiddleware(
+                task=tool_decision(tool_names=["delete_file"]), options=SamplingOptions(n_samples=3)
+            ),
             AutoModeMiddleware(tools=[delete_file], classifier=risk_classifier(judge, n_samples=3)),
         ],
     )
@@ -123,7 +126,9 @@ def test_live_hitl_interrupt_resume(vllm_server: Any) -> None:
         tools=[delete_file],
         middleware=[
             ModelCallLimitMiddleware(run_limit=1, exit_behavior="end"),
-            TaskCalibrationMiddleware(task=tool_decision(tool_names=["delete_file"]), n_samples=3),
+            TaskCalibrationMiddleware(
+                task=tool_decision(tool_names=["delete_file"]), options=SamplingOptions(n_samples=3)
+            ),
             HumanInTheLoopMiddleware(interrupt_on={"delete_file": review}),
         ],
         checkpointer=InMemorySaver(),

@@ -35,6 +35,7 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
 from taskcal_agents.decision import AdaptiveSampling
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.decision.stopping_prior import StoppingPrior
 from taskcal_agents.decision.task import GroundingSpec
@@ -208,9 +209,12 @@ def run_doors(llm: ChatOpenAI, log_dir: Path) -> dict[str, Any]:
 
     for decide_on in ("user_turn", "every_call"):
         middleware = TaskCalibrationMiddleware(
-            task=task, calibrator=None, n_samples=8, temperature=1.0, decide_on=decide_on,
+            task=task,
+            calibrator=None,
+            decide_on=decide_on,
             decision_log=log_dir / f"agent_{decide_on}.jsonl",
-        )  # fmt: skip
+            options=SamplingOptions(n_samples=8, temperature=1.0),
+        )
         # The calibration middleware and the reply guard (vetting and closing, which the
         # calibration middleware did itself when the goldens were recorded).
         agent = create_agent(

@@ -27,6 +27,7 @@ from taskcal_agents.decision.adaptive import (
     stop_check_messages,
 )
 from taskcal_agents.decision.decider import Decider
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.risk_control import RiskControl, RiskSpec
 from taskcal_agents.decision.stopping_prior import StoppingPrior
 from taskcal_agents.decision.task import GroundingSpec
@@ -452,14 +453,16 @@ def test_front_doors_refuse_answer_clusters() -> None:
     with pytest.raises(ConfigurationError, match="clusters open answers"):
         TaskCalibratedRunnable(RecordingChatModel(responses=["x"]), task, adaptive=0.01)
     with pytest.raises(ConfigurationError, match="clusters open answers"):
-        TaskCalibrationMiddleware(task=task, adaptive=0.01)
+        TaskCalibrationMiddleware(task=task, options=SamplingOptions(adaptive=0.01))
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_middleware_stops_early_when_samples_agree(mode: str) -> None:
     task = tasks.tool_decision(grounding=PLAIN)
     mw = TaskCalibrationMiddleware(
-        task=task, n_samples=16, sampling="handler", adaptive=settled(task, 0.1)
+        task=task,
+        sampling="handler",
+        options=SamplingOptions(n_samples=16, adaptive=settled(task, 0.1)),
     )
     agree = CountingHandler([CALL] * 16)
     split = CountingHandler(["Which city?", "Sorry, I can't help."] * 8)
@@ -475,10 +478,15 @@ def test_middleware_stops_early_when_samples_agree(mode: str) -> None:
 
 
 def test_middleware_refuses_a_bad_epsilon() -> None:
-    with pytest.raises(
-        ConfigurationError,
-        match=r"^TaskCalibrationMiddleware parameter 'adaptive\.epsilon': Input should be less "
-        r"than 1, got 2\.0\.$",
+    with pytest.raises(ValidationError, match=r"adaptive\.epsilon\n.*less than 1"):
+        SamplingOptions(adaptive=2.0)  # the middleware's options
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(
+            ConfigurationError,
+            match=r"^TaskCalibrationMiddleware parameter 'adaptive\.epsilon': Input should be "
+            r"less than 1, got 2\.0\.$",
+        ),
     ):
         TaskCalibrationMiddleware(task=tasks.tool_decision(grounding=PLAIN), adaptive=2.0)
 
@@ -513,9 +521,11 @@ class RaisingCalibrator(ConstantCalibrator):
 def test_middleware_a_stopping_rule_error_raises_rather_than_falling_back() -> None:
     plain = tasks.tool_decision(grounding=PLAIN)
     mw = TaskCalibrationMiddleware(
-        task=plain, calibrator=RaisingCalibrator([0.4, 0.3, 0.3]),
-        n_samples=16, sampling="handler", adaptive=settled(plain, 0.05), on_error="fallback",
-    )  # fmt: skip
+        task=plain,
+        calibrator=RaisingCalibrator([0.4, 0.3, 0.3]),
+        sampling="handler",
+        options=SamplingOptions(n_samples=16, adaptive=settled(plain, 0.05), on_error="fallback"),
+    )
     handler = CountingHandler(["Which city?"] * 16)
     with pytest.raises(ConfigurationError, match="calibrator broke"):
         mw.wrap_model_call(make_request(), handler)
@@ -525,7 +535,9 @@ def test_middleware_a_stopping_rule_error_raises_rather_than_falling_back() -> N
 def test_middleware_a_full_draw_with_an_empty_response_did_not_stop_early() -> None:
     task = tasks.tool_decision(grounding=PLAIN)
     mw = TaskCalibrationMiddleware(
-        task=task, n_samples=16, sampling="handler", adaptive=settled(task, 0.05)
+        task=task,
+        sampling="handler",
+        options=SamplingOptions(n_samples=16, adaptive=settled(task, 0.05)),
     )
     split = CountingHandler(["Which city?", "Sorry, I can't help."] * 8)
     calls = []

@@ -72,7 +72,7 @@ def chat_model(calibrator: Any) -> tuple[Any, float]:
 
 def middleware(calibrator: Any) -> tuple[Any, float]:
     mw = TaskCalibrationMiddleware(task=TASK, calibrator=calibrator)
-    return mw.calibrator, mw.alpha
+    return mw.calibrator, mw.options.alpha
 
 
 def decision_model(calibrator: Any) -> tuple[Any, float]:
@@ -201,7 +201,7 @@ def test_one_n_samples_default_everywhere() -> None:
     assert DEFAULT_N_SAMPLES == 16
     assert TaskCalibratedRunnable(fake(), TASK).n_samples == DEFAULT_N_SAMPLES
     assert TaskCalibratedChatModel(fake(), TASK).runnable.n_samples == DEFAULT_N_SAMPLES
-    assert TaskCalibrationMiddleware(task=TASK).n_samples == DEFAULT_N_SAMPLES
+    assert TaskCalibrationMiddleware(task=TASK).options.n_samples == DEFAULT_N_SAMPLES
     assert TaskCalibratedDecisionModel(chat_model=fake()).n_samples == DEFAULT_N_SAMPLES
 
 

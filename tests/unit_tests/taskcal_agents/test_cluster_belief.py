@@ -21,6 +21,7 @@ from taskcal_agents.cli import app
 from taskcal_agents.datasets import DatasetItem, default_task
 from taskcal_agents.decision import presets as tasks
 from taskcal_agents.decision.decider import Decider, Decision
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.task import AnswerClusterSpec, Task
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
@@ -315,9 +316,9 @@ def test_middleware_answers_with_the_modal_representative_of_the_question(mode: 
     same = {frozenset(("Paris", "The French capital"))}
     mw = TaskCalibrationMiddleware(
         task=cluster_task("entailment", wrong_answer_cost=1.0),
-        n_samples=3,
         sampling="handler",
         judge=judge_factory(same, questions),
+        options=SamplingOptions(n_samples=3),
     )
     handler = CountingHandler(["Lyon", "The French capital", "Paris"])
     request = make_request([HumanMessage("Hi"), AIMessage("Hello!"), HumanMessage(QUESTION)])

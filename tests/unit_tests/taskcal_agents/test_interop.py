@@ -32,6 +32,7 @@ from langgraph.types import Command
 from pydantic import Field
 
 from calibrators import TemperatureScaling
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel, noul_probability
@@ -219,7 +220,9 @@ def test_our_middleware_turns_the_fenced_call_into_one_auto_mode_blocks(mode: st
     guard = AutoModeMiddleware(
         tools=[delete_file], classifier=risk_classifier(sampler, n_samples=10)
     )
-    ours = TaskCalibrationMiddleware(task=tool_decision(tool_names=["delete_file"]), n_samples=3)
+    ours = TaskCalibrationMiddleware(
+        task=tool_decision(tool_names=["delete_file"]), options=SamplingOptions(n_samples=3)
+    )
     agent = create_agent(
         scripted(FENCED, FENCED, FENCED, "I did not delete it."),
         tools=[delete_file],

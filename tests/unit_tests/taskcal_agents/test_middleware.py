@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from calibrators import TemperatureScaling
 from taskcal_agents._files import write_json
 from taskcal_agents.decision.artefact import CalibratorArtefact
 from taskcal_agents.decision.decider import Decision
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.errors import (
     ConfigurationError,
@@ -113,10 +116,12 @@ def make_request(messages: list[BaseMessage] | None = None, **kw: Any) -> ModelR
 
 
 def middleware(**kw: Any) -> TaskCalibrationMiddleware[Any, Any]:
+    """The middleware under test; the sampling options among ``kw`` go to ``options``."""
     kw.setdefault("task", tool_decision())
-    kw.setdefault("n_samples", 4)
     kw.setdefault("sampling", "handler")
-    return TaskCalibrationMiddleware(**kw)
+    options = {k: kw.pop(k) for k in list(kw) if k in SamplingOptions.model_fields}
+    options.setdefault("n_samples", 4)
+    return TaskCalibrationMiddleware(options=SamplingOptions(**options), **kw)
 
 
 def unwrap(result: Any) -> tuple[AIMessage, dict[str, Any]]:
@@ -546,8 +551,12 @@ def test_task_and_calibrator_from_files(tmp_path: Path) -> None:
     mw = TaskCalibrationMiddleware(task=task_path, calibrator=str(artefact))
     assert mw.task == task
     assert type(mw.calibrator).__name__ == "TemperatureScaling"
-    assert mw.alpha == 0.5
-    assert TaskCalibrationMiddleware(task=task, calibrator=artefact, alpha=0.2).alpha == 0.2
+    assert mw.options.alpha == 0.5
+    explicit = SamplingOptions(alpha=0.2)
+    assert (
+        TaskCalibrationMiddleware(task=task, calibrator=artefact, options=explicit).options.alpha
+        == 0.2
+    )
 
 
 def test_task_may_come_from_the_artefact(tmp_path: Path) -> None:
@@ -667,5 +676,35 @@ def test_calibrator_with_wrong_class_count_is_rejected() -> None:
     ],
 )
 def test_invalid_parameters_fail_at_construction(kwargs: dict[str, Any], match: str) -> None:
-    with pytest.raises(ConfigurationError, match=match):
+    # The sampling options given as the 0.1 keyword arguments are still checked.
+    with warnings.catch_warnings(), pytest.raises(ConfigurationError, match=match):
+        warnings.simplefilter("ignore", DeprecationWarning)
         TaskCalibrationMiddleware(**{"task": tool_decision(), **kwargs})
+
+
+def test_the_old_keyword_arguments_warn_and_mean_what_they_meant() -> None:
+    with pytest.warns(DeprecationWarning, match=r"\(n_samples=\.\.\.\) is deprecated.*options="):
+        old = TaskCalibrationMiddleware(
+            task=tool_decision(), n_samples=6, temperature=0.5, on_error="fallback",
+            tool_result_task=None,
+        )  # fmt: skip
+    new = TaskCalibrationMiddleware(
+        task=tool_decision(),
+        options=SamplingOptions(n_samples=6, temperature=0.5, on_error="fallback"),
+        tool_result=None,
+    )
+    assert old.options == new.options and old.tool_result_task is new.tool_result_task is None
+    with pytest.raises(TypeError, match="unexpected keyword argument 'n_sample'"):
+        TaskCalibrationMiddleware(task=tool_decision(), n_sample=6)  # type: ignore[call-arg]
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(ConfigurationError, match=r"takes \['n_samples'\] in 'options'"),
+    ):
+        TaskCalibrationMiddleware(task=tool_decision(), options=SamplingOptions(), n_samples=6)
+
+
+def test_at_most_eight_constructor_arguments() -> None:
+    """LangChain's middlewares take a few typed arguments; so does this one."""
+    parameters = inspect.signature(TaskCalibrationMiddleware.__init__).parameters
+    named = [p for p in parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    assert len(named) <= 8, [p.name for p in named]

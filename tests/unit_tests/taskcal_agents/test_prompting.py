@@ -20,6 +20,7 @@ from langchain_core.messages import (
 from langgraph.runtime import Runtime
 
 from taskcal_agents.datasets import DatasetItem
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
@@ -371,14 +372,18 @@ def test_the_middleware_sends_the_same_request(case: str, mode: str, tmp_path: P
     # sampling="model": the request's model is called with [system, *messages] and the tools
     model, _ = recording_model(tools)
     request = agent_request(case, model)
-    mw = TaskCalibrationMiddleware(task=task, n_samples=2, sampling="model")
+    mw = TaskCalibrationMiddleware(
+        task=task, sampling="model", options=SamplingOptions(n_samples=2)
+    )
     run_hook(mw, CountingHandler([]), request, mode)
     assert model.inputs == [to_messages(sampled)] * 2
     assert [c.get("tools") for c in model.calls] == [tools or None] * 2
 
     # sampling="handler": the agent's handler gets the same system text and conversation
     handler = CountingHandler([AIMessage(content="Which order?")] * 2)
-    mw = TaskCalibrationMiddleware(task=task, n_samples=2, sampling="handler")
+    mw = TaskCalibrationMiddleware(
+        task=task, sampling="handler", options=SamplingOptions(n_samples=2)
+    )
     run_hook(mw, handler, request, mode)
     system_text = next(m["content"] for m in expected if m["role"] in SYSTEM_ROLES)
     assert len(handler.requests) == 2

@@ -143,7 +143,9 @@ def _middleware(sampling: str) -> Callable[..., Any]:
         async def ahandler(req: ModelRequest[Any]) -> ModelResponse[Any]:
             return ModelResponse(result=[await bound.ainvoke(req.messages)])
 
-        mw = TaskCalibrationMiddleware(task=task, sampling=sampling, **scenario.options)
+        mw = TaskCalibrationMiddleware(
+            task=task, sampling=sampling, options=SamplingOptions(**scenario.options)
+        )
         if mode == "async":
             result = asyncio.run(mw.awrap_model_call(request, ahandler))
         else:

@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.parsing.tool_turns import unusable_reply
 from tests.conftest import require_module
 
@@ -130,7 +131,7 @@ class Scripted(BaseChatModel):
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("after", ["repeat", "text", "empty", "off_topic"])
 def test_the_run_ends_with_the_tool_result_not_the_unusable_reply(mode: str, after: str) -> None:
-    mw = TaskCalibrationMiddleware(task=tool_decision(), n_samples=2)
+    mw = TaskCalibrationMiddleware(task=tool_decision(), options=SamplingOptions(n_samples=2))
     agent = create_agent(
         Scripted(after=after), tools=[get_weather], middleware=[mw, ToolReplyMiddleware()]
     )
@@ -152,7 +153,7 @@ def test_the_run_ends_with_the_tool_result_not_the_unusable_reply(mode: str, aft
 
 
 def test_a_real_answer_is_kept() -> None:
-    mw = TaskCalibrationMiddleware(task=tool_decision(), n_samples=2)
+    mw = TaskCalibrationMiddleware(task=tool_decision(), options=SamplingOptions(n_samples=2))
     agent = create_agent(
         Scripted(after="answer"), tools=[get_weather], middleware=[mw, ToolReplyMiddleware()]
     )
@@ -162,7 +163,7 @@ def test_a_real_answer_is_kept() -> None:
 
 
 def test_only_the_repeated_call_of_a_parallel_reply_is_dropped() -> None:
-    mw = TaskCalibrationMiddleware(task=tool_decision(), n_samples=2)
+    mw = TaskCalibrationMiddleware(task=tool_decision(), options=SamplingOptions(n_samples=2))
     agent = create_agent(
         Scripted(after="parallel"), tools=[get_weather], middleware=[mw, ToolReplyMiddleware()]
     )
@@ -176,7 +177,7 @@ def test_only_the_repeated_call_of_a_parallel_reply_is_dropped() -> None:
 
 def test_the_calibration_middleware_alone_passes_the_reply_through() -> None:
     """Vetting is ToolReplyMiddleware's: without it the model's reply stands as it is."""
-    mw = TaskCalibrationMiddleware(task=tool_decision(), n_samples=2)
+    mw = TaskCalibrationMiddleware(task=tool_decision(), options=SamplingOptions(n_samples=2))
     agent = create_agent(Scripted(after="off_topic"), tools=[get_weather], middleware=[mw])
     result = agent.invoke({"messages": [HumanMessage("What's the weather in Paris?")]})
     assert result["messages"][-1].content == OFF_TOPIC

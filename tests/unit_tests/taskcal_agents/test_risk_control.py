@@ -19,6 +19,7 @@ from calibrators import mbr_actions
 from taskcal_agents.decision import presets as tasks
 from taskcal_agents.decision.artefact import CalibratorArtefact
 from taskcal_agents.decision.decider import Decider
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.risk_control import (
     DEFAULT_GRID,
     RiskControl,
@@ -476,7 +477,7 @@ def test_front_doors_refuse_a_risk_limit_under_another_alpha(tmp_path: Path) -> 
     with pytest.raises(ConfigurationError, match=r"Dirichlet prior α 3.0 \(certified: 0.5\)"):
         TaskCalibratedRunnable(model, TOOL, path, n_samples=4, alpha=3.0)
     with pytest.raises(ConfigurationError, match=r"Dirichlet prior α"):
-        TaskCalibrationMiddleware(task=TOOL, calibrator=path, alpha=3.0)
+        TaskCalibrationMiddleware(task=TOOL, calibrator=path, options=SamplingOptions(alpha=3.0))
     assert TaskCalibratedRunnable(model, TOOL, path, alpha=0.5).alpha == 0.5
 
 
@@ -495,7 +496,7 @@ def test_front_doors_warn_when_n_samples_differs_from_the_certified_n(tmp_path: 
     ):
         TaskCalibratedRunnable(model, TOOL, path, n_samples=4)
     with pytest.warns(RiskSettingsWarning, match="draws 8"):
-        TaskCalibrationMiddleware(task=TOOL, calibrator=path, n_samples=8)
+        TaskCalibrationMiddleware(task=TOOL, calibrator=path, options=SamplingOptions(n_samples=8))
     with warnings.catch_warnings():
         warnings.simplefilter("error", RiskSettingsWarning)
         TaskCalibratedRunnable(model, TOOL, path, n_samples=16)

@@ -14,6 +14,7 @@ from taskcal_agents.decision import presets as tasks
 from taskcal_agents.decision.adaptive import AdaptiveSampling, change_probability
 from taskcal_agents.decision.artefact import CalibratorArtefact, resolve_calibrator
 from taskcal_agents.decision.decider import Decider
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.stopping_prior import (
     FEW_ITEMS,
     MAX_TOTAL,
@@ -200,7 +201,9 @@ def test_the_middleware_and_the_cli_decider_use_the_artefacts_prior(tmp_path: Pa
 
     prior = StoppingPrior(TOOL.outcomes, (0.3, 0.2, 0.1, 0.01), n_items=12)
     path = _artefact(prior).save(tmp_path / "fit.json")
-    mw = TaskCalibrationMiddleware(task=TOOL, calibrator=path, adaptive=0.05)
+    mw = TaskCalibrationMiddleware(
+        task=TOOL, calibrator=path, options=SamplingOptions(adaptive=0.05)
+    )
     assert mw._in_force()[0].stopping_prior == prior
     assert _adaptive_decider(TOOL, 0.05, path)[0].stopping_prior == prior
 
@@ -225,7 +228,9 @@ def test_a_prior_for_other_outcomes_falls_back_or_is_refused_by_name(tmp_path: P
     # An explicit prior for other outcomes is refused when the front door is built.
     msg = "TaskCalibrationMiddleware parameter 'adaptive.prior' was fitted for outcomes"
     with pytest.raises(ConfigurationError, match=re.escape(msg)):
-        TaskCalibrationMiddleware(task=TOOL, adaptive=AdaptiveSampling(epsilon=0.05, prior=other))
+        TaskCalibrationMiddleware(
+            task=TOOL, options=SamplingOptions(adaptive=AdaptiveSampling(epsilon=0.05, prior=other))
+        )
     # One for the main task does not reach the after-tool-result task's decisions.
     after = tasks.after_tool_result()
     mine = StoppingPrior.uniform(TOOL, 0.1)
@@ -265,8 +270,11 @@ def test_the_decision_model_and_the_tool_result_decider_use_the_artefacts_prior(
         alpha=0.1, task=after, stopping_prior=after_prior,
     ).save(tmp_path / "after.json")  # fmt: skip
     mw = TaskCalibrationMiddleware(
-        task=TOOL, calibrator=_artefact(None).save(tmp_path / "fit.json"), adaptive=0.05,
-        decide_on="every_call", tool_result_task=after, tool_result_calibrator=after_path,
-    )  # fmt: skip
+        task=TOOL,
+        calibrator=_artefact(None).save(tmp_path / "fit.json"),
+        decide_on="every_call",
+        options=SamplingOptions(adaptive=0.05),
+        tool_result={"task": after, "calibrator": after_path},
+    )
     assert mw._after_decider is not None and mw._after_decider.stopping_prior == after_prior
     assert mw._in_force()[0].stopping_prior is None  # the first decision's artefact has none

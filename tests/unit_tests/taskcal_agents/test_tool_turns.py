@@ -25,6 +25,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from taskcal_agents import TaskCalibratedRunnable
 from taskcal_agents.decision.decider import Decider
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.presets import (
     DEFAULT_AFTER_TOOL_RESULT_COST,
     after_tool_result,
@@ -258,7 +259,9 @@ def test_runnable_makes_the_call_again_in_a_later_user_turn(mode: str) -> None:
 
 def every_call(**kw: Any) -> TaskCalibrationMiddleware[Any, Any]:
     kw.setdefault("task", tool_decision(tool_names=["get_weather"]))
-    return TaskCalibrationMiddleware(n_samples=3, decide_on="every_call", **kw)
+    return TaskCalibrationMiddleware(
+        decide_on="every_call", options=SamplingOptions(n_samples=3), **kw
+    )
 
 
 def tool_messages(result: dict[str, Any]) -> list[ToolMessage]:
@@ -292,7 +295,9 @@ def test_middleware_ends_the_repeat_loop_with_the_tool_result(mode: str, samplin
 def test_middleware_makes_the_call_again_in_a_later_user_turn(mode: str, decide_on: str) -> None:
     model = CallThenAnswer() if decide_on == "user_turn" else RepeatModel()
     mw = TaskCalibrationMiddleware(
-        task=tool_decision(tool_names=["get_weather"]), n_samples=3, decide_on=decide_on
+        task=tool_decision(tool_names=["get_weather"]),
+        decide_on=decide_on,
+        options=SamplingOptions(n_samples=3),
     )
     agent = create_agent(model, tools=[get_weather], middleware=[mw])
     inputs = {"messages": LATER_TURN}
@@ -323,11 +328,13 @@ def test_tool_result_task_defaults() -> None:
     assert rating.tool_result_task is None
     with pytest.raises(
         ConfigurationError,
-        match=r"^TaskCalibrationMiddleware parameter 'tool_result_calibrator' needs a "
-        r"'tool_result_task', got tool_result_task=None for task 'tool_decision'; pass the "
-        r"task the calibrator was fitted for\.$",
+        match=r"^TaskCalibrationMiddleware parameter 'tool_result' has a calibrator but no "
+        r"task, and task 'answer_or_abstain' derives none; pass the task the calibrator was "
+        r"fitted for\.$",
     ):
-        every_call(tool_result_task=None, tool_result_calibrator=object())
+        TaskCalibrationMiddleware(
+            task=answer_or_abstain(), decide_on="every_call", tool_result={"calibrator": object()}
+        )
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -390,7 +397,7 @@ def test_a_run_ending_on_another_tool_result_still_gets_the_closing_message() ->
 @pytest.mark.parametrize("guard", [True, False])
 def test_user_turn_mode_closes_a_cut_run_with_the_guard_only(guard: bool) -> None:
     limit = ModelCallLimitMiddleware(run_limit=1, exit_behavior="end")
-    mw = TaskCalibrationMiddleware(task=tool_decision(), n_samples=2)
+    mw = TaskCalibrationMiddleware(task=tool_decision(), options=SamplingOptions(n_samples=2))
     middleware = [limit, mw, ToolReplyMiddleware()] if guard else [limit, mw]
     agent = create_agent(CityModel(), tools=[get_weather], middleware=middleware)
     result = agent.invoke({"messages": [HumanMessage(CITIES_REQUEST)]})
