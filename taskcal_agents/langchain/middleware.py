@@ -20,9 +20,8 @@ from __future__ import annotations
 import asyncio
 import operator
 import os
-import warnings
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor, ensure_config
@@ -48,7 +47,6 @@ except ImportError as exc:
     )
     raise ImportError(_msg, name=exc.name) from exc
 
-from taskcal_agents._validation import check_int
 from taskcal_agents.decision.adaptive import (
     check_adaptive,
 )
@@ -60,7 +58,6 @@ from taskcal_agents.decision.artefact import (
 )
 from taskcal_agents.decision.decider import Decider, Decision
 from taskcal_agents.decision.options import (
-    AdaptiveSampling,
     SamplingOptions,
 )
 from taskcal_agents.decision.presets import TOOL_DECISION_PROMPT, after_tool_result
@@ -75,7 +72,7 @@ from taskcal_agents.decision.shipped import (
 )
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, SamplingError
-from taskcal_agents.parsing.grounding import GroundingContext
+from taskcal_agents.langchain._legacy import DeprecatedArguments, migrated
 from taskcal_agents.parsing.labels import tool_names_of
 from taskcal_agents.parsing.tool_turns import (
     is_tool_result_turn,
@@ -137,17 +134,6 @@ def decision_from_message(message: BaseMessage) -> Decision | None:
     """
     record = message.response_metadata.get(DECISION_METADATA_KEY)
     return None if record is None else Decision.model_validate(record)
-
-
-def _grounding_context(request: ModelRequest[Any], task: Task) -> GroundingContext | None:
-    """The request's tools and conversation (its system message included).
-
-    What a task that grounds its calls checks them against; ``None`` for one that does not.
-    """
-    if task.grounding is None:
-        return None
-    system = [request.system_message] if request.system_message is not None else []
-    return GroundingContext(request.tools, [*system, *request.messages])
 
 
 def _is_user_turn(messages: Sequence[BaseMessage]) -> bool:
@@ -220,102 +206,6 @@ class ToolResultConfig(TypedDict, total=False):
     """Its task, or the path of a task file (absent: derived from the middleware's task)."""
     calibrator: CalibratorLike | None
     """Its calibrator (absent or ``None``: the raw belief)."""
-
-
-class DeprecatedArguments(TypedDict, total=False):
-    """The 0.1 keyword arguments of :class:`TaskCalibrationMiddleware`, for one more release.
-
-    ``n_samples``, ``temperature``, ``alpha``, ``adaptive``, ``on_error``, ``max_retries``
-    and ``retry_wait`` are ``options=SamplingOptions(...)``; ``tool_result_task`` and
-    ``tool_result_calibrator`` are ``tool_result={"task": ..., "calibrator": ...}``;
-    ``max_concurrency`` is the run config's (``agent.invoke(..., {"max_concurrency": 4})``);
-    ``use_task_prompt=False`` is a task without a prompt; ``judge`` (answer clustering)
-    goes to :class:`~taskcal_agents.langchain.runnable.TaskCalibratedRunnable`.
-    """
-
-    n_samples: int
-    temperature: float | None
-    alpha: float
-    adaptive: AdaptiveSampling | float | None
-    on_error: Literal["raise", "fallback"]
-    max_retries: int
-    retry_wait: float
-    tool_result_task: Task | str | os.PathLike[str] | Auto | None
-    tool_result_calibrator: CalibratorLike | None
-    max_concurrency: int | None
-    use_task_prompt: bool
-    judge: Any
-
-
-_OPTIONS = (
-    "n_samples",
-    "temperature",
-    "alpha",
-    "adaptive",
-    "on_error",
-    "max_retries",
-    "retry_wait",
-)
-_REPLACEMENT = {
-    **dict.fromkeys(_OPTIONS, "options=SamplingOptions(...)"),
-    "tool_result_task": 'tool_result={"task": ...}',
-    "tool_result_calibrator": 'tool_result={"calibrator": ...}',
-    "max_concurrency": "the run config's max_concurrency",
-    "use_task_prompt": "a task without a prompt (task.model_copy(update={'prompt': None}))",
-    "judge": "TaskCalibratedRunnable (answer clustering)",
-}
-
-
-class _Migrated(NamedTuple):
-    options: SamplingOptions
-    tool_result: ToolResultConfig | Auto | None
-    max_concurrency: int | None
-    use_task_prompt: bool
-    judge: Any
-
-
-def _migrated(
-    owner: str,
-    options: SamplingOptions | None,
-    tool_result: ToolResultConfig | Auto | None,
-    old: dict[str, Any],
-) -> _Migrated:
-    """The configuration the 0.1 keyword arguments ``old`` give, each with a warning."""
-    unknown = sorted(set(old) - set(_REPLACEMENT))
-    if unknown:
-        msg = f"{owner}.__init__() got an unexpected keyword argument {unknown[0]!r}"
-        raise TypeError(msg)
-    for name in old:
-        warnings.warn(
-            f"{owner}({name}=...) is deprecated and goes in the next release; use "
-            f"{_REPLACEMENT[name]} instead.",
-            DeprecationWarning,
-            stacklevel=4,
-        )
-    given = {k: old[k] for k in _OPTIONS if k in old}
-    if given and options is not None:
-        msg = f"{owner} takes {sorted(given)!r} in 'options', not beside it; drop them."
-        raise ConfigurationError(msg)
-    if given:
-        options = SamplingOptions.checked(owner, **given)
-    if {"tool_result_task", "tool_result_calibrator"} & set(old):
-        task = old.get("tool_result_task", AUTO)
-        calibrator = old.get("tool_result_calibrator")
-        tool_result = None if task is None and calibrator is None else ToolResultConfig(
-            **({} if task in (AUTO, None) else {"task": task}), calibrator=calibrator
-        )  # fmt: skip
-        if task is None and calibrator is not None:
-            msg = (
-                f"{owner} parameter 'tool_result_calibrator' needs a 'tool_result_task', got "
-                "tool_result_task=None; pass the task the calibrator was fitted for."
-            )
-            raise ConfigurationError(msg)
-    max_concurrency = old.get("max_concurrency")
-    check_int(max_concurrency, f"{owner} parameter 'max_concurrency'", minimum=1, optional=True)
-    return _Migrated(
-        options or SamplingOptions(), tool_result, max_concurrency,
-        bool(old.get("use_task_prompt", True)), old.get("judge"),
-    )  # fmt: skip
 
 
 def _tool_result_task(
@@ -444,7 +334,7 @@ class TaskCalibrationMiddleware(
         """
         super().__init__()
         owner = type(self).__name__
-        old = _migrated(owner, options, tool_result, dict(deprecated))
+        old = migrated(owner, options, tool_result, dict(deprecated))
         options, tool_result = old.options, old.tool_result
         check_reload(calibrator, reload_artefact, owner)
         artefact = as_artefact(calibrator)
