@@ -93,15 +93,22 @@ def migrated(
             f"{owner}({name}=...) is deprecated and goes in the next release; use "
             f"{_REPLACEMENT[name]} instead.",
             DeprecationWarning,
-            stacklevel=4,
+            stacklevel=3,
         )
-    given = {k: old[k] for k in _OPTIONS if k in old}
+    # alpha=None was 0.1's "not given" (the artefact's).
+    given = {k: old[k] for k in _OPTIONS if k in old and not (k == "alpha" and old[k] is None)}
     if given and options is not None:
         msg = f"{owner} takes {sorted(given)!r} in 'options', not beside it; drop them."
         raise ConfigurationError(msg)
     if given:
         options = SamplingOptions.checked(owner, **given)
     if {"tool_result_task", "tool_result_calibrator"} & set(old):
+        if tool_result != AUTO:
+            msg = (
+                f"{owner} takes the tool-result task and calibrator in 'tool_result', not "
+                "beside it; drop tool_result_task / tool_result_calibrator."
+            )
+            raise ConfigurationError(msg)
         task = old.get("tool_result_task", AUTO)
         calibrator = old.get("tool_result_calibrator")
         config: Any = {} if task in (AUTO, None) else {"task": task}

@@ -37,8 +37,6 @@ from taskcal_agents.sampling import unwrap_binding
 
 __all__ = ["DECISION_METADATA_KEY", "TaskCalibratedChatModel"]
 
-"""The ``response_metadata`` key that holds the decision dict."""
-
 _TOOL_KWARGS = frozenset({"tools", "tool_choice", "parallel_tool_calls", "strict"})
 _LS_KWARGS = frozenset({"model", "model_name", "temperature", "max_tokens"})
 """The call arguments a chat model's tracing parameters read (bound or per call)."""

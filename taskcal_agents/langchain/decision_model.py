@@ -201,7 +201,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     :class:`~taskcal_agents.production.decision_log.DecisionLog` or a path (``.jsonl`` or
     ``.sqlite``/``.db``); ``None``: off. As the other front doors log theirs."""
 
-    _sessions: dict[str, tuple[Task, DecisionSession]] = PrivateAttr(default_factory=dict)
+    _sessions: dict[str, tuple[Any, Task, DecisionSession]] = PrivateAttr(default_factory=dict)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, **kwargs: Any) -> None:
@@ -284,8 +284,10 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         task = self.task_for(question_id, question)
         with self._lock:
             kept = self._sessions.get(question_id)
-        if kept is not None and kept[0] == task:
-            return kept[1]
+        # A copy shares this cache (model_copy keeps private attributes): an entry serves
+        # the model that made it, for the same task.
+        if kept is not None and kept[0] is self and kept[1] == task:
+            return kept[2]
         alpha = self.alpha if "alpha" in self.model_fields_set else None
         calibrator = self.calibrators.get(question_id, AUTO)
         reload = (
@@ -302,7 +304,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
             decision_log=self.decision_log,
         )  # fmt: skip
         with self._lock:
-            self._sessions[question_id] = (task, session)
+            self._sessions[question_id] = (self, task, session)
         return session
 
     def _decider(self, question_id: str, question: Question) -> Decider:
@@ -349,7 +351,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         session, in_force, protocol, prompt = self._protocol(state, question_id, question)
 
         def draw(d: Draw) -> Drawn:
-            return [sample_messages(self.chat_model, prompt, **session.sample_args(d, seed))]
+            return [sample_messages(self.chat_model, prompt, **session.sample_args(d, seed, self))]
 
         result = drive_rounds(protocol, draw)[0]
         return session.decided(result, in_force, model_name=self.model)
@@ -361,7 +363,11 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         session, in_force, protocol, prompt = self._protocol(state, question_id, question)
 
         async def draw(d: Draw) -> Drawn:
-            return [await asample_messages(self.chat_model, prompt, **session.sample_args(d, seed))]
+            return [
+                await asample_messages(
+                    self.chat_model, prompt, **session.sample_args(d, seed, self)
+                )
+            ]
 
         result = (await adrive_rounds(protocol, draw))[0]
         return session.decided(result, in_force, model_name=self.model)
@@ -382,7 +388,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         prompt = self.prompt_for(state, question)
         tools = bound_tools(self.chat_model) if in_force.decider.task.grounding else None
         protocol = session.protocol(
-            in_force, [session.item(in_force.decider.task, prompt, tools)],
+            in_force, [session.item(in_force.decider.task, prompt, tools)], options=self,
             what=f"{type(self).__name__} could not sample {self.n_samples} completions",
         )  # fmt: skip
         return session, in_force, protocol, prompt

@@ -32,7 +32,9 @@ except ImportError as exc:
     raise ImportError(_msg, name=exc.name) from exc
 
 from taskcal_agents.decision.options import SamplingOptions
+from taskcal_agents.decision.protocol import RetryPolicy
 from taskcal_agents.decision.task import Task
+from taskcal_agents.langchain.runnable import split_retry
 from taskcal_agents.production.decision_log import DecisionLogLike, model_name_of
 from taskcal_agents.production.session import DecisionSession
 from taskcal_agents.sampling import (
@@ -76,10 +78,15 @@ def decision_node(
     ``decision_log`` and ``seed`` are those of the other front doors.
     """
     options = options or SamplingOptions()
-    served = served_settings(model, n_samples=options.n_samples, temperature=options.temperature)
+    alpha = options.alpha if "alpha" in options.model_fields_set else None
+    model, retry = split_retry(model)  # sampled through the layer's policy, as the Runnable
+    served = served_settings(
+        model, n_samples=options.n_samples, temperature=options.temperature, alpha=alpha
+    )
     session = DecisionSession(
-        task, calibrator, options=options, owner="decision_node", served=served,
+        task, calibrator, options=options, owner="decision_node", served=served, alpha=alpha,
         decision_log=decision_log, seed=seed,
+        retry=None if retry is None else RetryPolicy.of_runnable_retry(retry),
     )  # fmt: skip
     name = model_name_of(chat_model_of(model) or model)
 

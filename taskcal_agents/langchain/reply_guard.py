@@ -16,11 +16,14 @@ and looks after what that middleware does not decide:
   note), gets a closing message that reports what the tools returned; unless every one of
   those results is from a ``return_direct`` tool, whose result is the answer by design.
 
-Decided replies (``response_metadata["taskcal_decision"]``) are never touched.
+Decided replies (``response_metadata["taskcal_decision"]``) are never touched. Put it last
+in ``middleware``, so that the other middlewares' ``after_model`` hooks see the vetted reply
+(a stream of the agent's updates shows the model's reply before the replacement).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -98,11 +101,13 @@ class ToolReplyMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respo
         """Start with no ``return_direct`` tools seen."""
         super().__init__()
         self._return_direct: frozenset[str] = frozenset()
+        self._lock = threading.Lock()  # the agent runs parallel tool calls in threads
 
     def _note_tool(self, tool: BaseTool | None) -> None:
         """Remember the name of a ``return_direct`` tool (its result ends the run)."""
         if tool is not None and tool.return_direct and tool.name not in self._return_direct:
-            self._return_direct = self._return_direct | {tool.name}
+            with self._lock:
+                self._return_direct = self._return_direct | {tool.name}
 
     def _after_model(self, messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
         reply = messages[-1] if messages else None
@@ -115,9 +120,10 @@ class ToolReplyMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respo
             return None
         return {"messages": [vetted_reply(reply, messages[:-1])]}
 
-    def _closing(self, messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
-        if len(messages) < 2:
-            return None
+    def _closing(self, state: AgentState[Any]) -> dict[str, Any] | None:
+        messages = state["messages"]
+        if len(messages) < 2 or state.get("structured_response") is not None:
+            return None  # (a structured response ends the run on its own tool message)
         last = messages[-1]
         if isinstance(last, ToolMessage):
             tail = []
@@ -176,11 +182,11 @@ class ToolReplyMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respo
         self, state: AgentState[ResponseT], runtime: Runtime[ContextT]
     ) -> dict[str, Any] | None:
         """Close a run that ended on tool results or on a note after them (see the module)."""
-        return self._closing(state["messages"])
+        return self._closing(state)
 
     @override
     async def aafter_agent(
         self, state: AgentState[ResponseT], runtime: Runtime[ContextT]
     ) -> dict[str, Any] | None:
         """Async :meth:`after_agent`."""
-        return self._closing(state["messages"])
+        return self._closing(state)

@@ -221,7 +221,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         super().__init__(model=model, task=task, calibrator=calibrator, **kwargs)  # type: ignore[call-arg]
         alpha = self.alpha if "alpha" in self.model_fields_set else None
         owner = type(self).__name__
-        sampled, retry = split_retry(self.model)
+        sampled = split_retry(self.model)[0]
         served = None
         if not self.reload_artefact:
             served = served_settings(
@@ -232,8 +232,6 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             self.task, self.calibrator, options=self, owner=owner, served=served, alpha=alpha,
             judge=self.judge, risk_control=self.risk_control,
             reload_artefact=self.reload_artefact, decision_log=self.decision_log,
-            retry=None if retry is None else RetryPolicy.of_runnable_retry(retry),
-            seed=self.seed,
         )  # fmt: skip
         resolved = self._session.resolved
         self.calibrator, self.alpha = resolved.calibrator, resolved.alpha
@@ -299,14 +297,16 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         tagged ``retry:attempt:<k>`` from the second attempt on, as ``with_retry()`` tags
         them; the seed moves on by the samples drawn so far.
         """
-        session, sampled = self._session, split_retry(self.model)[0]
+        session, (sampled, retry) = self._session, split_retry(self.model)
         in_force = session.in_force()
         prepared = [self._prepare(x) for x in inputs]
         tools = bound_tools(sampled) if self.task.grounding is not None else None
         items = [session.item(self.task, to_messages(x), tools) for x in inputs]
         protocol = session.protocol(
             in_force, items, tool_names=bound_tool_names(sampled),
-            return_samples=self.return_samples,
+            return_samples=self.return_samples, options=self,
+            retry=RetryPolicy.of(self.max_retries, self.retry_wait) if retry is None
+            else RetryPolicy.of_runnable_retry(retry),
             what=f"{type(self).__name__} could not sample {self.n_samples} completions from "
             f"{type(self.model).__name__}",
         )  # fmt: skip
@@ -320,7 +320,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
                     patch_config(config[i], callbacks=run_manager[i].get_child(tag))
                     for i in draw.items
                 ],
-                **session.sample_args(draw, self.seed),
+                **session.sample_args(draw, self.seed, self),
                 "use_n": self.use_n,
                 **kwargs,
             }

@@ -216,18 +216,27 @@ class DecisionSession:
         tool_names: Sequence[str] | None = None,
         return_samples: bool = False,
         what: str | None = None,
+        options: SamplingOptions | None = None,
+        retry: RetryPolicy | None = None,
     ) -> Generator[Draw, Drawn, list[Decision | BaseException]]:
-        """The decision protocol of ``items`` (rounds, retries, fallback) under ``in_force``."""
-        options = self.options
+        """The decision protocol of ``items`` (rounds, retries, fallback) under ``in_force``.
+
+        ``options`` and ``retry`` replace the session's for this decision (a door that is
+        copied with other settings passes its own).
+        """
+        options = options or self.options
+        retry = retry or self._retry
         return decide_in_rounds(
             in_force.decider, items, options,
-            retry=self._retry or RetryPolicy.of(options.max_retries, options.retry_wait),
+            retry=retry or RetryPolicy.of(options.max_retries, options.retry_wait),
             tool_names=tool_names, on_error=options.on_error, return_samples=return_samples,
             what=what or f"{self.owner} could not sample {options.n_samples} completions",
         )  # fmt: skip
 
-    def sample_args(self, draw: Draw, seed: int | None = None) -> dict[str, Any]:
-        """N, the temperature and the seed of ``draw``.
+    def sample_args(
+        self, draw: Draw, seed: int | None = None, options: SamplingOptions | None = None
+    ) -> dict[str, Any]:
+        """N, the temperature (``options``', else the session's) and the seed of ``draw``.
 
         The seed (``seed``, else the session's) moves on by the samples drawn so far, so a
         later round draws new samples (and N concurrent calls get the seeds they would get
@@ -236,7 +245,7 @@ class DecisionSession:
         base = self.seed if seed is None else seed
         return {
             "n": draw.n,
-            "temperature": self.options.temperature,
+            "temperature": (options or self.options).temperature,
             "seed": None if base is None else base + draw.drawn,
         }
 

@@ -389,7 +389,7 @@ def test_a_return_direct_result_gets_no_closing_message(mode: str) -> None:
 
 def test_a_run_ending_on_another_tool_result_still_gets_the_closing_message() -> None:
     messages = [*PARIS_TURN]
-    assert ToolReplyMiddleware()._closing(messages) == {
+    assert ToolReplyMiddleware()._closing({"messages": messages}) == {
         "messages": [tool_result_reply(messages, stopped="a limit")]
     }
 
