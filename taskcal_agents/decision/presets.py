@@ -22,6 +22,7 @@ __all__ = [
     "TOOL_DECISION_GROUNDING",
     "TOOL_DECISION_PROMPT",
     "after_tool_result",
+    "after_tool_result_for",
     "answer_or_abstain",
     "multiple_choice",
     "rating",
@@ -173,7 +174,7 @@ def after_tool_result(
     are :data:`DEFAULT_AFTER_TOOL_RESULT_COST`. The front doors use this task when the
     last message is a ``ToolMessage``
     (:func:`~taskcal_agents.parsing.tool_turns.is_tool_result_turn`): the middleware by default
-    for a ``tool_decision`` task (its ``tool_result_task``), the LangGraph example through
+    for a ``tool_decision`` task (:func:`after_tool_result_for`), the LangGraph example through
     a second :class:`~taskcal_agents.langchain.runnable.TaskCalibratedRunnable`.
 
     A sampled call identical to one already made and answered in the current user turn is
@@ -206,6 +207,25 @@ def after_tool_result(
         fallback_action=fallback_action,
         grounding=grounding,
         **fields,
+    )
+
+
+def after_tool_result_for(task: Task) -> Task | None:
+    """The task decided right after a tool result in a conversation that ``task`` decides.
+
+    For a ``tool_decision`` task, :func:`after_tool_result` with its offered tools, texts and
+    own prompt (not the user turn's default :data:`TOOL_DECISION_PROMPT`, which asks to
+    call, ask or refuse where a tool result asks for an answer); ``None`` for any other
+    task, which decides on tool-result turns itself. The middleware's default
+    (``tool_result="auto"``).
+    """
+    if task.parser.name != "tool_decision":
+        return None
+    return after_tool_result(
+        tool_names=task.parser.options.get("tool_names"),
+        ask_text=task.ask_text,
+        abstain_text=task.abstain_text,
+        prompt=None if task.prompt == TOOL_DECISION_PROMPT else task.prompt,
     )
 
 

@@ -60,7 +60,7 @@ from taskcal_agents.decision.decider import Decider, Decision
 from taskcal_agents.decision.options import (
     SamplingOptions,
 )
-from taskcal_agents.decision.presets import TOOL_DECISION_PROMPT, after_tool_result
+from taskcal_agents.decision.presets import after_tool_result_for
 from taskcal_agents.decision.protocol import (
     Draw,
     Drawn,
@@ -181,24 +181,6 @@ def _load_task(task: Task | str | os.PathLike[str], owner: str, name: str) -> Ta
     return task
 
 
-def _derived_tool_result_task(task: Task) -> Task | None:
-    """The default ``tool_result_task``: :func:`after_tool_result` for a tool-decision task.
-
-    It keeps the task's offered tools, texts and own prompt (not the user turn's default
-    :data:`~taskcal_agents.decision.presets.TOOL_DECISION_PROMPT`, which asks to call, ask or
-    refuse where a tool result asks for an answer); any other task decides on tool-result
-    turns itself (``None``).
-    """
-    if task.parser.name != "tool_decision":
-        return None
-    return after_tool_result(
-        tool_names=task.parser.options.get("tool_names"),
-        ask_text=task.ask_text,
-        abstain_text=task.abstain_text,
-        prompt=None if task.prompt == TOOL_DECISION_PROMPT else task.prompt,
-    )
-
-
 class ToolResultConfig(TypedDict, total=False):
     """The decision right after a tool result (``tool_result=`` of the middleware)."""
 
@@ -223,7 +205,7 @@ def _tool_result_task(
         raise ConfigurationError(msg)
     if "task" in config:
         return _load_task(config["task"], owner, "tool_result")
-    after = _derived_tool_result_task(task)
+    after = after_tool_result_for(task)
     if after is None and config.get("calibrator") is not None:
         msg = (
             f"{owner} parameter 'tool_result' has a calibrator but no task, and task "
