@@ -70,12 +70,13 @@ def decision_node(
     *,
     options: SamplingOptions | None = None,
     decision_log: DecisionLogLike | None = None,
+    reload_artefact: bool = False,
     seed: int | None = None,
 ) -> Runnable[dict[str, Any], dict[str, Any]]:
     """A node that decides on ``state["messages"]`` with ``model`` (sync and async).
 
     ``calibrator``, ``options`` (N, temperature, adaptive N, retries, ``on_error``),
-    ``decision_log`` and ``seed`` are those of the other front doors.
+    ``decision_log``, ``reload_artefact`` and ``seed`` are those of the other front doors.
     """
     options = options or SamplingOptions()
     alpha = options.alpha if "alpha" in options.model_fields_set else None
@@ -84,8 +85,9 @@ def decision_node(
         model, n_samples=options.n_samples, temperature=options.temperature, alpha=alpha
     )
     session = DecisionSession(
-        task, calibrator, options=options, owner="decision_node", served=served, alpha=alpha,
-        decision_log=decision_log, seed=seed,
+        task, calibrator, options=options, owner="decision_node",
+        served=None if reload_artefact else served, alpha=alpha, decision_log=decision_log,
+        reload_artefact=reload_artefact, seed=seed,
         retry=None if retry is None else RetryPolicy.of_runnable_retry(retry),
     )  # fmt: skip
     name = model_name_of(chat_model_of(model) or model)

@@ -11,13 +11,16 @@ import numpy as np
 import pytest
 from langchain_core.decisions import Choice
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.messages import HumanMessage
 
 from calibrators import make_calibrator
 from taskcal_agents.decision.artefact import CalibratorArtefact, resolve_calibrator
+from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.errors import ArtefactReloadWarning, ConfigurationError
 from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
 from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
+from taskcal_agents.langchain.graph_node import decision_node
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
 from taskcal_agents.production.decision_log import artefact_id, open_decision_log
 from taskcal_agents.production.reload import ArtefactReloader
@@ -248,5 +251,21 @@ def test_decision_model_reloads_a_question_artefact_and_logs_its_id(tmp_path: Pa
     assert model.decide("Stripe fails.", "team", team).action == "billing"
     new.save(path)
     assert model.decide("Stripe fails.", "team", team).action == "sales"
+    ids = [r["artefact_id"] for r in open_decision_log(log).read()]
+    assert ids == [artefact_id(old), artefact_id(new)]
+
+
+def test_graph_node_reloads_a_replaced_artefact_and_logs_its_id(tmp_path: Path) -> None:
+    path, log = tmp_path / "cal.json", tmp_path / "log.jsonl"
+    old, new = _artefact(None), _artefact(2)
+    old.save(path)
+    node = decision_node(
+        _model(), TASK, str(path), options=SamplingOptions(n_samples=4, temperature=None),
+        decision_log=log, reload_artefact=True,
+    )  # fmt: skip
+    state = {"messages": [HumanMessage("Weather?")], "taskcal_decisions": []}
+    assert node.invoke(state)["taskcal_decisions"][-1]["action"] == "request_for_info"
+    new.save(path)
+    assert node.invoke(state)["taskcal_decisions"][-1]["action"] == "cannot_answer"
     ids = [r["artefact_id"] for r in open_decision_log(log).read()]
     assert ids == [artefact_id(old), artefact_id(new)]
