@@ -91,13 +91,14 @@ def decision_node(
         retry=None if retry is None else RetryPolicy.of_runnable_retry(retry),
     )  # fmt: skip
     name = model_name_of(chat_model_of(model) or model)
+    tools, tool_names = bound_tools(model), bound_tool_names(model)  # the node's model is fixed
 
     def start(state: dict[str, Any]) -> Any:
         messages = list(state["messages"])
         prompt = with_task_prompt(messages, task.prompt) if task.prompt else messages
         in_force = session.in_force()
-        item = session.item(task, messages, bound_tools(model))
-        protocol = session.protocol(in_force, [item], tool_names=bound_tool_names(model))
+        item = session.item(task, messages, tools)
+        protocol = session.protocol(in_force, [item], tool_names=tool_names)
         return messages, prompt, in_force, protocol
 
     def finish(messages: list[Any], in_force: Any, result: Any) -> dict[str, Any]:

@@ -18,6 +18,7 @@ written by ``taskcal fit`` (see :class:`~taskcal_agents.decision.artefact.Calibr
 from __future__ import annotations
 
 import asyncio
+import functools
 import operator
 import os
 from collections.abc import Awaitable, Callable, Generator, Sequence
@@ -487,7 +488,8 @@ class TaskCalibrationMiddleware(
         responses: Sequence[ModelResponse[Any]],
         in_force: InForce,
     ) -> ExtendedModelResponse[Any]:
-        decision = self._session.decided(result, in_force, model_name=model_name_of(request.model))
+        name = functools.partial(model_name_of, request.model)  # called only when logged
+        decision = self._session.decided(result, in_force, model_name=name)
         return self._respond(request, decision, in_force.decider.task, responses)
 
     def _model_call(

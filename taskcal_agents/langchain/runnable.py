@@ -329,9 +329,12 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
 
     def _result(self, result: Decision | BaseException, in_force: InForce) -> Decision | Exception:
         """A decision of the protocol, logged; or its error (a control-flow signal raised)."""
+        return self._session.finish(result, in_force, model_name=self._model_name)
+
+    def _model_name(self) -> str | None:
+        """The served model's name, for the decision log."""
         sampled = split_retry(self.model)[0]
-        name = model_name_of(chat_model_of(sampled) or sampled)
-        return self._session.finish(result, in_force, model_name=name)
+        return model_name_of(chat_model_of(sampled) or sampled)
 
     # ------------------------------------------------------------------- invoke
 

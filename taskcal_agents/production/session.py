@@ -25,7 +25,7 @@ handler) through :func:`~taskcal_agents.sampling.drive_rounds` or
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -71,6 +71,10 @@ __all__ = ["DECISION_METADATA_KEY", "DecisionSession", "InForce"]
 
 DECISION_METADATA_KEY = "taskcal_decision"
 """The ``response_metadata`` key of a reply message that holds its decision's record."""
+
+
+ModelName = str | Callable[[], str | None] | None
+"""A served model's name, or a function that gives it when it is needed (for the log)."""
 
 
 class InForce(NamedTuple):
@@ -250,11 +254,13 @@ class DecisionSession:
         }
 
     def finish(
-        self, result: Decision | BaseException, in_force: InForce, *, model_name: str | None
+        self, result: Decision | BaseException, in_force: InForce, *, model_name: ModelName
     ) -> Decision | Exception:
         """A decision of the protocol, logged (when a log is set); or its error.
 
-        A control-flow signal (a ``BaseException`` that is not an ``Exception``) is raised.
+        ``model_name`` is the served model's name, or a function that gives it: called
+        only when a log is set, so that an unlogged decision does no work for it. A
+        control-flow signal (a ``BaseException`` that is not an ``Exception``) is raised.
         """
         if not isinstance(result, Decision):
             if not isinstance(result, Exception):
@@ -263,12 +269,13 @@ class DecisionSession:
         if self.log is None:
             return result
         return self.log.log(
-            result, task=in_force.decider.task, model_name=model_name,
+            result, task=in_force.decider.task,
+            model_name=model_name() if callable(model_name) else model_name,
             artefact_id=in_force.artefact_id,
         )  # fmt: skip
 
     def decided(
-        self, result: Decision | BaseException, in_force: InForce, *, model_name: str | None
+        self, result: Decision | BaseException, in_force: InForce, *, model_name: ModelName
     ) -> Decision:
         """:meth:`finish`, raising the error of a failed decision."""
         decision = self.finish(result, in_force, model_name=model_name)
