@@ -31,9 +31,9 @@ from taskcal_agents.decision.artefact import CalibratorLike
 from taskcal_agents.decision.decider import Decision
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.langchain.runnable import TaskCalibratedRunnable, split_retry
+from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
 from taskcal_agents.production.session import DECISION_METADATA_KEY, DecisionSession
-from taskcal_agents.sampling import unwrap_binding
+from taskcal_agents.sampling import split_retry, unwrap_binding
 
 __all__ = ["DECISION_METADATA_KEY", "TaskCalibratedChatModel"]
 

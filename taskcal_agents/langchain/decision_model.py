@@ -57,7 +57,6 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import Field, PrivateAttr, model_validator
 from typing_extensions import override
 
-from taskcal_agents.decision.adaptive import check_adaptive
 from taskcal_agents.decision.artefact import as_artefact
 from taskcal_agents.decision.decider import Decider, Decision
 from taskcal_agents.decision.options import SamplingOptions
@@ -77,7 +76,6 @@ from taskcal_agents.sampling import (
     bound_tools,
     drive_rounds,
     sample_messages,
-    served_settings,
 )
 
 __all__ = ["TaskCalibratedDecisionModel", "noul_probability", "render_state"]
@@ -288,18 +286,14 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         # the model that made it, for the same task.
         if kept is not None and kept[0] is self and kept[1] == task:
             return kept[2]
-        alpha = self.alpha if "alpha" in self.model_fields_set else None
         calibrator = self.calibrators.get(question_id, AUTO)
         reload = (
             self.reload_artefact
             and calibrator != AUTO
             and isinstance(calibrator, str | os.PathLike)
         )
-        served = served_settings(
-            self.chat_model, n_samples=self.n_samples, temperature=self.temperature, alpha=alpha
-        )
         session = DecisionSession(
-            task, calibrator, options=self, served=None if reload else served, alpha=alpha,
+            task, calibrator, options=self, model=None if reload else self.chat_model,
             owner=f"{type(self).__name__} question {question_id!r}", reload_artefact=reload,
             decision_log=self.decision_log,
         )  # fmt: skip
@@ -383,8 +377,6 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         """The decision protocol of one question (rounds, retries, fallback), and its prompt."""
         session = self._session(question_id, question)
         in_force = session.in_force()
-        if self.adaptive is not None:
-            check_adaptive(in_force.decider.task, type(self).__name__)
         prompt = self.prompt_for(state, question)
         tools = bound_tools(self.chat_model) if in_force.decider.task.grounding else None
         protocol = session.protocol(

@@ -34,7 +34,6 @@ except ImportError as exc:
 from taskcal_agents.decision.options import SamplingOptions
 from taskcal_agents.decision.protocol import RetryPolicy
 from taskcal_agents.decision.task import Task
-from taskcal_agents.langchain.runnable import split_retry
 from taskcal_agents.production.decision_log import DecisionLogLike, model_name_of
 from taskcal_agents.production.session import DecisionSession
 from taskcal_agents.sampling import (
@@ -45,7 +44,7 @@ from taskcal_agents.sampling import (
     chat_model_of,
     drive_rounds,
     sample_batch,
-    served_settings,
+    split_retry,
 )
 from taskcal_agents.sampling.prompts import with_task_prompt
 
@@ -78,15 +77,10 @@ def decision_node(
     ``calibrator``, ``options`` (N, temperature, adaptive N, retries, ``on_error``),
     ``decision_log``, ``reload_artefact`` and ``seed`` are those of the other front doors.
     """
-    options = options or SamplingOptions()
-    alpha = options.alpha if "alpha" in options.model_fields_set else None
     model, retry = split_retry(model)  # sampled through the layer's policy, as the Runnable
-    served = served_settings(
-        model, n_samples=options.n_samples, temperature=options.temperature, alpha=alpha
-    )
     session = DecisionSession(
-        task, calibrator, options=options, owner="decision_node",
-        served=None if reload_artefact else served, alpha=alpha, decision_log=decision_log,
+        task, calibrator, options=options or SamplingOptions(), owner="decision_node",
+        model=None if reload_artefact else model, decision_log=decision_log,
         reload_artefact=reload_artefact, seed=seed,
         retry=None if retry is None else RetryPolicy.of_runnable_retry(retry),
     )  # fmt: skip

@@ -22,17 +22,13 @@ from langchain_core.callbacks import (
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.runnables import (
     Runnable,
-    RunnableBinding,
     RunnableConfig,
     RunnableSerializable,
 )
-from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.config import patch_config
-from langchain_core.runnables.retry import RunnableRetry
 from pydantic import ConfigDict, PrivateAttr
 from typing_extensions import override
 
-from taskcal_agents.decision.adaptive import check_adaptive
 from taskcal_agents.decision.artefact import (
     CalibratorLike,
 )
@@ -57,52 +53,12 @@ from taskcal_agents.sampling import (
     chat_model_of,
     drive_rounds,
     sample_batch,
-    served_settings,
+    split_retry,
     to_messages,
 )
 from taskcal_agents.sampling.prompts import with_task_prompt
 
-__all__ = ["TaskCalibratedRunnable", "split_retry"]
-
-
-def split_retry(
-    model: Runnable[Any, Any],
-) -> tuple[Runnable[Any, Any], RunnableRetry[Any, Any] | None]:
-    """Take the ``with_retry()`` layer out of ``model``'s bindings.
-
-    ``llm.with_retry()`` is a ``RunnableRetry`` (a ``RunnableBindingBase``, which the
-    sampler does not look through), and ``llm.bind_tools(...).with_retry()`` puts it under
-    the tool binding.
-
-    Returns:
-        ``model`` with every ``RunnableRetry`` layer among its bindings replaced by a plain
-        ``RunnableBinding`` (bound keyword arguments and config kept; the other layers
-        copied), so the sampler finds the chat model and its ``n`` support; and the
-        outermost ``RunnableRetry`` (whose policy the caller applies), or ``None``.
-    """
-    layers: list[RunnableBindingBase[Any, Any]] = []
-    retry: RunnableRetry[Any, Any] | None = None
-    core = model
-    while isinstance(core, RunnableBindingBase):
-        if retry is None and isinstance(core, RunnableRetry):
-            retry = core
-        layers.append(core)
-        core = core.bound
-    if retry is None:
-        return model, None
-    for layer in reversed(layers):
-        if not isinstance(layer, RunnableRetry):
-            core = layer.model_copy(update={"bound": core})
-            continue
-        core = RunnableBinding(
-            bound=core,
-            kwargs=layer.kwargs,
-            config=layer.config,
-            config_factories=layer.config_factories,
-            custom_input_type=layer.custom_input_type,
-            custom_output_type=layer.custom_output_type,
-        )
-    return core, retry
+__all__ = ["TaskCalibratedRunnable"]
 
 
 _Inputs = list[LanguageModelInput]
@@ -219,18 +175,10 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         # pydantic validates this model's fields; mypy types RunnableSerializable's
         # dataclass-transform __init__ with its own fields only.
         super().__init__(model=model, task=task, calibrator=calibrator, **kwargs)  # type: ignore[call-arg]
-        alpha = self.alpha if "alpha" in self.model_fields_set else None
-        owner = type(self).__name__
-        sampled = split_retry(self.model)[0]
-        served = None
-        if not self.reload_artefact:
-            served = served_settings(
-                sampled, n_samples=self.n_samples, temperature=self.temperature,
-                task_prompt=self.use_task_prompt, alpha=alpha,
-            )  # fmt: skip
         self._session = DecisionSession(
-            self.task, self.calibrator, options=self, owner=owner, served=served, alpha=alpha,
-            judge=self.judge, risk_control=self.risk_control,
+            self.task, self.calibrator, options=self, owner=type(self).__name__,
+            model=None if self.reload_artefact else split_retry(self.model)[0],
+            task_prompt=self.use_task_prompt, judge=self.judge, risk_control=self.risk_control,
             reload_artefact=self.reload_artefact, decision_log=self.decision_log,
         )  # fmt: skip
         resolved = self._session.resolved
@@ -254,8 +202,6 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
                 "temperature=None and seed=None to sample it with its own settings."
             )
             raise ConfigurationError(msg)
-        if self.adaptive is not None:
-            check_adaptive(self.task, type(self).__name__, self.adaptive)
 
     @property
     def decider(self) -> Decider:

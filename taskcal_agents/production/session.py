@@ -24,19 +24,24 @@ handler) through :func:`~taskcal_agents.sampling.drive_rounds` or
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Callable, Generator, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Generator, Mapping, Sequence
+from typing import Any, NamedTuple, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable
 
+from taskcal_agents.decision.adaptive import check_adaptive
 from taskcal_agents.decision.artefact import (
     CalibratorLike,
     ResolvedCalibrator,
+    as_artefact,
     resolve_calibrator,
 )
 from taskcal_agents.decision.decider import Decider, Decision
 from taskcal_agents.decision.options import SamplingOptions
+from taskcal_agents.decision.presets import after_tool_result_for
 from taskcal_agents.decision.protocol import (
     DecisionInput,
     Draw,
@@ -46,12 +51,14 @@ from taskcal_agents.decision.protocol import (
 )
 from taskcal_agents.decision.shipped import (
     AUTO,
+    Auto,
     ServedSettings,
     auto_artefact,
     pick_calibrator,
     shipped_artefacts,
 )
 from taskcal_agents.decision.task import Task
+from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing.answer_clusters import question_of
 from taskcal_agents.parsing.grounding import GroundingContext
 from taskcal_agents.parsing.tool_turns import (
@@ -66,11 +73,27 @@ from taskcal_agents.production.decision_log import (
     open_decision_log,
 )
 from taskcal_agents.production.reload import ArtefactReloader, check_reload
+from taskcal_agents.sampling import served_settings
 
-__all__ = ["DECISION_METADATA_KEY", "DecisionSession", "InForce"]
+__all__ = [
+    "DECISION_METADATA_KEY",
+    "DecisionSession",
+    "InForce",
+    "ToolResultConfig",
+    "decision_from_message",
+]
 
 DECISION_METADATA_KEY = "taskcal_decision"
 """The ``response_metadata`` key of a reply message that holds its decision's record."""
+
+
+def decision_from_message(message: BaseMessage) -> Decision | None:
+    """Return the decision a front door attached to its reply message, or ``None``.
+
+    The rebuilt decision has no ``message`` and no ``samples``.
+    """
+    record = message.response_metadata.get(DECISION_METADATA_KEY)
+    return None if record is None else Decision.model_validate(record)
 
 
 ModelName = str | Callable[[], str | None] | None
@@ -84,22 +107,83 @@ class InForce(NamedTuple):
     artefact_id: str | None
 
 
+class ToolResultConfig(TypedDict, total=False):
+    """The decision right after a tool result (``tool_result=`` of the middleware)."""
+
+    task: Task | str | os.PathLike[str]
+    """Its task, or the path of a task file (absent: derived from the door's task)."""
+    calibrator: CalibratorLike | None
+    """Its calibrator (absent or ``None``: the raw belief)."""
+
+
+def _task_of(task: Task | str | os.PathLike[str] | None, calibrator: Any, owner: str) -> Task:
+    """``task``, the task in the file at ``task``, or (``None``) the artefact's full task."""
+    if isinstance(task, str | os.PathLike):
+        return Task.from_file(task)
+    if isinstance(task, Task):
+        return task
+    artefact = as_artefact(calibrator) if task is None else None
+    if artefact is not None and artefact.task is not None:
+        return artefact.task
+    if task is None:
+        msg = (
+            f"{owner} parameter 'task' is required unless 'calibrator' is an artefact file "
+            "that holds the full task; got task=None; pass a Task or the path of a task file."
+        )
+    else:
+        msg = f"{owner} parameter 'task' must be a Task or the path of a task file, got {task!r}."
+    raise ConfigurationError(msg)
+
+
+def _tool_result_task(
+    owner: str, task: Task, tool_result: ToolResultConfig | Auto | None
+) -> Task | None:
+    """The task decided right after a tool result (``None``: ``task`` itself)."""
+    if tool_result is None:
+        return None
+    config: ToolResultConfig = {} if tool_result == AUTO else tool_result  # type: ignore[assignment]
+    if not isinstance(config, dict) or set(config) - {"task", "calibrator"}:
+        msg = (
+            f"{owner} parameter 'tool_result' must be 'auto', None or a ToolResultConfig "
+            f"(keys 'task', 'calibrator'), got {tool_result!r}."
+        )
+        raise ConfigurationError(msg)
+    if "task" in config:
+        found = config["task"]
+        if not isinstance(found, Task | str | os.PathLike):
+            msg = (
+                f"{owner} parameter 'tool_result' must name a Task or the path of a task file "
+                f"as its 'task', got {found!r}."
+            )
+            raise ConfigurationError(msg)
+        return _task_of(found, None, owner)
+    after = after_tool_result_for(task)
+    if after is None and config.get("calibrator") is not None:
+        msg = (
+            f"{owner} parameter 'tool_result' has a calibrator but no task, and task "
+            f"{task.name!r} derives none; pass the task the calibrator was fitted for."
+        )
+        raise ConfigurationError(msg)
+    return after
+
+
 class DecisionSession:
     """Task, calibrator in force, options, retries, seeds and log: one decision's assembly.
 
     Args:
-        task: The task.
+        task: The task, the path of a task file, or ``None``: the full task held by the
+            artefact given as ``calibrator``.
         calibrator: A fitted calibrator, a
             :class:`~taskcal_agents.decision.artefact.CalibratorArtefact`, an artefact path,
             ``"auto"`` or ``None`` (the raw belief).
-        options: N, temperature, adaptive N, retries and ``on_error`` (read at each
-            decision, so a door may pass itself).
+        options: N, temperature, α (an explicit one overrides the calibrator's), adaptive
+            N, retries and ``on_error`` (read at each decision, so a door may pass itself).
         owner: The front door's name, for messages.
-        served: How the door samples, when it is known up front: ``"auto"`` is resolved
-            once, for it. ``None`` under ``"auto"``: resolved per call of
-            :meth:`in_force` for the settings it is given (an agent's request names its
-            model), and kept per setting.
-        alpha: The explicit Dirichlet prior, or ``None`` for the calibrator's.
+        model: The model the door samples, when it is known up front: ``"auto"`` is
+            resolved once, for it (:meth:`served_by`). ``None`` under ``"auto"``: resolved
+            per call of :meth:`in_force` for the settings it is given (an agent's request
+            names its model), and kept per setting.
+        task_prompt: Whether the door samples with the task's prompt (``"auto"`` matches it).
         judge: The entailment judge of a clustering task (see
             :class:`~taskcal_agents.decision.decider.Decider`).
         risk_control: An explicit risk limit (``None``: the artefact's).
@@ -108,33 +192,45 @@ class DecisionSession:
         decision_log: Where each decision is logged (a log or a path), or ``None``.
         retry: The retry policy (``None``: ``options``' ``max_retries`` and ``retry_wait``).
         seed: The base sampling seed (``None``: unseeded).
+        tool_result: The decision right after a tool result (:class:`ToolResultConfig`;
+            ``"auto"``: :func:`~taskcal_agents.decision.presets.after_tool_result_for` the
+            task; ``None``: the task decides there too).
 
     Raises:
-        ConfigurationError: If the calibrator does not fit the task, or ``reload_artefact``
-            is set for a calibrator that is not an artefact path.
+        ConfigurationError: If the task is missing or of the wrong type, the calibrator
+            does not fit the task, ``reload_artefact`` is set for a calibrator that is not
+            an artefact path, or adaptive N does not fit the task.
+        DataFileError: If a task or artefact file cannot be read.
     """
 
     def __init__(
         self,
-        task: Task,
+        task: Task | str | os.PathLike[str] | None,
         calibrator: CalibratorLike | str | None,
         *,
         options: SamplingOptions,
         owner: str,
-        served: ServedSettings | None = None,
-        alpha: float | None = None,
+        model: Runnable[Any, Any] | None = None,
+        task_prompt: bool = True,
         judge: Any = None,
         risk_control: Any = None,
         reload_artefact: bool = False,
         decision_log: DecisionLogLike | None = None,
         retry: RetryPolicy | None = None,
         seed: int | None = None,
+        tool_result: ToolResultConfig | Auto | None = None,
     ) -> None:
         check_reload(calibrator, reload_artefact, owner)
-        self.task = task
+        if not reload_artefact:
+            calibrator = as_artefact(calibrator) or calibrator  # a path is read once
+        self.task: Task = _task_of(task, calibrator, owner)
+        """The task (loaded from its file, or the artefact's when none was given)."""
+        task = self.task
         self.options = options
         self.owner = owner
-        self.alpha = alpha
+        self.alpha: float | None = options.alpha if "alpha" in options.model_fields_set else None
+        """The explicit Dirichlet prior (``options``' when set), or ``None``: the calibrator's."""
+        self.task_prompt = task_prompt
         self.seed = seed
         self._judge = judge
         self._explicit_risk = risk_control
@@ -142,8 +238,8 @@ class DecisionSession:
         self._reloader: ArtefactReloader[InForce] | None = None
         self._auto: dict[ServedSettings, InForce] | None = None
         self._lock = threading.Lock()
-        n = options.n_samples
-        if calibrator == AUTO and served is None:  # resolved per call: the model is the call's
+        n, alpha = options.n_samples, self.alpha
+        if calibrator == AUTO and model is None:  # resolved per call: the model is the call's
             self._auto = {}
             shipped_artefacts()  # read the shipped files now, not on an async request
             resolved = resolve_calibrator(None, task, alpha=alpha, owner=owner)
@@ -154,16 +250,43 @@ class DecisionSession:
             )  # fmt: skip
             resolved = self._reloader.resolved
         else:
-            if served is not None:
-                calibrator = pick_calibrator(calibrator, task, served, owner=owner)
+            if model is not None:
+                calibrator = pick_calibrator(calibrator, task, self.served_by(model), owner=owner)
             resolved = resolve_calibrator(calibrator, task, alpha=alpha, n_samples=n, owner=owner)
         self.resolved: ResolvedCalibrator = resolved
         """The calibrator resolved at construction (the first artefact's, when reloaded)."""
         self._fixed = self._build(resolved) if self._reloader is None else None
+        self.tool_result_task: Task | None = _tool_result_task(owner, task, tool_result)
+        """The task decided right after a tool result, or ``None``: :attr:`task` decides there."""
+        self._after: InForce | None = None
+        if self.tool_result_task is not None:
+            after = resolve_calibrator(
+                tool_result.get("calibrator") if isinstance(tool_result, dict) else None,
+                self.tool_result_task, alpha=alpha, n_samples=n, owner=owner,
+            )  # fmt: skip
+            self._after = InForce(Decider.from_resolved(self.tool_result_task, after), None)
+        if options.adaptive is not None:
+            check_adaptive(task, owner, options.adaptive)
+            if self.tool_result_task is not None:
+                check_adaptive(self.tool_result_task, owner)
         self.log: DecisionLog | None = (
             None if decision_log is None else open_decision_log(decision_log)
         )
         """The decision log, or ``None``."""
+
+    def served_by(
+        self,
+        model: Runnable[Any, Any],
+        *,
+        request_settings: Mapping[str, Any] | None = None,
+        tool_choice: Any = None,
+    ) -> ServedSettings:
+        """How this session samples ``model`` (and a request's settings): ``"auto"`` matches it."""
+        return served_settings(
+            model, n_samples=self.options.n_samples, temperature=self.options.temperature,
+            task_prompt=self.task_prompt, alpha=self.alpha,
+            request_settings=request_settings, tool_choice=tool_choice,
+        )  # fmt: skip
 
     def _build(self, resolved: ResolvedCalibrator) -> InForce:
         decider = Decider.from_resolved(
@@ -176,12 +299,18 @@ class DecisionSession:
         """Whether ``"auto"`` is resolved per call of :meth:`in_force` (for its settings)."""
         return self._auto is not None
 
-    def in_force(self, served: ServedSettings | None = None) -> InForce:
+    def in_force(
+        self, served: ServedSettings | None = None, messages: Sequence[BaseMessage] = ()
+    ) -> InForce:
         """The Decider (and artefact id) of the next decision.
 
-        Under per-call ``"auto"``, the one for ``served`` (resolved on first use, then
-        kept; ``None``: the raw belief's); an artefact file that was replaced is reloaded.
+        Right after a tool result (the last of ``messages``), the :attr:`tool_result_task`'s
+        when there is one (its calibrator is not an artefact file: no id). Under per-call
+        ``"auto"``, the one for ``served`` (resolved on first use, then kept; ``None``: the
+        raw belief's); an artefact file that was replaced is reloaded.
         """
+        if self._after is not None and is_tool_result_turn(messages):
+            return self._after
         if self._auto is not None and served is not None:
             found = self._auto.get(served)
             if found is None:

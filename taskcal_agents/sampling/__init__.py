@@ -21,14 +21,15 @@ from typing import TYPE_CHECKING, Any
 # importable from this package outside it: names 0.1 exported from here, and what the
 # library's other packages use (the front doors' binding helpers and round drivers, the Ray
 # engines' wire functions).
+from taskcal_agents.sampling._bindings import bound_tool_names as bound_tool_names
+from taskcal_agents.sampling._bindings import bound_tools as bound_tools
+from taskcal_agents.sampling._bindings import chat_model_of as chat_model_of
+from taskcal_agents.sampling._bindings import served_settings as served_settings
+from taskcal_agents.sampling._bindings import split_retry as split_retry
+from taskcal_agents.sampling._bindings import unwrap_binding as unwrap_binding
 from taskcal_agents.sampling._chat_models import ChatModelSampler, asample_messages, sample_messages
 from taskcal_agents.sampling._chat_models import asample_batch as asample_batch
-from taskcal_agents.sampling._chat_models import bound_tool_names as bound_tool_names
-from taskcal_agents.sampling._chat_models import bound_tools as bound_tools
-from taskcal_agents.sampling._chat_models import chat_model_of as chat_model_of
 from taskcal_agents.sampling._chat_models import sample_batch as sample_batch
-from taskcal_agents.sampling._chat_models import served_settings as served_settings
-from taskcal_agents.sampling._chat_models import unwrap_binding as unwrap_binding
 from taskcal_agents.sampling._choices import choice_message as choice_message
 from taskcal_agents.sampling._choices import is_malformed_choice as is_malformed_choice
 from taskcal_agents.sampling._choices import malformed_message as malformed_message

@@ -72,7 +72,7 @@ def chat_model(calibrator: Any) -> tuple[Any, float]:
 
 def middleware(calibrator: Any) -> tuple[Any, float]:
     mw = TaskCalibrationMiddleware(task=TASK, calibrator=calibrator)
-    return mw.calibrator, mw.options.alpha
+    return mw.session.resolved.calibrator, mw.options.alpha
 
 
 def decision_model(calibrator: Any) -> tuple[Any, float]:

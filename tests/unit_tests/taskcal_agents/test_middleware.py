@@ -550,7 +550,7 @@ def test_task_and_calibrator_from_files(tmp_path: Path) -> None:
     artefact = write_artefact(tmp_path / "cal.json", list(task.labels), alpha=0.5)
     mw = TaskCalibrationMiddleware(task=task_path, calibrator=str(artefact))
     assert mw.task == task
-    assert type(mw.calibrator).__name__ == "TemperatureScaling"
+    assert type(mw.session.resolved.calibrator).__name__ == "TemperatureScaling"
     assert mw.options.alpha == 0.5
     explicit = SamplingOptions(alpha=0.2)
     assert (
@@ -693,7 +693,8 @@ def test_the_old_keyword_arguments_warn_and_mean_what_they_meant() -> None:
         options=SamplingOptions(n_samples=6, temperature=0.5, on_error="fallback"),
         tool_result=None,
     )
-    assert old.options == new.options and old.tool_result_task is new.tool_result_task is None
+    assert old.options == new.options
+    assert old.session.tool_result_task is new.session.tool_result_task is None
     with pytest.raises(TypeError, match="unexpected keyword argument 'n_sample'"):
         TaskCalibrationMiddleware(task=tool_decision(), n_sample=6)  # type: ignore[call-arg]
     with (

@@ -426,7 +426,8 @@ def test_front_doors_apply_the_artefacts_risk_control(tmp_path: Path) -> None:
         decision = runnable.invoke("What's the weather in Paris?")
     assert decision.guard == str(RC.spec) and decision.unguarded_action is not None
     middleware = TaskCalibrationMiddleware(task=TOOL, calibrator=path)
-    assert middleware.risk_control == RC and middleware._in_force().decider.risk_control == RC
+    assert middleware.session.resolved.risk_control == RC
+    assert middleware.session.in_force().decider.risk_control == RC
     explicit = TaskCalibratedRunnable(model, TOOL, None, risk_control=RC)
     assert explicit.decider.risk_control == RC
     # An explicit limit replaces the artefact's.

@@ -23,8 +23,9 @@ from taskcal_agents.decision.decider import Decision, decide_from_messages
 from taskcal_agents.decision.protocol import RetryPolicy
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError, SamplingError
 from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
-from taskcal_agents.langchain.runnable import TaskCalibratedRunnable, split_retry
-from taskcal_agents.sampling._chat_models import chat_model_of, supports_n
+from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from taskcal_agents.sampling import chat_model_of, split_retry
+from taskcal_agents.sampling._chat_models import supports_n
 from tests.unit_tests.taskcal_agents.test_decision import FakeCalibrator
 from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
     WEATHER_SCHEMA,

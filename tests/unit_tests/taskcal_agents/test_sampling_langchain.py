@@ -26,8 +26,15 @@ from pydantic import Field, ValidationError
 
 from taskcal_agents.decision import presets as tasks
 from taskcal_agents.errors import ConfigurationError, SamplingError
-from taskcal_agents.sampling import asample_batch, asample_messages, sample_batch, sample_messages
-from taskcal_agents.sampling._chat_models import chat_model_of, supports_n, unwrap_binding
+from taskcal_agents.sampling import (
+    asample_batch,
+    asample_messages,
+    chat_model_of,
+    sample_batch,
+    sample_messages,
+    unwrap_binding,
+)
+from taskcal_agents.sampling._chat_models import supports_n
 from taskcal_agents.sampling._messages import to_messages
 
 # ------------------------------------------------------------------------ test doubles

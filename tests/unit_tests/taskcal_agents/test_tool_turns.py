@@ -312,7 +312,7 @@ def test_middleware_makes_the_call_again_in_a_later_user_turn(mode: str, decide_
 
 def test_middleware_tool_result_task_none_keeps_the_old_behaviour() -> None:
     mw = every_call(tool_result_task=None)
-    assert mw.tool_result_task is None
+    assert mw.session.tool_result_task is None
     agent = create_agent(RepeatModel(), tools=[get_weather], middleware=[mw])
     result = agent.invoke({"messages": [HumanMessage("What's the weather in Paris?")]})
     # Still never re-run: every sample repeats, so the tool_decision fallback asks.
@@ -323,9 +323,9 @@ def test_middleware_tool_result_task_none_keeps_the_old_behaviour() -> None:
 
 
 def test_tool_result_task_defaults() -> None:
-    assert every_call().tool_result_task == after_tool_result(tool_names=["get_weather"])
+    assert every_call().session.tool_result_task == after_tool_result(tool_names=["get_weather"])
     rating = TaskCalibrationMiddleware(task=answer_or_abstain(), decide_on="every_call")
-    assert rating.tool_result_task is None
+    assert rating.session.tool_result_task is None
     with pytest.raises(
         ConfigurationError,
         match=r"^TaskCalibrationMiddleware parameter 'tool_result' has a calibrator but no "
