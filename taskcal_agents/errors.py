@@ -8,7 +8,9 @@ Hierarchy::
     ├── DataFileError (ValueError)           a bad line in a dataset, samples or artefact file
     ├── UnknownDecisionError (KeyError)      an outcome for a decision id not in the log
     ├── SamplingError (RuntimeError)         the model failed to produce samples
-    └── ServerError (RuntimeError)           the vLLM server failed to start, died or answered badly
+    │   └── SamplingServerError              the server failed a request (also a ServerError)
+    └── ServerError (RuntimeError)           the vLLM server failed to start, died or failed
+        ├── SamplingServerError
         └── ServerStartupError               it did not become healthy in time
 
 Every exception inherits the built-in type that callers already catch, and
@@ -99,6 +101,14 @@ class ServerError(TaskCalError, RuntimeError):
         self.log_tail = log_tail
 
 
+class SamplingServerError(ServerError, SamplingError):
+    """The server failed a sampling request: timed out, unreachable, HTTP 5xx or 429.
+
+    Raised while sampling, so it is a :class:`SamplingError` (what the front doors document
+    and retry); it is a :class:`ServerError` too, for code that tells the server's faults apart.
+    """
+
+
 class ServerStartupError(ServerError):
     """The server did not become healthy within its startup timeout."""
 
@@ -110,6 +120,7 @@ __all__ = [
     "DecisionLogWarning",
     "LabelMismatchError",
     "SamplingError",
+    "SamplingServerError",
     "ServerError",
     "ServerStartupError",
     "TaskCalError",

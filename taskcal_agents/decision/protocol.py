@@ -41,7 +41,12 @@ from taskcal_agents.decision.adaptive import (
 )
 from taskcal_agents.decision.decider import Decider, Decision
 from taskcal_agents.decision.options import AdaptiveSampling, SamplingOptions
-from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
+from taskcal_agents.errors import (
+    ConfigurationError,
+    SamplingError,
+    SamplingServerError,
+    ServerError,
+)
 from taskcal_agents.parsing.grounding import GroundingContext
 
 __all__ = [
@@ -231,14 +236,14 @@ def draw_in_rounds(
     return out
 
 
-def _sampling_error(what: str, r: Rounds) -> SamplingError | ServerError:
+def _sampling_error(what: str, r: Rounds) -> SamplingError:
     """The error of an input whose draw failed for good, from the draw's error."""
     error = r.error
     msg = (
         f"{what} after {r.attempts} attempt(s): {type(error).__name__}: {error}; raise "
         "max_retries or pass on_error='fallback' to take the task's fallback action instead."
     )
-    out = ServerError(msg) if isinstance(error, ServerError) else SamplingError(msg)
+    out = SamplingServerError(msg) if isinstance(error, ServerError) else SamplingError(msg)
     out.__cause__ = error
     return out
 

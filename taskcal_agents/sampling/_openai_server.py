@@ -16,7 +16,8 @@ One request is one sans-IO exchange (:meth:`OpenAISampler._exchange`: build the 
 receive the response or the error, convert), driven by ``sample`` and ``asample``; each
 choice is converted by :func:`~taskcal_agents.sampling._choices.choice_message`, the
 treatment every sampler shares. openai/httpx errors are translated into
-:class:`~taskcal_agents.errors.ServerError` (the server is unreachable or failed) and
+:class:`~taskcal_agents.errors.SamplingServerError` (the server is unreachable or failed; a
+``SamplingError`` and a ``ServerError``) and
 :class:`~taskcal_agents.errors.SamplingError` (it rejected the request or returned the wrong
 number of choices).
 
@@ -45,7 +46,12 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from taskcal_agents._validation import check_int
 from taskcal_agents._vllm_cpu import refuse_request_seed
 from taskcal_agents.endpoint import REQUEST_TIMEOUT_S, Endpoint
-from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
+from taskcal_agents.errors import (
+    ConfigurationError,
+    SamplingError,
+    SamplingServerError,
+    ServerError,
+)
 from taskcal_agents.parsing.constraints import LEGACY_GUIDED_FIELDS, check_structured_outputs
 from taskcal_agents.sampling._choices import choice_message
 from taskcal_agents.sampling._drive import adrive, drive
@@ -212,25 +218,25 @@ def translate_error(exc: Exception, base_url: str, *, owner: str = "OpenAISample
     """
     if isinstance(exc, openai.APITimeoutError):
         msg = f"{owner}: the server at {base_url!r} did not answer in time ({exc})."
-        return ServerError(msg)
+        return SamplingServerError(msg)
     if isinstance(exc, openai.APIConnectionError):
         msg = f"{owner}: could not reach the server at {base_url!r} ({exc}); is it running?"
-        return ServerError(msg)
+        return SamplingServerError(msg)
     if isinstance(exc, json.JSONDecodeError):
         msg = (
             f"{owner}: the server at {base_url!r} answered with a body that is not valid JSON "
             f"(cut short?): {exc}; check the server (or a proxy in between) and retry."
         )
-        return ServerError(msg)
+        return SamplingServerError(msg)
     if isinstance(exc, openai.APIStatusError):
         detail = _error_detail(exc)
         status = exc.status_code
         if status >= 500:
             msg = f"{owner}: the server at {base_url!r} failed with HTTP {status}: {detail}"
-            return ServerError(msg)
+            return SamplingServerError(msg)
         if status == 429:
             msg = f"{owner}: the server at {base_url!r} is rate limiting (HTTP 429): {detail}"
-            return ServerError(msg)
+            return SamplingServerError(msg)
         msg = (
             f"{owner}: the server at {base_url!r} rejected the request with HTTP {status}: {detail}"
         )
@@ -369,7 +375,7 @@ class OpenAISampler:
 
         Raises:
             ConfigurationError: Invalid parameters.
-            ServerError: The server is unreachable, timed out or failed (5xx).
+            SamplingServerError: The server is unreachable, timed out or failed (5xx).
             SamplingError: The server rejected the request or returned too few choices.
         """
         self._check_open("sample")

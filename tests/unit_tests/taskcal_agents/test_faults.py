@@ -21,7 +21,12 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from taskcal_agents import TaskCalibratedRunnable, tasks
-from taskcal_agents.errors import ConfigurationError, ServerError
+from taskcal_agents.errors import (
+    ConfigurationError,
+    SamplingError,
+    SamplingServerError,
+    ServerError,
+)
 from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.testing import FakeOpenAIServer, start_process
 
@@ -185,8 +190,9 @@ def test_500s_are_retried_with_backoff_then_a_server_error_names_the_url(
         f"OpenAISampler: the server at '{fake_openai.base_url}' failed with HTTP 500: "
         "injected internal server error"
     )
-    with pytest.raises(ServerError, match=re.escape(expected)):
+    with pytest.raises(SamplingServerError, match=re.escape(expected)) as info:
         sampler(fake_openai, max_retries=2).sample("hi")
+    assert isinstance(info.value, SamplingError) and isinstance(info.value, ServerError)
     assert fake_openai.requests == 3
     assert time.monotonic() - start >= 0.5 * 0.75 + 1.0 * 0.75  # backoff 0.5 s, 1 s (jitter)
 
@@ -259,13 +265,14 @@ def test_dead_server_raise_gives_a_server_error_naming_the_url(loopback: None) -
     server.stop()  # the port is closed: the server died
     expected = (
         "TaskCalibratedRunnable could not sample 4 completions from _ChatModelBinding after 1 "
-        f"attempt(s): ServerError: ChatOpenAI: could not reach the server at "
+        f"attempt(s): SamplingServerError: ChatOpenAI: could not reach the server at "
         f"'{server.base_url}' (Connection error.); is it running?; raise max_retries or pass "
         "on_error='fallback' to take the task's fallback action instead."
     )
     with pytest.raises(ServerError, match=re.escape(expected)):
         runnable(server).invoke("weather?")
-    with pytest.raises(ServerError, match=re.escape(expected)):
+    # raised while sampling: a SamplingError too, as the front doors document
+    with pytest.raises(SamplingError, match=re.escape(expected)):
         asyncio.run(runnable(server).ainvoke("weather?"))
 
 
