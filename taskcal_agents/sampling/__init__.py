@@ -37,8 +37,8 @@ from taskcal_agents.sampling._drive import adrive_rounds as adrive_rounds
 from taskcal_agents.sampling._drive import drive_rounds as drive_rounds
 from taskcal_agents.sampling._messages import to_messages as to_messages
 from taskcal_agents.sampling._messages import to_openai_messages as to_openai_messages
-from taskcal_agents.sampling._protocol import SampleParams as SampleParams
-from taskcal_agents.sampling._protocol import Sampler
+from taskcal_agents.sampling._sampler import SampleParams as SampleParams
+from taskcal_agents.sampling._sampler import Sampler
 
 if TYPE_CHECKING:
     from taskcal_agents.sampling._openai_server import OpenAISampler

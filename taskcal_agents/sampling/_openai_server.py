@@ -56,7 +56,7 @@ from taskcal_agents.parsing.constraints import LEGACY_GUIDED_FIELDS, check_struc
 from taskcal_agents.sampling._choices import choice_message
 from taskcal_agents.sampling._drive import adrive, drive
 from taskcal_agents.sampling._messages import to_openai_messages
-from taskcal_agents.sampling._protocol import SampleParams
+from taskcal_agents.sampling._sampler import SampleParams
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion

@@ -38,7 +38,7 @@ from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.parsing.constraints import choice_constraint
 from taskcal_agents.sampling._drive import adrive, drive
 from taskcal_agents.sampling._messages import to_openai_messages
-from taskcal_agents.sampling._protocol import Sampler
+from taskcal_agents.sampling._sampler import Sampler
 
 MASKED_LOGPROB = -1000.0
 """Log-probabilities at or below this are tokens the grammar masked (vLLM reports -9999)."""
