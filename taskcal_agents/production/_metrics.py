@@ -1,7 +1,7 @@
 """The monitor's metrics of one window of decisions against their references.
 
 :class:`Stream` holds the decision-log records as arrays; :class:`Engine` computes each
-metric of a window (the gaps and the ECE by their tests under calibration, :mod:`._null`;
+metric of a window (the gaps and the ECE by their tests under calibration, in ``_null``;
 the NLL and the rates as means and shares) and compares it with its reference: recorded at
 fit time (``fit_metrics``), theoretical (the gaps' 0), the ECE of calibrated beliefs, or
 the first window's value. The metrics and their statistics: ``docs/production.md``
