@@ -39,8 +39,8 @@ the same run: the columns ``plain`` and ``normal`` of the gap table.
 The ``calibrated`` source's gaps are further tested on ``--null-windows`` windows
 (default 50,000) without a fit or a decision record: the beliefs and actions of each
 seed's ``calibrated`` stream with outcomes drawn again from ``q``, as many times as it
-takes, and the gaps' terms and z computed as the monitor does (``monitor._gap``: the
-same function; the main run checks that it reproduces the report's z). These windows
+takes, and the gaps' terms and z computed as the monitor does (``_null.gap_estimate``:
+the same function; the main run checks that it reproduces the report's z). These windows
 share their beliefs ``--null-windows / (seeds × windows)`` times over, not their
 outcomes; their SEs are clustered by seed too.
 
@@ -81,8 +81,10 @@ from taskcal_agents.decision.artefact import CalibratorArtefact, resolve_calibra
 from taskcal_agents.decision.decider import Decider
 from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.decision.task import Task
+from taskcal_agents.production._metrics import EPS
+from taskcal_agents.production._null import gap_estimate
 from taskcal_agents.production.decision_log import artefact_id
-from taskcal_agents.production.monitor import DEFAULT_Z, EPS, _gap, monitor
+from taskcal_agents.production.monitor import DEFAULT_Z, monitor
 
 SOURCES = ("calibrated", "world")
 GAPS = ("cost_gap", "nll_gap")
@@ -183,7 +185,7 @@ def gap_zs(
     Q: NDArray[np.float64], x: NDArray[np.float64], y: NDArray[np.intp]
 ) -> tuple[float, float, float, float]:
     """One window's gap: its mean and its saddlepoint, plain and normal (null SE) z."""
-    est = _gap(Q, x, y)
+    est = gap_estimate(Q, x, y)
     observed = x[np.arange(y.size), y]
     assert est.value is not None and est.z is not None
     return est.value, est.z, plain_z(observed), est.value / est.se

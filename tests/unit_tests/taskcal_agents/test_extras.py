@@ -55,7 +55,7 @@ CASES = {
         "matplotlib",
         "plot",
         "matplotlib",
-        "from taskcal_agents.workflow.report import _figure\n_figure()",
+        "from taskcal_agents.workflow._report_figures import _figure\n_figure()",
     ),
     "monitor-matplotlib": (
         "matplotlib",

@@ -12,20 +12,16 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
-import taskcal_agents.production.monitor as monitor_module
+import taskcal_agents.production._null as null_module
 from calibrators import IdentityCalibrator, VectorScaling
 from taskcal_agents.cli import app
 from taskcal_agents.decision.artefact import CalibratorArtefact
 from taskcal_agents.decision.decider import Decision
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
+from taskcal_agents.production._null import saddlepoint_z
 from taskcal_agents.production.decision_log import open_decision_log
-from taskcal_agents.production.monitor import (
-    _saddlepoint_z,
-    first_alarm,
-    monitor,
-    parse_window,
-)
+from taskcal_agents.production.monitor import first_alarm, monitor, parse_window
 
 LABELS = ["a", "b", "c"]
 TASK = Task(name="x", labels=LABELS, cost=[[0, 1, 2], [3, 0, 2], [3, 1, 0]],
@@ -368,18 +364,18 @@ def test_the_gaps_z_is_the_exact_tail_of_a_skewed_sum() -> None:
     for level in (0.1, 0.5, 0.9, 0.99, 0.99865, 0.9995):
         j = int(np.searchsorted(cdf, level))
         exact = float(stats.norm.ppf(cdf[j] - probs[j] / 2))
-        assert _saddlepoint_z(q, x, values[j]) == pytest.approx(exact, abs=0.03), level
+        assert saddlepoint_z(q, x, values[j]) == pytest.approx(exact, abs=0.03), level
     assert values[np.searchsorted(cdf, 0.99865)] / se > 4.0  # the normal z
     # every item at its least value: the atom's probability; beyond the support: inf
-    assert _saddlepoint_z(q, x, values[0]) == pytest.approx(stats.norm.ppf(probs[0]))
-    assert _saddlepoint_z(q, x, values[-1] + 1e-3) == np.inf
-    assert _saddlepoint_z(q, x, values[0] - 1e-3) == -np.inf
+    assert saddlepoint_z(q, x, values[0]) == pytest.approx(stats.norm.ppf(probs[0]))
+    assert saddlepoint_z(q, x, values[-1] + 1e-3) == np.inf
+    assert saddlepoint_z(q, x, values[0] - 1e-3) == -np.inf
     # n Bernoulli(0.05) items, centred: the binomial tail (mid-p) both ways
     n, p = 200, 0.05
     qb, xb = np.tile([1 - p, p], (n, 1)), np.tile([-p, 1 - p], (n, 1))
     for k in (2, 5, 15, 20, 25):
         mid = stats.binom.cdf(k - 1, n, p) + stats.binom.pmf(k, n, p) / 2
-        assert _saddlepoint_z(qb, xb, k - n * p) == pytest.approx(stats.norm.ppf(mid), abs=0.06)
+        assert saddlepoint_z(qb, xb, k - n * p) == pytest.approx(stats.norm.ppf(mid), abs=0.06)
 
 
 # ------------------------------------------ the gaps' z: exact tails, near the mean
@@ -472,14 +468,14 @@ def test_saddlepoint_z_is_continuous_near_the_mean(n: int, monkeypatch: pytest.M
     for q, x in _skewed_terms(n):
         sd = float(np.sqrt(np.sum(q * x * x)))
         g1 = float(np.sum(q * x**3)) / sd**3
-        z = np.array([_saddlepoint_z(q, x, v * sd) for v in w])
+        z = np.array([saddlepoint_z(q, x, v * sd) for v in w])
         assert np.all(np.isfinite(z)) and np.all(np.diff(z) > 0)
         tiny = np.abs(w) <= 1e-6
         assert np.max(np.abs(z[tiny] - w[tiny] - g1 / 6)) < 1e-6
         assert np.max(np.abs(z - w)) < abs(g1) / 6 + 0.01
         # the saddlepoint solved everywhere (no series near the mean) gives the same z
-        monkeypatch.setattr(monitor_module, "_SERIES_BELOW", 0.0)
-        solved = np.array([_saddlepoint_z(q, x, v * sd) for v in w])
+        monkeypatch.setattr(null_module, "SERIES_BELOW", 0.0)
+        solved = np.array([saddlepoint_z(q, x, v * sd) for v in w])
         monkeypatch.undo()
         far = np.abs(w) >= 1e-7
         assert np.max(np.abs(solved[far] - z[far])) < 1e-6

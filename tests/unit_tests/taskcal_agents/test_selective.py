@@ -365,7 +365,7 @@ def test_reliability_bins_show_their_item_counts() -> None:
     from matplotlib.figure import Figure
 
     from calibrators.metrics import reliability_diagram
-    from taskcal_agents.workflow.report import _annotate_bin_counts
+    from taskcal_agents.workflow._report_figures import _annotate_bin_counts
 
     rng = np.random.default_rng(4)
     P = rng.dirichlet(np.ones(3), size=30)
