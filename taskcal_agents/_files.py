@@ -9,7 +9,9 @@ anything fails — so a reader sees the old file or the new one, never half of o
 :func:`save_figure` (matplotlib) are that writer for each kind of content.
 
 :func:`read_json` reads JSON back, turning a missing or malformed file into a
-:class:`~taskcal_agents.errors.DataFileError` that names the file.
+:class:`~taskcal_agents.errors.DataFileError` that names the file; :func:`read_jsonl` and
+:func:`decode_line` are the one JSONL reader (datasets, samples, decision logs, outcomes), a bad
+line a ``DataFileError`` that names the file and the line.
 
 Append-only streams (the samples store and the decision log) share the JSONL primitives: a
 line is encoded in full and handed to the kernel with one ``os.write`` on an ``O_APPEND``
@@ -43,9 +45,11 @@ __all__ = [
     "append_line",
     "atomic_open",
     "atomic_path",
+    "decode_line",
     "encode_line",
     "lock_exclusive",
     "read_json",
+    "read_jsonl",
     "save_figure",
     "sha256_file",
     "split_complete",
@@ -179,6 +183,50 @@ def read_json(path: str | os.PathLike[str], *, what: str, missing_hint: str) -> 
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         msg = f"{what} is not valid JSON: {exc}."
         raise DataFileError(msg, path=str(p), line=getattr(exc, "lineno", None)) from exc
+
+
+def decode_line(
+    raw: str | bytes, *, path: str | os.PathLike[str], line: int, hint: str = ""
+) -> dict[str, Any]:
+    """One JSONL line as its JSON object.
+
+    Raises:
+        DataFileError: Naming ``path`` and ``line``, if the line is not valid JSON (``hint``
+            says what to do) or not an object.
+    """
+    try:
+        obj = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        where = f" at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        msg = f"line is not valid JSON (truncated or corrupt?): {detail}{where}." + (
+            f" {hint}" if hint else ""
+        )
+        raise DataFileError(msg, path=str(path), line=line) from exc
+    if not isinstance(obj, dict):
+        text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+        msg = f"each line must be a JSON object, got {type(obj).__name__}: {text.strip()[:80]!r}."
+        raise DataFileError(msg, path=str(path), line=line)
+    return obj
+
+
+def read_jsonl(
+    path: str | os.PathLike[str], *, text: str | None = None, hint: str = ""
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The 1-based line number and object of each non-blank line of a JSONL file.
+
+    Args:
+        path: The file (read as UTF-8 unless ``text`` is given).
+        text: The file's content, when it is not on disk (``path`` names it in errors).
+        hint: What to do about a line that is not valid JSON (see :func:`decode_line`).
+
+    Raises:
+        DataFileError: For a line that is not a JSON object.
+    """
+    content = Path(path).read_text(encoding="utf-8") if text is None else text
+    for number, raw in enumerate(content.splitlines(), start=1):
+        if raw.strip():
+            yield number, decode_line(raw, path=path, line=number, hint=hint)
 
 
 def encode_line(obj: Mapping[str, Any]) -> bytes:

@@ -12,12 +12,12 @@ listed, and the exit status is 1 if any row was rejected.
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from taskcal_agents._files import read_jsonl
 from taskcal_agents.commands.workflow import _consoles, _fail
 from taskcal_agents.errors import DataFileError, TaskCalError
 
@@ -38,15 +38,7 @@ def read_outcome_rows(path: Path) -> list[tuple[str, str]]:
         with path.open(newline="", encoding="utf-8") as fh:
             items = [(i, r) for i, r in enumerate(csv.DictReader(fh), start=2)]
     else:
-        items = []
-        for i, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not raw.strip():
-                continue
-            try:
-                items.append((i, json.loads(raw)))
-            except json.JSONDecodeError as exc:
-                msg = f"line is not valid JSON ({exc})."
-                raise DataFileError(msg, path=str(path), line=i) from exc
+        items = list(read_jsonl(path))
     for line, row in items:
         decision_id = row.get("id") if isinstance(row, dict) else None
         label = row.get("label") if isinstance(row, dict) else None

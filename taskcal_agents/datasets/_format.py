@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from taskcal_agents._files import atomic_open
+from taskcal_agents._files import atomic_open, decode_line
 from taskcal_agents._validation import describe_validation_error
 from taskcal_agents.errors import DataFileError
 
@@ -104,17 +104,8 @@ def parse_dataset_line(
     Raises:
         DataFileError: The line is not valid JSON, not a valid item, or has an unknown label.
     """
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        msg = (
-            f"line is not valid JSON (truncated or corrupt?): {exc.msg} at column {exc.colno}. "
-            "Repair or delete the line, or regenerate the file with `taskcal data convert`."
-        )
-        raise DataFileError(msg, path=str(path), line=line) from exc
-    if not isinstance(obj, dict):
-        msg = f"each line must be a JSON object, got {type(obj).__name__}: {text[:80]!r}."
-        raise DataFileError(msg, path=str(path), line=line)
+    hint = "Repair or delete the line, or regenerate the file with `taskcal data convert`."
+    obj = decode_line(text, path=path, line=line, hint=hint)
     try:
         item = DatasetItem.model_validate(obj)
     except ValidationError as exc:

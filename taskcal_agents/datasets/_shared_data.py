@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ast
 import csv
-import json
 import math
 import os
 import random
@@ -33,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from taskcal_agents._files import read_jsonl
 from taskcal_agents.datasets._format import DatasetItem
 from taskcal_agents.datasets._tools import bfcl_tool
 from taskcal_agents.errors import ConfigurationError, DataFileError
@@ -86,41 +86,32 @@ def convert_when2call(source: Path) -> list[DatasetItem]:
         DataFileError: A line is not valid JSON, lacks a field, or has an unknown label.
     """
     items = []
-    with source.open(encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-                uid, question, label = row["uuid"], row["question"], row["correct_answer"]
-                tools = row.get("tools") or []
-            except json.JSONDecodeError as exc:
-                msg = f"line is not valid JSON (truncated or corrupt?): {exc.msg}."
-                raise DataFileError(msg, path=str(source), line=lineno) from exc
-            except (KeyError, TypeError) as exc:
-                msg = (
-                    f"a When2Call row needs 'uuid', 'question' and 'correct_answer'; missing {exc}."
-                )
-                raise DataFileError(msg, path=str(source), line=lineno) from exc
-            if label not in WHEN2CALL_LABELS:
-                msg = f"correct_answer must be one of {list(WHEN2CALL_LABELS)}, got {label!r}."
-                raise DataFileError(msg, path=str(source), line=lineno)
-            items.append(
-                DatasetItem(
-                    id=str(uid),
-                    messages=[{"role": "user", "content": question}],
-                    tools=[bfcl_tool(t, path=source, line=lineno) for t in tools],
-                    label=label,
-                    meta={
-                        "source": row.get("source"),
-                        "source_id": row.get("source_id"),
-                        "target_tool": row.get("target_tool"),
-                        # request_for_info items: the required argument deleted from the
-                        # question, which the decision's question should ask for
-                        "held_out_param": row.get("held_out_param"),
-                    },
-                )
+    for lineno, row in read_jsonl(source):
+        try:
+            uid, question, label = row["uuid"], row["question"], row["correct_answer"]
+            tools = row.get("tools") or []
+        except (KeyError, TypeError) as exc:
+            msg = f"a When2Call row needs 'uuid', 'question' and 'correct_answer'; missing {exc}."
+            raise DataFileError(msg, path=str(source), line=lineno) from exc
+        if label not in WHEN2CALL_LABELS:
+            msg = f"correct_answer must be one of {list(WHEN2CALL_LABELS)}, got {label!r}."
+            raise DataFileError(msg, path=str(source), line=lineno)
+        items.append(
+            DatasetItem(
+                id=str(uid),
+                messages=[{"role": "user", "content": question}],
+                tools=[bfcl_tool(t, path=source, line=lineno) for t in tools],
+                label=label,
+                meta={
+                    "source": row.get("source"),
+                    "source_id": row.get("source_id"),
+                    "target_tool": row.get("target_tool"),
+                    # request_for_info items: the required argument deleted from the
+                    # question, which the decision's question should ask for
+                    "held_out_param": row.get("held_out_param"),
+                },
             )
+        )
     return items
 
 
@@ -188,21 +179,14 @@ def convert_nq_open(source: Path) -> list[DatasetItem]:
         DataFileError: A line is not valid JSON or lacks a field.
     """
     items: list[DatasetItem] = []
-    with source.open(encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-                question, answers = row["question"], row["answer"]
-            except json.JSONDecodeError as exc:
-                msg = f"line is not valid JSON (truncated or corrupt?): {exc.msg}."
-                raise DataFileError(msg, path=str(source), line=lineno) from exc
-            except (KeyError, TypeError) as exc:
-                msg = f"an NQ-open row needs 'question' and 'answer'; missing {exc}."
-                raise DataFileError(msg, path=str(source), line=lineno) from exc
-            refs = [str(a) for a in answers] if isinstance(answers, list) else [str(answers)]
-            items.append(_qa_item(f"nq-open-{len(items):04d}", question, refs))
+    for lineno, row in read_jsonl(source):
+        try:
+            question, answers = row["question"], row["answer"]
+        except (KeyError, TypeError) as exc:
+            msg = f"an NQ-open row needs 'question' and 'answer'; missing {exc}."
+            raise DataFileError(msg, path=str(source), line=lineno) from exc
+        refs = [str(a) for a in answers] if isinstance(answers, list) else [str(answers)]
+        items.append(_qa_item(f"nq-open-{len(items):04d}", question, refs))
     return items
 
 

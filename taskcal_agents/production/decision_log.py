@@ -46,7 +46,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from taskcal_agents._files import append_line, encode_line, lock_exclusive, split_complete
+from taskcal_agents._files import (
+    append_line,
+    decode_line,
+    encode_line,
+    lock_exclusive,
+    split_complete,
+)
 from taskcal_agents.errors import (
     ConfigurationError,
     DataFileError,
@@ -409,15 +415,15 @@ class JsonlDecisionLog(DecisionLog):
         lines, end = split_complete(data)
         self.skipped = int(end < len(data))
         decisions: dict[str, dict[str, Any]] = {}
-        for raw in lines:
+        for number, raw in enumerate(lines, start=1):
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
+                obj = decode_line(raw, path=self.path, line=number)
+            except DataFileError:
                 self.skipped += 1
                 continue
-            if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
+            if not isinstance(obj.get("id"), str):
                 self.skipped += 1
                 continue
             kind = obj.pop("type", None)

@@ -27,7 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taskcal_agents._files import append_line, encode_line, lock_exclusive, split_complete
+from taskcal_agents._files import (
+    append_line,
+    decode_line,
+    encode_line,
+    lock_exclusive,
+    split_complete,
+)
 from taskcal_agents.errors import DataFileError
 
 SAMPLES_FORMAT = "taskcal.samples"
@@ -175,18 +181,8 @@ def _record_problem(record: Mapping[str, Any]) -> str | None:
 
 
 def _decode(raw: bytes, *, path: Path, line: int) -> dict[str, Any]:
-    try:
-        obj = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        msg = (
-            f"line is not valid JSON ({exc}); the file is corrupt: delete the line (its "
-            "item will be sampled again by `taskcal sample`)."
-        )
-        raise DataFileError(msg, path=str(path), line=line) from exc
-    if not isinstance(obj, dict):
-        msg = f"each line must be a JSON object, got {type(obj).__name__}."
-        raise DataFileError(msg, path=str(path), line=line)
-    return obj
+    hint = "Delete the line: its item will be sampled again by `taskcal sample`."
+    return decode_line(raw, path=path, line=line, hint=hint)
 
 
 def _check_resumable(existing: SamplesFile, header: Mapping[str, Any]) -> None:

@@ -135,7 +135,7 @@ def test_corrupt_middle_line(tmp_path: Path) -> None:
     ) as info:
         read_samples(path)
     assert str(info.value).endswith(
-        "the file is corrupt: delete the line (its item will be sampled again by `taskcal sample`)."
+        "Delete the line: its item will be sampled again by `taskcal sample`."
     )
     assert info.value.line == 3
 
