@@ -17,7 +17,9 @@ from taskcal_agents.errors import ConfigurationError
 __all__ = [
     "BaseUrlOption",
     "ModelOption",
+    "ReparseOption",
     "SampledFromOption",
+    "SamplesOption",
     "close_sampler",
     "consoles",
     "fail",
@@ -102,3 +104,11 @@ SampledFromOption = Annotated[
     ),
 ]
 """The ``--data`` option of ``fit`` and ``evaluate``."""
+
+SamplesOption = Annotated[Path, typer.Option(help="Samples JSONL from `taskcal sample`.")]
+"""The ``--samples`` option of ``fit`` and ``evaluate``."""
+
+ReparseOption = Annotated[
+    bool, typer.Option(help="Re-parse the stored completions with the task's parser.")
+]
+"""Their ``--reparse`` option."""

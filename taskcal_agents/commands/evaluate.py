@@ -18,14 +18,21 @@ from typing import Annotated
 
 import typer
 
-from taskcal_agents.commands._common import SampledFromOption, consoles, fail, split_names
+from taskcal_agents.commands._common import (
+    ReparseOption,
+    SampledFromOption,
+    SamplesOption,
+    consoles,
+    fail,
+    split_names,
+)
 from taskcal_agents.errors import ConfigurationError, TaskCalError
 
 __all__ = ["evaluate", "register", "report"]
 
 
 def evaluate(
-    samples: Annotated[Path, typer.Option(help="Samples JSONL from `taskcal sample`.")],
+    samples: SamplesOption,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Evaluation JSON to write.")
     ] = None,
@@ -62,9 +69,7 @@ def evaluate(
     ] = None,
     alpha: Annotated[float, typer.Option(min=0.0, help="Belief smoothing prior α.")] = 0.1,
     data_file: SampledFromOption = None,
-    reparse: Annotated[
-        bool, typer.Option(help="Re-parse the stored completions with the task's parser.")
-    ] = False,
+    reparse: ReparseOption = False,
     items: Annotated[
         bool, typer.Option(help="Store per-item beliefs and actions (needed by `report`).")
     ] = True,

@@ -16,7 +16,13 @@ from typing import Annotated, Any
 
 import typer
 
-from taskcal_agents.commands._common import SampledFromOption, consoles, fail
+from taskcal_agents.commands._common import (
+    ReparseOption,
+    SampledFromOption,
+    SamplesOption,
+    consoles,
+    fail,
+)
 from taskcal_agents.errors import ConfigurationError, TaskCalError
 
 __all__ = ["fit", "register"]
@@ -37,7 +43,7 @@ def _parse_params(values: list[str] | None) -> dict[str, Any]:
 
 
 def fit(
-    samples: Annotated[Path, typer.Option(help="Samples JSONL from `taskcal sample`.")],
+    samples: SamplesOption,
     out: Annotated[Path, typer.Option("--out", "-o", help="Calibrator artefact JSON to write.")],
     calibrator: Annotated[
         str,
@@ -63,9 +69,7 @@ def fit(
     ] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the folds.")] = 0,
     data_file: SampledFromOption = None,
-    reparse: Annotated[
-        bool, typer.Option(help="Re-parse the stored completions with the task's parser.")
-    ] = False,
+    reparse: ReparseOption = False,
     risk_control: Annotated[
         str | None,
         typer.Option(
