@@ -25,7 +25,9 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegressionCV
 from sklearn.metrics import roc_auc_score
 
-from taskcal_agents.datasets._bfcl import build_corpus, read_requests, tool_text
+from taskcal_agents.datasets._bfcl import build_corpus
+from taskcal_agents.datasets._bfcl_negatives import tool_text
+from taskcal_agents.datasets._bfcl_source import read_requests
 
 LABELS = ("tool_call", "request_for_info", "cannot_answer")
 

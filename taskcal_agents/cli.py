@@ -8,7 +8,18 @@ from __future__ import annotations
 
 import typer
 
-from taskcal_agents.commands import calibrate, demo, monitor, outcomes, refit, serving, workflow
+from taskcal_agents.commands import (
+    calibrate,
+    data,
+    demo,
+    evaluate,
+    fit,
+    monitor,
+    outcomes,
+    refit,
+    sample,
+    serving,
+)
 
 __all__ = ["app", "main"]
 
@@ -19,7 +30,10 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 serving.register(app)
-workflow.register(app)
+data.register(app)
+sample.register(app)
+fit.register(app)
+evaluate.register(app)
 demo.register(app)
 outcomes.register(app)
 monitor.register(app)

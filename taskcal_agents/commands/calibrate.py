@@ -19,13 +19,13 @@ from typing import Annotated, Any
 
 import typer
 
-from taskcal_agents.commands.workflow import (
-    _BaseUrlOption,
-    _close_sampler,
-    _consoles,
-    _fail,
-    _make_sampler,
-    _ModelOption,
+from taskcal_agents.commands._common import (
+    BaseUrlOption,
+    ModelOption,
+    close_sampler,
+    consoles,
+    fail,
+    make_sampler,
 )
 from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
 from taskcal_agents.errors import ConfigurationError, TaskCalError
@@ -53,8 +53,8 @@ def calibrate(
         Path | None,
         typer.Option("--out", "-o", help="Artefact to write (default WORK_DIR/calibrator.json)."),
     ] = None,
-    base_url: _BaseUrlOption = None,
-    model: _ModelOption = None,
+    base_url: BaseUrlOption = None,
+    model: ModelOption = None,
     n: Annotated[int, typer.Option(min=2, help="Completions per item (your front doors' N).")] = 16,
     temperature: Annotated[
         float, typer.Option(min=0.0, help="Their temperature (your front doors').")
@@ -78,14 +78,14 @@ def calibrate(
     """Sample the BFCL corpus's train split on a server and fit its tool-decision calibrator."""
     from taskcal_agents.workflow.calibrate import CALIBRATE_CALIBRATOR, calibrate_endpoint
 
-    console, err = _consoles()
+    console, err = consoles()
     base_url, model = server_from_env(base_url, model)
     if not base_url or not model:
         exc = ConfigurationError(
             f"--base-url and --model are required (or set ${BASE_URL_ENV} and ${MODEL_ENV}); "
             f"got base_url={base_url!r}, model={model!r}."
         )
-        raise _fail(err, exc)
+        raise fail(err, exc)
     done = [0]
 
     def on_estimate(seconds: float, left: int) -> None:
@@ -110,7 +110,7 @@ def calibrate(
     command += [] if dtype is None else ["--dtype", dtype]
     sampler = None
     try:
-        sampler = _make_sampler(base_url, model, api_key, timeout)
+        sampler = make_sampler(base_url, model, api_key, timeout)
         result = calibrate_endpoint(
             sampler, model=model, source=source, work_dir=work_dir, out=out, base_url=base_url,
             n=n, temperature=temperature, max_tokens=max_tokens,
@@ -119,9 +119,9 @@ def calibrate(
             on_estimate=on_estimate, on_record=on_record,
         )  # fmt: skip
     except TaskCalError as exc:
-        raise _fail(err, exc) from exc
+        raise fail(err, exc) from exc
     finally:
-        _close_sampler(sampler)
+        close_sampler(sampler)
     report = result.report
     console.print(
         f"{result.samples}: {report.written} items sampled now, {report.skipped} already "

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from taskcal_agents.commands._common import close_sampler, make_sampler
 from taskcal_agents.errors import TaskCalError
 from taskcal_agents.workflow.demo import (
     DEMO_CONCURRENCY,
@@ -198,13 +199,12 @@ def _run(
     """Serve (or reach) the model and run the demo with progress bars on *err*."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from taskcal_agents.commands.workflow import _close_sampler, _make_sampler
     from taskcal_agents.workflow.demo import run_demo
 
     if stsb is None:
         err.print("skipping part 1 (STS-B): --no-stsb")
     with _server(base_url, model, err, timer) as (url, name, release):
-        sampler = _make_sampler(url, name, "EMPTY", 600.0)
+        sampler = make_sampler(url, name, "EMPTY", 600.0)
         try:
             with Progress(
                 TextColumn("[bold]{task.description}[/bold]"),
@@ -252,7 +252,7 @@ def _run(
                     **options,
                 )
         finally:
-            _close_sampler(sampler)
+            close_sampler(sampler)
 
 
 def demo(

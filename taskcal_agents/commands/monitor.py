@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from taskcal_agents._files import save_figure, write_json
-from taskcal_agents.commands.workflow import _consoles, _fail
+from taskcal_agents.commands._common import consoles, fail
 from taskcal_agents.errors import TaskCalError
 
 __all__ = ["monitor_command", "plot_monitor", "register"]
@@ -84,9 +84,9 @@ def monitor_command(
     """Drift alarm on a decision log (the full help is :data:`HELP`)."""
     from taskcal_agents.production.monitor import monitor_log
 
-    console, err = _consoles()
+    console, err = consoles()
     if not log.exists():
-        raise _fail(err, FileNotFoundError(f"decision log not found: {log}"))
+        raise fail(err, FileNotFoundError(f"decision log not found: {log}"))
     try:
         report = monitor_log(
             log, artefact=artefact, task=task, window=window, z=z, min_n=min_n,
@@ -95,9 +95,9 @@ def monitor_command(
         if png is not None:
             plot_monitor(report, png)
     except (TaskCalError, OSError, ImportError) as exc:
-        raise _fail(err, exc) from exc
+        raise fail(err, exc) from exc
     except Exception as exc:  # exit 1 means an alarm: no other failure may look like one
-        raise _fail(err, RuntimeError(f"{type(exc).__name__}: {exc}")) from exc
+        raise fail(err, RuntimeError(f"{type(exc).__name__}: {exc}")) from exc
     console.print(report.to_table())
     if report.n_other_task:
         console.print(

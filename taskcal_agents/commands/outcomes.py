@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 
 from taskcal_agents._files import read_jsonl
-from taskcal_agents.commands.workflow import _consoles, _fail
+from taskcal_agents.commands._common import consoles, fail
 from taskcal_agents.errors import DataFileError, TaskCalError
 
 __all__ = ["outcomes_import", "read_outcome_rows", "register"]
@@ -56,11 +56,11 @@ def outcomes_import(
     """Record the true labels of logged decisions; report unknown ids and bad labels."""
     from taskcal_agents.production.decision_log import import_outcomes
 
-    console, err = _consoles()
+    console, err = consoles()
     try:
         report = import_outcomes(log, read_outcome_rows(file))
     except (TaskCalError, OSError) as exc:
-        raise _fail(err, exc) from exc
+        raise fail(err, exc) from exc
     console.print(f"recorded {report.recorded} outcome(s) in {log}", highlight=False)
     for decision_id in report.unknown:
         err.print(f"unknown decision id: {decision_id}", highlight=False)

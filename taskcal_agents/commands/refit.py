@@ -27,7 +27,7 @@ from typing import Annotated
 
 import typer
 
-from taskcal_agents.commands.workflow import _consoles, _fail, _load_task
+from taskcal_agents.commands._common import consoles, fail, load_task
 from taskcal_agents.errors import TaskCalError
 
 __all__ = ["KEPT_EXIT_CODE", "refit", "register"]
@@ -85,19 +85,19 @@ def refit(
     from taskcal_agents.production.decision_log import open_decision_log
     from taskcal_agents.production.refit import refit_from_records
 
-    console, err = _consoles()
+    console, err = consoles()
     try:
         old = CalibratorArtefact.load(artefact)
         records = list(open_decision_log(log).read())
         result = refit_from_records(
-            records, old, task=None if task is None else _load_task(task),
+            records, old, task=None if task is None else load_task(task),
             half_life_days=half_life, holdout=holdout, z=z, margin=margin,
             calibrator=calibrator, seed=seed, source=str(log),
         )  # fmt: skip
     except (TaskCalError, OSError) as exc:
-        raise _fail(err, exc) from exc
+        raise fail(err, exc) from exc
     except Exception as exc:  # the documented statuses are 0, 3 and 2: never a bare 1
-        raise _fail(err, RuntimeError(f"{type(exc).__name__}: {exc}")) from exc
+        raise fail(err, RuntimeError(f"{type(exc).__name__}: {exc}")) from exc
     console.print(
         f"{result.n_records} records: {result.n_other_task} of another task, "
         f"{result.n_unlabelled} unlabelled, {result.n_unserved} unserved (fallback); "
@@ -124,7 +124,7 @@ def refit(
     try:
         path = result.artefact.save(output)
     except (TaskCalError, OSError) as exc:
-        raise _fail(err, exc) from exc
+        raise fail(err, exc) from exc
     console.print(f"{result.reason} Wrote {path}", highlight=False)
 
 

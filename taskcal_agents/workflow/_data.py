@@ -34,7 +34,8 @@ from taskcal_agents.parsing.answer_clusters import (
 )
 from taskcal_agents.parsing.grounding import GroundingContext
 from taskcal_agents.workflow._evaluate import EvalArrays
-from taskcal_agents.workflow._runner import grading, message_from_dict
+from taskcal_agents.workflow._grading import grading
+from taskcal_agents.workflow._runner import message_from_dict
 from taskcal_agents.workflow._store import SamplesFile, read_samples
 
 

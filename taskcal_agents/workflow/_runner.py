@@ -6,11 +6,9 @@ atomically by the single writer (the calling thread); workers only talk to the m
 A rerun skips the ids already in the file.
 
 Items whose label is ``null`` (answer-or-abstain data with reference answers) are graded
-here: the answer the system would give — the greedy completion if it answers, else the
-most frequent answering sample — is compared with the references by
-:func:`~taskcal_agents.parsing.grading.grade_answer`, and the record's true label is the
-action that is optimal given the truth: the task's *answer* label when that answer is
-correct, its *abstain* label otherwise.
+as they are sampled (:func:`~taskcal_agents.workflow._grading.grade_item`): the record's
+true label is the task's *answer* label when the answer the system would give is correct,
+its *abstain* label otherwise.
 
 For a task with ``answer_clusters`` the N answers are clustered by meaning
 (:func:`~taskcal_agents.parsing.answer_clusters.cluster_samples`, the runtime's g_T; with method
@@ -49,11 +47,11 @@ from taskcal_agents.parsing.answer_clusters import (
     entailment_judge,
     question_of,
 )
-from taskcal_agents.parsing.grading import grade_answer, normalize_answer
 from taskcal_agents.parsing.grounding import GroundingContext
 from taskcal_agents.parsing.labels import UNPARSED_REASONS, tool_names_of, unparsed_reason
 from taskcal_agents.sampling import Sampler, drive_rounds
 from taskcal_agents.sampling.prompts import with_task_prompt
+from taskcal_agents.workflow._grading import grade_item
 from taskcal_agents.workflow._store import SamplesStore
 
 if TYPE_CHECKING:
@@ -227,79 +225,6 @@ def offered_tool_names(item: DatasetItem) -> tuple[str, ...]:
 def is_length_cut(data: Mapping[str, Any]) -> bool:
     """Whether a stored completion (:func:`message_to_dict`) ended on the length limit."""
     return data.get("finish_reason") == "length"
-
-
-# --------------------------------------------------------------------------------------
-# grading
-
-
-def _text(message: AIMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content.strip()
-    return " ".join(
-        b if isinstance(b, str) else str(b.get("text", "")) for b in content if b
-    ).strip()
-
-
-def grading(
-    task: Task, answer: str | None, source: str | None, references: Sequence[str]
-) -> dict[str, Any]:
-    """The grading of *answer* (``None``: none given) against *references*.
-
-    Returns:
-        ``{"label", "answer", "from", "correct", "references"}``: the task's answer label
-        when :func:`~taskcal_agents.parsing.grading.grade_answer` finds the answer right,
-        else its abstain label.
-
-    Raises:
-        ConfigurationError: The task is not an answer-or-abstain task.
-    """
-    answer_label, abstain_label = task.answer_abstain_labels()
-    correct = answer is not None and grade_answer(answer, references)
-    return {
-        "label": answer_label if correct else abstain_label,
-        "answer": answer,
-        "from": source,
-        "correct": bool(correct),
-        "references": list(references),
-    }
-
-
-def grade_item(
-    task: Task,
-    item: DatasetItem,
-    greedy: AIMessage | None,
-    samples: Sequence[AIMessage],
-    labels: Sequence[str | None],
-    *,
-    clusters: AnswerClusters | None = None,
-) -> dict[str, Any]:
-    """Grade the answer the system would give for an unlabelled item.
-
-    With *clusters* (answer clustering) that is the modal cluster's representative
-    (``"from": "modal_cluster"``); else the greedy completion if it answers, else the
-    first answering sample with the most frequent normalised text.
-
-    Returns:
-        ``{"label", "answer", "from", "correct", "references"}`` (see :func:`grading`).
-    """
-    if clusters is not None:
-        modal = clusters.modal_answer
-        return grading(task, modal, "modal_cluster" if modal else None, item.references)
-    answer_label, _ = task.answer_abstain_labels()
-    answer: str | None = None
-    source: str | None = None
-    if greedy is not None and task.parse_completion(greedy) == answer_label:
-        answer, source = _text(greedy), "greedy"
-    else:
-        answers = [_text(m) for m, lab in zip(samples, labels, strict=True) if lab == answer_label]
-        if answers:
-            by_norm = Counter(normalize_answer(a) for a in answers)
-            best = by_norm.most_common(1)[0][0]
-            answer = next(a for a in answers if normalize_answer(a) == best)
-            source = "samples"
-    return grading(task, answer, source, item.references)
 
 
 # --------------------------------------------------------------------------------------

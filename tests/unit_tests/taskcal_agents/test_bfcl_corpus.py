@@ -13,14 +13,10 @@ from typing import Any
 import pytest
 
 from taskcal_agents.datasets import convert, default_task
-from taskcal_agents.datasets._bfcl import (
-    BFCL_WHEELS,
-    SPLITS,
-    Request,
-    delete_argument,
-    hard_negatives,
-    read_requests,
-)
+from taskcal_agents.datasets._bfcl import SPLITS
+from taskcal_agents.datasets._bfcl_asks import delete_argument
+from taskcal_agents.datasets._bfcl_negatives import hard_negatives
+from taskcal_agents.datasets._bfcl_source import BFCL_WHEELS, Request, read_requests
 from taskcal_agents.errors import ConfigurationError, DataFileError
 
 

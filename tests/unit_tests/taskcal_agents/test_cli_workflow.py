@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from taskcal_agents.cli import app
-from taskcal_agents.commands import workflow as cmd
+from taskcal_agents.commands import sample as cmd
 from taskcal_agents.datasets import write_dataset
 from taskcal_agents.decision.presets import TOOL_DECISION_GROUNDING
 from taskcal_agents.workflow import read_samples
@@ -35,7 +35,7 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     data_path = tmp_path / "data.jsonl"
     write_dataset(tool_items(30), data_path)
     sampler = FakeSampler(signal=0.6)
-    monkeypatch.setattr(cmd, "_make_sampler", lambda *args: sampler)
+    monkeypatch.setattr(cmd, "make_sampler", lambda *args: sampler)
     return {"task": task_path, "data": data_path, "dir": tmp_path}
 
 
@@ -273,12 +273,12 @@ def test_sample_failures_exit_1_and_rerun_retries(
     runner: CliRunner, setup: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     samples = tmp_path / "s.jsonl"
-    monkeypatch.setattr(cmd, "_make_sampler", lambda *a: FakeSampler(fail_ids=["item-007"]))
+    monkeypatch.setattr(cmd, "make_sampler", lambda *a: FakeSampler(fail_ids=["item-007"]))
     result = runner.invoke(app, _sample_args(setup, samples))
     assert result.exit_code == 1
     assert "29 items sampled now, 0 already there, 1 failed (of 30)." in result.output
     assert "Run the same command again to retry: finished items are kept." in result.stderr
-    monkeypatch.setattr(cmd, "_make_sampler", lambda *a: FakeSampler())
+    monkeypatch.setattr(cmd, "make_sampler", lambda *a: FakeSampler())
     result = runner.invoke(app, _sample_args(setup, samples))
     assert result.exit_code == 0
     assert "1 items sampled now, 29 already there, 0 failed (of 30)." in result.output
@@ -287,7 +287,7 @@ def test_sample_failures_exit_1_and_rerun_retries(
 def test_sample_summarises_unparsed_reasons_and_warns_on_length_cuts(
     runner: CliRunner, setup: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cmd, "_make_sampler", lambda *a: ScriptedSampler())
+    monkeypatch.setattr(cmd, "make_sampler", lambda *a: ScriptedSampler())
     result = runner.invoke(app, _sample_args(setup, tmp_path / "s.jsonl", "--max-tokens", "16"))
     assert result.exit_code == 0
     assert (
@@ -385,7 +385,7 @@ _RUN_CLI = textwrap.dedent(
     """
     import sys, time
     sys.path.insert(0, {tests!r})
-    from taskcal_agents.commands import workflow as cmd
+    from taskcal_agents.commands import sample as cmd
     from taskcal_agents.cli import app
     from unit_tests.taskcal_agents.test_workflow_fakes import FakeSampler
 
@@ -394,7 +394,7 @@ _RUN_CLI = textwrap.dedent(
             time.sleep(0.2)
             return super().sample(*args, **kwargs)
 
-    cmd._make_sampler = lambda *a: Slow()
+    cmd.make_sampler = lambda *a: Slow()
     app(sys.argv[1:])
     """
 )
@@ -491,7 +491,7 @@ def test_sample_closes_its_client(
 ) -> None:
     # An unclosed client leaves its sockets to the garbage collector (ResourceWarning).
     sampler = _ClosingSampler(fail_ids=["item-007"] if fail else [])
-    monkeypatch.setattr(cmd, "_make_sampler", lambda *a: sampler)
+    monkeypatch.setattr(cmd, "make_sampler", lambda *a: sampler)
     result = runner.invoke(app, _sample_args(setup, tmp_path / "s.jsonl"))
     assert result.exit_code == (1 if fail else 0)
     assert sampler.closed
@@ -501,7 +501,7 @@ def test_sample_closes_its_client_when_the_store_cannot_open(
     runner: CliRunner, setup: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sampler = _ClosingSampler()
-    monkeypatch.setattr(cmd, "_make_sampler", lambda *a: sampler)
+    monkeypatch.setattr(cmd, "make_sampler", lambda *a: sampler)
     out = tmp_path / "s.jsonl"
     out.write_text('{"not": "a samples header"}\n')
     result = runner.invoke(app, _sample_args(setup, out))

@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 
 from taskcal_agents import models, serving
 from taskcal_agents.cli import app
-from taskcal_agents.commands import workflow as workflow_cmd
+from taskcal_agents.commands import demo as demo_cmd
 from taskcal_agents.datasets import SHARED_DATA_ENV, convert
 from taskcal_agents.errors import DataFileError
 from taskcal_agents.sampling import OpenAISampler
@@ -308,7 +308,7 @@ def test_stsb_items_are_a_seeded_draw(shared_data: Path) -> None:
 @pytest.fixture
 def fake_cli(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> FakeServer:
     server = FakeServer(shared_data)
-    monkeypatch.setattr(workflow_cmd, "_make_sampler", lambda *args: server.sampler())
+    monkeypatch.setattr(demo_cmd, "make_sampler", lambda *args: server.sampler())
     return server
 
 
@@ -400,7 +400,7 @@ def test_cli_demo_closes_its_sampler(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("the demo broke")
 
-    monkeypatch.setattr(workflow_cmd, "_make_sampler", make)
+    monkeypatch.setattr(demo_cmd, "make_sampler", make)
     if fails:
         monkeypatch.setattr(demo_module, "run_demo", broken)
     args = ["demo", "--base-url", BASE_URL, "--no-stsb", "--permutations", "0", "--show", "0"]

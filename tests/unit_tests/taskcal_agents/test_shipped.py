@@ -451,7 +451,7 @@ def test_the_command_prints_its_expected_duration_and_the_artefact(
 ) -> None:
     import taskcal_agents.commands.calibrate as cmd
 
-    monkeypatch.setattr(cmd, "_make_sampler", lambda *a: ToolSampler())
+    monkeypatch.setattr(cmd, "make_sampler", lambda *a: ToolSampler())
     args = ["calibrate", "--base-url", "http://x/v1", "--model", "m", "--source", str(source),
             "--work-dir", str(tmp_path / "w"), "--n", "4",
             "--calibrator", "temperature"]  # fmt: skip

@@ -196,7 +196,7 @@ def test_taskcal_fit_fits_the_prior_on_the_samples(tmp_path: Path) -> None:
 
 
 def test_the_middleware_and_the_cli_decider_use_the_artefacts_prior(tmp_path: Path) -> None:
-    from taskcal_agents.commands.workflow import _adaptive_decider
+    from taskcal_agents.commands.sample import _adaptive_decider
     from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
 
     prior = StoppingPrior(TOOL.outcomes, (0.3, 0.2, 0.1, 0.01), n_items=12)
