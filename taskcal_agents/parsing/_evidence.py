@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from taskcal_agents.parsing.answer_clusters import answer_tokens
+from taskcal_agents.parsing._answer_tokens import answer_tokens
 from taskcal_agents.parsing.grading import normalize_answer
 
 # fmt: off

@@ -23,8 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from taskcal_agents.parsing._answer_tokens import answer_tokens
 from taskcal_agents.parsing._evidence import STOPWORDS, Evidence, hour24
-from taskcal_agents.parsing.answer_clusters import answer_tokens
 
 ArgumentStatus = Literal["stated", "inferable", "unsupported"]
 """How the conversation supports one argument value."""

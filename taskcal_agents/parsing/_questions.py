@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
+from taskcal_agents.parsing._answer_tokens import answer_tokens
 from taskcal_agents.parsing._evidence import STOPWORDS, stem
-from taskcal_agents.parsing.answer_clusters import answer_tokens
 
 
 def _phrase_of(name: str) -> str:

@@ -32,9 +32,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
+from taskcal_agents.parsing._answer_tokens import answer_tokens
 from taskcal_agents.parsing._evidence import STOPWORDS as _GROUNDING_STOPWORDS
 from taskcal_agents.parsing._evidence import stem
-from taskcal_agents.parsing.answer_clusters import answer_tokens
 from taskcal_agents.parsing.tool_calls import extract_tool_calls
 
 __all__ = [
