@@ -10,15 +10,9 @@ from numpy.typing import NDArray
 from sklearn.model_selection import KFold, check_cv
 
 from calibrators._base import EPS_CONSTRAINT, N_CLASSES_CONSTRAINT
-from calibrators._linear import (
-    KINDS,
-    LinearObjective,
-    Regularizer,
-    _LinearCalibrator,
-    fit_linear,
-    minimise_linear,
-    predict_linear,
-)
+from calibrators._linear import _LinearCalibrator
+from calibrators._linear_objective import KINDS, LinearObjective, Regularizer, predict_linear
+from calibrators._linear_solver import fit_linear, minimise_linear
 from calibrators._validation import Integral, Interval, Real, StrOptions, clipped_log
 
 __all__ = ["DEFAULT_REG_GRID", "DirichletCalibrator"]

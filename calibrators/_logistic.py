@@ -11,13 +11,8 @@ from numpy.typing import NDArray
 from sklearn.model_selection import check_cv
 
 from calibrators._base import EPS_CONSTRAINT, N_CLASSES_CONSTRAINT, BaseCalibrator
-from calibrators._linear import (
-    LinearObjective,
-    Regularizer,
-    fit_linear,
-    minimise_linear,
-    predict_linear,
-)
+from calibrators._linear_objective import LinearObjective, Regularizer, predict_linear
+from calibrators._linear_solver import fit_linear, minimise_linear
 from calibrators._validation import (
     Integral,
     Interval,

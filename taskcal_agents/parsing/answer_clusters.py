@@ -17,13 +17,10 @@ canonical numbers and dates),
    that is not in the question (an answer that only repeats the question's words does not
    match every sentence that repeats them too).
 
-Canonical numbers and dates: "1,000" → "1000", "3.0" → "3", "3.50" → "3 point 5"; number
-words → digits ("eight" → "8", "twenty-one" → "21", "five thousand seven hundred
-seventy-eight" → "5778", "three point five" → "3 point 5"); ordinal suffixes dropped
-("28th" → "28"); dates in day-month order ("December 14, 1983", "14th of Dec 1983" →
-"14 december 1983"). Not handled: ordinal words ("first"), years read in pairs ("nineteen
-twenty-six"), paraphrases ("Lou" for "Louis"), reordered lists, and negation ("did not host
-it in 2014" contains "2014").
+Numbers and dates are compared by value: "1,000", "one thousand" and "1000" are one
+token, "December 14, 1983" and "14th of Dec 1983" the same tokens (see :func:`answer_tokens`
+for what the canonical form covers). Not handled: paraphrases ("Lou" for "Louis"),
+reordered lists, and negation ("did not host it in 2014" contains "2014").
 
 With an ``entails`` judge (:func:`entailment_judge`: the served model answers yes or no under
 a choice constraint), answers that are not lexically equivalent are still clustered when
@@ -43,189 +40,27 @@ user message of the request (:func:`question_of`).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
 from taskcal_agents._validation import check_int
-from taskcal_agents.errors import ConfigurationError, SamplingError
-from taskcal_agents.parsing.constraints import choice_constraint
-from taskcal_agents.parsing.grading import (
-    DEFAULT_MAX_CONTAINMENT_TOKENS,
-    contains_tokens,
-    normalize_answer,
+from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.parsing._answer_tokens import answer_tokens
+from taskcal_agents.parsing._entailment import (
+    ENTAILMENT_CHOICES,
+    ENTAILMENT_PROMPT,
+    ChoiceSampler,
+    EntailmentJudgeFactory,
+    entailment_judge,
 )
+from taskcal_agents.parsing.grading import DEFAULT_MAX_CONTAINMENT_TOKENS, contains_tokens
 from taskcal_agents.parsing.text import message_text
 
 if TYPE_CHECKING:
     from taskcal_agents.decision.task import Task
-
-ENTAILMENT_PROMPT = (
-    "Question: {question}\n"
-    "Answer A: {a}\n"
-    "Answer B: {b}\n\n"
-    "Does answer A mean the same as answer B for this question? Reply yes or no."
-)
-"""The judge's prompt (placeholders ``{question}``, ``{a}``, ``{b}``)."""
-
-ENTAILMENT_CHOICES = ("yes", "no")
-"""The judge's constrained replies."""
-
-# fmt: off
-_SMALL_WORDS = (
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-    "nineteen",
-)
-_TENS_WORDS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
-_MONTHS = frozenset((
-    "january", "february", "march", "april", "may", "june", "july", "august", "september",
-    "october", "november", "december",
-))
-# fmt: on
-_SMALL = {word: value for value, word in enumerate(_SMALL_WORDS)}
-_TENS = {word: 10 * value for value, word in enumerate(_TENS_WORDS, start=2)}
-_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9}
-_MONTH_ABBREVIATIONS = {
-    "jan": "january",
-    "feb": "february",
-    "mar": "march",
-    "apr": "april",
-    "jun": "june",
-    "jul": "july",
-    "aug": "august",
-    "sep": "september",
-    "sept": "september",
-    "oct": "october",
-    "nov": "november",
-    "dec": "december",
-}
-_DIGITS = re.compile(r"\d+(?:,\d{3})*(?!\d)(?:\.\d+)?")
-_ORDINAL = re.compile(r"(\d+)(?:st|nd|rd|th)")
-
-
-# ------------------------------------------------------------------------ canonical tokens
-
-
-def _canonical_digits(match: re.Match[str]) -> str:
-    text = match.group().replace(",", "")
-    if "." not in text:
-        return text
-    whole, fraction = text.split(".")
-    fraction = fraction.rstrip("0")
-    return f"{whole} point {fraction}" if fraction else whole
-
-
-def _below_hundred(tokens: Sequence[str], i: int) -> tuple[int, int] | None:
-    token = tokens[i] if i < len(tokens) else None
-    if token in _SMALL:
-        return _SMALL[token], i + 1
-    if token in _TENS:
-        unit = _SMALL.get(tokens[i + 1], 0) if i + 1 < len(tokens) else 0
-        if 1 <= unit <= 9:
-            return _TENS[token] + unit, i + 2
-        return _TENS[token], i + 1
-    return None
-
-
-def _below_thousand(tokens: Sequence[str], i: int) -> tuple[int, int] | None:
-    first = _below_hundred(tokens, i)
-    value, j = first if first is not None else (1, i)  # "a hundred" normalises to "hundred"
-    if j < len(tokens) and tokens[j] == "hundred" and value >= 1:
-        value, j = value * 100, j + 1
-        k = j + 1 if j < len(tokens) and tokens[j] == "and" else j
-        rest = _below_hundred(tokens, k)
-        if rest is not None and rest[0] > 0:
-            value, j = value + rest[0], rest[1]
-        return value, j
-    return first
-
-
-def _read_number(tokens: Sequence[str], i: int) -> tuple[int, int] | None:
-    """The value and end of the number-word run starting at ``tokens[i]``, or ``None``."""
-    scaled = i + 1 < len(tokens) and tokens[i + 1] in _SCALES
-    if i < len(tokens) and tokens[i].isdigit() and scaled and int(tokens[i]) < 1000:
-        group: tuple[int, int] | None = (int(tokens[i]), i + 1)  # "5 million", "1.5 million"
-    else:
-        group = _below_thousand(tokens, i)
-    if group is None and not (i < len(tokens) and tokens[i] in _SCALES):
-        return None
-    value, j = group if group is not None else (1, i)  # "a thousand"
-    total, last_scale = 0, math.inf
-    while j < len(tokens) and tokens[j] in _SCALES and _SCALES[tokens[j]] < last_scale:
-        last_scale = _SCALES[tokens[j]]
-        total, value, j = total + value * last_scale, 0, j + 1
-        k = j + 1 if j < len(tokens) and tokens[j] == "and" else j
-        following = _below_thousand(tokens, k)
-        if following is None:
-            break
-        value, j = following
-    return total + value, j
-
-
-def _is_day(token: str) -> bool:
-    return token.isdigit() and len(token) <= 2 and 1 <= int(token) <= 31
-
-
-def _month_at(tokens: Sequence[str], i: int) -> bool:
-    return i < len(tokens) and tokens[i] in _MONTHS
-
-
-def _dates(tokens: list[str]) -> list[str]:
-    """Expand month abbreviations next to a number; put day before month."""
-    tokens = [
-        _MONTH_ABBREVIATIONS[token]
-        if token in _MONTH_ABBREVIATIONS
-        and any(0 <= k < len(tokens) and tokens[k].isdigit() for k in (i - 1, i + 1))
-        else token
-        for i, token in enumerate(tokens)
-    ]
-    out: list[str] = []
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        if _is_day(token) and tokens[i + 1 : i + 2] == ["of"] and _month_at(tokens, i + 2):
-            out += [token, tokens[i + 2]]  # "14 of december"
-            i += 3
-            continue
-        if _month_at(tokens, i) and i + 1 < len(tokens) and _is_day(tokens[i + 1]):
-            out += [tokens[i + 1], token]  # "december 14"
-            i += 2
-            continue
-        out.append(token)
-        i += 1
-    return out
-
-
-def answer_tokens(text: str) -> list[str]:
-    """The tokens answers are compared on: normalised, numbers and dates canonical.
-
-    Args:
-        text: A raw answer (or question).
-
-    Returns:
-        The tokens of :func:`~taskcal_agents.parsing.grading.normalize_answer` with digit
-        groups and decimals written canonically, ordinal suffixes dropped, number words as
-        digits and dates in day-month order (see the module docstring); ``[]`` for text
-        without words.
-    """
-    tokens = normalize_answer(_DIGITS.sub(_canonical_digits, text)).split()
-    tokens = [match.group(1) if (match := _ORDINAL.fullmatch(token)) else token for token in tokens]
-    words: list[str] = []
-    i = 0
-    while i < len(tokens):
-        number = _read_number(tokens, i)
-        if number is None:
-            words.append(tokens[i])
-            i += 1
-        else:
-            words.append(str(number[0]))
-            i = number[1]
-    return _dates(words)
-
 
 # ----------------------------------------------------------------------------- equivalence
 
@@ -652,102 +487,6 @@ def clusters_from_record(entry: Mapping[str, Any], answers: Sequence[str | None]
         msg = f"a record's clusters need a list 'assignments', got {assignments!r}."
         raise ConfigurationError(msg)
     return AnswerClusters.from_assignments(answers, assignments)
-
-
-class EntailmentJudgeFactory(Protocol):
-    """Makes the judge of one question, e.g. ``functools.partial(entailment_judge, sampler)``."""
-
-    def __call__(self, *, question: str) -> Callable[[str, str], bool]:
-        """Return ``entails(a, b)`` for answers to *question*."""
-        ...
-
-
-# --------------------------------------------------------------------------------- judge
-
-
-class ChoiceSampler(Protocol):
-    """What the judge needs: ``sample`` with a ``structured_outputs`` choice constraint.
-
-    The sync half of :class:`taskcal_agents.sampling.Sampler` (which this module, below the
-    sampling package, does not import): every sampler of that package is one.
-    """
-
-    def sample(
-        self,
-        messages: Any,
-        *,
-        n: int,
-        temperature: float,
-        max_tokens: int,
-        structured_outputs: Mapping[str, Any],
-    ) -> list[AIMessage]:
-        """Return *n* completions of *messages*."""
-        ...
-
-
-def entailment_judge(
-    sampler: ChoiceSampler,
-    *,
-    question: str,
-    prompt: str = ENTAILMENT_PROMPT,
-    max_tokens: int = 4,
-) -> Callable[[str, str], bool]:
-    """A yes/no judge of "does answer A mean the same as answer B", asked of the model.
-
-    Each ordered pair costs one greedy request constrained to ``yes``/``no`` (vLLM's
-    ``structured_outputs`` choice) and is cached, so clustering N answers asks at most
-    ``N * (N - 1)`` questions.
-
-    Args:
-        sampler: An :class:`~taskcal_agents.sampling.OpenAISampler` (or
-            ``OfflineSampler``, or anything with that ``sample``).
-        question: The question both answers answer.
-        prompt: The prompt, with ``{question}``, ``{a}`` and ``{b}``.
-        max_tokens: Completion length limit (the choice grammar ends the reply sooner).
-
-    Returns:
-        ``entails(a, b) -> bool``: ``True`` when the model answers ``yes``.
-
-    Raises:
-        ConfigurationError: *question* is not a non-empty string or *prompt* does not
-            format with exactly those placeholders.
-    """
-    if not isinstance(question, str) or not question.strip():
-        msg = f"entailment_judge: question must be a non-empty string, got {question!r}."
-        raise ConfigurationError(msg)
-    try:
-        prompt.format(question="", a="", b="")
-    except (KeyError, IndexError, ValueError, AttributeError) as exc:
-        msg = (
-            "entailment_judge: prompt must be a format string with the placeholders "
-            f"{{question}}, {{a}} and {{b}}, got {prompt!r} ({type(exc).__name__}: {exc})."
-        )
-        raise ConfigurationError(msg) from exc
-    constraint = choice_constraint(ENTAILMENT_CHOICES)
-    cache: dict[tuple[str, str], bool] = {}
-
-    def entails(a: str, b: str) -> bool:
-        if (a, b) not in cache:
-            content = prompt.format(question=question, a=a, b=b)
-            replies = sampler.sample(
-                [{"role": "user", "content": content}],
-                n=1,
-                temperature=0.0,
-                max_tokens=max_tokens,
-                structured_outputs=constraint,
-            )
-            verdict = message_text(replies[0]).lower() if len(replies) == 1 else None
-            if verdict not in ENTAILMENT_CHOICES:
-                msg = (
-                    f"entailment_judge: expected one reply in {list(ENTAILMENT_CHOICES)!r} "
-                    f"under the choice constraint, got {[message_text(r) for r in replies]!r}; "
-                    "does the server apply structured_outputs?"
-                )
-                raise SamplingError(msg)
-            cache[(a, b)] = verdict == "yes"
-        return cache[(a, b)]
-
-    return entails
 
 
 __all__ = [

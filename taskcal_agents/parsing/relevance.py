@@ -32,9 +32,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from taskcal_agents.parsing.answer_clusters import answer_tokens
-from taskcal_agents.parsing.grounding import _STOPWORDS as _GROUNDING_STOPWORDS
-from taskcal_agents.parsing.grounding import _stem
+from taskcal_agents.parsing._answer_tokens import answer_tokens
+from taskcal_agents.parsing._evidence import STOPWORDS as _GROUNDING_STOPWORDS
+from taskcal_agents.parsing._evidence import stem
 from taskcal_agents.parsing.tool_calls import extract_tool_calls
 
 __all__ = [
@@ -110,7 +110,7 @@ _STOPWORDS = _GROUNDING_STOPWORDS | frozenset(
 def _content_words(text: str) -> set[str]:
     words = re.sub(r"([a-z])([A-Z])", r"\1 \2", re.sub(r"[._]", " ", text))
     return {
-        _stem(t)
+        stem(t)
         for t in answer_tokens(words)
         if t not in _STOPWORDS and not t.isdigit() and len(t) > 1
     }

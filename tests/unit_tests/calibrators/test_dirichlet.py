@@ -12,7 +12,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, KFold
 
 from calibrators import DirichletCalibrator, MatrixScaling, VectorScaling
-from calibrators._linear import LinearObjective, Regularizer
+from calibrators._linear_objective import LinearObjective, Regularizer
 from calibrators.metrics import nll
 from tests.unit_tests.calibrators.helpers import miscalibrated, sample_labels, softmax
 
@@ -450,11 +450,11 @@ def test_penalty_through_the_jacobian_equals_the_regulariser(kind):
 
 
 def test_newton_and_lbfgs_reach_the_same_map(monkeypatch):
-    import calibrators._linear
+    import calibrators._linear_objective
 
     P, y, _ = miscalibrated(500, 4, seed=2)
     newton = DirichletCalibrator(reg_lambda=1e-2, reg_mu=1e-2, tol=1e-9).fit(P, y)
-    monkeypatch.setattr(calibrators._linear, "NEWTON_MAX_PARAMS", 0)
+    monkeypatch.setattr(calibrators._linear_objective, "NEWTON_MAX_PARAMS", 0)
     lbfgs = DirichletCalibrator(reg_lambda=1e-2, reg_mu=1e-2, tol=1e-9).fit(P, y)
     np.testing.assert_allclose(newton.coef_, lbfgs.coef_, atol=1e-5)
     np.testing.assert_allclose(newton.intercept_, lbfgs.intercept_, atol=1e-5)

@@ -412,10 +412,11 @@ def _fake_minimize(status: int, message: str, jac: float):
 
 def _lbfgs_only(monkeypatch):
     """Fit every linear map with L-BFGS-B (the solver of maps above NEWTON_MAX_PARAMS)."""
-    import calibrators._linear
+    import calibrators._linear_objective
+    import calibrators._linear_solver
 
-    monkeypatch.setattr(calibrators._linear, "NEWTON_MAX_PARAMS", 0)
-    return calibrators._linear
+    monkeypatch.setattr(calibrators._linear_objective, "NEWTON_MAX_PARAMS", 0)
+    return calibrators._linear_solver
 
 
 def test_linear_optimiser_failure_raises_runtime_error(monkeypatch):
@@ -464,24 +465,27 @@ def _uphill(hess, scale, grad):
 
 def test_newton_stall_hands_over_to_lbfgs(monkeypatch):
     """No Newton step decreases the objective: L-BFGS-B continues from there, same map."""
-    import calibrators._linear
+    import calibrators._linear_objective
+    import calibrators._linear_solver
 
     P, y, _ = miscalibrated(300, 3, seed=1)
     with monkeypatch.context() as m:
-        m.setattr(calibrators._linear, "NEWTON_MAX_PARAMS", 0)
+        m.setattr(calibrators._linear_objective, "NEWTON_MAX_PARAMS", 0)
         reference = MatrixScaling().fit(P, y)
-    monkeypatch.setattr(calibrators._linear, "_newton_step", _uphill)
+    monkeypatch.setattr(calibrators._linear_solver, "_newton_step", _uphill)
     cal = MatrixScaling().fit(P, y)
     np.testing.assert_allclose(cal.coef_, reference.coef_, atol=1e-4)
     np.testing.assert_allclose(cal.intercept_, reference.intercept_, atol=1e-4)
 
 
 def test_newton_stall_then_lbfgs_failure_raises_runtime_error(monkeypatch):
-    import calibrators._linear
+    import calibrators._linear_solver
 
-    monkeypatch.setattr(calibrators._linear, "_newton_step", _uphill)
+    monkeypatch.setattr(calibrators._linear_solver, "_newton_step", _uphill)
     monkeypatch.setattr(
-        calibrators._linear, "minimize", _fake_minimize(2, "ABNORMAL: LINE SEARCH FAILED", 1.0)
+        calibrators._linear_solver,
+        "minimize",
+        _fake_minimize(2, "ABNORMAL: LINE SEARCH FAILED", 1.0),
     )
     message = (
         "MatrixScaling failed to fit. Reason from scipy.optimize.minimize (L-BFGS-B): "
@@ -493,14 +497,15 @@ def test_newton_stall_then_lbfgs_failure_raises_runtime_error(monkeypatch):
 
 def test_newton_stall_near_a_stationary_point_is_accepted(monkeypatch):
     """A stall with a gradient below 1e-4 is float64's limit, not a failure."""
-    import calibrators._linear
-    from calibrators._linear import Regularizer, fit_linear
+    import calibrators._linear_solver
+    from calibrators._linear_objective import Regularizer
+    from calibrators._linear_solver import fit_linear
 
     P, y, _ = miscalibrated(300, 3, seed=0)
     L, w = np.log(P), np.ones(len(y))
     options = {"kind": "full", "reg": Regularizer(), "max_iter": 100, "owner": "MatrixScaling"}
     loose = fit_linear(L, y, w, tol=1e-5, **options)
-    monkeypatch.setattr(calibrators._linear, "_newton_step", _uphill)
+    monkeypatch.setattr(calibrators._linear_solver, "_newton_step", _uphill)
     stalled = fit_linear(L, y, w, tol=0.0, init=(loose.coef, loose.intercept), **options)
     assert stalled.n_iter == 0
     np.testing.assert_array_equal(stalled.coef, loose.coef)

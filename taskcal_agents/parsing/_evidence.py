@@ -1,0 +1,200 @@
+"""The evidence matcher of argument grounding: the conversation's text and its look-ups.
+
+:class:`Evidence` indexes the text that counts as evidence (user, system and tool
+messages) once per request: its canonical tokens
+(:func:`~taskcal_agents.parsing.answer_clusters.answer_tokens`), their plural-free stems,
+the words' initials, the times of day it states and whether it names a relative day. Its
+look-ups answer whether the text contains a run of tokens, a token (its stem, a prefix form
+or an alias), a phrase, an alias or a language code of a value, or an acronym of
+consecutive words. The rules that turn these answers into an argument's status are in
+:mod:`taskcal_agents.parsing._grounding_rules`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from taskcal_agents.parsing._answer_tokens import answer_tokens
+from taskcal_agents.parsing.grading import normalize_answer
+
+# fmt: off
+STOPWORDS = frozenset((
+    "a", "an", "the", "of", "in", "on", "at", "for", "to", "and", "or", "is", "are", "be",
+    "me", "my", "i", "you", "your", "please", "with", "by", "from", "it", "this", "that",
+    "some", "any", "all", "can", "could", "would", "will", "do", "does", "what", "which",
+    "us", "our", "we",
+))
+_RELATIVE_DAYS = frozenset((
+    "today", "tonight", "tomorrow", "yesterday", "now", "weekend", "week",
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "morning",
+    "evening", "afternoon", "night", "noon", "midnight",
+))
+# fmt: on
+
+_ALIASES: dict[str, tuple[str, ...]] = {
+    # places
+    "nyc": ("new york",),
+    "ny": ("new york",),
+    "la": ("los angeles",),
+    "sf": ("san francisco",),
+    "dc": ("washington",),
+    "uk": ("united kingdom", "britain", "england"),
+    "usa": ("united states", "america"),
+    "us": ("united states", "america"),
+    "uae": ("emirates",),
+    # currencies (ISO 4217 codes and the words and signs for them)
+    "usd": ("dollar", "$"),
+    "eur": ("euro", "€"),
+    "gbp": ("pound", "sterling", "£"),
+    "jpy": ("yen", "¥"),
+    "cny": ("yuan", "renminbi"),
+    "inr": ("rupee", "₹"),
+    "chf": ("swiss franc",),
+    "cad": ("canadian dollar",),
+    "aud": ("australian dollar",),
+}
+"""Common abbreviations and codes, each with words that state it (either direction)."""
+
+_LANGUAGE_CODES: dict[str, tuple[str, ...]] = {
+    "en": ("english",),
+    "it": ("italian",),
+    "de": ("german", "deutsch"),
+    "fr": ("french", "français"),
+    "es": ("spanish", "español"),
+    "pt": ("portuguese",),
+    "nl": ("dutch",),
+    "ru": ("russian",),
+    "zh": ("chinese", "mandarin"),
+    "ja": ("japanese",),
+    "ko": ("korean",),
+    "ar": ("arabic",),
+    "hi": ("hindi",),
+    "sv": ("swedish",),
+    "pl": ("polish",),
+    "tr": ("turkish",),
+}
+"""ISO 639-1 codes, each stated by the language's name; one direction only: a code in the
+text ("de", "it", "hi") is too often a word to state a language named in a call."""
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’.-]*|\d+")
+_TIME_OF_DAY = re.compile(
+    r"\b(\d{1,2})(?:[:.](\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)|\b(\d{1,2}):(\d{2})\b"
+)
+
+
+def stem(token: str) -> str:
+    """A plural's singular, roughly: "cities" → "city", "boxes" → "box", "dates" → "date"."""
+    if len(token) > 4 and token.endswith("ies"):
+        return token[:-3] + "y"
+    if len(token) > 4 and token.endswith(("ses", "xes", "zes", "ches", "shes")):
+        return token[:-2]
+    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+def hour24(hour: int, half: str | None) -> int:
+    """The hour on a 24-hour clock: ``hour`` with its "am" or "pm" (``None``: as it is)."""
+    if half is None:
+        return hour
+    pm = half.startswith("p")
+    return (hour % 12) + (12 if pm else 0)
+
+
+class Evidence:
+    """The text that one decision grounds in, indexed for the grounding rules' look-ups.
+
+    Args:
+        text: The conversation's evidence: the text of its user, system and tool messages.
+
+    Attributes:
+        lower: The text, lower-cased (for signs such as "$" and untokenised values).
+        tokens: Its canonical tokens (:func:`answer_tokens`).
+        relative: Whether it names a relative day ("tomorrow", "next Friday").
+        clock: The times of day it states, as (hour 0-23, minute).
+    """
+
+    __slots__ = ("_initials", "_norm", "_stems", "clock", "lower", "relative", "tokens")
+
+    def __init__(self, text: str) -> None:
+        self.lower = text.lower()
+        tokens = answer_tokens(text)
+        self._norm = " " + " ".join(tokens) + " "
+        self.tokens = frozenset(tokens)
+        self._stems = frozenset(stem(t) for t in tokens)
+        self.relative = bool(self.tokens & _RELATIVE_DAYS)
+        self._initials = _WORD.findall(text)
+        self.clock = _clock_times(self.lower)
+
+    def has_run(self, tokens: Sequence[str]) -> bool:
+        """Whether the text holds ``tokens`` as consecutive tokens."""
+        return f" {' '.join(tokens)} " in self._norm
+
+    def has_token(self, token: str) -> bool:
+        """Whether the text states ``token``: itself, its stem, a longer form or an alias."""
+        if token in self.tokens or stem(token) in self._stems:
+            return True
+        if len(token) >= 3 and any(t.startswith(token) for t in self.tokens if len(t) > 3):
+            return True  # "eur" of "euros", "cal" of "california"
+        if token in _ALIASES:
+            return any(self.has_phrase(p) for p in _ALIASES[token])
+        return False
+
+    def has_phrase(self, phrase: str) -> bool:
+        """Whether the text holds each word of ``phrase`` (a sign such as "$" as it stands)."""
+        if not phrase.isalnum() and len(phrase) == 1:
+            return phrase in self.lower
+        tokens = answer_tokens(phrase)
+        return bool(tokens) and all(t in self.tokens or stem(t) in self._stems for t in tokens)
+
+    def has_alias(self, value: str) -> bool:
+        """Whether the text states ``value`` by an alias or, for a language code, its name."""
+        key = normalize_answer(value).replace(" ", "")
+        words = _ALIASES.get(key, ()) + _LANGUAGE_CODES.get(key, ())
+        if any(self.has_phrase(p) for p in words):
+            return True
+        norm = normalize_answer(value)
+        return any(norm in phrases and short in self.tokens for short, phrases in _ALIASES.items())
+
+    def has_acronym(self, value: str) -> bool:
+        """``value`` (2-5 capitals) spells the initials of consecutive words of the text.
+
+        A word of at most three letters may give all its letters ("US dollars" for USD).
+        """
+        letters = value.strip()
+        if not (2 <= len(letters) <= 5 and letters.isalpha() and letters.isupper()):
+            return False
+        target = letters.lower()
+        words = [w.lower().strip(".'’-") for w in self._initials]
+        return any(_spells(target, words, start) for start in range(len(words)))
+
+
+def _clock_times(lower: str) -> frozenset[tuple[int, int]]:
+    """The times of day the text states, as (hour 0-23, minute): "7pm", "19:30", "7.30 am"."""
+    out = set()
+    for m in _TIME_OF_DAY.finditer(lower):
+        if m.group(3):
+            out.add((hour24(int(m.group(1)), m.group(3)), int(m.group(2) or 0)))
+        else:
+            hour, minute = int(m.group(4)), int(m.group(5))
+            out.add((hour, minute))
+            if 1 <= hour <= 11:
+                out.add((hour + 12, minute))
+    return frozenset(out)
+
+
+def _spells(target: str, words: Sequence[str], start: int) -> bool:
+    pos, i = 0, start
+    while pos < len(target):
+        if i >= len(words) or not words[i]:
+            return False
+        word = words[i]
+        if len(word) <= 3 and target.startswith(word, pos) and pos + len(word) <= len(target):
+            pos += len(word)
+        elif word[0] == target[pos]:
+            pos += 1
+        else:
+            return False
+        i += 1
+    return i - start >= 2 or (len(words[start]) <= 3 and words[start] == target)

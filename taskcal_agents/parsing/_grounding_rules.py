@@ -1,0 +1,352 @@
+"""The rules of argument grounding: how the conversation supports one argument value.
+
+An argument value is checked by two ordered tuples of named rules. Each :class:`Rule`
+either decides (returns a status and the ``how`` of
+:class:`~taskcal_agents.parsing.grounding.ArgumentCheck`) or passes (``None``); the first
+rule that decides wins:
+
+- :data:`VALUE_RULES`, for any value against its schema property: a boolean, the schema's
+  default or a "no preference" value it names, an optional argument's enum value are
+  inferable; a list and an object are as supported as their least supported member; a
+  number must be stated. A value no rule decides is checked as a string.
+- :data:`STRING_RULES`, for a string against the conversation (the look-ups of
+  :class:`~taskcal_agents.parsing._evidence.Evidence`): a date or clock time, a value
+  without words, the value's tokens as they stand, an alias, an acronym, a place with a
+  short qualifier ("Orlando, FL"), the value's content tokens. A string no rule states is
+  unsupported.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from taskcal_agents.parsing._answer_tokens import answer_tokens
+from taskcal_agents.parsing._evidence import STOPWORDS, Evidence, hour24
+
+ArgumentStatus = Literal["stated", "inferable", "unsupported"]
+"""How the conversation supports one argument value."""
+
+Verdict = tuple[ArgumentStatus, str]
+"""A rule's decision: the status and how it was decided (``ArgumentCheck.how``)."""
+
+_ABSENT: Verdict = ("unsupported", "absent")
+
+# fmt: off
+_MONTH_NAMES = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)
+# fmt: on
+
+_ISO_DATE = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ][\d:.]+Z?)?\s*$")
+_NUMERIC_DATE = re.compile(r"^\s*(\d{1,2})[/.](\d{1,2})(?:[/.](\d{2,4}))?\s*$")
+_CLOCK = re.compile(r"^\s*(\d{1,2}):(\d{2})(?::\d{2})?\s*(am|pm)?\s*$", re.IGNORECASE)
+
+_SENTINELS = frozenset(("any", "dontcare", "don't care", "all", "none", "n/a"))
+
+_RANK: dict[str, int] = {"stated": 0, "inferable": 1, "unsupported": 2}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One grounding rule: its name and the function that decides a value or passes.
+
+    Attributes:
+        name: What the rule checks.
+        decide: Called with the evidence and the value (for a value rule also the
+            schema property and whether the argument is required; for a string rule also
+            the value's tokens); returns a :data:`Verdict`, or ``None`` to pass.
+    """
+
+    name: str
+    decide: Callable[..., Verdict | None]
+
+
+def _first(rules: Sequence[Rule], *args: Any) -> Verdict | None:
+    """The verdict of the first rule that decides, ``None`` when all pass."""
+    for rule in rules:
+        verdict = rule.decide(*args)
+        if verdict is not None:
+            return verdict
+    return None
+
+
+def check_value(
+    evidence: Evidence, value: Any, prop: Mapping[str, Any], *, required: bool
+) -> Verdict:
+    """How ``evidence`` supports a non-empty ``value`` of the schema property ``prop``.
+
+    Applies :data:`VALUE_RULES` in order, then :func:`check_string` to ``str(value)``.
+    """
+    verdict = _first(VALUE_RULES, evidence, value, prop, required)
+    return verdict if verdict is not None else check_string(evidence, str(value))
+
+
+def check_string(evidence: Evidence, value: str) -> Verdict:
+    """How ``evidence`` supports the string ``value``: :data:`STRING_RULES` in order."""
+    verdict = _first(STRING_RULES, evidence, value, answer_tokens(value))
+    return verdict if verdict is not None else _ABSENT
+
+
+# ------------------------------------------------------------------------ value rules
+
+
+def _boolean(
+    evidence: Evidence, value: Any, prop: Mapping[str, Any], required: bool
+) -> Verdict | None:
+    """A boolean (or "true"/"false" for a boolean property) needs no statement."""
+    if isinstance(value, bool) or (
+        prop.get("type") == "boolean" and str(value).strip().lower() in ("true", "false")
+    ):
+        return "inferable", "boolean"
+    return None
+
+
+def _schema_default(
+    evidence: Evidence, value: Any, prop: Mapping[str, Any], required: bool
+) -> Verdict | None:
+    """The schema's default needs no statement."""
+    if "default" in prop and _same(value, prop["default"]):
+        return "inferable", "default"
+    return None
+
+
+def _no_preference(
+    evidence: Evidence, value: Any, prop: Mapping[str, Any], required: bool
+) -> Verdict | None:
+    """A "no preference" value the schema names (``'dontcare'``) counts as its default."""
+    if isinstance(value, str) and _sentinel(value, prop):
+        return "inferable", "default"
+    return None
+
+
+def _optional_enum(
+    evidence: Evidence, value: Any, prop: Mapping[str, Any], required: bool
+) -> Verdict | None:
+    """An optional argument's enum value needs no statement."""
+    enum = prop.get("enum")
+    if isinstance(enum, list) and not required and any(_same(value, e) for e in enum):
+        return "inferable", "enum"
+    return None
+
+
+def _each_item(
+    evidence: Evidence, value: Any, prop: Mapping[str, Any], required: bool
+) -> Verdict | None:
+    """A list is as supported as its least supported non-empty item."""
+    if not isinstance(value, list):
+        return None
+    items = _mapping(prop.get("items"))
+    results = [check_value(evidence, v, items, required=required) for v in value if not is_empty(v)]
+    return _worst(results) if results else ("inferable", "empty")
+
+
+def _each_field(
+    evidence: Evidence, value: Any, prop: Mapping[str, Any], required: bool
+) -> Verdict | None:
+    """An object is as supported as its least supported non-empty field.
+
+    A required object that leaves a field it requires empty is unsupported.
+    """
+    if not isinstance(value, Mapping):
+        return None
+    sub = _mapping(prop.get("properties"))
+    inner = prop.get("required")
+    inner = set(inner) if isinstance(inner, list) else set()
+    if required and any(is_empty(value.get(k)) for k in inner):
+        return "unsupported", "empty"  # a required field of a required object
+    results = [
+        check_value(evidence, v, _mapping(sub.get(k)), required=required and k in inner)
+        for k, v in value.items()
+        if not is_empty(v)
+    ]
+    return _worst(results) if results else ("inferable", "empty")
+
+
+def _number(
+    evidence: Evidence, value: Any, prop: Mapping[str, Any], required: bool
+) -> Verdict | None:
+    """A number is stated by value ("twenty five" for 25), else unsupported."""
+    if not isinstance(value, int | float):
+        return None
+    text = str(int(value)) if float(value).is_integer() else repr(float(value))
+    tokens = answer_tokens(text)
+    if tokens and evidence.has_run(tokens):
+        return "stated", "number"
+    return _ABSENT
+
+
+VALUE_RULES: tuple[Rule, ...] = (
+    Rule("boolean", _boolean),
+    Rule("schema_default", _schema_default),
+    Rule("no_preference", _no_preference),
+    Rule("optional_enum", _optional_enum),
+    Rule("list", _each_item),
+    Rule("object", _each_field),
+    Rule("number", _number),
+)
+"""The rules for any value, in order; a value they pass is checked as a string."""
+
+
+# ----------------------------------------------------------------------- string rules
+
+
+def _date(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | None:
+    """A date or clock value: stated by value, or inferable from a relative day."""
+    iso = _ISO_DATE.match(value)
+    numeric = _NUMERIC_DATE.match(value) if iso is None else None
+    clock = _CLOCK.match(value) if iso is None and numeric is None else None
+    if iso is None and numeric is None and clock is None:
+        return None
+    if iso is not None:
+        if evidence.has_run([str(int(g)) for g in iso.groups()]) or evidence.has_run(tokens):
+            return "stated", "date"  # "2025-06-14" written as it stands
+        _, month, day = (int(g) for g in iso.groups())
+        if not (1 <= month <= 12 and 1 <= day <= 31):
+            return None
+        wanted = [[str(day), _MONTH_NAMES[month - 1]], [str(day), str(month)]]
+        if any(evidence.has_run(w) for w in wanted) or evidence.has_run([str(month), str(day)]):
+            return "stated", "date"
+    elif numeric is not None:
+        first, second = int(numeric.group(1)), int(numeric.group(2))
+        pairs = ((first, second), (second, first))
+        if not any(1 <= m <= 12 and 1 <= d <= 31 for d, m in pairs):
+            return None  # "12.50" is no date
+        if evidence.has_run(tokens):
+            return "stated", "date"  # "5/3/2024" written as it stands
+        # 04/23/2023 (month first) or 23/04/2023 (day first), against "April 23"
+        for day, month in ((second, first), (first, second)):
+            valid = 1 <= month <= 12 and 1 <= day <= 31
+            if valid and evidence.has_run([str(day), _MONTH_NAMES[month - 1]]):
+                return "stated", "date"
+    elif clock is not None:
+        # A time of day is stated or invented: "tonight" names no hour.
+        hour, minute, half = clock.groups()
+        hours = {hour24(int(hour), half)}
+        if half is None and 1 <= int(hour) <= 11:
+            hours.add(int(hour) + 12)  # "19:30" may be written "7:30"
+        if any((h, int(minute)) in evidence.clock for h in hours):
+            return "stated", "date"
+        return _ABSENT
+    if evidence.relative:
+        return "inferable", "relative_date"
+    return _ABSENT
+
+
+def _without_words(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | None:
+    """A value without words ("$", "!!") is stated only as it stands in the text."""
+    if tokens:
+        return None
+    if value.strip() and value.strip().lower() in evidence.lower:
+        return "stated", "text"
+    return _ABSENT
+
+
+def _as_written(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | None:
+    """The value's tokens stand in the text, in order."""
+    return ("stated", "text") if evidence.has_run(tokens) else None
+
+
+def _alias(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | None:
+    """An alias ("NYC" for "New York") or a language's name for its code."""
+    return ("stated", "alias") if evidence.has_alias(value) else None
+
+
+def _acronym(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | None:
+    """The initials of consecutive words ("US dollars" for USD)."""
+    return ("stated", "acronym") if evidence.has_acronym(value) else None
+
+
+def _qualified(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | None:
+    """A place with qualifiers: the head stated, each other part stated or a qualifier.
+
+    "Paris, France", "Orlando, FL": a short qualifier that follows the head may be the
+    model's knowledge of where the head is.
+    """
+    parts = [p for p in re.split(r"\s*[,;]\s*", value) if p.strip()]
+    if len(parts) < 2:
+        return None
+    head = check_string(evidence, parts[0])
+    if head[0] == "stated" and all(
+        check_string(evidence, p)[0] == "stated" or _qualifier(p) for p in parts[1:]
+    ):
+        return "stated", head[1]
+    return None
+
+
+def _content_tokens(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | None:
+    """Every content token stated (its stem, a longer form, an alias), or 3 in 4 of a long one.
+
+    A long query (four content tokens or more) may be the model's rephrasing.
+    """
+    content = [t for t in tokens if t not in STOPWORDS] or tokens
+    hits = sum(evidence.has_token(t) for t in content)
+    if hits == len(content):
+        return "stated", "tokens"
+    if len(content) >= 4 and hits >= 0.75 * len(content):
+        return "stated", "tokens"  # a long query the model rephrased
+    return None
+
+
+STRING_RULES: tuple[Rule, ...] = (
+    Rule("date", _date),
+    Rule("without_words", _without_words),
+    Rule("as_written", _as_written),
+    Rule("alias", _alias),
+    Rule("acronym", _acronym),
+    Rule("qualified", _qualified),
+    Rule("content_tokens", _content_tokens),
+)
+"""The rules for a string, in order; a string they all pass is unsupported."""
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def is_empty(value: Any) -> bool:
+    """None, "" or a list or object with nothing but empty members."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return True
+    if isinstance(value, list):
+        return all(is_empty(v) for v in value)
+    if isinstance(value, dict):
+        return all(is_empty(v) for v in value.values())
+    return False
+
+
+def _qualifier(part: str) -> bool:
+    """A short place qualifier: "FL", "France", "United States"."""
+    words = part.split()
+    return 1 <= len(words) <= 3 and all(w[:1].isupper() for w in words)
+
+
+def _sentinel(value: str, prop: Mapping[str, Any]) -> bool:
+    """A "no preference" value the schema offers ("Use 'dontcare' if you have none")."""
+    text = value.strip().lower()
+    if text not in _SENTINELS:
+        return False
+    description = str(prop.get("description") or "").lower()
+    return (
+        f"'{text}'" in description
+        or f'"{text}"' in description
+        or text in [str(e).lower() for e in prop.get("enum") or []]
+    )
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, str) and isinstance(b, str):
+        return a.strip().lower() == b.strip().lower()
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return bool(a == b)
+
+
+def _worst(results: Sequence[Verdict]) -> Verdict:
+    return max(results, key=lambda r: _RANK[r[0]])
