@@ -8,14 +8,13 @@ requests of one user message with one right call among their tools.
 
 from __future__ import annotations
 
-import json
 import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taskcal_agents._files import sha256_file
+from taskcal_agents._files import read_jsonl, sha256_file
 from taskcal_agents.errors import DataFileError
 
 __all__ = [
@@ -90,19 +89,6 @@ def _read_members(source: Path) -> dict[tuple[str, bool], tuple[str, str]]:
     return found
 
 
-def _jsonl(name: str, text: str) -> list[dict[str, Any]]:
-    rows = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            msg = f"line is not valid JSON: {exc.msg}."
-            raise DataFileError(msg, path=name, line=lineno) from exc
-    return rows
-
-
 @dataclass
 class Request:
     """One usable BFCL request: a single user message, one right call among its tools."""
@@ -131,8 +117,9 @@ def read_requests(source: Path) -> list[Request]:
     for category in BFCL_CATEGORIES:
         q_name, q_text = members[category, False]
         a_name, a_text = members[category, True]
-        answers = {row.get("id"): row.get("ground_truth") for row in _jsonl(a_name, a_text)}
-        for row in _jsonl(q_name, q_text):
+        truths = read_jsonl(a_name, text=a_text)
+        answers = {row.get("id"): row.get("ground_truth") for _, row in truths}
+        for _, row in read_jsonl(q_name, text=q_text):
             turns, functions, truth = (
                 row.get("question"),
                 row.get("function"),
