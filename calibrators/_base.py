@@ -49,6 +49,27 @@ class BaseCalibrator(ClassifierMixin, BaseEstimator):  # type: ignore[misc]  # s
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
     _state_attributes: ClassVar[tuple[tuple[str, str], ...]] = ()
+    _transient_attributes: ClassVar[tuple[str, ...]] = ()
+    """Fitted attributes that ``to_dict`` does not keep (``None`` after ``from_dict``)."""
+
+    def _state_problem(self) -> str | None:
+        """Return what is wrong with a state read back by ``from_dict``, or ``None``.
+
+        Each map with fitted state checks its own shapes and ranges (against
+        ``n_classes_`` and ``n_features_in_``); one without state has nothing to check.
+
+        Raises
+        ------
+        NotImplementedError
+            If the map has fitted state but no check of its own.
+        """
+        if self._state_attributes:
+            msg = (
+                f"{type(self).__name__} lists fitted state in _state_attributes but does not "
+                "define _state_problem; define it so that from_dict can check a stored state."
+            )
+            raise NotImplementedError(msg)
+        return None
 
     @property
     def reads_extra_columns(self) -> bool:

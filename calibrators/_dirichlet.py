@@ -160,6 +160,12 @@ class DirichletCalibrator(_LinearCalibrator):
         ("reg_lambda_", "float"),
         ("reg_mu_", "float_or_none"),
     )
+    _transient_attributes: ClassVar[tuple[str, ...]] = ("cv_results_",)
+
+    def _state_problem(self) -> str | None:
+        if not (self.reg_lambda_ >= 0 and (self.reg_mu_ is None or self.reg_mu_ >= 0)):
+            return "'reg_lambda_' and 'reg_mu_' must be >= 0"
+        return super()._state_problem()
 
     def __init__(
         self,

@@ -88,6 +88,16 @@ class HistogramBinning(BaseCalibrator):
         ("bin_values_", "array"),
     )
 
+    def _state_problem(self) -> str | None:
+        k, edges, values = self.n_classes_, self.bin_edges_, self.bin_values_
+        if values.ndim != 2 or values.shape[0] != k or values.shape[1] < 1:
+            return f"'bin_values_' must have shape ({k}, n_bins), got {values.shape}"
+        if edges.shape != (k, values.shape[1] + 1):
+            return f"'bin_edges_' must have shape {(k, values.shape[1] + 1)}, got {edges.shape}"
+        if np.any(np.diff(edges, axis=1) < 0) or np.any((values < 0) | (values > 1)):
+            return "'bin_edges_' must increase along each row and 'bin_values_' lie in [0, 1]"
+        return None
+
     def __init__(
         self, *, n_bins: int = 15, strategy: str = "uniform", n_classes: int | None = None
     ) -> None:

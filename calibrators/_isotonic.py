@@ -69,6 +69,19 @@ class IsotonicCalibrator(BaseCalibrator):
         ("y_thresholds_", "array_list"),
     )
 
+    def _state_problem(self) -> str | None:
+        k, xs, ys = self.n_classes_, self.x_thresholds_, self.y_thresholds_
+        if len(xs) != k or len(ys) != k:
+            return f"'x_thresholds_' and 'y_thresholds_' must hold {k} arrays each"
+        for j, (x, y) in enumerate(zip(xs, ys, strict=True)):
+            if x.ndim != 1 or x.shape != y.shape or x.size < 1:
+                return (
+                    f"'x_thresholds_'[{j}] and 'y_thresholds_'[{j}] must be equal non-empty lists"
+                )
+            if np.any(np.diff(x) < 0) or np.any((y < 0) | (y > 1)):
+                return f"'x_thresholds_'[{j}] must increase and 'y_thresholds_'[{j}] lie in [0, 1]"
+        return None
+
     def __init__(self, *, n_classes: int | None = None) -> None:
         self.n_classes = n_classes
 

@@ -23,6 +23,18 @@ from calibrators._validation import Integral, Interval, Real, clipped_log
 __all__ = ["MatrixScaling", "VectorScaling"]
 
 
+def linear_state_problem(calibrator: BaseCalibrator) -> str | None:
+    """Return what is wrong with a stored ``coef_``, ``intercept_`` or ``n_iter_``, or ``None``."""
+    k, d = calibrator.n_classes_, calibrator.n_features_in_
+    if calibrator.coef_.shape != (k, d):
+        return f"'coef_' must have shape {(k, d)}, got {calibrator.coef_.shape}"
+    if calibrator.intercept_.shape != (k,):
+        return f"'intercept_' must have shape {(k,)}, got {calibrator.intercept_.shape}"
+    if calibrator.n_iter_ < 0:
+        return f"'n_iter_' must be >= 0, got {calibrator.n_iter_!r}"
+    return None
+
+
 class _LinearCalibrator(BaseCalibrator):
     """Shared implementation of the maps ``softmax(W ln p + b)``."""
 
@@ -32,6 +44,9 @@ class _LinearCalibrator(BaseCalibrator):
         ("n_iter_", "int"),
     )
     _kind: ClassVar[str] = "full"
+
+    def _state_problem(self) -> str | None:
+        return linear_state_problem(self)
 
     def _regularizer(self) -> Regularizer:
         return Regularizer()

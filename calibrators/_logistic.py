@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 from sklearn.model_selection import check_cv
 
 from calibrators._base import EPS_CONSTRAINT, N_CLASSES_CONSTRAINT, BaseCalibrator
+from calibrators._linear import linear_state_problem
 from calibrators._linear_objective import LinearObjective, Regularizer, predict_linear
 from calibrators._linear_solver import fit_linear, minimise_linear
 from calibrators._validation import (
@@ -181,6 +182,12 @@ class LogisticCalibrator(BaseCalibrator):
         ("n_iter_", "int"),
         ("C_", "float"),
     )
+    _transient_attributes: ClassVar[tuple[str, ...]] = ("cv_results_",)
+
+    def _state_problem(self) -> str | None:
+        if not self.C_ > 0:
+            return f"'C_' must be > 0, got {self.C_!r}"
+        return linear_state_problem(self)
 
     def __init__(
         self,

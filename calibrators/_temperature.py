@@ -79,6 +79,11 @@ class TemperatureScaling(BaseCalibrator):
     }
     _state_attributes: ClassVar[tuple[tuple[str, str], ...]] = (("temperature_", "float"),)
 
+    def _state_problem(self) -> str | None:
+        if not self.temperature_ > 0:
+            return f"'temperature_' must be > 0, got {self.temperature_!r}"
+        return None
+
     def __init__(self, *, eps: float = 1e-12, n_classes: int | None = None) -> None:
         self.eps = eps
         self.n_classes = n_classes

@@ -39,13 +39,14 @@ def evaluate(
     folds: Annotated[int, typer.Option(min=2, help="Stratified cross-fitting folds.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the folds and of the label shuffles.")] = 0,
     calibrators: Annotated[
-        str,
+        str | None,
         typer.Option(
             help="Comma-separated calibration maps to cross-fit; NAME or NAME:KEY=VALUE[:...] "
             "(e.g. dirichlet:reg_lambda=0.01). dirichlet is ODIR with reg_lambda and reg_mu "
-            "chosen by inner cross-validation; matrix is the same map unregularised."
+            "chosen by inner cross-validation; matrix is the same map unregularised. Default: "
+            "every registered map but identity (mbr_raw) and logistic (on request)."
         ),
-    ] = "temperature,vector,matrix,dirichlet,isotonic,histogram",
+    ] = None,
     test_calibrator: Annotated[
         str,
         typer.Option(
@@ -93,7 +94,7 @@ def evaluate(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from taskcal_agents._files import write_json
-    from taskcal_agents.workflow import evaluate_samples
+    from taskcal_agents.workflow import DEFAULT_CALIBRATORS, evaluate_samples
     from taskcal_agents.workflow.report import (
         cost_sweep_rich_table,
         rich_table,
@@ -102,7 +103,7 @@ def evaluate(
     )
 
     console, err = consoles()
-    names = split_names(calibrators)
+    names = list(DEFAULT_CALIBRATORS) if calibrators is None else split_names(calibrators)
     if target_risk is not None and not (math.isfinite(target_risk) and target_risk > 0):
         msg = f"--target-risk must be a finite number > 0, got {target_risk!r}."
         raise fail(err, ConfigurationError(msg))

@@ -27,6 +27,9 @@ from typing import TYPE_CHECKING
 from taskcal_agents._exports import lazy_exports
 
 if TYPE_CHECKING:
+    from taskcal_agents.workflow._calibrator_specs import (
+        DEFAULT_CALIBRATORS as DEFAULT_CALIBRATORS,
+    )
     from taskcal_agents.workflow._data import eval_arrays as eval_arrays
     from taskcal_agents.workflow._data import load_eval_arrays as load_eval_arrays
     from taskcal_agents.workflow._evaluate import EvalArrays as EvalArrays
@@ -75,6 +78,8 @@ __all__ = [
 ]
 
 _ALSO: dict[str, str] = {
+    # the command line's default maps (derived from the calibrators' registry)
+    "DEFAULT_CALIBRATORS": "taskcal_agents.workflow._calibrator_specs",
     # exported by 0.1
     "EvalArrays": "taskcal_agents.workflow._evaluate",
     "Evaluation": "taskcal_agents.workflow._evaluate",

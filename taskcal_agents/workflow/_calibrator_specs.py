@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from calibrators import CALIBRATOR_NAMES
 from taskcal_agents.errors import ConfigurationError
 
 __all__ = [
@@ -22,8 +23,15 @@ __all__ = [
 ]
 
 
-DEFAULT_CALIBRATORS = ("temperature", "vector", "matrix", "dirichlet", "isotonic", "histogram")
-"""Calibration maps evaluated by default (``identity`` is ``mbr_raw``)."""
+NOT_EVALUATED_BY_DEFAULT = {
+    "identity": "the raw belief, evaluated as mbr_raw",
+    "logistic": "the multinomial logistic map on ln p̂ and raw extra columns, on request",
+}
+"""Registered maps the workflow does not cross-fit unless asked, and why."""
+
+DEFAULT_CALIBRATORS = tuple(n for n in CALIBRATOR_NAMES if n not in NOT_EVALUATED_BY_DEFAULT)
+"""Calibration maps evaluated by default: every registered map (``calibrators.CALIBRATOR_NAMES``)
+but those in :data:`NOT_EVALUATED_BY_DEFAULT`."""
 
 
 WORKFLOW_CALIBRATOR_PARAMS: dict[str, dict[str, Any]] = {

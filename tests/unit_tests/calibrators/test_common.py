@@ -19,9 +19,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import calibrators
 from calibrators import (
     DirichletCalibrator,
-    HistogramBinning,
     IdentityCalibrator,
-    IsotonicCalibrator,
     LogisticCalibrator,
     MatrixScaling,
     TemperatureScaling,
@@ -36,11 +34,7 @@ from tests.unit_tests.calibrators.helpers import (
     miscalibrated,
 )
 
-CALIBRATORS = [
-    *all_calibrators(),
-    LogisticCalibrator(C=1.0),
-    LogisticCalibrator(Cs=(0.01, 1.0, 100.0), cv=3),
-]
+CALIBRATORS = all_calibrators()
 PARAMETRIC = [
     TemperatureScaling(),
     VectorScaling(),
@@ -139,16 +133,7 @@ def expected_failed_checks(estimator) -> dict[str, str]:
 
 
 @parametrize_with_checks(
-    [
-        IdentityCalibrator(),
-        TemperatureScaling(),
-        VectorScaling(),
-        MatrixScaling(),
-        DirichletCalibrator(),
-        LogisticCalibrator(),
-        IsotonicCalibrator(),
-        HistogramBinning(),
-    ],
+    [cls() for cls in calibrators.CALIBRATOR_NAMES.values()],
     expected_failed_checks=expected_failed_checks,
     xfail_strict=True,
 )
@@ -460,3 +445,27 @@ def test_sample_weight_as_pandas_series(name: str) -> None:
     a = make_calibrator(name).fit(P, y, sample_weight=pd.Series(w))
     b = make_calibrator(name).fit(P, y, sample_weight=w)
     np.testing.assert_allclose(a.predict_proba(P), b.predict_proba(P))
+
+
+def test_every_exported_map_is_in_the_registry() -> None:
+    exported = {
+        obj
+        for obj in map(vars(calibrators).get, calibrators.__all__)
+        if isinstance(obj, type) and issubclass(obj, calibrators.BaseCalibrator)
+    }
+    registered = set(calibrators.CALIBRATOR_NAMES.values())
+    assert exported <= registered, f"maps missing from CALIBRATOR_NAMES: {exported - registered}"
+    assert {type(cal) for cal in CALIBRATORS} == registered
+
+
+def test_a_map_with_fitted_state_must_check_it() -> None:
+    class Unchecked(calibrators.BaseCalibrator):
+        _state_attributes = (("weight_", "float"),)
+
+    match = (
+        "Unchecked lists fitted state in _state_attributes but does not define _state_problem; "
+        "define it so that from_dict can check a stored state."
+    )
+    with pytest.raises(NotImplementedError, match=match):
+        Unchecked()._state_problem()
+    assert calibrators.IdentityCalibrator()._state_problem() is None
