@@ -545,10 +545,8 @@ def _decide(
     from taskcal_agents.workflow._calibrator_specs import (
         default_factory,
     )
+    from taskcal_agents.workflow._crossfit import calibrator_inputs
     from taskcal_agents.workflow._data import eval_arrays
-    from taskcal_agents.workflow._evaluate import (
-        calibrator_inputs,
-    )
     from taskcal_agents.workflow._runner import (
         _draw,
         build_messages,
