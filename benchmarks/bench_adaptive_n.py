@@ -43,6 +43,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
+from taskcal_agents._stats import paired_difference
 from taskcal_agents.decision.adaptive import (
     AdaptiveSampling,
     StoppingPrior,
@@ -55,13 +56,12 @@ from taskcal_agents.decision.presets import tool_decision
 from taskcal_agents.decision.task import GroundingSpec, Task
 from taskcal_agents.workflow import load_eval_arrays
 from taskcal_agents.workflow._calibrator_specs import default_factory
-from taskcal_agents.workflow._data import dataset_items, record_context
-from taskcal_agents.workflow._evaluate import (
+from taskcal_agents.workflow._crossfit import (
     calibrator_inputs,
     crossfit_calibrators,
-    paired_difference,
     stratified_folds,
 )
+from taskcal_agents.workflow._data import dataset_items, record_context
 from taskcal_agents.workflow._runner import message_from_dict
 
 EPSILONS = (0.01, 0.02, 0.05, 0.1)

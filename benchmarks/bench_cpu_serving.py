@@ -155,8 +155,9 @@ def group_rss_gb(pid: int) -> float:
 def prompt_phase(server: VLLMServer, items: int, out_dir: Path) -> dict[str, float]:
     """The demo's STS-B one-pass beliefs on *items* items: computed prompt tokens/s."""
     from taskcal_agents.sampling import OpenAISampler
+    from taskcal_agents.workflow._demo_parts import sample_part
     from taskcal_agents.workflow._runner import SampleSettings
-    from taskcal_agents.workflow.demo import PSEUDO_SAMPLES, _sample_part, stsb_items, stsb_task
+    from taskcal_agents.workflow.demo import PSEUDO_SAMPLES, stsb_items, stsb_task
 
     settings = SampleSettings(
         n=PSEUDO_SAMPLES, greedy=False, model=server.model_name, belief="logprob"
@@ -167,7 +168,7 @@ def prompt_phase(server: VLLMServer, items: int, out_dir: Path) -> dict[str, flo
     with OpenAISampler(server.base_url, server.model_name, timeout=600) as sampler:
 
         def sample(items: list[Any]) -> None:
-            _sample_part(
+            sample_part(
                 "stsb",
                 stsb_task(),
                 items,

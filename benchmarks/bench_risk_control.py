@@ -58,13 +58,13 @@ from taskcal_agents.workflow._calibrator_specs import (
     CalibratorFactory,
     default_factory,
 )
-from taskcal_agents.workflow._evaluate import (
-    EvalArrays,
+from taskcal_agents.workflow._crossfit import (
     calibrator_inputs,
     crossfit_calibrated,
-    runtime_actions,
     stratified_folds,
 )
+from taskcal_agents.workflow._decoders import runtime_actions
+from taskcal_agents.workflow._eval_arrays import EvalArrays
 
 
 def default_kind(task: Task) -> str:

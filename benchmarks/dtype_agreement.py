@@ -22,14 +22,14 @@ import argparse
 import numpy as np
 
 from taskcal_agents.workflow._calibrator_specs import default_factory
-from taskcal_agents.workflow._data import eval_arrays, resolve_task
-from taskcal_agents.workflow._evaluate import (
-    _apply_calibrators,
+from taskcal_agents.workflow._crossfit import (
+    apply_calibrators,
     calibrator_inputs,
     crossfit_calibrators,
-    runtime_actions,
     stratified_folds,
 )
+from taskcal_agents.workflow._data import eval_arrays, resolve_task
+from taskcal_agents.workflow._decoders import runtime_actions
 from taskcal_agents.workflow._store import read_samples
 
 
@@ -56,7 +56,7 @@ def main() -> None:
     fitted = crossfit_calibrators(XA, A.y, folds, make, fit_mask=A.served)
     costs = {}
     for name, data, X in (("A", A, XA), ("B", B, XB)):
-        actions = runtime_actions(_apply_calibrators(X, folds, fitted), data)
+        actions = runtime_actions(apply_calibrators(X, folds, fitted), data)
         costs[name] = data.cost[data.y, actions]
     const = A.cost[A.y].mean(axis=0).argmin()
     base = A.cost[A.y, const]

@@ -2,7 +2,8 @@
 
 ``_store``: the resumable samples file; ``_runner``: concurrent sampling into it;
 ``_ray_engine`` / ``_ray_vllm``: the same on Ray (HTTP servers, or vLLM inside Ray);
-``_data``: samples → arrays; ``_evaluate``: cross-fitted decoder comparison on arrays;
+``_data``: samples → arrays (``_eval_arrays``); ``_evaluate``: cross-fitted decoder
+comparison on arrays (``_decoders``, ``_crossfit``, ``_scores``, ``_permutation``);
 ``_fit``: the calibrator artefact; ``_steps``: ``taskcal fit`` / ``taskcal evaluate`` on
 a samples file; ``_selective``: risk–coverage curves and AURC. Public modules:
 :mod:`~taskcal_agents.workflow.report` (tables, figures and a markdown summary of an
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     )
     from taskcal_agents.workflow._data import eval_arrays as eval_arrays
     from taskcal_agents.workflow._data import load_eval_arrays as load_eval_arrays
-    from taskcal_agents.workflow._evaluate import EvalArrays as EvalArrays
+    from taskcal_agents.workflow._eval_arrays import EvalArrays as EvalArrays
     from taskcal_agents.workflow._evaluate import Evaluation as Evaluation
     from taskcal_agents.workflow._evaluate import evaluate_arrays as evaluate_arrays
     from taskcal_agents.workflow._evaluation_json import evaluation_to_dict as evaluation_to_dict
@@ -81,7 +82,7 @@ _ALSO: dict[str, str] = {
     # the command line's default maps (derived from the calibrators' registry)
     "DEFAULT_CALIBRATORS": "taskcal_agents.workflow._calibrator_specs",
     # exported by 0.1
-    "EvalArrays": "taskcal_agents.workflow._evaluate",
+    "EvalArrays": "taskcal_agents.workflow._eval_arrays",
     "Evaluation": "taskcal_agents.workflow._evaluate",
     "RiskCoverage": "taskcal_agents.workflow._selective",
     "SamplesFile": "taskcal_agents.workflow._store",

@@ -5,7 +5,7 @@ most is the cost of calling a tool when it should not (asking or refusing was ri
 each wrong-call cost in :data:`WRONG_CALL_COSTS`, the other costs fixed, every
 probabilistic decoder of an evaluation decides again on its own cross-fitted beliefs (the
 calibrators are fitted by likelihood, which no cost enters) by the runtime's rule
-(:func:`~taskcal_agents.workflow._evaluate.runtime_actions`), and is scored under that
+(:func:`~taskcal_agents.workflow._decoders.runtime_actions`), and is scored under that
 cost: its expected cost, and how often it calls, asks and refuses.
 """
 
@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from calibrators import mbr_actions
-from taskcal_agents.workflow._evaluate import EvalArrays, Evaluation, runtime_actions
+from taskcal_agents.workflow._decoders import runtime_actions
+from taskcal_agents.workflow._eval_arrays import EvalArrays
+from taskcal_agents.workflow._evaluate import Evaluation
 
 __all__ = ["WRONG_CALL_COSTS", "cost_sweep"]
 

@@ -33,7 +33,7 @@ from taskcal_agents.parsing.answer_clusters import (
     sample_answers,
 )
 from taskcal_agents.parsing.grounding import GroundingContext
-from taskcal_agents.workflow._evaluate import EvalArrays
+from taskcal_agents.workflow._eval_arrays import EvalArrays
 from taskcal_agents.workflow._grading import grading
 from taskcal_agents.workflow._runner import message_from_dict
 from taskcal_agents.workflow._store import SamplesFile, read_samples

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from taskcal_agents.workflow._evaluate import EvalArrays, Evaluation
+from taskcal_agents.workflow._eval_arrays import EvalArrays
+from taskcal_agents.workflow._evaluate import Evaluation
 
 __all__ = ["EVALUATION_FORMAT", "EVALUATION_FORMAT_VERSION", "evaluation_to_dict"]
 

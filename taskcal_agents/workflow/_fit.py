@@ -72,13 +72,13 @@ from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
 from taskcal_agents.workflow._calibrator_specs import (
     default_factory,
 )
-from taskcal_agents.workflow._evaluate import (
-    EvalArrays,
+from taskcal_agents.workflow._crossfit import (
     calibrator_inputs,
     crossfit_calibrated,
-    runtime_actions,
     stratified_folds,
 )
+from taskcal_agents.workflow._decoders import runtime_actions
+from taskcal_agents.workflow._eval_arrays import EvalArrays
 
 
 def _scores(Q: NDArray[np.float64], data: EvalArrays) -> dict[str, float]:

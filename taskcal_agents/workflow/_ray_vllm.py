@@ -6,7 +6,7 @@ Its vLLM stage keeps only the *first* output of a request (``output.outputs[0]``
 sampling temperature, *distinct seeds* ``seed + j`` so the N draws differ and a rerun
 draws the same ones) and one greedy row (temperature 0). Prefix caching is on, so the N+1
 rows of an item share the prompt's KV cache as one ``n=N`` request would.
-:class:`~taskcal_agents.workflow._ray_engine.DrawCollector` gathers the N+1 rows of an
+:class:`~taskcal_agents.workflow._ray_pipeline.DrawCollector` gathers the N+1 rows of an
 item back into one record, the same record the HTTP engine and the local engine write.
 
 The prompt is rendered in the preprocess with the model's chat template and the item's
@@ -15,7 +15,7 @@ through Arrow), and the completion text is read as a choice by the shared treatm
 (:func:`~taskcal_agents.sampling._choices.choice_message`, tool calls read from the text).
 
 :func:`run_sampling_vllm` runs it into a samples store, resumably, through the same
-runner as the HTTP engine (:func:`~taskcal_agents.workflow._ray_engine.run_pipeline`).
+runner as the HTTP engine (:func:`~taskcal_agents.workflow._ray_pipeline.run_pipeline`).
 
 Not run here (no GPU): the row functions are unit-tested; :func:`build_vllm_dataset`
 needs ``ray[llm]`` and vLLM on the GPU nodes.
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from taskcal_agents._dtype import choose_dtype
 from taskcal_agents.datasets import DatasetItem
 from taskcal_agents.sampling import choice_message
-from taskcal_agents.workflow._ray_engine import (
+from taskcal_agents.workflow._ray_pipeline import (
     ERROR_COLUMN,
     OK,
     DrawCollector,

@@ -24,8 +24,10 @@ from taskcal_agents.workflow._calibrator_specs import (
     default_factory,
 )
 from taskcal_agents.workflow._cost_sweep import cost_sweep
+from taskcal_agents.workflow._crossfit import calibrator_inputs
 from taskcal_agents.workflow._data import load_eval_arrays, task_summary
-from taskcal_agents.workflow._evaluate import EvalArrays, calibrator_inputs, evaluate_arrays
+from taskcal_agents.workflow._eval_arrays import EvalArrays
+from taskcal_agents.workflow._evaluate import evaluate_arrays
 from taskcal_agents.workflow._evaluation_json import evaluation_to_dict
 from taskcal_agents.workflow._fit import (
     fit_calibrator,

@@ -69,13 +69,13 @@ CASES = {
         "ray",
         "ray",
         "ray",
-        "from taskcal_agents.workflow._ray_engine import import_ray\nimport_ray()",
+        "from taskcal_agents.workflow._ray_pipeline import import_ray\nimport_ray()",
     ),
     "ray-engine-aiohttp": (
         "aiohttp",
         "ray",
         "aiohttp",
-        "from taskcal_agents.workflow._ray_engine import import_ray\nimport_ray()",
+        "from taskcal_agents.workflow._ray_pipeline import import_ray\nimport_ray()",
     ),
     "offline-llm-vllm": (
         "vllm",

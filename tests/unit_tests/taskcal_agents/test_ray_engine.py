@@ -28,19 +28,21 @@ from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.sampling._openai_server import OpenAISampler, wire_body
 from taskcal_agents.testing import FakeOpenAIServer
 from taskcal_agents.workflow._ray_engine import (
-    ERROR_COLUMN,
-    DrawCollector,
     ParseStep,
     RayEngine,
     RequestStep,
-    _result_rows,
-    blocks_dataset,
     build_pipeline,
-    check_ray_settings,
-    collect,
     draw_rows,
     items_per_block,
     run_sampling_ray,
+)
+from taskcal_agents.workflow._ray_pipeline import (
+    ERROR_COLUMN,
+    DrawCollector,
+    _result_rows,
+    blocks_dataset,
+    check_ray_settings,
+    collect,
 )
 from taskcal_agents.workflow._runner import (
     SampleSettings,

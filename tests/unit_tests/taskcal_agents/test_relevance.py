@@ -22,7 +22,7 @@ from taskcal_agents.parsing.relevance import (
     sample_signals,
 )
 from taskcal_agents.workflow import eval_arrays, read_samples
-from taskcal_agents.workflow._evaluate import calibrator_inputs
+from taskcal_agents.workflow._crossfit import calibrator_inputs
 from taskcal_agents.workflow._runner import message_from_dict
 
 from .test_workflow_fakes import tool_task

@@ -9,17 +9,14 @@ import pytest
 from numpy.typing import NDArray
 from rich.console import Console
 
+from taskcal_agents._stats import paired_difference
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.workflow import EvalArrays, evaluate_arrays, evaluation_to_dict
 from taskcal_agents.workflow._calibrator_specs import (
     default_factory,
 )
-from taskcal_agents.workflow._evaluate import (
-    paired_difference,
-    runtime_actions,
-    score_actions,
-    tool_scores,
-)
+from taskcal_agents.workflow._decoders import runtime_actions
+from taskcal_agents.workflow._scores import score_actions, tool_scores
 from taskcal_agents.workflow.report import markdown_summary, tool_rich_table, tool_section
 
 LABELS = ("tool_call", "request_for_info", "cannot_answer")

@@ -31,20 +31,17 @@ from taskcal_agents.workflow._calibrator_specs import (
     default_factory,
     parse_calibrator_spec,
 )
+from taskcal_agents.workflow._crossfit import in_fold_prior, stratified_folds
 from taskcal_agents.workflow._data import resolve_task
-from taskcal_agents.workflow._evaluate import (
-    in_fold_prior,
-    permutation_test,
-    score_actions,
-    stratified_folds,
-)
 from taskcal_agents.workflow._fit import load_artefact, make_artefact
+from taskcal_agents.workflow._permutation import permutation_test
 from taskcal_agents.workflow._runner import (
     build_messages,
     grade_item,
     message_from_dict,
     message_to_dict,
 )
+from taskcal_agents.workflow._scores import score_actions
 from taskcal_agents.workflow.report import load_evaluation
 
 from .test_workflow_fakes import (

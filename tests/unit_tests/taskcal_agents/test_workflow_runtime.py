@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage
 
 from calibrators import metrics
 from taskcal_agents._files import write_json
+from taskcal_agents._stats import paired_difference
 from taskcal_agents.decision.decider import Decider
 from taskcal_agents.errors import DataFileError
 from taskcal_agents.parsing.grounding import GroundingContext
@@ -31,13 +32,9 @@ from taskcal_agents.workflow import (
 from taskcal_agents.workflow._calibrator_specs import (
     default_factory,
 )
-from taskcal_agents.workflow._evaluate import (
-    crossfit_tce,
-    paired_difference,
-    score_actions,
-    stratified_folds,
-)
+from taskcal_agents.workflow._crossfit import stratified_folds
 from taskcal_agents.workflow._runner import message_from_dict, message_to_dict
+from taskcal_agents.workflow._scores import crossfit_tce, score_actions
 
 from .test_workflow_fakes import WHEN2CALL_COST, tool_task
 
