@@ -18,7 +18,6 @@ representative.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection, Sequence
 from typing import Any, NamedTuple
 
@@ -28,7 +27,24 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from calibrators import expected_costs as _expected_costs
-from calibrators import least_cost_actions, mbr_actions
+from calibrators import least_cost_actions
+from taskcal_agents.decision import _calibration, _reply
+from taskcal_agents.decision._calibration import (
+    item_relevance,
+    raw_inputs,
+    reads_features,
+    reads_inputs,
+)
+from taskcal_agents.decision._executability import (
+    TOOL_CALL_ACTION,
+    carried_actions,
+    carries_out,
+    executable_mbr,
+    grounded_flags,
+    mbr_action,
+    replacement_reason,
+    ungrounded_flags,
+)
 from taskcal_agents.decision.artefact import ResolvedCalibrator, check_calibrator
 from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief, check_alpha
 from taskcal_agents.decision.risk_control import RiskControl
@@ -44,20 +60,10 @@ from taskcal_agents.parsing.grounding import (
     GroundingContext,
     SampleGrounding,
     call_agreement,
-    grounded_message,
-    mentions,
-    missing_arguments,
-    question_for,
     sent_args,
 )
-from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES, relevance_features
-from taskcal_agents.parsing.text import message_text, normalize_text
-from taskcal_agents.parsing.tool_calls import (
-    canonical_tool_calls,
-    extract_tool_calls,
-    has_written_call,
-    with_tool_calls,
-)
+from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
+from taskcal_agents.parsing.tool_calls import canonical_tool_calls
 from taskcal_agents.parsing.tool_turns import is_repeat_call
 
 __all__ = [
@@ -75,125 +81,6 @@ __all__ = [
     "raw_inputs",
     "ungrounded_flags",
 ]
-
-TOOL_CALL_ACTION = "tool_call"
-"""The sampled action that only a tool call carries out (a sample labelled with it whose
-tool call cannot be extracted, e.g. JSON cut off by ``max_tokens``, carries out nothing)."""
-
-
-def mbr_action(q: NDArray[np.float64], cost: NDArray[np.float64]) -> int:
-    """Return the minimum-Bayes-risk action index (ties go to the first action).
-
-    The decision kernel's :func:`calibrators.mbr_actions` on one belief.
-    """
-    return int(mbr_actions(np.asarray(q)[None, :], cost)[0])
-
-
-def executable_mbr(
-    expected_costs: NDArray[np.float64], executable: NDArray[np.bool_]
-) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
-    """MBR restricted to the actions that can be carried out, row by row.
-
-    The one rule shared by :class:`Decider` and the evaluation: per row, the action of
-    least expected cost among the executable ones (ties go to the first action). A row
-    with no executable action keeps its unrestricted MBR action. The choice is the
-    decision kernel's (:func:`calibrators.least_cost_actions`).
-
-    Args:
-        expected_costs: Expected cost of each action, shape ``(n, m)``.
-        executable: Whether each action can be carried out, shape ``(n, m)``.
-
-    Returns:
-        The chosen action indices ``(n,)`` and ``replaced`` ``(n,)``: whether the
-        unrestricted MBR action could not be carried out and another one was taken.
-
-    Raises:
-        ConfigurationError: If the shapes differ or are not two-dimensional.
-    """
-    ec = np.asarray(expected_costs, dtype=np.float64)
-    ok = np.asarray(executable, dtype=bool)
-    if ec.ndim != 2 or ok.shape != ec.shape:
-        msg = (
-            "executable_mbr needs expected_costs and executable of the same shape (n, m), "
-            f"got {ec.shape} and {ok.shape}."
-        )
-        raise ConfigurationError(msg)
-    best = least_cost_actions(ec, check_input=False)
-    chosen = least_cost_actions(ec, allowed=ok, check_input=False)
-    return chosen, chosen != best
-
-
-def grounded_flags(groundings: Sequence[SampleGrounding] | None) -> list[bool] | None:
-    """Per sample, whether its calls are grounded (``None`` without groundings)."""
-    return None if groundings is None else [g.grounded for g in groundings]
-
-
-def ungrounded_flags(groundings: Sequence[SampleGrounding] | None) -> list[bool] | None:
-    """Per sample, whether it makes a complete call that is not grounded."""
-    return None if groundings is None else [g.makes_call and not g.grounded for g in groundings]
-
-
-def item_relevance(
-    task: Task,
-    messages: Sequence[AIMessage],
-    labels: Sequence[str | None],
-    context: GroundingContext | None,
-    groundings: Sequence[SampleGrounding] | None = None,
-) -> tuple[float, ...] | None:
-    """The relevance features of one decision, or ``None`` when the task reads none.
-
-    The one function that computes them, at run time (:meth:`Decider.decide`), in
-    evaluation (``taskcal evaluate``) and for the decision log
-    (``Decision.relevance``, which ``refit`` reads back).
-
-    Args:
-        task: The task (:attr:`Task.reads_relevance
-            <taskcal_agents.decision.task.Task.reads_relevance>`).
-        messages: The samples.
-        labels: Their labels as the task's parser read them with the offered tools.
-        context: The request's tools and conversation.
-        groundings: The samples' groundings (for ``call_agreement``; ``None``: grounded
-            here from ``context``).
-
-    Raises:
-        ConfigurationError: The task reads relevance features and ``context`` is missing.
-    """
-    if not task.reads_relevance:
-        return None
-    if context is None:
-        msg = (
-            f"task {task.name!r} reads the relevance features, which need the request's "
-            "tools and conversation; pass decide(..., context=GroundingContext(tools, messages))."
-        )
-        raise ConfigurationError(msg)
-    refusal = task.abstain_action if task.abstain_action in task.labels else "cannot_answer"
-    tools = [
-        {"name": name, "description": schema.get("x-tool-description", ""), "parameters": schema}
-        for name, schema in context.schemas.items()
-    ]
-    if groundings is None:
-        groundings = context.ground_samples(messages)
-    return relevance_features(
-        context.request, tools, messages, labels, refusal_label=refusal,
-        modal_calls=call_agreement(groundings),
-    )  # fmt: skip
-
-
-def raw_inputs(task: Task, belief: Belief, relevance: Sequence[float]) -> NDArray[np.float64]:
-    """The input of a calibrator that reads raw columns.
-
-    Its width is :attr:`Task.n_inputs <taskcal_agents.decision.task.Task.n_inputs>`: p̂
-    (k columns, a probability row), then the shares the belief features add, as raw
-    numbers (ungrounded calls under grounded features, unparsed samples under
-    ``"other"``), then the relevance features.
-    """
-    n = max(belief.n, 1)
-    shares = []
-    if task.splits_ungrounded:
-        shares.append(belief.n_ungrounded / n)
-    if task.unparsed_evidence:
-        shares.append(belief.n_unparsed / n)
-    return np.concatenate([belief.probs, np.asarray(shares, dtype=np.float64), relevance])
 
 
 class ActionChoice(NamedTuple):
@@ -217,83 +104,6 @@ class ActionChoice(NamedTuple):
     guarded: NDArray[np.bool_]
     scores: NDArray[np.float64] | None
     expected_costs: NDArray[np.float64]
-
-
-def carries_out(
-    action: str, message: AIMessage, *, tool_names: Sequence[str] | None = None
-) -> bool:
-    """Whether a sample labelled ``action`` carries it out.
-
-    For :data:`TOOL_CALL_ACTION`: the message makes a tool call that can be extracted
-    (:func:`~taskcal_agents.parsing.extract_tool_calls`) to an offered tool (any tool when
-    *tool_names* is ``None``); for any other action: the message has non-empty text.
-    """
-    if action == TOOL_CALL_ACTION:
-        calls = extract_tool_calls(message)
-        if tool_names is None:
-            return bool(calls)
-        return any(c["name"] in tool_names for c in calls)
-    return bool(message_text(message).strip())
-
-
-def _sendable(task: Task, grounded: Sequence[bool] | None, n: int) -> Sequence[bool]:
-    """Per sample, whether the task lets its tool call be sent (``execute: grounded``)."""
-    spec = task.grounding
-    if spec is None or spec.execute == "any" or n == 0:
-        return [True] * n
-    if grounded is None or len(grounded) != n:
-        msg = (
-            f"task {task.name!r} sends only grounded calls (grounding.execute='grounded'), so "
-            f"the decision needs one 'grounded' flag per sample, got "
-            f"{None if grounded is None else len(grounded)} for {n} samples; ground the "
-            "samples with a GroundingContext of the request's tools and conversation."
-        )
-        raise ConfigurationError(msg)
-    return grounded
-
-
-def carried_actions(
-    task: Task,
-    messages: Sequence[AIMessage],
-    labels: Sequence[str | None],
-    *,
-    tool_names: Sequence[str] | None = None,
-    grounded: Sequence[bool] | None = None,
-) -> NDArray[np.bool_]:
-    """Which of the task's actions these samples let the agent carry out.
-
-    An action not in ``task.sampled_actions`` can always be carried out (the ask and
-    abstain actions have their texts). A sampled action can be carried out iff some
-    sample labelled with it carries it out (:func:`carries_out`); under the task's
-    ``grounding.execute: grounded`` a tool call only by a sample whose calls are grounded.
-
-    Args:
-        task: The task.
-        messages: The sampled completions.
-        labels: Their labels as g_T reads them (``None``: unparsed), aligned with
-            ``messages`` (before grounding relabels any: a relabelled call may still be
-            sent under ``execute: any``).
-        tool_names: The tools offered to the calls that drew the samples (``None``: any).
-        grounded: Per sample, whether its calls are grounded
-            (:attr:`~taskcal_agents.parsing.grounding.SampleGrounding.grounded`); needed under
-            ``execute: grounded``.
-
-    Returns:
-        A boolean mask over ``task.action_list``.
-
-    Raises:
-        ConfigurationError: The task sends only grounded calls and ``grounded`` is missing.
-    """
-    sampled = set(task.sampled_actions)
-    sendable = _sendable(task, grounded, len(messages)) if TOOL_CALL_ACTION in sampled else None
-    carried = {
-        label
-        for i, (message, label) in enumerate(zip(messages, labels, strict=True))
-        if label in sampled
-        and (label != TOOL_CALL_ACTION or sendable is None or sendable[i])
-        and carries_out(label, message, tool_names=tool_names)
-    }
-    return np.array([a not in sampled or a in carried for a in task.action_list], dtype=bool)
 
 
 class Decision(BaseModel):
@@ -394,22 +204,6 @@ class Decision(BaseModel):
         return self.model_dump(mode="json", exclude={"message", "samples"})
 
 
-def _reads_features(task: Task, calibrator: Any) -> bool:
-    """Whether ``calibrator`` reads the k + 1 belief features rather than p̂.
-
-    That is when its ``n_features_in_`` is ``task.n_features`` = k + 1 (the ``"other"``
-    unparsed policy); a calibrator without ``n_features_in_`` reads p̂.
-    """
-    n = getattr(calibrator, "n_features_in_", None)
-    return n is not None and int(n) == task.n_features != len(task.labels)
-
-
-def _reads_inputs(task: Task, calibrator: Any) -> bool:
-    """Whether ``calibrator`` reads :func:`raw_inputs` (its width is ``task.n_inputs``)."""
-    n = getattr(calibrator, "n_features_in_", None)
-    return task.reads_relevance and n is not None and int(n) == task.n_inputs
-
-
 class Decider:
     """Task + calibrator + α, validated once; ``decide`` is the hot path.
 
@@ -450,7 +244,6 @@ class Decider:
         "_inputs",
         "_judge",
         "_labels",
-        "_sampled",
         "alpha",
         "calibrator",
         "calibrator_id",
@@ -495,9 +288,8 @@ class Decider:
         self._cost = task.cost_matrix()
         self._labels = tuple(task.labels)
         self._actions = tuple(task.action_list)
-        self._sampled = frozenset(task.sampled_actions)
-        self._features = _reads_features(task, calibrator)
-        self._inputs = _reads_inputs(task, calibrator)
+        self._features = reads_features(task, calibrator)
+        self._inputs = reads_inputs(task, calibrator)
         if risk_control is not None and not isinstance(risk_control, RiskControl):
             msg = (
                 f"Decider parameter 'risk_control' must be a RiskControl (from "
@@ -566,29 +358,10 @@ class Decider:
                 built without the ``"other"`` policy, or reads the relevance features and
                 none are given.
         """
-        if self._inputs:
-            if relevance is None or len(relevance) != len(RELEVANCE_FEATURES):
-                msg = (
-                    f"calibrator {type(self.calibrator).__name__} for task {self.task.name!r} "
-                    f"reads the {len(RELEVANCE_FEATURES)} relevance features, got "
-                    f"{relevance!r}; Decider.decide computes them from the context."
-                )
-                raise ConfigurationError(msg)
-            return raw_inputs(self.task, belief, relevance)
-        if not self._features:
-            return belief.probs
-        features = belief.features
-        if belief.unparsed_evidence != self.task.unparsed_evidence or (
-            features.shape != (self.task.n_features,)
-        ):
-            msg = (
-                f"calibrator {type(self.calibrator).__name__} for task {self.task.name!r} "
-                f"reads {self.task.n_features} belief features, but the belief {belief!r} has "
-                f"{features.shape[0]}; build it with the task's rule "
-                "(task.belief_from_outcomes(task.sample_outcomes(labels, ungrounded)))."
-            )
-            raise ConfigurationError(msg)
-        return features
+        return _calibration.calibrator_input(
+            self.task, self.calibrator, belief, relevance,
+            on_features=self._features, on_inputs=self._inputs,
+        )  # fmt: skip
 
     def calibrate(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """Return q = f(x) (x itself without calibrator), renormalised to sum to 1.
@@ -601,25 +374,7 @@ class Decider:
         Raises:
             ConfigurationError: If the calibrator returns a wrongly shaped or invalid row.
         """
-        if self.calibrator is None:
-            return x
-        X = np.atleast_2d(x)
-        q = np.asarray(self.calibrator.predict_proba(X), dtype=np.float64)
-        k = len(self._labels)
-        if (
-            q.shape != (X.shape[0], k)
-            or not np.all(np.isfinite(q))
-            or np.any(q < 0)
-            or np.any(q.sum(axis=1) <= 0)
-        ):
-            msg = (
-                f"calibrator {type(self.calibrator).__name__}.predict_proba must return one "
-                f"row of {k} finite probabilities >= 0 for task {self.task.name!r}, got "
-                f"{q.tolist()!r}."
-            )
-            raise ConfigurationError(msg)
-        rows: NDArray[np.float64] = q / q.sum(axis=1, keepdims=True)
-        return rows[0] if np.ndim(x) == 1 else rows
+        return _calibration.calibrate(self.task, self.calibrator, x)
 
     def decide(
         self,
@@ -856,18 +611,11 @@ class Decider:
         reason: str | None = None
         if choice.replaced[0]:
             unrestricted = self._actions[int(least_cost_actions(ec[None, :])[0])]
-            why = "no sample carried it out"
-            if unrestricted == TOOL_CALL_ACTION and groundings and any(g.calls for g in groundings):
-                needed = missing_arguments(groundings)[1]
-                why = "every sampled call is ungrounded" + (
-                    f" (they lack {', '.join(repr(a) for a in needed)})" if needed else ""
-                )
-            reason = (
-                f"MBR chose {unrestricted!r}, but {why}; took the cheapest action that can be "
-                f"carried out, {unguarded!r}"
-            )
+            reason = replacement_reason(unrestricted, unguarded, groundings)
         action = self._actions[int(choice.actions[0])]
-        message, asked = self._message(action, messages, labels, tool_names, clusters, groundings)
+        message, asked = _reply.reply_message(
+            self.task, action, messages, labels, tool_names, clusters, groundings
+        )
         return Decision(
             task=self.task.name,
             action=action,
@@ -904,28 +652,6 @@ class Decider:
         )
         return {"n_ungrounded": n_ungrounded, "call_agreement": call_agreement(groundings)}
 
-    def _message(
-        self,
-        action: str,
-        messages: Sequence[AIMessage],
-        labels: Sequence[str | None],
-        tool_names: Sequence[str] | None,
-        clusters: AnswerClusters | None,
-        groundings: Sequence[SampleGrounding] | None,
-    ) -> tuple[AIMessage | None, tuple[str, ...]]:
-        """The representative message and, for the ask action, the arguments it asks for."""
-        if groundings is None or action != self.task.ask_action:
-            message = self.representative(
-                action,
-                messages,
-                labels,
-                tool_names=tool_names,
-                clusters=clusters,
-                groundings=groundings,
-            )
-            return message, ()
-        return self.ask_message(messages, labels, groundings)
-
     def ask_message(
         self,
         messages: Sequence[AIMessage],
@@ -942,24 +668,7 @@ class Decider:
         built from the tool's schema (:func:`~taskcal_agents.parsing.grounding.question_for`), and
         without either the task's ``ask_text``.
         """
-        ask = self.task.ask_action
-        call, needed = missing_arguments(groundings)
-        questions = [
-            m
-            for m, label, g in zip(messages, labels, groundings, strict=True)
-            if label == ask
-            and not g.calls
-            and message_text(m).strip()
-            and not has_written_call(message_text(m))
-        ]
-        if needed:
-            questions = [q for q in questions if any(mentions(message_text(q), a) for a in needed)]
-        if questions:
-            texts = [normalize_text(message_text(m)) for m in questions]
-            best = Counter(texts).most_common(1)[0][0]
-            return AIMessage(content=message_text(questions[texts.index(best)])), needed
-        text = None if call is None else question_for(needed, call.description, call.numeric)
-        return AIMessage(content=text or self.task.ask_text), needed if text else ()
+        return _reply.ask_message(self.task, messages, labels, groundings)
 
     def choose_actions(self, Q: NDArray[np.float64], executable: NDArray[np.bool_]) -> ActionChoice:
         """The actions the Decider takes on calibrated beliefs: executable MBR, then the guard.
@@ -1036,7 +745,9 @@ class Decider:
         if labels is None:
             labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
         probs = dict(zip(self._labels, p.tolist(), strict=True))
-        message, asked = self._message(action, messages, labels, tool_names, clusters, groundings)
+        message, asked = _reply.reply_message(
+            self.task, action, messages, labels, tool_names, clusters, groundings
+        )
         return Decision(
             task=self.task.name,
             action=action,
@@ -1089,46 +800,10 @@ class Decider:
         without such samples → ``task.ask_text``;
         any other action without samples → ``None``.
         """
-        task = self.task
-        if action == task.abstain_action:
-            return AIMessage(content=task.abstain_text)
-        if clusters is not None and clusters.representative is not None:
-            answer, _ = task.answer_abstain_labels()
-            if action == answer:
-                return messages[clusters.representative].model_copy()
-        group = [m for m, label in zip(messages, labels, strict=True) if label == action]
-        if action in self._sampled:
-            group = [m for m in group if carries_out(action, m, tool_names=tool_names)]
-        if action == TOOL_CALL_ACTION and action in self._sampled and task.grounding is not None:
-            if groundings is None or len(groundings) != len(messages):
-                _sendable(task, None, len(messages))  # raises under execute: grounded
-                groundings = None
-            else:
-                sendable = _sendable(task, grounded_flags(groundings), len(messages))
-                pairs = [
-                    (m, g)
-                    for m, label, g, ok in zip(messages, labels, groundings, sendable, strict=True)
-                    if label == action and ok and g.calls
-                    and carries_out(action, m, tool_names=tool_names)
-                ]  # fmt: skip
-                if not pairs:
-                    return None
-                keys = [g.key for _, g in pairs]
-                m, g = pairs[keys.index(Counter(keys).most_common(1)[0][0])]
-                return grounded_message(with_tool_calls(m), g)
-        if group:
-            calls = [extract_tool_calls(m) for m in group]
-            with_calls = [(m, c) for m, c in zip(group, calls, strict=True) if c]
-            if with_calls:
-                keys = [canonical_tool_calls(c) for _, c in with_calls]
-                best = Counter(keys).most_common(1)[0][0]
-                return with_tool_calls(with_calls[keys.index(best)][0])
-            texts = [normalize_text(message_text(m)) for m in group]
-            best_text = Counter(texts).most_common(1)[0][0]
-            return group[texts.index(best_text)].model_copy()
-        if action == task.ask_action:
-            return AIMessage(content=task.ask_text)
-        return None
+        return _reply.representative(
+            self.task, action, messages, labels,
+            tool_names=tool_names, clusters=clusters, groundings=groundings,
+        )  # fmt: skip
 
 
 def decide_from_messages(
