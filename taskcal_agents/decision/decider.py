@@ -19,22 +19,22 @@ representative.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from langchain_core.messages import AIMessage
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from calibrators import expected_costs as _expected_costs
 from calibrators import least_cost_actions
-from taskcal_agents.decision import _calibration, _reply
+from taskcal_agents.decision import _calibration, _choice, _reply, _samples
 from taskcal_agents.decision._calibration import (
     item_relevance,
     raw_inputs,
     reads_features,
     reads_inputs,
 )
+from taskcal_agents.decision._choice import ActionChoice
 from taskcal_agents.decision._executability import (
     TOOL_CALL_ACTION,
     carried_actions,
@@ -45,26 +45,16 @@ from taskcal_agents.decision._executability import (
     replacement_reason,
     ungrounded_flags,
 )
+from taskcal_agents.decision._record import Decision, evidence_fields, with_repeats
 from taskcal_agents.decision.artefact import ResolvedCalibrator, check_calibrator
 from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief, check_alpha
 from taskcal_agents.decision.risk_control import RiskControl
 from taskcal_agents.decision.stopping_prior import StoppingPrior
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
-from taskcal_agents.parsing.answer_clusters import (
-    AnswerClusters,
-    EntailmentJudgeFactory,
-    cluster_samples,
-)
-from taskcal_agents.parsing.grounding import (
-    GroundingContext,
-    SampleGrounding,
-    call_agreement,
-    sent_args,
-)
+from taskcal_agents.parsing.answer_clusters import AnswerClusters, EntailmentJudgeFactory
+from taskcal_agents.parsing.grounding import GroundingContext, SampleGrounding
 from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
-from taskcal_agents.parsing.tool_calls import canonical_tool_calls
-from taskcal_agents.parsing.tool_turns import is_repeat_call
 
 __all__ = [
     "TOOL_CALL_ACTION",
@@ -81,127 +71,6 @@ __all__ = [
     "raw_inputs",
     "ungrounded_flags",
 ]
-
-
-class ActionChoice(NamedTuple):
-    """The actions :meth:`Decider.choose_actions` takes, row by row.
-
-    Attributes:
-        actions: The final action indices ``(n,)``: what the Decider returns.
-        unguarded: The executable MBR action indices ``(n,)``, before the risk guard.
-        replaced: Whether the unrestricted MBR action could not be carried out and
-            another one was taken ``(n,)``.
-        guarded: Whether the risk guard downgraded the row ``(n,)`` (all ``False``
-            without a guard).
-        scores: The guard's score of each row's unguarded action ``(n,)``; ``None``
-            without a guard.
-        expected_costs: The expected cost of each action under each row's belief ``(n, m)``.
-    """
-
-    actions: NDArray[np.intp]
-    unguarded: NDArray[np.intp]
-    replaced: NDArray[np.bool_]
-    guarded: NDArray[np.bool_]
-    scores: NDArray[np.float64] | None
-    expected_costs: NDArray[np.float64]
-
-
-class Decision(BaseModel):
-    """One cost-aware decision and the evidence behind it."""
-
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    task: str
-    """The task name."""
-    action: str
-    """The chosen action."""
-    probs: dict[str, float]
-    """The raw (smoothed) belief p̂ by label; under ``unparsed: other`` it sees all N
-    samples, the unparsed ones spread evenly over the labels."""
-    calibrated: dict[str, float]
-    """The calibrated belief q by label: f(p̂), or f of the belief features for a
-    calibrator fitted on them (equal to ``probs`` without calibrator or on fallback)."""
-    expected_cost: dict[str, float]
-    """The expected cost of each action under ``calibrated``."""
-    counts: dict[str, float] = Field(default_factory=dict)
-    """Sample counts by label (unparsed samples included only under ``"as:<label>"``)."""
-    n_samples: int = Field(ge=0)
-    """The number of samples drawn (unparsed ones included)."""
-    n_unparsed: int = Field(ge=0)
-    """The number of samples the parser could not map to a task label (repeats included)."""
-    n_repeats: int = Field(default=0, ge=0)
-    """The number of samples that repeated a tool call already made and answered in the
-    current user turn (see :meth:`Decider.decide`); counted as unparsed, never executed."""
-    fallback: bool = False
-    """Whether ``action`` is the task's fallback action rather than the MBR action."""
-    fallback_reason: str | None = None
-    """Why the fallback was used (no samples, all unparsed, model error)."""
-    message: AIMessage | None = None
-    """The representative message for the action: the most frequent canonical tool call
-    for a tool-call action, the most typical sampled text for other sampled labels (e.g.
-    the clarifying question), ``task.abstain_text`` for the abstain action,
-    ``task.ask_text`` for the ask action without a sampled question; ``None`` when the
-    action has no sample to represent it."""
-    samples: list[AIMessage] | None = None
-    """The sampled messages (only on request)."""
-    sample_labels: list[str | None] | None = None
-    """The parsed label of each sample (``None``: unparsed), with ``samples``; under answer
-    clustering the label it counted as (the answer label: in the modal cluster)."""
-    n_clusters: int | None = None
-    """Under answer clustering: the number of meaning clusters among the sampled answers
-    (``None`` for tasks that do not cluster)."""
-    n_ungrounded: int | None = None
-    """Under the task's ``grounding``: the ``tool_call`` samples whose calls are ungrounded
-    (a required argument missing, or a value the conversation does not support; see
-    :mod:`taskcal_agents.parsing.grounding`); ``None`` for a task without grounding."""
-    call_agreement: int | None = None
-    """Under the task's ``grounding``: how many samples make the modal call (same tools,
-    same normalised arguments)."""
-    missing_arguments: list[str] = Field(default_factory=list)
-    """For an ask decision: the arguments the question asks for (those the sampled calls
-    lacked or invented), in the order asked; empty otherwise."""
-    relevance: dict[str, float] | None = None
-    """The relevance features (:data:`~taskcal_agents.parsing.relevance.RELEVANCE_FEATURES`)
-    when the task reads them (``grounding.relevance``), else ``None``; ``refit`` rebuilds
-    the calibrator input from them."""
-    calibrator_id: str | None = None
-    """The content id of the calibrator artefact that decided
-    (:attr:`~taskcal_agents.decision.artefact.CalibratorArtefact.content_id`, as the decision
-    log's ``artefact_id``); ``None`` on the raw belief or by a calibrator given without an
-    artefact."""
-    # Adaptive N (taskcal_agents.decision.adaptive), set by the front doors that sample in rounds.
-    stopped_early: bool = False
-    """Whether adaptive N's stopping rule ended the draw before N samples were requested
-    (``n_samples`` is what was drawn, unparsed samples included)."""
-    change_probability: float | None = None
-    """Under adaptive N, the estimated probability, at the last check, that drawing up to
-    N would change the action (0 at N; ``None`` without adaptive N)."""
-    unguarded_action: str | None = None
-    """The action before the risk guard: the MBR action (or the cheapest one that can be
-    carried out, or the fallback action); equal to ``action`` unless ``guarded``."""
-    guard: str | None = None
-    """The risk limit in force (its spec, e.g. ``"tool_call_when_not:0.05"``), or ``None``
-    (see :mod:`taskcal_agents.decision.risk_control`)."""
-    guard_threshold: float | None = None
-    """The guard's threshold λ̂ (``inf``: no threshold was certified, it always
-    downgrades; ``null`` in the JSON form), or ``None`` without a guard."""
-    guard_score: float | None = None
-    """The score s of ``unguarded_action`` that the guard compared with λ̂ (the calibrated
-    probability that it is a least-cost action, or 1 − its scaled expected cost), or
-    ``None`` when the guard did not look at it."""
-    guarded: bool = False
-    """Whether the guard downgraded ``unguarded_action`` to the safe ``action``."""
-    decision_id: str | None = None
-    """The id under which a front door's decision log recorded this decision (pass it to
-    :func:`~taskcal_agents.production.decision_log.record_outcome`), or ``None`` when not logged."""
-
-    @field_serializer("guard_threshold", when_used="json")
-    def _finite_threshold(self, value: float | None) -> float | None:
-        return value if value is None or np.isfinite(value) else None
-
-    def to_metadata(self) -> dict[str, Any]:
-        """Return a JSON-able dict without the messages (for ``response_metadata``)."""
-        return self.model_dump(mode="json", exclude={"message", "samples"})
 
 
 class Decider:
@@ -423,22 +292,9 @@ class Decider:
         labels, n_repeats, groundings = self.read_samples(
             messages, tool_names=tool_names, answered_calls=answered_calls, context=context
         )
-        clusters = None
-        if self.task.answer_clusters is not None:
-            entails = None
-            if self.task.answer_clusters.method == "entailment" and self._judge is not None:
-                if not question:
-                    msg = (
-                        f"Decider for task {self.task.name!r}: answer_clusters method "
-                        "'entailment' asks the judge about the question the samples answer, "
-                        f"got question={question!r}; pass decide(..., question=...) (the text of "
-                        "the request's last user message, answer_clusters.question_of)."
-                    )
-                    raise ConfigurationError(msg)
-                entails = self._judge(question=question)
-            clusters, labels = cluster_samples(
-                self.task, messages, labels, question=question, entails=entails
-            )
+        clusters, labels = _samples.cluster_with_judge(
+            self.task, messages, labels, question, self._judge
+        )
         belief = self.task.belief_from_outcomes(
             self.task.sample_outcomes(labels, ungrounded_flags(groundings)), alpha=self.alpha
         )
@@ -452,15 +308,7 @@ class Decider:
             groundings=groundings,
             relevance=item_relevance(self.task, messages, labels, context, groundings),
         )
-        if not n_repeats:
-            return decision
-        update: dict[str, Any] = {"n_repeats": n_repeats}
-        if decision.fallback and belief.n_parsed == 0:
-            update["fallback_reason"] = (
-                f"{decision.fallback_reason} ({n_repeats} repeated a tool call already made "
-                "and answered)"
-            )
-        return decision.model_copy(update=update)
+        return with_repeats(decision, n_repeats, belief)
 
     def read_samples(
         self,
@@ -481,19 +329,10 @@ class Decider:
             The labels (``None``: unparsed or a repeat), the number of repeats, and the
             groundings (``None`` for a task without grounding).
         """
-        labels, n_repeats = self.parse_samples(
-            messages, tool_names=tool_names, answered_calls=answered_calls
-        )
-        groundings = self.ground(messages, context)
-        if groundings is None or not answered_calls:
-            return labels, n_repeats, groundings
-        for i, (label, g) in enumerate(zip(labels, groundings, strict=True)):
-            sent = [canonical_tool_calls([{"name": c.name, "args": sent_args(c), "id": None}])
-                    for c in g.calls]  # fmt: skip
-            if label == TOOL_CALL_ACTION and any(key in answered_calls for key in sent):
-                labels[i] = None
-                n_repeats += 1
-        return labels, n_repeats, groundings
+        return _samples.read_samples(
+            self.task, messages,
+            tool_names=tool_names, answered_calls=answered_calls, context=context,
+        )  # fmt: skip
 
     def ground(
         self, messages: Sequence[AIMessage], context: GroundingContext | None
@@ -503,17 +342,7 @@ class Decider:
         Raises:
             ConfigurationError: The task grounds its calls and ``context`` is ``None``.
         """
-        if self.task.grounding is None:
-            return None
-        if context is None:
-            msg = (
-                f"Decider for task {self.task.name!r}: the task grounds its tool calls "
-                "(grounding), so decide() needs context=GroundingContext(tools, messages): the "
-                "request's tools and conversation, which each call's arguments are checked "
-                "against; or build the task with grounding=None."
-            )
-            raise ConfigurationError(msg)
-        return context.ground_samples(messages)
+        return _samples.ground_samples(self.task, messages, context)
 
     def parse_samples(
         self,
@@ -527,15 +356,8 @@ class Decider:
         A ``tool_call`` sample that repeats an answered call is ``None`` (see
         :meth:`decide`); the adaptive-N stopping rule parses through here too.
         """
-        labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
-        if not answered_calls:
-            return labels, 0
-        repeats = [
-            label == TOOL_CALL_ACTION and is_repeat_call(m, answered_calls)
-            for m, label in zip(messages, labels, strict=True)
-        ]
-        return [None if r else label for label, r in zip(labels, repeats, strict=True)], sum(
-            repeats
+        return _samples.parse_samples(
+            self.task, messages, tool_names=tool_names, answered_calls=answered_calls
         )
 
     def decide_belief(
@@ -624,33 +446,24 @@ class Decider:
             probs=dict(zip(self._labels, p.tolist(), strict=True)),
             calibrated=dict(zip(self._labels, q.tolist(), strict=True)),
             expected_cost=dict(zip(self._actions, ec.tolist(), strict=True)),
-            counts=dict(zip(self._labels, belief.counts.tolist(), strict=True)),
-            n_samples=belief.n,
-            n_unparsed=belief.n_unparsed,
             message=message,
-            samples=list(messages) if return_samples else None,
-            sample_labels=list(labels) if return_samples else None,
-            n_clusters=None if clusters is None else clusters.n_clusters,
             unguarded_action=unguarded,
             missing_arguments=list(asked),
             relevance=None
             if relevance is None
             else dict(zip(RELEVANCE_FEATURES, map(float, relevance), strict=True)),
-            **self._grounding_fields(labels, groundings),
-            **self._guard_fields(choice),
+            **evidence_fields(
+                self.task,
+                belief,
+                messages,
+                labels,
+                return_samples=return_samples,
+                clusters=clusters,
+                groundings=groundings,
+            ),
+            **_choice.guard_fields(choice, self._guard, self.risk_control),
             calibrator_id=self.calibrator_id,
         )
-
-    def _grounding_fields(
-        self, labels: Sequence[str | None] | None, groundings: Sequence[SampleGrounding] | None
-    ) -> dict[str, Any]:
-        if groundings is None or labels is None:
-            return {}
-        flags = ungrounded_flags(groundings) or []
-        n_ungrounded = sum(
-            bad and label == TOOL_CALL_ACTION for label, bad in zip(labels, flags, strict=True)
-        )
-        return {"n_ungrounded": n_ungrounded, "call_agreement": call_agreement(groundings)}
 
     def ask_message(
         self,
@@ -690,34 +503,9 @@ class Decider:
         Raises:
             ConfigurationError: If the shapes do not match.
         """
-        q = np.asarray(Q, dtype=np.float64)
-        if q.ndim != 2 or q.shape[1] != len(self._labels):
-            msg = (
-                f"Decider.choose_actions parameter 'Q' must have shape (n, {len(self._labels)}) "
-                f"(one calibrated belief over {list(self._labels)!r} per row), got {q.shape}."
-            )
-            raise ConfigurationError(msg)
-        ec = _expected_costs(q, self._cost, check_input=False)
-        chosen, replaced = executable_mbr(ec, executable)
-        if self._guard is None or self.risk_control is None:
-            no = np.zeros(len(chosen), dtype=bool)
-            return ActionChoice(chosen, chosen, replaced, no, None, ec)
-        actions, down, score = self._guard.apply(
-            q, chosen, self.risk_control.threshold, executable=executable
+        return _choice.choose_actions(
+            self.task, self._cost, Q, executable, self._guard, self.risk_control
         )
-        return ActionChoice(actions, chosen, replaced, down, score, ec)
-
-    def _guard_fields(self, choice: ActionChoice) -> dict[str, Any]:
-        """The Decision's guard fields for the first row of ``choice`` (none without a guard)."""
-        if self._guard is None or self.risk_control is None or choice.scores is None:
-            return {}
-        index = int(choice.unguarded[0])
-        return {
-            "guard": str(self.risk_control.spec),
-            "guard_threshold": self.risk_control.threshold,
-            "guard_score": float(choice.scores[0]) if self._guard.guarded[index] else None,
-            "guarded": bool(choice.guarded[0]),
-        }
 
     def fallback(
         self,
@@ -754,17 +542,19 @@ class Decider:
             probs=probs,
             calibrated=dict(probs),
             expected_cost=dict(zip(self._actions, ec.tolist(), strict=True)),
-            counts=dict(zip(self._labels, belief.counts.tolist(), strict=True)),
-            n_samples=belief.n,
-            n_unparsed=belief.n_unparsed,
             fallback=True,
             fallback_reason=reason,
             message=message,
             missing_arguments=list(asked),
-            **self._grounding_fields(labels, groundings),
-            samples=list(messages) if return_samples else None,
-            sample_labels=list(labels) if return_samples else None,
-            n_clusters=None if clusters is None else clusters.n_clusters,
+            **evidence_fields(
+                self.task,
+                belief,
+                messages,
+                labels,
+                return_samples=return_samples,
+                clusters=clusters,
+                groundings=groundings,
+            ),
             unguarded_action=action,
             guard=None if self.risk_control is None else str(self.risk_control.spec),
             guard_threshold=None if self.risk_control is None else self.risk_control.threshold,
