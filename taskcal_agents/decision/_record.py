@@ -20,8 +20,9 @@ from taskcal_agents.decision.belief import Belief
 from taskcal_agents.decision.task import Task
 from taskcal_agents.parsing.answer_clusters import AnswerClusters
 from taskcal_agents.parsing.grounding import SampleGrounding, call_agreement
+from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
 
-__all__ = ["Decision", "evidence_fields", "with_repeats"]
+__all__ = ["Decision", "evidence_fields", "logged_relevance", "with_repeats"]
 
 
 class Decision(BaseModel):
@@ -154,6 +155,13 @@ def evidence_fields(
     )
     fields["call_agreement"] = call_agreement(groundings)
     return fields
+
+
+def logged_relevance(relevance: Sequence[float] | None) -> dict[str, float] | None:
+    """The relevance features by name, as :attr:`Decision.relevance` records them."""
+    if relevance is None:
+        return None
+    return dict(zip(RELEVANCE_FEATURES, map(float, relevance), strict=True))
 
 
 def with_repeats(decision: Decision, n_repeats: int, belief: Belief) -> Decision:

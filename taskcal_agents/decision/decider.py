@@ -45,7 +45,12 @@ from taskcal_agents.decision._executability import (
     replacement_reason,
     ungrounded_flags,
 )
-from taskcal_agents.decision._record import Decision, evidence_fields, with_repeats
+from taskcal_agents.decision._record import (
+    Decision,
+    evidence_fields,
+    logged_relevance,
+    with_repeats,
+)
 from taskcal_agents.decision.artefact import ResolvedCalibrator, check_calibrator
 from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief, check_alpha
 from taskcal_agents.decision.risk_control import RiskControl
@@ -54,7 +59,6 @@ from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
 from taskcal_agents.parsing.answer_clusters import AnswerClusters, EntailmentJudgeFactory
 from taskcal_agents.parsing.grounding import GroundingContext, SampleGrounding
-from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
 
 __all__ = [
     "TOOL_CALL_ACTION",
@@ -415,8 +419,7 @@ class Decider:
             )  # fmt: skip
             if relevance is None:
                 return decision
-            logged = dict(zip(RELEVANCE_FEATURES, map(float, relevance), strict=True))
-            return decision.model_copy(update={"relevance": logged})
+            return decision.model_copy(update={"relevance": logged_relevance(relevance)})
         p = belief.probs
         q = self.calibrate(self.calibrator_input(belief, relevance))
         if labels is None:
@@ -438,6 +441,9 @@ class Decider:
         message, asked = _reply.reply_message(
             self.task, action, messages, labels, tool_names, clusters, groundings
         )
+        evidence = evidence_fields(self.task, belief, messages, labels,
+                                   return_samples=return_samples, clusters=clusters,
+                                   groundings=groundings)  # fmt: skip
         return Decision(
             task=self.task.name,
             action=action,
@@ -449,18 +455,8 @@ class Decider:
             message=message,
             unguarded_action=unguarded,
             missing_arguments=list(asked),
-            relevance=None
-            if relevance is None
-            else dict(zip(RELEVANCE_FEATURES, map(float, relevance), strict=True)),
-            **evidence_fields(
-                self.task,
-                belief,
-                messages,
-                labels,
-                return_samples=return_samples,
-                clusters=clusters,
-                groundings=groundings,
-            ),
+            relevance=logged_relevance(relevance),
+            **evidence,
             **_choice.guard_fields(choice, self._guard, self.risk_control),
             calibrator_id=self.calibrator_id,
         )
@@ -536,6 +532,9 @@ class Decider:
         message, asked = _reply.reply_message(
             self.task, action, messages, labels, tool_names, clusters, groundings
         )
+        evidence = evidence_fields(self.task, belief, messages, labels,
+                                   return_samples=return_samples, clusters=clusters,
+                                   groundings=groundings)  # fmt: skip
         return Decision(
             task=self.task.name,
             action=action,
@@ -546,15 +545,7 @@ class Decider:
             fallback_reason=reason,
             message=message,
             missing_arguments=list(asked),
-            **evidence_fields(
-                self.task,
-                belief,
-                messages,
-                labels,
-                return_samples=return_samples,
-                clusters=clusters,
-                groundings=groundings,
-            ),
+            **evidence,
             unguarded_action=action,
             guard=None if self.risk_control is None else str(self.risk_control.spec),
             guard_threshold=None if self.risk_control is None else self.risk_control.threshold,
