@@ -60,13 +60,12 @@ from langchain_core.messages import AIMessage
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import gammaln
 
-from taskcal_agents.decision.decider import (
-    Decider,
-    Decision,
+from taskcal_agents.decision._executability import (
     carried_actions,
     grounded_flags,
     ungrounded_flags,
 )
+from taskcal_agents.decision.decider import Decider, Decision
 from taskcal_agents.decision.options import AdaptiveSampling
 from taskcal_agents.decision.stopping_prior import StoppingPrior, fit_stopping_prior
 from taskcal_agents.decision.task import UNGROUNDED_CALL, Task

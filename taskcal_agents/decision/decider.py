@@ -18,47 +18,47 @@ representative.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from langchain_core.messages import AIMessage
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from calibrators import expected_costs as _expected_costs
-from calibrators import least_cost_actions, mbr_actions
+from calibrators import least_cost_actions
+from taskcal_agents.decision import _calibration, _choice, _reply, _samples
+from taskcal_agents.decision._calibration import (
+    item_relevance,
+    raw_inputs,
+    reads_features,
+    reads_inputs,
+)
+from taskcal_agents.decision._choice import ActionChoice
+from taskcal_agents.decision._executability import (
+    TOOL_CALL_ACTION,
+    carried_actions,
+    carries_out,
+    executable_mbr,
+    grounded_flags,
+    mbr_action,
+    replacement_reason,
+    ungrounded_flags,
+)
+from taskcal_agents.decision._record import (
+    Decision,
+    evidence_fields,
+    logged_relevance,
+    with_repeats,
+)
 from taskcal_agents.decision.artefact import ResolvedCalibrator, check_calibrator
 from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief, check_alpha
 from taskcal_agents.decision.risk_control import RiskControl
 from taskcal_agents.decision.stopping_prior import StoppingPrior
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
-from taskcal_agents.parsing.answer_clusters import (
-    AnswerClusters,
-    EntailmentJudgeFactory,
-    cluster_samples,
-)
-from taskcal_agents.parsing.grounding import (
-    GroundingContext,
-    SampleGrounding,
-    call_agreement,
-    grounded_message,
-    mentions,
-    missing_arguments,
-    question_for,
-    sent_args,
-)
-from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES, relevance_features
-from taskcal_agents.parsing.text import message_text, normalize_text
-from taskcal_agents.parsing.tool_calls import (
-    canonical_tool_calls,
-    extract_tool_calls,
-    has_written_call,
-    with_tool_calls,
-)
-from taskcal_agents.parsing.tool_turns import is_repeat_call
+from taskcal_agents.parsing.answer_clusters import AnswerClusters, EntailmentJudgeFactory
+from taskcal_agents.parsing.grounding import GroundingContext, SampleGrounding
 
 __all__ = [
     "TOOL_CALL_ACTION",
@@ -75,339 +75,6 @@ __all__ = [
     "raw_inputs",
     "ungrounded_flags",
 ]
-
-TOOL_CALL_ACTION = "tool_call"
-"""The sampled action that only a tool call carries out (a sample labelled with it whose
-tool call cannot be extracted, e.g. JSON cut off by ``max_tokens``, carries out nothing)."""
-
-
-def mbr_action(q: NDArray[np.float64], cost: NDArray[np.float64]) -> int:
-    """Return the minimum-Bayes-risk action index (ties go to the first action).
-
-    The decision kernel's :func:`calibrators.mbr_actions` on one belief.
-    """
-    return int(mbr_actions(np.asarray(q)[None, :], cost)[0])
-
-
-def executable_mbr(
-    expected_costs: NDArray[np.float64], executable: NDArray[np.bool_]
-) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
-    """MBR restricted to the actions that can be carried out, row by row.
-
-    The one rule shared by :class:`Decider` and the evaluation: per row, the action of
-    least expected cost among the executable ones (ties go to the first action). A row
-    with no executable action keeps its unrestricted MBR action. The choice is the
-    decision kernel's (:func:`calibrators.least_cost_actions`).
-
-    Args:
-        expected_costs: Expected cost of each action, shape ``(n, m)``.
-        executable: Whether each action can be carried out, shape ``(n, m)``.
-
-    Returns:
-        The chosen action indices ``(n,)`` and ``replaced`` ``(n,)``: whether the
-        unrestricted MBR action could not be carried out and another one was taken.
-
-    Raises:
-        ConfigurationError: If the shapes differ or are not two-dimensional.
-    """
-    ec = np.asarray(expected_costs, dtype=np.float64)
-    ok = np.asarray(executable, dtype=bool)
-    if ec.ndim != 2 or ok.shape != ec.shape:
-        msg = (
-            "executable_mbr needs expected_costs and executable of the same shape (n, m), "
-            f"got {ec.shape} and {ok.shape}."
-        )
-        raise ConfigurationError(msg)
-    best = least_cost_actions(ec, check_input=False)
-    chosen = least_cost_actions(ec, allowed=ok, check_input=False)
-    return chosen, chosen != best
-
-
-def grounded_flags(groundings: Sequence[SampleGrounding] | None) -> list[bool] | None:
-    """Per sample, whether its calls are grounded (``None`` without groundings)."""
-    return None if groundings is None else [g.grounded for g in groundings]
-
-
-def ungrounded_flags(groundings: Sequence[SampleGrounding] | None) -> list[bool] | None:
-    """Per sample, whether it makes a complete call that is not grounded."""
-    return None if groundings is None else [g.makes_call and not g.grounded for g in groundings]
-
-
-def item_relevance(
-    task: Task,
-    messages: Sequence[AIMessage],
-    labels: Sequence[str | None],
-    context: GroundingContext | None,
-    groundings: Sequence[SampleGrounding] | None = None,
-) -> tuple[float, ...] | None:
-    """The relevance features of one decision, or ``None`` when the task reads none.
-
-    The one function that computes them, at run time (:meth:`Decider.decide`), in
-    evaluation (``taskcal evaluate``) and for the decision log
-    (``Decision.relevance``, which ``refit`` reads back).
-
-    Args:
-        task: The task (:attr:`Task.reads_relevance
-            <taskcal_agents.decision.task.Task.reads_relevance>`).
-        messages: The samples.
-        labels: Their labels as the task's parser read them with the offered tools.
-        context: The request's tools and conversation.
-        groundings: The samples' groundings (for ``call_agreement``; ``None``: grounded
-            here from ``context``).
-
-    Raises:
-        ConfigurationError: The task reads relevance features and ``context`` is missing.
-    """
-    if not task.reads_relevance:
-        return None
-    if context is None:
-        msg = (
-            f"task {task.name!r} reads the relevance features, which need the request's "
-            "tools and conversation; pass decide(..., context=GroundingContext(tools, messages))."
-        )
-        raise ConfigurationError(msg)
-    refusal = task.abstain_action if task.abstain_action in task.labels else "cannot_answer"
-    tools = [
-        {"name": name, "description": schema.get("x-tool-description", ""), "parameters": schema}
-        for name, schema in context.schemas.items()
-    ]
-    if groundings is None:
-        groundings = context.ground_samples(messages)
-    return relevance_features(
-        context.request, tools, messages, labels, refusal_label=refusal,
-        modal_calls=call_agreement(groundings),
-    )  # fmt: skip
-
-
-def raw_inputs(task: Task, belief: Belief, relevance: Sequence[float]) -> NDArray[np.float64]:
-    """The input of a calibrator that reads raw columns.
-
-    Its width is :attr:`Task.n_inputs <taskcal_agents.decision.task.Task.n_inputs>`: p̂
-    (k columns, a probability row), then the shares the belief features add, as raw
-    numbers (ungrounded calls under grounded features, unparsed samples under
-    ``"other"``), then the relevance features.
-    """
-    n = max(belief.n, 1)
-    shares = []
-    if task.splits_ungrounded:
-        shares.append(belief.n_ungrounded / n)
-    if task.unparsed_evidence:
-        shares.append(belief.n_unparsed / n)
-    return np.concatenate([belief.probs, np.asarray(shares, dtype=np.float64), relevance])
-
-
-class ActionChoice(NamedTuple):
-    """The actions :meth:`Decider.choose_actions` takes, row by row.
-
-    Attributes:
-        actions: The final action indices ``(n,)``: what the Decider returns.
-        unguarded: The executable MBR action indices ``(n,)``, before the risk guard.
-        replaced: Whether the unrestricted MBR action could not be carried out and
-            another one was taken ``(n,)``.
-        guarded: Whether the risk guard downgraded the row ``(n,)`` (all ``False``
-            without a guard).
-        scores: The guard's score of each row's unguarded action ``(n,)``; ``None``
-            without a guard.
-        expected_costs: The expected cost of each action under each row's belief ``(n, m)``.
-    """
-
-    actions: NDArray[np.intp]
-    unguarded: NDArray[np.intp]
-    replaced: NDArray[np.bool_]
-    guarded: NDArray[np.bool_]
-    scores: NDArray[np.float64] | None
-    expected_costs: NDArray[np.float64]
-
-
-def carries_out(
-    action: str, message: AIMessage, *, tool_names: Sequence[str] | None = None
-) -> bool:
-    """Whether a sample labelled ``action`` carries it out.
-
-    For :data:`TOOL_CALL_ACTION`: the message makes a tool call that can be extracted
-    (:func:`~taskcal_agents.parsing.extract_tool_calls`) to an offered tool (any tool when
-    *tool_names* is ``None``); for any other action: the message has non-empty text.
-    """
-    if action == TOOL_CALL_ACTION:
-        calls = extract_tool_calls(message)
-        if tool_names is None:
-            return bool(calls)
-        return any(c["name"] in tool_names for c in calls)
-    return bool(message_text(message).strip())
-
-
-def _sendable(task: Task, grounded: Sequence[bool] | None, n: int) -> Sequence[bool]:
-    """Per sample, whether the task lets its tool call be sent (``execute: grounded``)."""
-    spec = task.grounding
-    if spec is None or spec.execute == "any" or n == 0:
-        return [True] * n
-    if grounded is None or len(grounded) != n:
-        msg = (
-            f"task {task.name!r} sends only grounded calls (grounding.execute='grounded'), so "
-            f"the decision needs one 'grounded' flag per sample, got "
-            f"{None if grounded is None else len(grounded)} for {n} samples; ground the "
-            "samples with a GroundingContext of the request's tools and conversation."
-        )
-        raise ConfigurationError(msg)
-    return grounded
-
-
-def carried_actions(
-    task: Task,
-    messages: Sequence[AIMessage],
-    labels: Sequence[str | None],
-    *,
-    tool_names: Sequence[str] | None = None,
-    grounded: Sequence[bool] | None = None,
-) -> NDArray[np.bool_]:
-    """Which of the task's actions these samples let the agent carry out.
-
-    An action not in ``task.sampled_actions`` can always be carried out (the ask and
-    abstain actions have their texts). A sampled action can be carried out iff some
-    sample labelled with it carries it out (:func:`carries_out`); under the task's
-    ``grounding.execute: grounded`` a tool call only by a sample whose calls are grounded.
-
-    Args:
-        task: The task.
-        messages: The sampled completions.
-        labels: Their labels as g_T reads them (``None``: unparsed), aligned with
-            ``messages`` (before grounding relabels any: a relabelled call may still be
-            sent under ``execute: any``).
-        tool_names: The tools offered to the calls that drew the samples (``None``: any).
-        grounded: Per sample, whether its calls are grounded
-            (:attr:`~taskcal_agents.parsing.grounding.SampleGrounding.grounded`); needed under
-            ``execute: grounded``.
-
-    Returns:
-        A boolean mask over ``task.action_list``.
-
-    Raises:
-        ConfigurationError: The task sends only grounded calls and ``grounded`` is missing.
-    """
-    sampled = set(task.sampled_actions)
-    sendable = _sendable(task, grounded, len(messages)) if TOOL_CALL_ACTION in sampled else None
-    carried = {
-        label
-        for i, (message, label) in enumerate(zip(messages, labels, strict=True))
-        if label in sampled
-        and (label != TOOL_CALL_ACTION or sendable is None or sendable[i])
-        and carries_out(label, message, tool_names=tool_names)
-    }
-    return np.array([a not in sampled or a in carried for a in task.action_list], dtype=bool)
-
-
-class Decision(BaseModel):
-    """One cost-aware decision and the evidence behind it."""
-
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    task: str
-    """The task name."""
-    action: str
-    """The chosen action."""
-    probs: dict[str, float]
-    """The raw (smoothed) belief p̂ by label; under ``unparsed: other`` it sees all N
-    samples, the unparsed ones spread evenly over the labels."""
-    calibrated: dict[str, float]
-    """The calibrated belief q by label: f(p̂), or f of the belief features for a
-    calibrator fitted on them (equal to ``probs`` without calibrator or on fallback)."""
-    expected_cost: dict[str, float]
-    """The expected cost of each action under ``calibrated``."""
-    counts: dict[str, float] = Field(default_factory=dict)
-    """Sample counts by label (unparsed samples included only under ``"as:<label>"``)."""
-    n_samples: int = Field(ge=0)
-    """The number of samples drawn (unparsed ones included)."""
-    n_unparsed: int = Field(ge=0)
-    """The number of samples the parser could not map to a task label (repeats included)."""
-    n_repeats: int = Field(default=0, ge=0)
-    """The number of samples that repeated a tool call already made and answered in the
-    current user turn (see :meth:`Decider.decide`); counted as unparsed, never executed."""
-    fallback: bool = False
-    """Whether ``action`` is the task's fallback action rather than the MBR action."""
-    fallback_reason: str | None = None
-    """Why the fallback was used (no samples, all unparsed, model error)."""
-    message: AIMessage | None = None
-    """The representative message for the action: the most frequent canonical tool call
-    for a tool-call action, the most typical sampled text for other sampled labels (e.g.
-    the clarifying question), ``task.abstain_text`` for the abstain action,
-    ``task.ask_text`` for the ask action without a sampled question; ``None`` when the
-    action has no sample to represent it."""
-    samples: list[AIMessage] | None = None
-    """The sampled messages (only on request)."""
-    sample_labels: list[str | None] | None = None
-    """The parsed label of each sample (``None``: unparsed), with ``samples``; under answer
-    clustering the label it counted as (the answer label: in the modal cluster)."""
-    n_clusters: int | None = None
-    """Under answer clustering: the number of meaning clusters among the sampled answers
-    (``None`` for tasks that do not cluster)."""
-    n_ungrounded: int | None = None
-    """Under the task's ``grounding``: the ``tool_call`` samples whose calls are ungrounded
-    (a required argument missing, or a value the conversation does not support; see
-    :mod:`taskcal_agents.parsing.grounding`); ``None`` for a task without grounding."""
-    call_agreement: int | None = None
-    """Under the task's ``grounding``: how many samples make the modal call (same tools,
-    same normalised arguments)."""
-    missing_arguments: list[str] = Field(default_factory=list)
-    """For an ask decision: the arguments the question asks for (those the sampled calls
-    lacked or invented), in the order asked; empty otherwise."""
-    relevance: dict[str, float] | None = None
-    """The relevance features (:data:`~taskcal_agents.parsing.relevance.RELEVANCE_FEATURES`)
-    when the task reads them (``grounding.relevance``), else ``None``; ``refit`` rebuilds
-    the calibrator input from them."""
-    calibrator_id: str | None = None
-    """The content id of the calibrator artefact that decided
-    (:attr:`~taskcal_agents.decision.artefact.CalibratorArtefact.content_id`, as the decision
-    log's ``artefact_id``); ``None`` on the raw belief or by a calibrator given without an
-    artefact."""
-    # Adaptive N (taskcal_agents.decision.adaptive), set by the front doors that sample in rounds.
-    stopped_early: bool = False
-    """Whether adaptive N's stopping rule ended the draw before N samples were requested
-    (``n_samples`` is what was drawn, unparsed samples included)."""
-    change_probability: float | None = None
-    """Under adaptive N, the estimated probability, at the last check, that drawing up to
-    N would change the action (0 at N; ``None`` without adaptive N)."""
-    unguarded_action: str | None = None
-    """The action before the risk guard: the MBR action (or the cheapest one that can be
-    carried out, or the fallback action); equal to ``action`` unless ``guarded``."""
-    guard: str | None = None
-    """The risk limit in force (its spec, e.g. ``"tool_call_when_not:0.05"``), or ``None``
-    (see :mod:`taskcal_agents.decision.risk_control`)."""
-    guard_threshold: float | None = None
-    """The guard's threshold λ̂ (``inf``: no threshold was certified, it always
-    downgrades; ``null`` in the JSON form), or ``None`` without a guard."""
-    guard_score: float | None = None
-    """The score s of ``unguarded_action`` that the guard compared with λ̂ (the calibrated
-    probability that it is a least-cost action, or 1 − its scaled expected cost), or
-    ``None`` when the guard did not look at it."""
-    guarded: bool = False
-    """Whether the guard downgraded ``unguarded_action`` to the safe ``action``."""
-    decision_id: str | None = None
-    """The id under which a front door's decision log recorded this decision (pass it to
-    :func:`~taskcal_agents.production.decision_log.record_outcome`), or ``None`` when not logged."""
-
-    @field_serializer("guard_threshold", when_used="json")
-    def _finite_threshold(self, value: float | None) -> float | None:
-        return value if value is None or np.isfinite(value) else None
-
-    def to_metadata(self) -> dict[str, Any]:
-        """Return a JSON-able dict without the messages (for ``response_metadata``)."""
-        return self.model_dump(mode="json", exclude={"message", "samples"})
-
-
-def _reads_features(task: Task, calibrator: Any) -> bool:
-    """Whether ``calibrator`` reads the k + 1 belief features rather than p̂.
-
-    That is when its ``n_features_in_`` is ``task.n_features`` = k + 1 (the ``"other"``
-    unparsed policy); a calibrator without ``n_features_in_`` reads p̂.
-    """
-    n = getattr(calibrator, "n_features_in_", None)
-    return n is not None and int(n) == task.n_features != len(task.labels)
-
-
-def _reads_inputs(task: Task, calibrator: Any) -> bool:
-    """Whether ``calibrator`` reads :func:`raw_inputs` (its width is ``task.n_inputs``)."""
-    n = getattr(calibrator, "n_features_in_", None)
-    return task.reads_relevance and n is not None and int(n) == task.n_inputs
 
 
 class Decider:
@@ -450,7 +117,6 @@ class Decider:
         "_inputs",
         "_judge",
         "_labels",
-        "_sampled",
         "alpha",
         "calibrator",
         "calibrator_id",
@@ -495,9 +161,8 @@ class Decider:
         self._cost = task.cost_matrix()
         self._labels = tuple(task.labels)
         self._actions = tuple(task.action_list)
-        self._sampled = frozenset(task.sampled_actions)
-        self._features = _reads_features(task, calibrator)
-        self._inputs = _reads_inputs(task, calibrator)
+        self._features = reads_features(task, calibrator)
+        self._inputs = reads_inputs(task, calibrator)
         if risk_control is not None and not isinstance(risk_control, RiskControl):
             msg = (
                 f"Decider parameter 'risk_control' must be a RiskControl (from "
@@ -566,29 +231,10 @@ class Decider:
                 built without the ``"other"`` policy, or reads the relevance features and
                 none are given.
         """
-        if self._inputs:
-            if relevance is None or len(relevance) != len(RELEVANCE_FEATURES):
-                msg = (
-                    f"calibrator {type(self.calibrator).__name__} for task {self.task.name!r} "
-                    f"reads the {len(RELEVANCE_FEATURES)} relevance features, got "
-                    f"{relevance!r}; Decider.decide computes them from the context."
-                )
-                raise ConfigurationError(msg)
-            return raw_inputs(self.task, belief, relevance)
-        if not self._features:
-            return belief.probs
-        features = belief.features
-        if belief.unparsed_evidence != self.task.unparsed_evidence or (
-            features.shape != (self.task.n_features,)
-        ):
-            msg = (
-                f"calibrator {type(self.calibrator).__name__} for task {self.task.name!r} "
-                f"reads {self.task.n_features} belief features, but the belief {belief!r} has "
-                f"{features.shape[0]}; build it with the task's rule "
-                "(task.belief_from_outcomes(task.sample_outcomes(labels, ungrounded)))."
-            )
-            raise ConfigurationError(msg)
-        return features
+        return _calibration.calibrator_input(
+            self.task, self.calibrator, belief, relevance,
+            on_features=self._features, on_inputs=self._inputs,
+        )  # fmt: skip
 
     def calibrate(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """Return q = f(x) (x itself without calibrator), renormalised to sum to 1.
@@ -601,25 +247,7 @@ class Decider:
         Raises:
             ConfigurationError: If the calibrator returns a wrongly shaped or invalid row.
         """
-        if self.calibrator is None:
-            return x
-        X = np.atleast_2d(x)
-        q = np.asarray(self.calibrator.predict_proba(X), dtype=np.float64)
-        k = len(self._labels)
-        if (
-            q.shape != (X.shape[0], k)
-            or not np.all(np.isfinite(q))
-            or np.any(q < 0)
-            or np.any(q.sum(axis=1) <= 0)
-        ):
-            msg = (
-                f"calibrator {type(self.calibrator).__name__}.predict_proba must return one "
-                f"row of {k} finite probabilities >= 0 for task {self.task.name!r}, got "
-                f"{q.tolist()!r}."
-            )
-            raise ConfigurationError(msg)
-        rows: NDArray[np.float64] = q / q.sum(axis=1, keepdims=True)
-        return rows[0] if np.ndim(x) == 1 else rows
+        return _calibration.calibrate(self.task, self.calibrator, x)
 
     def decide(
         self,
@@ -668,22 +296,9 @@ class Decider:
         labels, n_repeats, groundings = self.read_samples(
             messages, tool_names=tool_names, answered_calls=answered_calls, context=context
         )
-        clusters = None
-        if self.task.answer_clusters is not None:
-            entails = None
-            if self.task.answer_clusters.method == "entailment" and self._judge is not None:
-                if not question:
-                    msg = (
-                        f"Decider for task {self.task.name!r}: answer_clusters method "
-                        "'entailment' asks the judge about the question the samples answer, "
-                        f"got question={question!r}; pass decide(..., question=...) (the text of "
-                        "the request's last user message, answer_clusters.question_of)."
-                    )
-                    raise ConfigurationError(msg)
-                entails = self._judge(question=question)
-            clusters, labels = cluster_samples(
-                self.task, messages, labels, question=question, entails=entails
-            )
+        clusters, labels = _samples.cluster_with_judge(
+            self.task, messages, labels, question, self._judge
+        )
         belief = self.task.belief_from_outcomes(
             self.task.sample_outcomes(labels, ungrounded_flags(groundings)), alpha=self.alpha
         )
@@ -697,15 +312,7 @@ class Decider:
             groundings=groundings,
             relevance=item_relevance(self.task, messages, labels, context, groundings),
         )
-        if not n_repeats:
-            return decision
-        update: dict[str, Any] = {"n_repeats": n_repeats}
-        if decision.fallback and belief.n_parsed == 0:
-            update["fallback_reason"] = (
-                f"{decision.fallback_reason} ({n_repeats} repeated a tool call already made "
-                "and answered)"
-            )
-        return decision.model_copy(update=update)
+        return with_repeats(decision, n_repeats, belief)
 
     def read_samples(
         self,
@@ -726,19 +333,10 @@ class Decider:
             The labels (``None``: unparsed or a repeat), the number of repeats, and the
             groundings (``None`` for a task without grounding).
         """
-        labels, n_repeats = self.parse_samples(
-            messages, tool_names=tool_names, answered_calls=answered_calls
-        )
-        groundings = self.ground(messages, context)
-        if groundings is None or not answered_calls:
-            return labels, n_repeats, groundings
-        for i, (label, g) in enumerate(zip(labels, groundings, strict=True)):
-            sent = [canonical_tool_calls([{"name": c.name, "args": sent_args(c), "id": None}])
-                    for c in g.calls]  # fmt: skip
-            if label == TOOL_CALL_ACTION and any(key in answered_calls for key in sent):
-                labels[i] = None
-                n_repeats += 1
-        return labels, n_repeats, groundings
+        return _samples.read_samples(
+            self.task, messages,
+            tool_names=tool_names, answered_calls=answered_calls, context=context,
+        )  # fmt: skip
 
     def ground(
         self, messages: Sequence[AIMessage], context: GroundingContext | None
@@ -748,17 +346,7 @@ class Decider:
         Raises:
             ConfigurationError: The task grounds its calls and ``context`` is ``None``.
         """
-        if self.task.grounding is None:
-            return None
-        if context is None:
-            msg = (
-                f"Decider for task {self.task.name!r}: the task grounds its tool calls "
-                "(grounding), so decide() needs context=GroundingContext(tools, messages): the "
-                "request's tools and conversation, which each call's arguments are checked "
-                "against; or build the task with grounding=None."
-            )
-            raise ConfigurationError(msg)
-        return context.ground_samples(messages)
+        return _samples.ground_samples(self.task, messages, context)
 
     def parse_samples(
         self,
@@ -772,15 +360,8 @@ class Decider:
         A ``tool_call`` sample that repeats an answered call is ``None`` (see
         :meth:`decide`); the adaptive-N stopping rule parses through here too.
         """
-        labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
-        if not answered_calls:
-            return labels, 0
-        repeats = [
-            label == TOOL_CALL_ACTION and is_repeat_call(m, answered_calls)
-            for m, label in zip(messages, labels, strict=True)
-        ]
-        return [None if r else label for label, r in zip(labels, repeats, strict=True)], sum(
-            repeats
+        return _samples.parse_samples(
+            self.task, messages, tool_names=tool_names, answered_calls=answered_calls
         )
 
     def decide_belief(
@@ -838,8 +419,7 @@ class Decider:
             )  # fmt: skip
             if relevance is None:
                 return decision
-            logged = dict(zip(RELEVANCE_FEATURES, map(float, relevance), strict=True))
-            return decision.model_copy(update={"relevance": logged})
+            return decision.model_copy(update={"relevance": logged_relevance(relevance)})
         p = belief.probs
         q = self.calibrate(self.calibrator_input(belief, relevance))
         if labels is None:
@@ -856,18 +436,14 @@ class Decider:
         reason: str | None = None
         if choice.replaced[0]:
             unrestricted = self._actions[int(least_cost_actions(ec[None, :])[0])]
-            why = "no sample carried it out"
-            if unrestricted == TOOL_CALL_ACTION and groundings and any(g.calls for g in groundings):
-                needed = missing_arguments(groundings)[1]
-                why = "every sampled call is ungrounded" + (
-                    f" (they lack {', '.join(repr(a) for a in needed)})" if needed else ""
-                )
-            reason = (
-                f"MBR chose {unrestricted!r}, but {why}; took the cheapest action that can be "
-                f"carried out, {unguarded!r}"
-            )
+            reason = replacement_reason(unrestricted, unguarded, groundings)
         action = self._actions[int(choice.actions[0])]
-        message, asked = self._message(action, messages, labels, tool_names, clusters, groundings)
+        message, asked = _reply.reply_message(
+            self.task, action, messages, labels, tool_names, clusters, groundings
+        )
+        evidence = evidence_fields(self.task, belief, messages, labels,
+                                   return_samples=return_samples, clusters=clusters,
+                                   groundings=groundings)  # fmt: skip
         return Decision(
             task=self.task.name,
             action=action,
@@ -876,55 +452,14 @@ class Decider:
             probs=dict(zip(self._labels, p.tolist(), strict=True)),
             calibrated=dict(zip(self._labels, q.tolist(), strict=True)),
             expected_cost=dict(zip(self._actions, ec.tolist(), strict=True)),
-            counts=dict(zip(self._labels, belief.counts.tolist(), strict=True)),
-            n_samples=belief.n,
-            n_unparsed=belief.n_unparsed,
             message=message,
-            samples=list(messages) if return_samples else None,
-            sample_labels=list(labels) if return_samples else None,
-            n_clusters=None if clusters is None else clusters.n_clusters,
             unguarded_action=unguarded,
             missing_arguments=list(asked),
-            relevance=None
-            if relevance is None
-            else dict(zip(RELEVANCE_FEATURES, map(float, relevance), strict=True)),
-            **self._grounding_fields(labels, groundings),
-            **self._guard_fields(choice),
+            relevance=logged_relevance(relevance),
+            **evidence,
+            **_choice.guard_fields(choice, self._guard, self.risk_control),
             calibrator_id=self.calibrator_id,
         )
-
-    def _grounding_fields(
-        self, labels: Sequence[str | None] | None, groundings: Sequence[SampleGrounding] | None
-    ) -> dict[str, Any]:
-        if groundings is None or labels is None:
-            return {}
-        flags = ungrounded_flags(groundings) or []
-        n_ungrounded = sum(
-            bad and label == TOOL_CALL_ACTION for label, bad in zip(labels, flags, strict=True)
-        )
-        return {"n_ungrounded": n_ungrounded, "call_agreement": call_agreement(groundings)}
-
-    def _message(
-        self,
-        action: str,
-        messages: Sequence[AIMessage],
-        labels: Sequence[str | None],
-        tool_names: Sequence[str] | None,
-        clusters: AnswerClusters | None,
-        groundings: Sequence[SampleGrounding] | None,
-    ) -> tuple[AIMessage | None, tuple[str, ...]]:
-        """The representative message and, for the ask action, the arguments it asks for."""
-        if groundings is None or action != self.task.ask_action:
-            message = self.representative(
-                action,
-                messages,
-                labels,
-                tool_names=tool_names,
-                clusters=clusters,
-                groundings=groundings,
-            )
-            return message, ()
-        return self.ask_message(messages, labels, groundings)
 
     def ask_message(
         self,
@@ -942,24 +477,7 @@ class Decider:
         built from the tool's schema (:func:`~taskcal_agents.parsing.grounding.question_for`), and
         without either the task's ``ask_text``.
         """
-        ask = self.task.ask_action
-        call, needed = missing_arguments(groundings)
-        questions = [
-            m
-            for m, label, g in zip(messages, labels, groundings, strict=True)
-            if label == ask
-            and not g.calls
-            and message_text(m).strip()
-            and not has_written_call(message_text(m))
-        ]
-        if needed:
-            questions = [q for q in questions if any(mentions(message_text(q), a) for a in needed)]
-        if questions:
-            texts = [normalize_text(message_text(m)) for m in questions]
-            best = Counter(texts).most_common(1)[0][0]
-            return AIMessage(content=message_text(questions[texts.index(best)])), needed
-        text = None if call is None else question_for(needed, call.description, call.numeric)
-        return AIMessage(content=text or self.task.ask_text), needed if text else ()
+        return _reply.ask_message(self.task, messages, labels, groundings)
 
     def choose_actions(self, Q: NDArray[np.float64], executable: NDArray[np.bool_]) -> ActionChoice:
         """The actions the Decider takes on calibrated beliefs: executable MBR, then the guard.
@@ -981,34 +499,9 @@ class Decider:
         Raises:
             ConfigurationError: If the shapes do not match.
         """
-        q = np.asarray(Q, dtype=np.float64)
-        if q.ndim != 2 or q.shape[1] != len(self._labels):
-            msg = (
-                f"Decider.choose_actions parameter 'Q' must have shape (n, {len(self._labels)}) "
-                f"(one calibrated belief over {list(self._labels)!r} per row), got {q.shape}."
-            )
-            raise ConfigurationError(msg)
-        ec = _expected_costs(q, self._cost, check_input=False)
-        chosen, replaced = executable_mbr(ec, executable)
-        if self._guard is None or self.risk_control is None:
-            no = np.zeros(len(chosen), dtype=bool)
-            return ActionChoice(chosen, chosen, replaced, no, None, ec)
-        actions, down, score = self._guard.apply(
-            q, chosen, self.risk_control.threshold, executable=executable
+        return _choice.choose_actions(
+            self.task, self._cost, Q, executable, self._guard, self.risk_control
         )
-        return ActionChoice(actions, chosen, replaced, down, score, ec)
-
-    def _guard_fields(self, choice: ActionChoice) -> dict[str, Any]:
-        """The Decision's guard fields for the first row of ``choice`` (none without a guard)."""
-        if self._guard is None or self.risk_control is None or choice.scores is None:
-            return {}
-        index = int(choice.unguarded[0])
-        return {
-            "guard": str(self.risk_control.spec),
-            "guard_threshold": self.risk_control.threshold,
-            "guard_score": float(choice.scores[0]) if self._guard.guarded[index] else None,
-            "guarded": bool(choice.guarded[0]),
-        }
 
     def fallback(
         self,
@@ -1036,24 +529,23 @@ class Decider:
         if labels is None:
             labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
         probs = dict(zip(self._labels, p.tolist(), strict=True))
-        message, asked = self._message(action, messages, labels, tool_names, clusters, groundings)
+        message, asked = _reply.reply_message(
+            self.task, action, messages, labels, tool_names, clusters, groundings
+        )
+        evidence = evidence_fields(self.task, belief, messages, labels,
+                                   return_samples=return_samples, clusters=clusters,
+                                   groundings=groundings)  # fmt: skip
         return Decision(
             task=self.task.name,
             action=action,
             probs=probs,
             calibrated=dict(probs),
             expected_cost=dict(zip(self._actions, ec.tolist(), strict=True)),
-            counts=dict(zip(self._labels, belief.counts.tolist(), strict=True)),
-            n_samples=belief.n,
-            n_unparsed=belief.n_unparsed,
             fallback=True,
             fallback_reason=reason,
             message=message,
             missing_arguments=list(asked),
-            **self._grounding_fields(labels, groundings),
-            samples=list(messages) if return_samples else None,
-            sample_labels=list(labels) if return_samples else None,
-            n_clusters=None if clusters is None else clusters.n_clusters,
+            **evidence,
             unguarded_action=action,
             guard=None if self.risk_control is None else str(self.risk_control.spec),
             guard_threshold=None if self.risk_control is None else self.risk_control.threshold,
@@ -1089,46 +581,10 @@ class Decider:
         without such samples → ``task.ask_text``;
         any other action without samples → ``None``.
         """
-        task = self.task
-        if action == task.abstain_action:
-            return AIMessage(content=task.abstain_text)
-        if clusters is not None and clusters.representative is not None:
-            answer, _ = task.answer_abstain_labels()
-            if action == answer:
-                return messages[clusters.representative].model_copy()
-        group = [m for m, label in zip(messages, labels, strict=True) if label == action]
-        if action in self._sampled:
-            group = [m for m in group if carries_out(action, m, tool_names=tool_names)]
-        if action == TOOL_CALL_ACTION and action in self._sampled and task.grounding is not None:
-            if groundings is None or len(groundings) != len(messages):
-                _sendable(task, None, len(messages))  # raises under execute: grounded
-                groundings = None
-            else:
-                sendable = _sendable(task, grounded_flags(groundings), len(messages))
-                pairs = [
-                    (m, g)
-                    for m, label, g, ok in zip(messages, labels, groundings, sendable, strict=True)
-                    if label == action and ok and g.calls
-                    and carries_out(action, m, tool_names=tool_names)
-                ]  # fmt: skip
-                if not pairs:
-                    return None
-                keys = [g.key for _, g in pairs]
-                m, g = pairs[keys.index(Counter(keys).most_common(1)[0][0])]
-                return grounded_message(with_tool_calls(m), g)
-        if group:
-            calls = [extract_tool_calls(m) for m in group]
-            with_calls = [(m, c) for m, c in zip(group, calls, strict=True) if c]
-            if with_calls:
-                keys = [canonical_tool_calls(c) for _, c in with_calls]
-                best = Counter(keys).most_common(1)[0][0]
-                return with_tool_calls(with_calls[keys.index(best)][0])
-            texts = [normalize_text(message_text(m)) for m in group]
-            best_text = Counter(texts).most_common(1)[0][0]
-            return group[texts.index(best_text)].model_copy()
-        if action == task.ask_action:
-            return AIMessage(content=task.ask_text)
-        return None
+        return _reply.representative(
+            self.task, action, messages, labels,
+            tool_names=tool_names, clusters=clusters, groundings=groundings,
+        )  # fmt: skip
 
 
 def decide_from_messages(

@@ -1,0 +1,153 @@
+"""Reply composition: the message that carries out the chosen action.
+
+The representative sample of a sampled action (its most frequent canonical tool call, sent
+as grounded, or its most typical text; under answer clustering the modal cluster's
+representative), the task's texts for the abstain and ask actions, and under grounding the
+ask action's question naming the arguments the sampled calls lacked. The rules are those of
+:meth:`Decider.representative <taskcal_agents.decision.decider.Decider.representative>` and
+:meth:`Decider.ask_message <taskcal_agents.decision.decider.Decider.ask_message>`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage
+
+from taskcal_agents.decision._executability import (
+    TOOL_CALL_ACTION,
+    carries_out,
+    grounded_flags,
+    sendable_flags,
+)
+from taskcal_agents.decision.task import Task
+from taskcal_agents.parsing.answer_clusters import AnswerClusters
+from taskcal_agents.parsing.grounding import (
+    SampleGrounding,
+    grounded_message,
+    mentions,
+    missing_arguments,
+    question_for,
+)
+from taskcal_agents.parsing.text import message_text, normalize_text
+from taskcal_agents.parsing.tool_calls import (
+    canonical_tool_calls,
+    extract_tool_calls,
+    has_written_call,
+    with_tool_calls,
+)
+
+__all__ = ["ask_message", "reply_message", "representative"]
+
+
+def reply_message(
+    task: Task,
+    action: str,
+    messages: Sequence[AIMessage],
+    labels: Sequence[str | None],
+    tool_names: Sequence[str] | None,
+    clusters: AnswerClusters | None,
+    groundings: Sequence[SampleGrounding] | None,
+) -> tuple[AIMessage | None, tuple[str, ...]]:
+    """The representative message and, for the ask action, the arguments it asks for."""
+    if groundings is None or action != task.ask_action:
+        message = representative(
+            task,
+            action,
+            messages,
+            labels,
+            tool_names=tool_names,
+            clusters=clusters,
+            groundings=groundings,
+        )
+        return message, ()
+    return ask_message(task, messages, labels, groundings)
+
+
+def ask_message(
+    task: Task,
+    messages: Sequence[AIMessage],
+    labels: Sequence[str | None],
+    groundings: Sequence[SampleGrounding],
+) -> tuple[AIMessage, tuple[str, ...]]:
+    """The ask action's message under grounding, and the arguments it asks for.
+
+    A sampled clarifying question (one that names an argument the calls lack, when they
+    lack any), else a question built from the tool's schema, else the task's ``ask_text``
+    (see :meth:`Decider.ask_message <taskcal_agents.decision.decider.Decider.ask_message>`).
+    """
+    ask = task.ask_action
+    call, needed = missing_arguments(groundings)
+    questions = [
+        m
+        for m, label, g in zip(messages, labels, groundings, strict=True)
+        if label == ask
+        and not g.calls
+        and message_text(m).strip()
+        and not has_written_call(message_text(m))
+    ]
+    if needed:
+        questions = [q for q in questions if any(mentions(message_text(q), a) for a in needed)]
+    if questions:
+        texts = [normalize_text(message_text(m)) for m in questions]
+        best = Counter(texts).most_common(1)[0][0]
+        return AIMessage(content=message_text(questions[texts.index(best)])), needed
+    text = None if call is None else question_for(needed, call.description, call.numeric)
+    return AIMessage(content=text or task.ask_text), needed if text else ()
+
+
+def representative(
+    task: Task,
+    action: str,
+    messages: Sequence[AIMessage],
+    labels: Sequence[str | None],
+    *,
+    tool_names: Sequence[str] | None = None,
+    clusters: AnswerClusters | None = None,
+    groundings: Sequence[SampleGrounding] | None = None,
+) -> AIMessage | None:
+    """The message that carries out ``action``, ``None`` when there is none.
+
+    See :meth:`Decider.representative
+    <taskcal_agents.decision.decider.Decider.representative>` for the rules.
+    """
+    if action == task.abstain_action:
+        return AIMessage(content=task.abstain_text)
+    if clusters is not None and clusters.representative is not None:
+        answer, _ = task.answer_abstain_labels()
+        if action == answer:
+            return messages[clusters.representative].model_copy()
+    group = [m for m, label in zip(messages, labels, strict=True) if label == action]
+    if action in task.sampled_actions:
+        group = [m for m in group if carries_out(action, m, tool_names=tool_names)]
+    if action == TOOL_CALL_ACTION and action in task.sampled_actions and task.grounding is not None:
+        if groundings is None or len(groundings) != len(messages):
+            sendable_flags(task, None, len(messages))  # raises under execute: grounded
+            groundings = None
+        else:
+            sendable = sendable_flags(task, grounded_flags(groundings), len(messages))
+            pairs = [
+                (m, g)
+                for m, label, g, ok in zip(messages, labels, groundings, sendable, strict=True)
+                if label == action and ok and g.calls
+                and carries_out(action, m, tool_names=tool_names)
+            ]  # fmt: skip
+            if not pairs:
+                return None
+            keys = [g.key for _, g in pairs]
+            m, g = pairs[keys.index(Counter(keys).most_common(1)[0][0])]
+            return grounded_message(with_tool_calls(m), g)
+    if group:
+        calls = [extract_tool_calls(m) for m in group]
+        with_calls = [(m, c) for m, c in zip(group, calls, strict=True) if c]
+        if with_calls:
+            keys = [canonical_tool_calls(c) for _, c in with_calls]
+            best = Counter(keys).most_common(1)[0][0]
+            return with_tool_calls(with_calls[keys.index(best)][0])
+        texts = [normalize_text(message_text(m)) for m in group]
+        best_text = Counter(texts).most_common(1)[0][0]
+        return group[texts.index(best_text)].model_copy()
+    if action == task.ask_action:
+        return AIMessage(content=task.ask_text)
+    return None
