@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage
 from numpy.typing import NDArray
 
 from calibrators import least_cost_actions, mbr_actions
-from taskcal_agents.decision.task import Task
+from taskcal_agents.decision.task import TOOL_CALL_ACTION, Task
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing.grounding import SampleGrounding, missing_arguments
 from taskcal_agents.parsing.text import message_text
@@ -34,7 +34,6 @@ __all__ = [
     "ungrounded_flags",
 ]
 
-TOOL_CALL_ACTION = "tool_call"
 """The sampled action that only a tool call carries out (a sample labelled with it whose
 tool call cannot be extracted, e.g. JSON cut off by ``max_tokens``, carries out nothing)."""
 
@@ -92,15 +91,20 @@ def ungrounded_flags(groundings: Sequence[SampleGrounding] | None) -> list[bool]
 
 
 def carries_out(
-    action: str, message: AIMessage, *, tool_names: Sequence[str] | None = None
+    action: str,
+    message: AIMessage,
+    *,
+    tool_names: Sequence[str] | None = None,
+    call_action: str | None = TOOL_CALL_ACTION,
 ) -> bool:
     """Whether a sample labelled ``action`` carries it out.
 
-    For :data:`TOOL_CALL_ACTION`: the message makes a tool call that can be extracted
+    For ``call_action`` (the task's :attr:`~taskcal_agents.decision.task.Task.call_action`;
+    default :data:`TOOL_CALL_ACTION`): the message makes a tool call that can be extracted
     (:func:`~taskcal_agents.parsing.extract_tool_calls`) to an offered tool (any tool when
     *tool_names* is ``None``); for any other action: the message has non-empty text.
     """
-    if action == TOOL_CALL_ACTION:
+    if action == call_action:
         calls = extract_tool_calls(message)
         if tool_names is None:
             return bool(calls)
@@ -158,20 +162,23 @@ def carried_actions(
     """
     sampled = set(task.sampled_actions)
     sendable = (
-        sendable_flags(task, grounded, len(messages)) if TOOL_CALL_ACTION in sampled else None
+        sendable_flags(task, grounded, len(messages)) if task.call_action in sampled else None
     )
     carried = {
         label
         for i, (message, label) in enumerate(zip(messages, labels, strict=True))
         if label in sampled
-        and (label != TOOL_CALL_ACTION or sendable is None or sendable[i])
-        and carries_out(label, message, tool_names=tool_names)
+        and (label != task.call_action or sendable is None or sendable[i])
+        and carries_out(label, message, tool_names=tool_names, call_action=task.call_action)
     }
     return np.array([a not in sampled or a in carried for a in task.action_list], dtype=bool)
 
 
 def replacement_reason(
-    unrestricted: str, taken: str, groundings: Sequence[SampleGrounding] | None
+    unrestricted: str,
+    taken: str,
+    groundings: Sequence[SampleGrounding] | None,
+    call_action: str | None = TOOL_CALL_ACTION,
 ) -> str:
     """Why the MBR action ``unrestricted`` gave way to ``taken``, the cheapest executable one.
 
@@ -179,7 +186,7 @@ def replacement_reason(
     they lacked (:func:`~taskcal_agents.parsing.grounding.missing_arguments`).
     """
     why = "no sample carried it out"
-    if unrestricted == TOOL_CALL_ACTION and groundings and any(g.calls for g in groundings):
+    if unrestricted == call_action and groundings and any(g.calls for g in groundings):
         needed = missing_arguments(groundings)[1]
         why = "every sampled call is ungrounded" + (
             f" (they lack {', '.join(repr(a) for a in needed)})" if needed else ""

@@ -15,7 +15,7 @@ import numpy as np
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-from taskcal_agents.decision._executability import TOOL_CALL_ACTION, ungrounded_flags
+from taskcal_agents.decision._executability import ungrounded_flags
 from taskcal_agents.decision.belief import Belief
 from taskcal_agents.decision.task import Task
 from taskcal_agents.parsing.answer_clusters import AnswerClusters
@@ -151,7 +151,7 @@ def evidence_fields(
         return fields
     flags = ungrounded_flags(groundings) or []
     fields["n_ungrounded"] = sum(
-        bad and label == TOOL_CALL_ACTION for label, bad in zip(labels, flags, strict=True)
+        bad and label == task.call_action for label, bad in zip(labels, flags, strict=True)
     )
     fields["call_agreement"] = call_agreement(groundings)
     return fields

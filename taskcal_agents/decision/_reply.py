@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from langchain_core.messages import AIMessage
 
 from taskcal_agents.decision._executability import (
-    TOOL_CALL_ACTION,
     carries_out,
     grounded_flags,
     sendable_flags,
@@ -120,8 +119,12 @@ def representative(
             return messages[clusters.representative].model_copy()
     group = [m for m, label in zip(messages, labels, strict=True) if label == action]
     if action in task.sampled_actions:
-        group = [m for m in group if carries_out(action, m, tool_names=tool_names)]
-    if action == TOOL_CALL_ACTION and action in task.sampled_actions and task.grounding is not None:
+        group = [
+            m
+            for m in group
+            if carries_out(action, m, tool_names=tool_names, call_action=task.call_action)
+        ]
+    if action == task.call_action and action in task.sampled_actions and task.grounding is not None:
         if groundings is None or len(groundings) != len(messages):
             sendable_flags(task, None, len(messages))  # raises under execute: grounded
             groundings = None
@@ -131,7 +134,7 @@ def representative(
                 (m, g)
                 for m, label, g, ok in zip(messages, labels, groundings, sendable, strict=True)
                 if label == action and ok and g.calls
-                and carries_out(action, m, tool_names=tool_names)
+                and carries_out(action, m, tool_names=tool_names, call_action=task.call_action)
             ]  # fmt: skip
             if not pairs:
                 return None

@@ -14,7 +14,6 @@ from collections.abc import Collection, Sequence
 
 from langchain_core.messages import AIMessage
 
-from taskcal_agents.decision._executability import TOOL_CALL_ACTION
 from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing.answer_clusters import (
@@ -41,7 +40,7 @@ def parse_samples(
     if not answered_calls:
         return labels, 0
     repeats = [
-        label == TOOL_CALL_ACTION and is_repeat_call(m, answered_calls)
+        label == task.call_action and is_repeat_call(m, answered_calls)
         for m, label in zip(messages, labels, strict=True)
     ]
     return [None if r else label for label, r in zip(labels, repeats, strict=True)], sum(repeats)
@@ -90,7 +89,7 @@ def read_samples(
     for i, (label, g) in enumerate(zip(labels, groundings, strict=True)):
         sent = [canonical_tool_calls([{"name": c.name, "args": sent_args(c), "id": None}])
                 for c in g.calls]  # fmt: skip
-        if label == TOOL_CALL_ACTION and any(key in answered_calls for key in sent):
+        if label == task.call_action and any(key in answered_calls for key in sent):
             labels[i] = None
             n_repeats += 1
     return labels, n_repeats, groundings

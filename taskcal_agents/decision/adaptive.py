@@ -317,10 +317,10 @@ def change_probability(
     for a in task.sampled_actions:
         if a in index:
             grows[:, task.action_index(a)] = future[:, index[a]] > 0
-            if a == "tool_call" and send_any and UNGROUNDED_CALL in index:
+            if a == task.call_action and send_any and UNGROUNDED_CALL in index:
                 grows[:, task.action_index(a)] |= future[:, index[UNGROUNDED_CALL]] > 0
             relabels = task.grounding is not None and task.grounding.belief == "relabel"
-            if a == "tool_call" and send_any and relabels and task.ask_action in index:
+            if a == task.call_action and send_any and relabels and task.ask_action in index:
                 # A relabelled ungrounded call counts as an ask but may still be sent: the
                 # rule cannot tell it from a question, so it assumes it can (more sampling).
                 grows[:, task.action_index(a)] |= future[:, index[str(task.ask_action)]] > 0

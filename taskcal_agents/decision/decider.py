@@ -436,7 +436,7 @@ class Decider:
         reason: str | None = None
         if choice.replaced[0]:
             unrestricted = self._actions[int(least_cost_actions(ec[None, :])[0])]
-            reason = replacement_reason(unrestricted, unguarded, groundings)
+            reason = replacement_reason(unrestricted, unguarded, groundings, self.task.call_action)
         action = self._actions[int(choice.actions[0])]
         message, asked = _reply.reply_message(
             self.task, action, messages, labels, tool_names, clusters, groundings

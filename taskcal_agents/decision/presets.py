@@ -13,7 +13,7 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from taskcal_agents.decision.task import GroundingSpec, ParserSpec, Task
+from taskcal_agents.decision.task import TOOL_CALL_ACTION, GroundingSpec, ParserSpec, Task
 
 __all__ = [
     "DEFAULT_AFTER_TOOL_RESULT_COST",
@@ -133,7 +133,7 @@ def tool_decision(
         fields.setdefault("prompt", TOOL_DECISION_PROMPT)
     if grounding == "default":
         grounding = DEFAULT_GROUNDING if direct_answer else TOOL_DECISION_GROUNDING
-    labels = ["tool_call", "request_for_info", "cannot_answer"]
+    labels = [TOOL_CALL_ACTION, "request_for_info", "cannot_answer"]
     if direct_answer:
         labels.append("direct_answer")
     k = len(labels)
@@ -142,7 +142,8 @@ def tool_decision(
     if tool_names is not None:
         options["tool_names"] = list(tool_names)
     fields.setdefault(
-        "sampled_actions", [label for label in labels if label in ("tool_call", "direct_answer")]
+        "sampled_actions",
+        [label for label in labels if label in (TOOL_CALL_ACTION, "direct_answer")],
     )
     return Task(
         name=name,
@@ -150,6 +151,7 @@ def tool_decision(
         cost=_matrix(default if cost is None else cost),
         parser=ParserSpec(name="tool_decision", options=options),
         unparsed=unparsed,
+        call_action=TOOL_CALL_ACTION,
         ask_action="request_for_info",
         abstain_action="cannot_answer",
         grounding=grounding,

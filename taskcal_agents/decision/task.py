@@ -34,8 +34,10 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -78,7 +80,9 @@ UNGROUNDED_CALL = "ungrounded_call"
 """The outcome of a ``tool_call`` sample whose call the conversation does not support,
 under grounded belief features (:attr:`GroundingSpec.belief` ``"features"``)."""
 
-_CALL_LABEL = "tool_call"
+TOOL_CALL_ACTION = "tool_call"
+"""The call action of :func:`~taskcal_agents.decision.presets.tool_decision` (and the
+:attr:`Task.call_action` of a task file written before the field existed)."""
 
 
 class GroundingSpec(BaseModel):
@@ -204,6 +208,10 @@ class Task(BaseModel):
     fallback_action: str | None = None
     """The action taken when there is no usable sample; default: the minimax action
     argmin_a max_ℓ C[ℓ, a]."""
+    call_action: str | None = None
+    """The action that sends a sampled tool call (under ``grounding`` also the label of a
+    sample that makes one). ``None``: none, except that a task with a ``"tool_call"`` action
+    (a task file written before this field) takes it."""
     ask_action: str | None = None
     """The action that asks the user for information (its message is the most typical
     sampled question, else ``ask_text``)."""
@@ -266,8 +274,11 @@ class Task(BaseModel):
             msg = f"Task field 'cost' must be finite and >= 0, got {self.cost!r}."
             raise ValueError(msg)
         cost.setflags(write=False)
-        for what in ("fallback_action", "ask_action", "abstain_action"):
-            value = getattr(self, what)
+        call = self.call_action
+        if call is None and TOOL_CALL_ACTION in actions:
+            call = TOOL_CALL_ACTION
+        roles = ("fallback_action", "ask_action", "abstain_action")
+        for what, value in [("call_action", call), *((w, getattr(self, w)) for w in roles)]:
             if value is not None and value not in actions:
                 msg = f"Task field {what!r} must be one of the actions {actions!r}, got {value!r}."
                 raise ValueError(msg)
@@ -308,17 +319,18 @@ class Task(BaseModel):
                 raise ValueError(msg)
         if self.grounding is not None:
             ask = self.ask_action
-            if _CALL_LABEL not in labels or _CALL_LABEL not in actions or ask not in labels:
+            if call is None or call not in labels or ask not in labels:
                 msg = (
-                    f"Task {self.name!r}: grounding needs a tool decision, with the label and "
-                    f"action {_CALL_LABEL!r} and an ask_action among the labels, got labels "
-                    f"{labels!r}, actions {actions!r} and ask_action {ask!r}; use "
+                    f"Task {self.name!r}: grounding needs a tool decision, with a call_action "
+                    f"that is also a label and an ask_action among the labels, got labels "
+                    f"{labels!r}, call_action {call!r} and ask_action {ask!r}; use "
                     "taskcal_agents.decision.tool_decision() or drop 'grounding'."
                 )
                 raise ValueError(msg)
         fallback = self.fallback_action or actions[minimax_action(cost)]
         # Frozen model: fill in derived defaults once, here.
         object.__setattr__(self, "actions", actions)
+        object.__setattr__(self, "call_action", call)
         object.__setattr__(self, "fallback_action", fallback)
         self._cost = cost
         self._parser = parser
@@ -326,6 +338,21 @@ class Task(BaseModel):
         self._action_index = {action: i for i, action in enumerate(actions)}
         self._unparsed_as = unparsed_as
         return self
+
+    @model_serializer(mode="wrap")
+    def _omit_derived_call_action(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave out a ``call_action`` the task derives anyway (``"tool_call"``).
+
+        A task, and the artefact that holds it, dump as they did before the field.
+        """
+        data = handler(self)
+        if (
+            isinstance(data, dict)
+            and data.get("call_action") == TOOL_CALL_ACTION
+            and TOOL_CALL_ACTION in self.action_list
+        ):
+            del data["call_action"]
+        return data
 
     def __eq__(self, other: object) -> bool:
         """Tasks are equal when their fields are (derived caches are ignored)."""
@@ -510,7 +537,7 @@ class Task(BaseModel):
             raise ConfigurationError(msg)
         into = UNGROUNDED_CALL if spec.belief == "features" else self.ask_action
         return [
-            into if label == _CALL_LABEL and bad else label
+            into if label == self.call_action and bad else label
             for label, bad in zip(labels, ungrounded, strict=True)
         ]
 
@@ -527,7 +554,7 @@ class Task(BaseModel):
             return self.belief_from_labels(outcomes, alpha=alpha)
         ungrounded = sum(o == UNGROUNDED_CALL for o in outcomes)
         belief = self.belief_from_labels(
-            [_CALL_LABEL if o == UNGROUNDED_CALL else o for o in outcomes], alpha=alpha
+            [self.call_action if o == UNGROUNDED_CALL else o for o in outcomes], alpha=alpha
         )
         return Belief(
             belief.counts,
@@ -536,7 +563,7 @@ class Task(BaseModel):
             n_unparsed=belief.n_unparsed,
             alpha=belief.alpha,
             unparsed_evidence=belief.unparsed_evidence,
-            split_label=_CALL_LABEL,
+            split_label=self.call_action,
             n_ungrounded=ungrounded,
         )
 

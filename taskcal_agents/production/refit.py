@@ -235,22 +235,22 @@ def _sample_counts(record: Mapping[str, Any], source: str) -> tuple[dict[str, fl
     return counts, int(n), int(u)
 
 
-def _ungrounded(record: Mapping[str, Any], counts: Mapping[str, float], source: str) -> int:
-    """A record's ``n_ungrounded`` (0 when not logged), checked against its call count.
+def _ungrounded(record: Mapping[str, Any], calls: float, source: str) -> int:
+    """A record's ``n_ungrounded`` (0 when not logged), checked against its ``calls`` count.
 
     Raises:
-        DataFileError: It is not an integer in [0, the tool_call count].
+        DataFileError: It is not an integer in [0, the call action's count].
     """
     value = record.get("n_ungrounded") or 0
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
-        or not 0 <= value <= counts.get("tool_call", 0.0)
+        or not 0 <= value <= calls
         or value != int(value)
     ):
         msg = (
             f"decision record {record.get('id')!r} has n_ungrounded {value!r}: it must be an "
-            f"integer between 0 and its tool_call count {counts.get('tool_call', 0.0):g}."
+            f"integer between 0 and its tool call count {calls:g}."
         )
         raise DataFileError(msg, path=source)
     return int(value)
@@ -289,10 +289,12 @@ def _rows(
         r = records[i]
         P[row] = record_belief(r, "probs", labels, source=source)
         counts, n_drawn, n_unparsed = _sample_counts(r, source)
-        n_ungrounded = _ungrounded(r, counts, source) if split else 0
+        n_ungrounded = (
+            _ungrounded(r, counts.get(str(task.call_action), 0.0), source) if split else 0
+        )
         y[row] = labels.index(str(r["outcome"]))
         for j, action in enumerate(actions):
-            sendable = counts.get(action, 0.0) - (n_ungrounded if action == "tool_call" else 0)
+            sendable = counts.get(action, 0.0) - (n_ungrounded if action == task.call_action else 0)
             if action in sampled and (sendable if unsent else counts.get(action, 0.0)) <= 0:
                 executable[row, j] = False
         if r.get("fallback"):  # served + fallback: the MBR action could not be carried out
@@ -309,7 +311,7 @@ def _rows(
                     [counts.get(label, 0.0) for label in labels], labels, n=n_drawn,
                     n_unparsed=n_unparsed, alpha=alpha,
                     unparsed_evidence=task.unparsed_evidence,
-                    split_label="tool_call" if task.splits_ungrounded else None,
+                    split_label=task.call_action if task.splits_ungrounded else None,
                     n_ungrounded=n_ungrounded if task.splits_ungrounded else 0,
                 )  # fmt: skip
             except ValueError as exc:

@@ -15,7 +15,6 @@ from taskcal_agents.datasets import DatasetItem, call_matches_answer, read_datas
 from taskcal_agents.decision.adaptive import outcome_counts
 from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.decision.decider import (
-    TOOL_CALL_ACTION,
     Decider,
     carried_actions,
     grounded_flags,
@@ -248,12 +247,12 @@ def eval_arrays(
     ):
         items = dataset_items(samples)  # records written before they stored the conversation
     sends_grounded = grounding is not None and grounding.execute == "grounded"
-    answers = _possible_answers(items) if TOOL_CALL_ACTION in task.action_list else {}
+    answers = _possible_answers(items) if task.call_action is not None else {}
     call_correct = np.full(len(records), np.nan) if answers else None
     decider = Decider(task) if answers else None
     foreign: str | None = None  # a record whose dataset item holds another conversation
     executable_any = np.ones((len(records), len(task.action_list)), dtype=bool)
-    is_tool_task = "tool_call" in task.labels
+    is_tool_task = task.call_action in task.labels
     no_tools = np.zeros(len(records), dtype=bool)
     y = np.empty(len(records), dtype=np.intp)
     greedy = np.full(len(records), -1, dtype=np.intp)
@@ -327,7 +326,7 @@ def eval_arrays(
                 n=n_pseudo,
                 alpha=alpha,
                 unparsed_evidence=task.unparsed_evidence,
-                split_label="tool_call" if task.splits_ungrounded else None,
+                split_label=task.call_action if task.splits_ungrounded else None,
             )
         elif grounding is not None and len(labels) == len(messages):
             context = record_context(record, items, source=str(samples.path))
@@ -377,7 +376,7 @@ def eval_arrays(
             and call_correct is not None
             and answer is not None
             and len(labels) == len(messages)
-            and executable[i, task.action_index(TOOL_CALL_ACTION)]
+            and executable[i, task.action_index(str(task.call_action))]
         ):
             item = cast(Mapping[str, DatasetItem], items)[record["id"]]
             stored = record.get("messages")
@@ -385,7 +384,11 @@ def eval_arrays(
                 foreign = str(record["id"])  # another dataset: score no call (warned below)
             else:
                 sent = decider.representative(
-                    TOOL_CALL_ACTION, messages, labels, tool_names=offered, groundings=groundings
+                    str(task.call_action),
+                    messages,
+                    labels,
+                    tool_names=offered,
+                    groundings=groundings,
                 )
                 tools = record.get("tools")
                 call_correct[i] = _call_correct(
@@ -485,7 +488,7 @@ def load_eval_arrays(
     items: dict[str, DatasetItem] | None
     if resolved.grounding is not None and data:
         items = dataset_items(samples, data)
-    elif TOOL_CALL_ACTION in resolved.action_list:  # for BFCL's possible answers, if at hand
+    elif resolved.call_action is not None:  # for BFCL's possible answers, if at hand
         items = _named_items(samples, data)
     else:
         items = None

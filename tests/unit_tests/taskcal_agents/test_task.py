@@ -276,3 +276,46 @@ def test_to_file_bad_suffix(tmp_path: Path) -> None:
         ),
     ):
         make().to_file(tmp_path / "t.toml")
+
+
+class _SendOrAsk:
+    """g_T of a task whose call action is not named ``tool_call``."""
+
+    labels = ("send", "ask")
+
+    def __call__(self, message: AIMessage) -> str | None:
+        return "send" if message.tool_calls else "ask"
+
+
+def test_the_call_action_is_a_role_of_the_task() -> None:
+    from taskcal_agents.decision.decider import Decider
+    from taskcal_agents.decision.presets import tool_decision
+    from taskcal_agents.decision.task import GroundingSpec
+    from taskcal_agents.parsing.grounding import GroundingContext
+    from taskcal_agents.parsing.registry import register_parser
+
+    legacy = tool_decision()
+    assert legacy.call_action == "tool_call"
+    assert "call_action" not in legacy.model_dump()  # dumps (and hashes) as before the field
+    assert Task.model_validate(legacy.model_dump()) == legacy
+
+    register_parser(f"{__name__}:send_or_ask", _SendOrAsk)
+    task = Task(
+        name="send_or_ask", labels=["send", "ask"], cost=[[0, 1], [4, 0]],
+        parser=f"{__name__}:send_or_ask", call_action="send", ask_action="ask",
+        sampled_actions=["send"], grounding=GroundingSpec(belief="relabel"),
+    )  # fmt: skip
+    assert task.model_dump()["call_action"] == "send"
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+    }}}  # fmt: skip
+    call = AIMessage(content="", tool_calls=[{"name": "get_weather", "args": {}, "id": "1"}])
+    context = GroundingContext([tool], [("user", "What is the weather?")])
+    decision = Decider(task).decide([call] * 4, context=context)
+    # the call lacks its required argument: under grounding it reads as the ask action
+    assert decision.action == "ask" and decision.counts == {"send": 0.0, "ask": 4.0}
+    with pytest.raises(ValidationError, match="Task field 'call_action' must be one of the"):
+        Task(
+            name="bad", labels=["send", "ask"], cost=[[0, 1], [4, 0]],
+            parser=f"{__name__}:send_or_ask", call_action="call",
+        )  # fmt: skip
