@@ -437,7 +437,31 @@ class Decider:
         if choice.replaced[0]:
             unrestricted = self._actions[int(least_cost_actions(ec[None, :])[0])]
             reason = replacement_reason(unrestricted, unguarded, groundings, self.task.call_action)
-        action = self._actions[int(choice.actions[0])]
+        return self._record(
+            self._actions[int(choice.actions[0])], belief, messages, labels,
+            tool_names=tool_names, return_samples=return_samples, clusters=clusters,
+            groundings=groundings, fallback=reason is not None, fallback_reason=reason,
+            probs=dict(zip(self._labels, p.tolist(), strict=True)),
+            calibrated=dict(zip(self._labels, q.tolist(), strict=True)),
+            expected_cost=dict(zip(self._actions, ec.tolist(), strict=True)),
+            unguarded_action=unguarded, relevance=logged_relevance(relevance),
+            **_choice.guard_fields(choice, self._guard, self.risk_control),
+        )  # fmt: skip
+
+    def _record(
+        self,
+        action: str,
+        belief: Belief,
+        messages: Sequence[AIMessage],
+        labels: Sequence[str | None],
+        *,
+        tool_names: Sequence[str] | None,
+        return_samples: bool,
+        clusters: AnswerClusters | None,
+        groundings: Sequence[SampleGrounding] | None,
+        **fields: Any,
+    ) -> Decision:
+        """The decision to take ``action``: its reply message and evidence, plus ``fields``."""
         message, asked = _reply.reply_message(
             self.task, action, messages, labels, tool_names, clusters, groundings
         )
@@ -445,21 +469,10 @@ class Decider:
                                    return_samples=return_samples, clusters=clusters,
                                    groundings=groundings)  # fmt: skip
         return Decision(
-            task=self.task.name,
-            action=action,
-            fallback=reason is not None,
-            fallback_reason=reason,
-            probs=dict(zip(self._labels, p.tolist(), strict=True)),
-            calibrated=dict(zip(self._labels, q.tolist(), strict=True)),
-            expected_cost=dict(zip(self._actions, ec.tolist(), strict=True)),
-            message=message,
-            unguarded_action=unguarded,
-            missing_arguments=list(asked),
-            relevance=logged_relevance(relevance),
-            **evidence,
-            **_choice.guard_fields(choice, self._guard, self.risk_control),
-            calibrator_id=self.calibrator_id,
-        )
+            task=self.task.name, action=action, message=message,
+            missing_arguments=list(asked), calibrator_id=self.calibrator_id,
+            **evidence, **fields,
+        )  # fmt: skip
 
     def ask_message(
         self,
@@ -529,28 +542,15 @@ class Decider:
         if labels is None:
             labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
         probs = dict(zip(self._labels, p.tolist(), strict=True))
-        message, asked = _reply.reply_message(
-            self.task, action, messages, labels, tool_names, clusters, groundings
-        )
-        evidence = evidence_fields(self.task, belief, messages, labels,
-                                   return_samples=return_samples, clusters=clusters,
-                                   groundings=groundings)  # fmt: skip
-        return Decision(
-            task=self.task.name,
-            action=action,
-            probs=probs,
-            calibrated=dict(probs),
+        return self._record(
+            action, belief, messages, labels, tool_names=tool_names,
+            return_samples=return_samples, clusters=clusters, groundings=groundings,
+            probs=probs, calibrated=dict(probs),
             expected_cost=dict(zip(self._actions, ec.tolist(), strict=True)),
-            fallback=True,
-            fallback_reason=reason,
-            message=message,
-            missing_arguments=list(asked),
-            **evidence,
-            unguarded_action=action,
+            fallback=True, fallback_reason=reason, unguarded_action=action,
             guard=None if self.risk_control is None else str(self.risk_control.spec),
             guard_threshold=None if self.risk_control is None else self.risk_control.threshold,
-            calibrator_id=self.calibrator_id,
-        )
+        )  # fmt: skip
 
     def representative(
         self,
