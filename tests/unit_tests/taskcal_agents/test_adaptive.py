@@ -36,14 +36,17 @@ from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
 from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
 from taskcal_agents.parsing.grounding import GroundingContext
-from tests.unit_tests.taskcal_agents.test_middleware import CountingHandler, make_request, unwrap
-from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
+from tests.unit_tests.taskcal_agents.helpers.chat_fakes import (
     FakeOpenAIServer,
     RecordingChatModel,
     completion,
 )
-
-from .test_grounding import WEATHER  # get_weather(city) schema
+from tests.unit_tests.taskcal_agents.helpers.data import WEATHER  # get_weather(city) schema
+from tests.unit_tests.taskcal_agents.helpers.middleware_fakes import (
+    CountingHandler,
+    make_request,
+    unwrap,
+)
 
 MODES = ["sync", "async"]
 CHOICE = tasks.multiple_choice(["Paris", "London", "Rome"])  # labels A, B, C; 0-1 cost

@@ -24,9 +24,7 @@ from taskcal_agents.workflow import (
 from taskcal_agents.workflow._data import dataset_items
 from taskcal_agents.workflow._runner import message_from_dict, message_to_dict
 from taskcal_agents.workflow._store import SamplesStore
-
-from .test_workflow_fakes import tool_task
-from .test_workflow_runtime import LOOKUP, _samples_file
+from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import LOOKUP, _samples_file, tool_task
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

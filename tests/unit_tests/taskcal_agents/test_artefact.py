@@ -31,6 +31,7 @@ from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
 from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
 from taskcal_agents.workflow._fit import load_artefact, make_artefact
+from tests.unit_tests.taskcal_agents.helpers.calibration import fitted
 
 TASK = tasks.tool_decision()
 LABELS = list(TASK.labels)
@@ -39,11 +40,6 @@ TEAM = Choice(
     criteria={"billing": "Payments.", "technical": "Bugs.", "sales": "Pricing."},
 )
 TEAM_LABELS = ["billing", "technical", "sales"]
-
-
-def fitted() -> TemperatureScaling:
-    P = np.array([[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.1, 0.2, 0.7], [0.6, 0.3, 0.1]])
-    return TemperatureScaling().fit(P, [0, 1, 2, 1])
 
 
 def artefact(labels: list[str] = LABELS, **kwargs: Any) -> CalibratorArtefact:

@@ -158,7 +158,7 @@ def test_no_reload_when_the_flag_is_off(tmp_path: Path) -> None:
 def test_reload_needs_a_path(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="reload_artefact"):
         TaskCalibratedRunnable(_model(), TASK, _artefact(None), reload_artefact=True)
-    from tests.unit_tests.taskcal_agents.test_middleware import middleware
+    from tests.unit_tests.taskcal_agents.helpers.middleware_fakes import middleware
 
     with pytest.raises(ConfigurationError, match="reload_artefact"):
         middleware(calibrator=_artefact(None), reload_artefact=True)
@@ -188,7 +188,7 @@ def test_reloader_swaps_once_per_replacement(tmp_path: Path) -> None:
 
 
 def test_middleware_reloads_and_logs_the_new_id(tmp_path: Path) -> None:
-    from tests.unit_tests.taskcal_agents.test_middleware import (
+    from tests.unit_tests.taskcal_agents.helpers.middleware_fakes import (
         CountingHandler,
         make_request,
         middleware,
@@ -214,7 +214,7 @@ def test_middleware_reloads_and_logs_the_new_id(tmp_path: Path) -> None:
 
 
 def test_middleware_without_the_flag_does_not_reload(tmp_path: Path) -> None:
-    from tests.unit_tests.taskcal_agents.test_middleware import (
+    from tests.unit_tests.taskcal_agents.helpers.middleware_fakes import (
         CountingHandler,
         make_request,
         middleware,

@@ -20,8 +20,8 @@ from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
 from taskcal_agents.parsing.tool_turns import tool_result_reply
 from taskcal_agents.production.session import DecisionSession
 from tests.conftest import require_module
-from tests.unit_tests.taskcal_agents.test_decision import FakeCalibrator
-from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
+from tests.unit_tests.taskcal_agents.helpers.calibration import FakeCalibrator
+from tests.unit_tests.taskcal_agents.helpers.chat_fakes import (
     WEATHER_SCHEMA,
     FakeOpenAIServer,
     RecordingChatModel,

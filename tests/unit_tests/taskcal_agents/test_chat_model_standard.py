@@ -35,7 +35,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from taskcal_agents.decision import presets as tasks
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
-from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
+from tests.unit_tests.taskcal_agents.helpers.chat_fakes import (
     RecordingChatModel,
     get_weather,
     tool_call_message,

@@ -17,8 +17,12 @@ from taskcal_agents.commands import sample as cmd
 from taskcal_agents.datasets import write_dataset
 from taskcal_agents.decision.presets import TOOL_DECISION_GROUNDING
 from taskcal_agents.workflow import read_samples
-
-from .test_workflow_fakes import FakeSampler, ScriptedSampler, tool_items, tool_task
+from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import (
+    FakeSampler,
+    ScriptedSampler,
+    tool_items,
+    tool_task,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -387,7 +391,7 @@ _RUN_CLI = textwrap.dedent(
     sys.path.insert(0, {tests!r})
     from taskcal_agents.commands import sample as cmd
     from taskcal_agents.cli import app
-    from unit_tests.taskcal_agents.test_workflow_fakes import FakeSampler
+    from unit_tests.taskcal_agents.helpers.workflow_fakes import FakeSampler
 
     class Slow(FakeSampler):
         def sample(self, *args, **kwargs):

@@ -309,8 +309,12 @@ def test_runnable_passes_the_question_to_the_judge(mode: str) -> None:
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_middleware_answers_with_the_modal_representative_of_the_question(mode: str) -> None:
     from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
-
-    from .test_middleware import CountingHandler, make_request, run_hook, unwrap
+    from tests.unit_tests.taskcal_agents.helpers.middleware_fakes import (
+        CountingHandler,
+        make_request,
+        run_hook,
+        unwrap,
+    )
 
     questions: list[str] = []
     same = {frozenset(("Paris", "The French capital"))}

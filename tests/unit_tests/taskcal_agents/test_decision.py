@@ -26,26 +26,7 @@ from taskcal_agents.decision.decider import (
 )
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
 from taskcal_agents.parsing.grounding import GroundingContext
-
-
-class FakeCalibrator:
-    """A fitted calibrator stand-in: q ∝ p ** power (temperature-like), or a fixed row."""
-
-    def __init__(self, k: int, power: float = 1.0, fixed: list[float] | None = None, **attrs: Any):
-        self.n_classes_ = k
-        self.classes_ = np.arange(k)
-        self.power = power
-        self.fixed = fixed
-        self.calls: list[np.ndarray] = []
-        for name, value in attrs.items():
-            setattr(self, name, value)
-
-    def predict_proba(self, P: np.ndarray) -> np.ndarray:
-        self.calls.append(np.array(P))
-        if self.fixed is not None:
-            return np.array([self.fixed])
-        q = np.asarray(P) ** self.power
-        return q / q.sum(axis=1, keepdims=True)
+from tests.unit_tests.taskcal_agents.helpers.calibration import FakeCalibrator
 
 
 def call(name: str, **args: Any) -> AIMessage:

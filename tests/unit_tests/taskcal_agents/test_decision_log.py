@@ -235,7 +235,7 @@ def test_chat_model_exposes_the_decision_id(tmp_path: Path) -> None:
 
 
 def test_middleware_logs_each_decision(tmp_path: Path) -> None:
-    from tests.unit_tests.taskcal_agents.test_middleware import (
+    from tests.unit_tests.taskcal_agents.helpers.middleware_fakes import (
         CALL,
         CountingHandler,
         make_request,

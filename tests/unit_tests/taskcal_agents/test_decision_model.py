@@ -23,15 +23,8 @@ from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel, render_state
 from taskcal_agents.parsing.labels import LabelParser
 from taskcal_agents.production.decision_log import open_decision_log
+from tests.unit_tests.taskcal_agents.helpers.data import TEAM
 
-TEAM = Choice(
-    instructions="Which team should handle this request?",
-    criteria={
-        "billing": "Payment, invoice, or subscription issues.",
-        "technical": "Product bugs or integration failures.",
-        "sales": "Pricing or purchasing questions.",
-    },
-)
 STATE = "Stripe fails whenever I connect my account."
 
 

@@ -529,8 +529,7 @@ def test_live_decisions_use_the_shipped_calibrator_of_the_model(
     shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import taskcal_agents.decision.shipped as shipped
-
-    from .test_shipped import shipped_artefact
+    from tests.unit_tests.taskcal_agents.helpers.calibration import shipped_artefact
 
     artefact = shipped_artefact()
     artefact.metadata["record"]["model"] = "fake/model"

@@ -27,23 +27,8 @@ from taskcal_agents.parsing.grounding import (
     question_for,
     tool_schemas,
 )
+from tests.unit_tests.taskcal_agents.helpers.data import WEATHER
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the current weather for a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "city": {"type": "string", "description": "City name, e.g. Paris"},
-                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-                "date": {"type": "string"},
-            },
-            "required": ["city"],
-        },
-    },
-}
 CURRENCY = {
     "type": "function",
     "function": {

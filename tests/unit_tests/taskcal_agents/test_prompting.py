@@ -33,12 +33,9 @@ from taskcal_agents.sampling.prompts import (
     with_task_prompt,
 )
 from taskcal_agents.workflow import SampleSettings, SamplesStore, run_sampling, sample_header
-from tests.unit_tests.taskcal_agents.test_middleware import CountingHandler, run_hook
-from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
-    FakeOpenAIServer,
-    RecordingChatModel,
-)
-from tests.unit_tests.taskcal_agents.test_workflow_fakes import FakeSampler, tool_task
+from tests.unit_tests.taskcal_agents.helpers.chat_fakes import FakeOpenAIServer, RecordingChatModel
+from tests.unit_tests.taskcal_agents.helpers.middleware_fakes import CountingHandler, run_hook
+from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import FakeSampler, tool_task
 
 PROMPT = "Call the tool, ask for what is missing, or decline."
 MODES = ["sync", "async"]

@@ -38,7 +38,7 @@ from taskcal_agents.langchain import (
 )
 from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
 from taskcal_agents.langchain.graph_node import DecisionState, decision_node, route_on_decision
-from tests.unit_tests.taskcal_agents.test_sampling_langchain import RecordingChatModel
+from tests.unit_tests.taskcal_agents.helpers.chat_fakes import RecordingChatModel
 
 
 @tool

@@ -24,9 +24,7 @@ from taskcal_agents.parsing.relevance import (
 from taskcal_agents.workflow import eval_arrays, read_samples
 from taskcal_agents.workflow._evaluate import calibrator_inputs
 from taskcal_agents.workflow._runner import message_from_dict
-
-from .test_workflow_fakes import tool_task
-from .test_workflow_runtime import _samples_file
+from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import _samples_file, tool_task
 
 WEATHER = {
     "type": "function",

@@ -40,9 +40,8 @@ from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
 from taskcal_agents.parsing.grounding import GroundingContext
-
-from .test_artefact import fitted
-from .test_grounding import WEATHER  # get_weather(city) schema
+from tests.unit_tests.taskcal_agents.helpers.calibration import fitted
+from tests.unit_tests.taskcal_agents.helpers.data import WEATHER  # get_weather(city) schema
 
 TOOL = tasks.tool_decision(cost=[[0, 1, 2], [4, 0, 2], [4, 1, 0]])
 SYMMETRIC = tasks.answer_or_abstain(wrong_answer_cost=1, abstain_cost=1)

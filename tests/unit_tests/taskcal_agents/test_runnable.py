@@ -26,8 +26,8 @@ from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
 from taskcal_agents.sampling import chat_model_of, split_retry
 from taskcal_agents.sampling._chat_models import supports_n
-from tests.unit_tests.taskcal_agents.test_decision import FakeCalibrator
-from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
+from tests.unit_tests.taskcal_agents.helpers.calibration import FakeCalibrator
+from tests.unit_tests.taskcal_agents.helpers.chat_fakes import (
     WEATHER_SCHEMA,
     FakeOpenAIServer,
     RecordingChatModel,

@@ -20,7 +20,7 @@ from taskcal_agents.errors import SamplingError
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
 from taskcal_agents.sampling import asample_messages, sample_messages
 from taskcal_agents.testing import FakeOpenAIServer as LoopbackOpenAIServer
-from tests.unit_tests.taskcal_agents.test_sampling_langchain import (
+from tests.unit_tests.taskcal_agents.helpers.chat_fakes import (
     FakeOpenAIServer,
     get_weather,
     run_async,

@@ -19,7 +19,7 @@ from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
 from taskcal_agents.langchain.graph_node import decision_node
 from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
 from taskcal_agents.langchain.reply_guard import ToolReplyMiddleware
-from tests.unit_tests.taskcal_agents.test_sampling_langchain import RecordingChatModel
+from tests.unit_tests.taskcal_agents.helpers.chat_fakes import RecordingChatModel
 
 TEAM = Choice(
     instructions="Which team?", criteria={"billing": "Pay.", "technical": "Bugs.", "sales": "$"}

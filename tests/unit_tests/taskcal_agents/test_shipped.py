@@ -36,44 +36,9 @@ from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
 from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
 from taskcal_agents.workflow.calibrate import calibrate_endpoint, calibrate_task
-
-from .test_bfcl_corpus import write_category
-from .test_decision_model import TEAM
-from .test_sampling_langchain import get_weather
-
-MODEL = "qwen2.5-coder-0.5b-instruct"
-PROMPT = presets.TOOL_DECISION_PROMPT
-
-
-def record(**sampling: Any) -> dict[str, Any]:
-    return {
-        "model": MODEL,
-        "sampling": {
-            "task": "bfcl",
-            "n": 16,
-            "temperature": 1.0,
-            "max_tokens": 256,
-            "prompt": PROMPT,
-            "dtype": "bfloat16",
-            **sampling,
-        },
-        "data": {"corpus": "bfcl", "split": "train"},
-        "command": "taskcal calibrate ...",
-    }
-
-
-def shipped_artefact(temperature: float = 2.0) -> CalibratorArtefact:
-    cal = TemperatureScaling()
-    rng = np.random.default_rng(0)
-    P = rng.dirichlet(np.ones(3), size=60)
-    cal.fit(P, rng.integers(0, 3, size=60))
-    cal.temperature_ = temperature  # a visible map: q differs from p̂
-    return CalibratorArtefact(
-        calibrator=cal, labels=list(calibrate_task().labels), alpha=0.1, task=calibrate_task(),
-        metadata={"calibrator_name": "temperature", "record": record(),
-                  "relevance_features": list(RELEVANCE_FEATURES),
-                  "created": "2026-12-03T00:00:00+00:00"},
-    )  # fmt: skip
+from tests.unit_tests.taskcal_agents.helpers.calibration import MODEL, PROMPT, shipped_artefact
+from tests.unit_tests.taskcal_agents.helpers.chat_fakes import get_weather
+from tests.unit_tests.taskcal_agents.helpers.data import TEAM, write_category
 
 
 @pytest.fixture

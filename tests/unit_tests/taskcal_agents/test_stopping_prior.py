@@ -27,9 +27,8 @@ from taskcal_agents.decision.task import GroundingSpec
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
 from taskcal_agents.workflow import fit_artefact, read_samples
-
-from .test_sampling_langchain import RecordingChatModel
-from .test_workflow import _sampled
+from tests.unit_tests.taskcal_agents.helpers.chat_fakes import RecordingChatModel
+from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import _sampled
 
 TOOL = tasks.tool_decision(grounding=GroundingSpec())  # adaptive N: no relevance features
 

@@ -32,8 +32,8 @@ from taskcal_agents.parsing.registry import get_parser
 from taskcal_agents.parsing.tool_calls import extract_tool_calls, parse_tool_calls, with_tool_calls
 from taskcal_agents.sampling import OpenAISampler, sample_messages
 from taskcal_agents.sampling.offline import completion_to_message
-from tests.unit_tests.taskcal_agents.test_middleware import middleware, scripted
-from tests.unit_tests.taskcal_agents.test_sampling_langchain import RecordingChatModel
+from tests.unit_tests.taskcal_agents.helpers.chat_fakes import RecordingChatModel
+from tests.unit_tests.taskcal_agents.helpers.middleware_fakes import middleware, scripted
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "tool_calls" / "qwen05_when2call.jsonl"
 ROWS = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line]

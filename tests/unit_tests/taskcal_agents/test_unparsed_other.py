@@ -32,9 +32,13 @@ from taskcal_agents.workflow import (
     sample_header,
 )
 from taskcal_agents.workflow._fit import load_artefact, make_artefact
-
-from .test_grounding import WEATHER  # get_weather(city) schema
-from .test_workflow_fakes import LABELS, FakeSampler, label_message, tool_items
+from tests.unit_tests.taskcal_agents.helpers.data import WEATHER  # get_weather(city) schema
+from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import (
+    LABELS,
+    FakeSampler,
+    label_message,
+    tool_items,
+)
 
 README_COST = [[0.0, 1.0, 2.0], [4.0, 0.0, 2.0], [4.0, 1.0, 0.0]]
 CHATTER = "Sure! The Moon has no restaurants yet, but here is a nice place."

@@ -46,12 +46,12 @@ from taskcal_agents.workflow._runner import (
     message_to_dict,
 )
 from taskcal_agents.workflow.report import load_evaluation
-
-from .test_workflow_fakes import (
+from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import (
     WHEN2CALL_COST,
     FakeSampler,
     QASampler,
     ScriptedSampler,
+    _sampled,
     tool_items,
     tool_task,
 )
@@ -632,15 +632,6 @@ def test_grading_falls_back_to_samples_when_greedy_abstains() -> None:
 
 # --------------------------------------------------------------------------------------
 # samples -> arrays -> fit -> artefact
-
-
-def _sampled(tmp_path: Path, n: int = 45, signal: float = 0.6) -> Path:
-    task, items = tool_task(), tool_items(n)
-    settings = SampleSettings(n=8)
-    path = tmp_path / "s.jsonl"
-    with SamplesStore.open(path, sample_header(task, settings, None)) as store:
-        run_sampling(task, items, FakeSampler(signal=signal), store, settings)
-    return path
 
 
 def test_eval_arrays_from_samples(tmp_path: Path) -> None:

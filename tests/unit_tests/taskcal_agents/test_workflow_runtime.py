@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from langchain_core.messages import AIMessage
 
 from calibrators import metrics
 from taskcal_agents._files import write_json
@@ -18,15 +17,12 @@ from taskcal_agents.errors import DataFileError
 from taskcal_agents.parsing.grounding import GroundingContext
 from taskcal_agents.workflow import (
     EvalArrays,
-    SampleSettings,
-    SamplesStore,
     eval_arrays,
     evaluate_arrays,
     evaluation_to_dict,
     fit_calibrator,
     load_evaluation,
     read_samples,
-    sample_header,
 )
 from taskcal_agents.workflow._calibrator_specs import (
     default_factory,
@@ -37,86 +33,16 @@ from taskcal_agents.workflow._evaluate import (
     score_actions,
     stratified_folds,
 )
-from taskcal_agents.workflow._runner import message_from_dict, message_to_dict
-
-from .test_workflow_fakes import WHEN2CALL_COST, tool_task
+from taskcal_agents.workflow._runner import message_from_dict
+from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import (
+    WHEN2CALL_COST,
+    _samples_file,
+    tool_task,
+)
 
 LABELS = ("tool_call", "request_for_info", "cannot_answer")
 FIXED_DIRICHLET = "dirichlet:reg_lambda=0.1:reg_mu=0.1"
 """A one-fit Dirichlet (the workflow's default selects its strengths by inner CV)."""
-
-
-def _call(i: int) -> AIMessage:
-    return AIMessage(
-        content="", tool_calls=[{"name": "lookup", "args": {"q": f"x{i}"}, "id": f"c{i}"}]
-    )
-
-
-LOOKUP = {
-    "type": "function",
-    "function": {
-        "name": "lookup",
-        "description": "Look something up.",
-        "parameters": {
-            "type": "object",
-            "properties": {"q": {"type": "string"}},
-            "required": ["q"],
-        },
-    },
-}
-CUT_OFF = AIMessage(content='<tool_call>{"name": "lookup", "argu')
-UNOFFERED = AIMessage(content="", tool_calls=[{"name": "rm_rf", "args": {}, "id": "u"}])
-QUESTION = AIMessage(content="Which city do you mean?")
-REFUSAL = AIMessage(content="I can't help with that.")
-GARBAGE = AIMessage(content="Lorem ipsum dolor sit amet.")
-
-
-def _samples_file(tmp_path: Path, n: int = 90, seed: int = 0) -> Path:
-    """Fake records: real tool calls, cut-off calls labelled tool_call, questions,
-    refusals and unparsed samples; some items have no usable sample, some have many
-    tool_call labels but no tool call that can be extracted."""
-    rng = np.random.default_rng(seed)
-    task = tool_task()
-    path = tmp_path / "s.jsonl"
-    with SamplesStore.open(path, sample_header(task, SampleSettings(n=8), None)) as store:
-        for i in range(n):
-            truth = LABELS[i % 3]
-            kind = rng.choice(
-                ["normal", "cut_off", "unparsed", "unoffered"], p=[0.5, 0.25, 0.1, 0.15]
-            )
-            messages: list[AIMessage] = []
-            labels: list[str | None] = []
-            for _ in range(8):
-                if kind == "unparsed":
-                    messages.append(GARBAGE)
-                    labels.append(None)
-                    continue
-                if kind == "unoffered" and rng.random() < 0.5:  # a call to a tool not offered
-                    messages.append(UNOFFERED)
-                    labels.append(None)
-                    continue
-                label = truth if rng.random() < 0.55 else LABELS[rng.integers(3)]
-                if label == "tool_call":
-                    messages.append(CUT_OFF if kind == "cut_off" else _call(i))
-                else:
-                    messages.append(QUESTION if label == "request_for_info" else REFUSAL)
-                labels.append(label)
-            store.append(
-                {
-                    "id": f"item-{i:03d}",
-                    "label": truth,
-                    "labels": labels,
-                    "samples": [message_to_dict(m) for m in messages],
-                    "greedy": None,
-                    "greedy_label": None,
-                    "tool_names": ["lookup"],
-                    # What `taskcal sample` stores for grounding: the item's tools and
-                    # conversation (the user states the query, so _call(i) is grounded).
-                    "tools": [LOOKUP],
-                    "messages": [{"role": "user", "content": f"Please look up x{i}."}],
-                }
-            )
-    return path
 
 
 def test_replayed_items_match_the_decider(tmp_path: Path) -> None:

@@ -1,10 +1,12 @@
-"""Fakes shared by the workflow tests (no tests here): a sampler with known signal, tiny data."""
+"""Fakes shared by the workflow tests (no tests here): a sampler with known signal, tiny data,
+and the samples files written with them."""
 
 from __future__ import annotations
 
 import hashlib
 import threading
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,6 +15,8 @@ from langchain_core.messages import AIMessage
 from taskcal_agents.datasets import DatasetItem
 from taskcal_agents.decision import presets as tasks
 from taskcal_agents.decision.task import GroundingSpec, Task
+from taskcal_agents.workflow import SampleSettings, SamplesStore, run_sampling, sample_header
+from taskcal_agents.workflow._runner import message_to_dict
 
 WHEN2CALL_COST = [[0.0, 1.0, 2.0], [4.0, 0.0, 2.0], [4.0, 1.0, 0.0]]
 LABELS = ("tool_call", "request_for_info", "cannot_answer")
@@ -155,3 +159,85 @@ class ScriptedSampler:
             )
             for content, calls, finish in (SCRIPTED[i % len(SCRIPTED)] for i in range(n))
         ]
+
+
+def _call(i: int) -> AIMessage:
+    return AIMessage(
+        content="", tool_calls=[{"name": "lookup", "args": {"q": f"x{i}"}, "id": f"c{i}"}]
+    )
+
+
+LOOKUP = {
+    "type": "function",
+    "function": {
+        "name": "lookup",
+        "description": "Look something up.",
+        "parameters": {
+            "type": "object",
+            "properties": {"q": {"type": "string"}},
+            "required": ["q"],
+        },
+    },
+}
+CUT_OFF = AIMessage(content='<tool_call>{"name": "lookup", "argu')
+UNOFFERED = AIMessage(content="", tool_calls=[{"name": "rm_rf", "args": {}, "id": "u"}])
+QUESTION = AIMessage(content="Which city do you mean?")
+REFUSAL = AIMessage(content="I can't help with that.")
+GARBAGE = AIMessage(content="Lorem ipsum dolor sit amet.")
+
+
+def _samples_file(tmp_path: Path, n: int = 90, seed: int = 0) -> Path:
+    """Fake records: real tool calls, cut-off calls labelled tool_call, questions,
+    refusals and unparsed samples; some items have no usable sample, some have many
+    tool_call labels but no tool call that can be extracted."""
+    rng = np.random.default_rng(seed)
+    task = tool_task()
+    path = tmp_path / "s.jsonl"
+    with SamplesStore.open(path, sample_header(task, SampleSettings(n=8), None)) as store:
+        for i in range(n):
+            truth = LABELS[i % 3]
+            kind = rng.choice(
+                ["normal", "cut_off", "unparsed", "unoffered"], p=[0.5, 0.25, 0.1, 0.15]
+            )
+            messages: list[AIMessage] = []
+            labels: list[str | None] = []
+            for _ in range(8):
+                if kind == "unparsed":
+                    messages.append(GARBAGE)
+                    labels.append(None)
+                    continue
+                if kind == "unoffered" and rng.random() < 0.5:  # a call to a tool not offered
+                    messages.append(UNOFFERED)
+                    labels.append(None)
+                    continue
+                label = truth if rng.random() < 0.55 else LABELS[rng.integers(3)]
+                if label == "tool_call":
+                    messages.append(CUT_OFF if kind == "cut_off" else _call(i))
+                else:
+                    messages.append(QUESTION if label == "request_for_info" else REFUSAL)
+                labels.append(label)
+            store.append(
+                {
+                    "id": f"item-{i:03d}",
+                    "label": truth,
+                    "labels": labels,
+                    "samples": [message_to_dict(m) for m in messages],
+                    "greedy": None,
+                    "greedy_label": None,
+                    "tool_names": ["lookup"],
+                    # What `taskcal sample` stores for grounding: the item's tools and
+                    # conversation (the user states the query, so _call(i) is grounded).
+                    "tools": [LOOKUP],
+                    "messages": [{"role": "user", "content": f"Please look up x{i}."}],
+                }
+            )
+    return path
+
+
+def _sampled(tmp_path: Path, n: int = 45, signal: float = 0.6) -> Path:
+    task, items = tool_task(), tool_items(n)
+    settings = SampleSettings(n=8)
+    path = tmp_path / "s.jsonl"
+    with SamplesStore.open(path, sample_header(task, settings, None)) as store:
+        run_sampling(task, items, FakeSampler(signal=signal), store, settings)
+    return path
