@@ -24,7 +24,7 @@ from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import (
     tool_task,
 )
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[4]
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from taskcal_agents.parsing.answer_clusters import (
 from taskcal_agents.sampling import OpenAISampler
 from tests.conftest import load_benchmark, require_shared_file
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ def test_the_extra_exists_in_pyproject() -> None:
     import tomllib
     from pathlib import Path
 
-    pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
+    pyproject = Path(__file__).resolve().parents[4] / "pyproject.toml"
     extras = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
     agents = extras["optional-dependencies"]["agents"]
     assert {requirement.split(">")[0] for requirement in agents} == {"langchain", "langgraph"}

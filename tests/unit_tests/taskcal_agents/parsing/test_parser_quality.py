@@ -20,7 +20,7 @@ from taskcal_agents.parsing.tool_calls import extract_tool_calls
 from taskcal_agents.workflow._runner import message_from_dict
 from tests.conftest import load_benchmark
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[4]
 SET = REPO_ROOT / "tests" / "data" / "parser_quality" / "completions.jsonl"
 PROVENANCE = ("source", "dataset", "item_id", "sample_index", "model", "n", "temperature")
 PROVENANCE += ("max_tokens", "date")

@@ -22,7 +22,7 @@ import pytest
 from taskcal_agents.datasets import read_dataset
 from tests.conftest import load_benchmark, require_shared_file
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[4]
 DATA = REPO_ROOT / "tests" / "data" / "grounding"
 SET = DATA / "calls.jsonl"
 REQUESTS = DATA / "requests.jsonl"

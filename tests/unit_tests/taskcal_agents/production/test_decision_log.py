@@ -31,7 +31,7 @@ from taskcal_agents.production.decision_log import (
     record_outcome,
 )
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 BACKENDS = ["log.jsonl", "log.sqlite"]
 
 

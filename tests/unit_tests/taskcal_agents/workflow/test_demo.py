@@ -48,7 +48,7 @@ from taskcal_agents.workflow.demo import (
 
 BASE_URL = "http://fake-vllm.test/v1"
 N_STSB = 24
-CALLS = Path(__file__).resolve().parents[2] / "data" / "grounding" / "calls.jsonl"
+CALLS = Path(__file__).resolve().parents[3] / "data" / "grounding" / "calls.jsonl"
 QUESTION = "Could you tell me more about what you need?"
 REFUSAL = "I'm sorry, I cannot help with that."
 UNOFFERED = {"name": "do_it", "args": {"request": "what the user asked"}}

@@ -23,7 +23,7 @@ from taskcal_agents.datasets._tasks import WHEN2CALL_COST
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.parsing.grading import grade_answer, normalize_answer, token_f1
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[4]
 
 
 @pytest.fixture(scope="module")

@@ -44,7 +44,7 @@ from taskcal_agents.parsing.tool_turns import (
     tool_result_reply,
 )
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 CITIES = ("New York", "Los Angeles", "Chicago", "Houston", "Phoenix", "Denver")
 WEATHER = {"paris": "sunny, 21 °C"}
 

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from tests.unit_tests.taskcal_agents.golden_doors import FORMAT_VERSION, GOLDEN, replay
+from tests.unit_tests.taskcal_agents.langchain.golden_doors import FORMAT_VERSION, GOLDEN, replay
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ from taskcal_agents.sampling.offline import completion_to_message
 from tests.unit_tests.taskcal_agents.helpers.chat_fakes import RecordingChatModel
 from tests.unit_tests.taskcal_agents.helpers.middleware_fakes import middleware, scripted
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "tool_calls" / "qwen05_when2call.jsonl"
+DATA = Path(__file__).resolve().parents[3] / "data" / "tool_calls" / "qwen05_when2call.jsonl"
 ROWS = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line]
 IDS = [row["id"].split(":", 1)[1][:8] + row["id"][-2:] for row in ROWS]
 CALL_ROWS = [row for row in ROWS if row["expect"]["tool_calls"]]

@@ -4,7 +4,7 @@
 async; with adaptive N), the chat model, the agent middleware in a ``create_agent`` loop
 (deciding on user turns and after tool results) and the decision model — on fixed
 requests through a ``ChatOpenAI`` whose HTTP client is given. Recording
-(``python -m tests.unit_tests.taskcal_agents.golden_doors --base-url URL --model NAME``)
+(``python -m tests.unit_tests.taskcal_agents.langchain.golden_doors --base-url URL --model NAME``)
 sends the requests to a real server and writes every request body with the server's
 reply, and what each door returned (decisions, decision-log records, messages), to
 ``goldens/front_doors.json``. ``test_goldens.py`` replays the recorded replies, matched
@@ -52,7 +52,7 @@ from taskcal_agents.production.decision_log import open_decision_log
 GOLDEN = Path(__file__).parent / "goldens" / "front_doors.json"
 FORMAT_VERSION = 1
 SHIPPED = (
-    Path(__file__).parents[3]
+    Path(__file__).parents[4]
     / "taskcal_agents"
     / "data"
     / "calibrators"
