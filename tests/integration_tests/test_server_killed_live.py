@@ -2,7 +2,7 @@
 
 Starts servers of its own (``own_server``: the session server is stopped first). The rerun
 completes the samples file; no item is lost or written twice. The fake-server version is
-``tests/unit_tests/taskcal_agents/test_server_killed.py``.
+``tests/unit_tests/taskcal_agents/commands/test_server_killed.py``.
 """
 
 from __future__ import annotations

@@ -49,8 +49,11 @@ from taskcal_agents.workflow import (
     run_sampling,
     sample_header,
 )
-
-from .test_workflow_fakes import FakeSampler, tool_items, tool_task
+from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import (
+    FakeSampler,
+    tool_items,
+    tool_task,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -2,7 +2,7 @@
 
 Each module that needs an extra raises an ImportError naming it (``pip install
 'taskcal-agents[...]'``); the middleware's case (the ``agents`` extra) is in
-``test_agents_extra.py``. Each optional module a test needs is declared in an extra that
+``langchain/test_agents_extra.py``. Each optional module a test needs is declared in an extra that
 CI's install (``.[dev]``) holds, and a missing one fails under ``CI=true`` instead of skipping.
 """
 

