@@ -41,7 +41,7 @@ MOVED: dict[str, tuple[str, ...]] = {
     _P + "artefact": (_P + "decision.artefact", _P + "production.reload"),
     _P + "decision_log": (_P + "production.decision_log",),
     _P + "monitor": (_P + "production.monitor", _P + "production.monitor_report"),
-    _P + "runnable": (_P + "langchain.runnable", _P + "sampling"),
+    _P + "runnable": (_P + "langchain.runnable",),
     _P + "chat_model": (_P + "langchain.chat_model",),
     _P + "middleware": (_P + "langchain.middleware",),
     _P + "decision_model": (_P + "langchain.decision_model", _P + "parsing.labels"),

@@ -197,7 +197,7 @@ def decode_line(
     try:
         obj = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        where = f" at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        where = f" (column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         msg = f"line is not valid JSON (truncated or corrupt?): {detail}{where}." + (
             f" {hint}" if hint else ""
@@ -223,10 +223,16 @@ def read_jsonl(
     Raises:
         DataFileError: For a line that is not a JSON object.
     """
-    content = Path(path).read_text(encoding="utf-8") if text is None else text
-    for number, raw in enumerate(content.splitlines(), start=1):
+    if text is None:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            msg = f"the file is not UTF-8 text ({exc})."
+            raise DataFileError(msg, path=str(path)) from exc
+    # JSON strings may hold U+2028 and the like raw: lines end only at a newline.
+    for number, raw in enumerate(text.split("\n"), start=1):
         if raw.strip():
-            yield number, decode_line(raw, path=path, line=number, hint=hint)
+            yield number, decode_line(raw.rstrip("\r"), path=path, line=number, hint=hint)
 
 
 def encode_line(obj: Mapping[str, Any]) -> bytes:

@@ -34,9 +34,6 @@ __all__ = [
     "ungrounded_flags",
 ]
 
-"""The sampled action that only a tool call carries out (a sample labelled with it whose
-tool call cannot be extracted, e.g. JSON cut off by ``max_tokens``, carries out nothing)."""
-
 
 def mbr_action(q: NDArray[np.float64], cost: NDArray[np.float64]) -> int:
     """Return the minimum-Bayes-risk action index (ties go to the first action).

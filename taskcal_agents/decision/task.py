@@ -340,7 +340,7 @@ class Task(BaseModel):
         return self
 
     @model_serializer(mode="wrap")
-    def _omit_derived_call_action(self, handler: SerializerFunctionWrapHandler) -> Any:
+    def _omit_derived_call_action(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """Leave out a ``call_action`` the task derives anyway (``"tool_call"``).
 
         A task, and the artefact that holds it, dump as they did before the field.

@@ -295,7 +295,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         session = DecisionSession(
             task, calibrator, options=self, model=None if reload else self.chat_model,
             owner=f"{type(self).__name__} question {question_id!r}", reload_artefact=reload,
-            decision_log=self.decision_log,
+            decision_log=self.decision_log, shared_prior=True,
         )  # fmt: skip
         with self._lock:
             self._sessions[question_id] = (self, task, session)

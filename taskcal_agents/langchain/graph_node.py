@@ -18,6 +18,7 @@ in ``taskcal_decisions``. :func:`route_on_decision` returns the decided action, 
 from __future__ import annotations
 
 import operator
+import os
 from typing import Annotated, Any
 
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
@@ -64,7 +65,7 @@ def route_on_decision(state: dict[str, Any]) -> str:
 
 def decision_node(
     model: Runnable[Any, Any],
-    task: Task,
+    task: Task | str | os.PathLike[str],
     calibrator: Any = "auto",
     *,
     options: SamplingOptions | None = None,
@@ -74,7 +75,8 @@ def decision_node(
 ) -> Runnable[dict[str, Any], dict[str, Any]]:
     """A node that decides on ``state["messages"]`` with ``model`` (sync and async).
 
-    ``calibrator``, ``options`` (N, temperature, adaptive N, retries, ``on_error``),
+    ``task`` is a task or a task file; ``calibrator``, ``options`` (N, temperature, adaptive
+    N, retries, ``on_error``),
     ``decision_log``, ``reload_artefact`` and ``seed`` are those of the other front doors.
     """
     model, retry = split_retry(model)  # sampled through the layer's policy, as the Runnable
@@ -84,6 +86,7 @@ def decision_node(
         reload_artefact=reload_artefact, seed=seed,
         retry=None if retry is None else RetryPolicy.of_runnable_retry(retry),
     )  # fmt: skip
+    task = session.task  # loaded from a file, or the artefact's
     name = model_name_of(chat_model_of(model) or model)
     tools, tool_names = bound_tools(model), bound_tool_names(model)  # the node's model is fixed
 

@@ -317,9 +317,10 @@ class TaskCalibrationMiddleware(
         name = functools.partial(model_name_of, request.model)  # called only when logged
         decision = self.session.decided(result, in_force, model_name=name)
         message = self.session.reply(decision, in_force.decider.task, request.messages)
-        structured = next(
-            (r.structured_response for r in responses if _first_ai(r, message.id)), None
-        )
+        structured = None
+        if message.id is not None:  # the reply is a handler sample's: its structured response
+            found = (r.structured_response for r in responses if _first_ai(r, message.id))
+            structured = next(found, None)
         return ExtendedModelResponse(
             model_response=ModelResponse(result=[message], structured_response=structured),
             command=Command(update={"taskcal_decisions": [decision.to_metadata()]}),

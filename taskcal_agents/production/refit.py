@@ -341,6 +341,7 @@ def _eval_arrays(rows: _Rows, sel: NDArray[np.intp], task: Task) -> EvalArrays:
         X=None if rows.X is None else rows.X[sel],
         has_greedy=False,
         inputs=None if rows.inputs is None else rows.inputs[sel],
+        call_action=task.call_action,
     )
 
 

@@ -116,7 +116,9 @@ class ToolResultConfig(TypedDict, total=False):
     """Its calibrator (absent or ``None``: the raw belief)."""
 
 
-def _task_of(task: Task | str | os.PathLike[str] | None, calibrator: Any, owner: str) -> Task:
+def _task_of(
+    task: Task | str | os.PathLike[str] | None, calibrator: Any, owner: str, name: str = "task"
+) -> Task:
     """``task``, the task in the file at ``task``, or (``None``) the artefact's full task."""
     if isinstance(task, str | os.PathLike):
         return Task.from_file(task)
@@ -131,7 +133,7 @@ def _task_of(task: Task | str | os.PathLike[str] | None, calibrator: Any, owner:
             "that holds the full task; got task=None; pass a Task or the path of a task file."
         )
     else:
-        msg = f"{owner} parameter 'task' must be a Task or the path of a task file, got {task!r}."
+        msg = f"{owner} parameter {name!r} must be a Task or the path of a task file, got {task!r}."
     raise ConfigurationError(msg)
 
 
@@ -142,21 +144,20 @@ def _tool_result_task(
     if tool_result is None:
         return None
     config: ToolResultConfig = {} if tool_result == AUTO else tool_result  # type: ignore[assignment]
-    if not isinstance(config, dict) or set(config) - {"task", "calibrator"}:
+    if (
+        not isinstance(config, dict)
+        or set(config) - {"task", "calibrator"}
+        or config.get("calibrator") == AUTO
+    ):
         msg = (
             f"{owner} parameter 'tool_result' must be 'auto', None or a ToolResultConfig "
-            f"(keys 'task', 'calibrator'), got {tool_result!r}."
+            f"(keys 'task', 'calibrator'; no shipped calibrator decides after a tool result, "
+            f"so its calibrator is not 'auto'), got {tool_result!r}."
         )
         raise ConfigurationError(msg)
     if "task" in config:
         found = config["task"]
-        if not isinstance(found, Task | str | os.PathLike):
-            msg = (
-                f"{owner} parameter 'tool_result' must name a Task or the path of a task file "
-                f"as its 'task', got {found!r}."
-            )
-            raise ConfigurationError(msg)
-        return _task_of(found, None, owner)
+        return _task_of(found, None, owner, "tool_result")
     after = after_tool_result_for(task)
     if after is None and config.get("calibrator") is not None:
         msg = (
@@ -195,6 +196,9 @@ class DecisionSession:
         tool_result: The decision right after a tool result (:class:`ToolResultConfig`;
             ``"auto"``: :func:`~taskcal_agents.decision.presets.after_tool_result_for` the
             task; ``None``: the task decides there too).
+        shared_prior: ``options.adaptive``'s prior serves tasks of other outcomes too (the
+            decision model's questions): for this task it is used only if it fits, never
+            refused.
 
     Raises:
         ConfigurationError: If the task is missing or of the wrong type, the calibrator
@@ -219,6 +223,7 @@ class DecisionSession:
         retry: RetryPolicy | None = None,
         seed: int | None = None,
         tool_result: ToolResultConfig | Auto | None = None,
+        shared_prior: bool = False,
     ) -> None:
         check_reload(calibrator, reload_artefact, owner)
         if not reload_artefact:
@@ -264,9 +269,11 @@ class DecisionSession:
                 tool_result.get("calibrator") if isinstance(tool_result, dict) else None,
                 self.tool_result_task, alpha=alpha, n_samples=n, owner=owner,
             )  # fmt: skip
-            self._after = InForce(Decider.from_resolved(self.tool_result_task, after), None)
-        if options.adaptive is not None:
-            check_adaptive(task, owner, options.adaptive)
+            self._after = InForce(
+                Decider.from_resolved(self.tool_result_task, after), artefact_id(after.artefact)
+            )
+        if options.adaptive is not None:  # a shared prior for other outcomes is not used
+            check_adaptive(task, owner, None if shared_prior else options.adaptive)
             if self.tool_result_task is not None:
                 check_adaptive(self.tool_result_task, owner)
         self.log: DecisionLog | None = (
@@ -305,7 +312,7 @@ class DecisionSession:
         """The Decider (and artefact id) of the next decision.
 
         Right after a tool result (the last of ``messages``), the :attr:`tool_result_task`'s
-        when there is one (its calibrator is not an artefact file: no id). Under per-call
+        when there is one. Under per-call
         ``"auto"``, the one for ``served`` (resolved on first use, then kept; ``None``: the
         raw belief's); an artefact file that was replaced is reloaded.
         """

@@ -27,7 +27,7 @@ __all__ = ["WRONG_CALL_COSTS", "cost_sweep"]
 WRONG_CALL_COSTS = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0)
 """The wrong-call costs swept by ``taskcal evaluate``."""
 
-_CALL, _ASK, _REFUSE = "tool_call", "request_for_info", "cannot_answer"
+_ASK, _REFUSE = "request_for_info", "cannot_answer"
 
 
 def _decoder(name: str) -> str:
@@ -51,15 +51,15 @@ def cost_sweep(
         one value per cost; rates are shares of all items. ``None`` for a task without a
         ``tool_call`` label and action.
     """
-    if _CALL not in data.actions or _CALL not in data.labels:
+    if data.call_action not in data.actions or data.call_action not in data.labels:
         return None
-    call = data.actions.index(_CALL)
+    call = data.actions.index(data.call_action)
     indices = {
         "call_rate": call,
         "ask_rate": data.actions.index(_ASK) if _ASK in data.actions else None,
         "refuse_rate": data.actions.index(_REFUSE) if _REFUSE in data.actions else None,
     }
-    others = np.array([label != _CALL for label in data.labels])
+    others = np.array([label != data.call_action for label in data.labels])
     out: dict[str, Any] = {"wrong_call_cost": [float(c) for c in costs], "decoders": {}}
     for name, Q in evaluation.probs.items():
         series: dict[str, list[float | None]] = {

@@ -427,6 +427,7 @@ def eval_arrays(
         counts=counts,
         inputs=inputs,
         call_correct=call_correct,
+        call_action=task.call_action,
     )
 
 

@@ -63,6 +63,8 @@ class EvalArrays:
             the call each item would execute (the runtime's representative call) is an
             accepted answer (1.0 / 0.0), (n,); NaN where the item has no possible answer or
             no call can be carried out; ``None`` when no item has one.
+        call_action: The task's call action (``Task.call_action``), whose calls the tool
+            metrics and the cost sweep score; ``None``: none.
     """
 
     P: NDArray[np.float64]
@@ -83,6 +85,7 @@ class EvalArrays:
     counts: NDArray[np.int64] | None = None
     inputs: NDArray[np.float64] | None = None
     call_correct: NDArray[np.float64] | None = None
+    call_action: str | None = "tool_call"  # tool_decision()'s
 
     def __post_init__(self) -> None:
         n, k = self.P.shape

@@ -40,15 +40,12 @@ from taskcal_agents.workflow._eval_arrays import EvalArrays
 
 __all__ = [
     "CANNOT_ANSWER",
-    "TOOL_CALL",
     "add_paired_savings",
     "crossfit_tce",
     "score_actions",
     "tool_scores",
 ]
 
-TOOL_CALL = "tool_call"
-"""The label and action of a tool call (a tool decision has both)."""
 CANNOT_ANSWER = "cannot_answer"
 """The label and action of a request no offered tool can serve."""
 
@@ -123,7 +120,7 @@ def tool_scores(
             ``executed_call_correct`` then).
 
     Returns:
-        For a tool decision (:data:`TOOL_CALL` among the labels and the actions):
+        For a tool decision (``data.call_action`` among the labels and the actions):
         ``tool_call_recall``, the share of the items labelled ``tool_call`` whose action
         is ``tool_call``; ``over_calling_rate``, the share of the other items whose action
         is ``tool_call`` (each ``None`` when it has no items); ``cannot_answer_recall``,
@@ -136,10 +133,11 @@ def tool_scores(
         ``n_executed_checked``, how many such calls there were. ``{}`` for any other
         task.
     """
-    if TOOL_CALL not in data.labels or TOOL_CALL not in data.actions:
+    call = data.call_action
+    if call is None or call not in data.labels or call not in data.actions:
         return {}
-    calls = np.asarray(actions) == data.actions.index(TOOL_CALL)
-    should = data.y == data.labels.index(TOOL_CALL)
+    calls = np.asarray(actions) == data.actions.index(call)
+    should = data.y == data.labels.index(call)
 
     def share(mask: NDArray[np.bool_]) -> float | None:
         return float(calls[mask].mean()) if mask.any() else None

@@ -30,6 +30,7 @@ from taskcal_agents._files import (
     write_json,
     write_text,
 )
+from taskcal_agents.errors import DataFileError
 from tests.conftest import require_module
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -436,3 +437,16 @@ def test_save_figure_with_matplotlib_picks_the_format_by_suffix(tmp_path: Path) 
     assert save_figure(fig, tmp_path / "f.png").read_bytes().startswith(b"\x89PNG")
     assert b"<svg" in save_figure(fig, tmp_path / "f.svg").read_bytes()
     assert _listing(tmp_path) == ["f.png", "f.svg"]
+
+
+def test_read_jsonl_ends_lines_only_at_newlines(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    rows = [{"q": "a\u2028b\u0085c"}, {"q": "d"}]
+    path.write_bytes(b"".join(_files.encode_line(r) for r in rows).replace(b"\n", b"\r\n", 1))
+    assert list(_files.read_jsonl(path)) == [(1, rows[0]), (2, rows[1])]
+    path.write_bytes(b'{"q": "\xff"}\n')
+    with pytest.raises(DataFileError, match=r"rows\.jsonl: the file is not UTF-8 text \("):
+        list(_files.read_jsonl(path))
+    path.write_text('{"q": 1}\n\n{"q": \n', encoding="utf-8")
+    with pytest.raises(DataFileError, match=r"rows\.jsonl:3: line is not valid JSON"):
+        list(_files.read_jsonl(path))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from calibrators import IdentityCalibrator
 from taskcal_agents.decision import presets as tasks
@@ -203,7 +204,7 @@ def test_the_middleware_and_the_cli_decider_use_the_artefacts_prior(tmp_path: Pa
     mw = TaskCalibrationMiddleware(
         task=TOOL, calibrator=path, options=SamplingOptions(adaptive=0.05)
     )
-    assert mw._in_force()[0].stopping_prior == prior
+    assert mw.session.in_force().decider.stopping_prior == prior
     assert _adaptive_decider(TOOL, 0.05, path)[0].stopping_prior == prior
 
 
@@ -275,5 +276,7 @@ def test_the_decision_model_and_the_tool_result_decider_use_the_artefacts_prior(
         options=SamplingOptions(adaptive=0.05),
         tool_result={"task": after, "calibrator": after_path},
     )
-    assert mw._after_decider is not None and mw._after_decider.stopping_prior == after_prior
-    assert mw._in_force()[0].stopping_prior is None  # the first decision's artefact has none
+    call = AIMessage("", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "1"}])
+    after_tool = [HumanMessage("Weather in Paris?"), call, ToolMessage("sunny", tool_call_id="1")]
+    assert mw.session.in_force(None, after_tool).decider.stopping_prior == after_prior
+    assert mw.session.in_force().decider.stopping_prior is None  # the first artefact has none

@@ -617,3 +617,15 @@ def test_at_most_eight_constructor_arguments() -> None:
     parameters = inspect.signature(TaskCalibrationMiddleware.__init__).parameters
     named = [p for p in parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
     assert len(named) <= 8, [p.name for p in named]
+
+
+def test_a_reply_of_its_own_carries_no_samples_structured_response() -> None:
+    mw = TaskCalibrationMiddleware(task=tool_decision(grounding=None), calibrator=None)
+    in_force = mw.session.in_force()
+    decision = in_force.decider.fallback("no usable sample")  # the task's text, no sample's
+    sample = ModelResponse(
+        result=[AIMessage("x", id="run-1")], structured_response={"from": "run-1"}
+    )
+    out = mw._finish(make_request(), decision, [sample], in_force)
+    assert out.model_response.result[0].id is None
+    assert out.model_response.structured_response is None
