@@ -24,7 +24,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai import ChatOpenAI
 from pydantic import Field, ValidationError
 
-from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.sampling import (
     asample_batch,

@@ -11,8 +11,8 @@ import numpy as np
 from langchain_core.messages import AIMessage
 
 from taskcal_agents.datasets import DatasetItem
-from taskcal_agents.decision import presets as tasks
-from taskcal_agents.decision.task import GroundingSpec, Task
+from taskcal_agents.decision import _presets as tasks
+from taskcal_agents.decision._task import GroundingSpec, Task
 
 WHEN2CALL_COST = [[0.0, 1.0, 2.0], [4.0, 0.0, 2.0], [4.0, 1.0, 0.0]]
 LABELS = ("tool_call", "request_for_info", "cannot_answer")
