@@ -4,8 +4,8 @@ Public means a public module's ``__all__``: a module is public when no part of i
 path starts with an underscore (the packages, ``taskcal_agents.errors``,
 ``taskcal_agents.cli``, ``calibrators.metrics``); every other module is private. The
 surface is the unique names over every public module's ``__all__`` plus every name a lazy
-``__getattr__`` serves (the 0.1 deprecation shims excluded): its size is kept here, and every
-name in it has a docstring.
+``__getattr__`` serves (the 0.1 deprecation shims excluded): its size is kept here, every
+name in it has a docstring, and the README, the docs and the examples import only from it.
 Each ``__all__`` stays in sync with what its module defines (anchor: httpx
 ``tests/test_exported_members.py``).
 """
@@ -21,6 +21,7 @@ import pkgutil
 import re
 import subprocess
 import sys
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -28,6 +29,8 @@ import pytest
 import calibrators
 import taskcal_agents
 from taskcal_agents._compat import MOVED
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _is_private(module_name: str) -> bool:
@@ -289,3 +292,109 @@ def test_the_docstring_checks_see_what_is_missing() -> None:
     )
     assert _source_of("taskcal_agents", "Task") == "taskcal_agents.decision._task"
     assert _source_of("taskcal_agents.models", "MODELS") == "taskcal_agents.models._registry"
+
+
+# --------------------------------------------------------------------------------------
+# what the README, the docs and the examples import is public
+
+_FENCE = re.compile(r"^```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)^```", re.MULTILINE | re.DOTALL)
+_IMPORT_LINE = re.compile(
+    r"^\s*(?:from\s+(?P<from>(?:taskcal_agents|calibrators)[\w.]*)\s+import\s+(?P<names>.+)"
+    r"|import\s+(?P<import>(?:taskcal_agents|calibrators)[\w.]*))",
+    re.MULTILINE,
+)
+_DIRECTIVE = re.compile(r"^:::\s+(?P<path>[\w.]+)", re.MULTILINE)
+
+
+def _documents() -> list[Path]:
+    return [
+        ROOT / "README.md",
+        *sorted((ROOT / "docs").rglob("*.md")),
+        *sorted((ROOT / "examples").glob("*.py")),
+    ]
+
+
+def _code_of(path: Path) -> list[str]:
+    """The Python a reader copies from *path*: an example's source, a page's code blocks."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".py":
+        return [text]
+    return [
+        "\n".join(
+            line[4:] if line[:4] in (">>> ", "... ") else line for line in m["body"].split("\n")
+        )
+        for m in _FENCE.finditer(text)
+        if m["lang"] in ("python", "py", "pycon", "")
+    ]
+
+
+def _imported(code: str) -> list[tuple[str, list[str]]]:
+    """``(module, names)`` of each import of ours in *code* (``names`` empty: ``import X``)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:  # a fragment: read the import lines alone
+        return [
+            (
+                m["from"],
+                [n.split()[0] for n in re.sub(r"[()\\]", "", m["names"]).split(",") if n.strip()],
+            )
+            if m["from"]
+            else (m["import"], [])
+            for m in _IMPORT_LINE.finditer(code)
+        ]
+    found: list[tuple[str, list[str]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.module, [alias.name for alias in node.names]))
+        elif isinstance(node, ast.Import):
+            found += [(alias.name, []) for alias in node.names]
+    return [(m, n) for m, n in found if m.split(".")[0] in ("taskcal_agents", "calibrators")]
+
+
+def _not_public(module_name: str, names: list[str]) -> list[str]:
+    """What in ``from module_name import names`` (or ``import module_name``) is not public."""
+    if _is_private(module_name) or module_name not in PUBLIC_MODULES:
+        return [f"{module_name} (not a public module)"]
+    public = set(importlib.import_module(module_name).__all__)
+    return [
+        f"{module_name}.{name}"
+        for name in names
+        if name not in public and f"{module_name}.{name}" not in PUBLIC_MODULES
+    ]
+
+
+@pytest.mark.parametrize("path", _documents(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_readme_docs_and_examples_import_only_public_names(path: Path) -> None:
+    bad = [
+        problem
+        for code in _code_of(path)
+        for module_name, names in _imported(code)
+        for problem in _not_public(module_name, names)
+    ]
+    assert not bad, f"{path.relative_to(ROOT)} imports what is not public: {bad}"
+
+
+def test_the_api_pages_render_public_modules_and_names() -> None:
+    for page in sorted((ROOT / "docs" / "api").glob("*.md")):
+        for m in _DIRECTIVE.finditer(page.read_text(encoding="utf-8")):
+            module_name, _, name = m["path"].rpartition(".")
+            assert m["path"] in PUBLIC_MODULES or not _not_public(module_name, [name]), (
+                f"{page.name}: ::: {m['path']} is neither a public module nor a public name"
+            )
+
+
+def test_the_import_check_sees_what_is_not_public() -> None:
+    code = (
+        "from taskcal_agents.decision import Task, Nope\n"
+        "from taskcal_agents.decision._task import Task\n"
+        "import taskcal_agents.langchain._runnable\n"
+        "from taskcal_agents import langchain\n"
+    )
+    problems = [p for m, n in _imported(code) for p in _not_public(m, n)]
+    assert problems == [
+        "taskcal_agents.decision.Nope",
+        "taskcal_agents.decision._task (not a public module)",
+        "taskcal_agents.langchain._runnable (not a public module)",
+    ]
+    fragment = "from taskcal_agents.parsing._labels import (\n    Parser,\n"  # cut short
+    assert _imported(fragment) == [("taskcal_agents.parsing._labels", [])]
