@@ -7,14 +7,14 @@ answer to the question or not. The pairs file stores no dataset text: the questi
 reference answers are read from NQ-open in the shared data folder (``$TASKCAL_SHARED_DATA``,
 else ``../shared/data``; or --source) and checked against the hashes the file stores.
 This script scores
-:func:`taskcal_agents.parsing.answer_clusters.answers_equivalent` (normalisation, numbers, dates and
-containment; no model) against those labels: accuracy, and precision and recall of "same",
+:func:`taskcal_agents.parsing._answer_clusters.answers_equivalent` (normalisation, numbers,
+dates and containment; no model) against those labels: accuracy, and precision and recall of "same",
 overall, per tag, and with and without the question (which blocks containment on words that
 only repeat the question). It prints the disagreements with --show-errors.
 
 With --base-url and --model it also scores the clustering rule with the served model as the
 judge: a pair is the same when it is lexically equivalent or each answer entails the other
-(:func:`taskcal_agents.parsing.answer_clusters.entailment_judge`, yes/no under a choice constraint;
+(:func:`taskcal_agents.parsing._answer_clusters.entailment_judge`, yes/no under a choice constraint;
 at most two greedy requests per pair).
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/answer_clusters.py [--show-errors]
@@ -35,7 +35,7 @@ from typing import Any
 from taskcal_agents.datasets import CONVERTERS, convert
 from taskcal_agents.datasets._shared_data import shared_data_dir
 from taskcal_agents.errors import DataFileError
-from taskcal_agents.parsing.answer_clusters import answers_equivalent, entailment_judge
+from taskcal_agents.parsing._answer_clusters import answers_equivalent, entailment_judge
 
 PAIRS = Path(__file__).resolve().parents[1] / "tests" / "data" / "answer_pairs" / "pairs.jsonl"
 PAIRS_FORMAT = "taskcal.answer_pairs"

@@ -5,7 +5,7 @@ Two sources, one table:
 * ``simulate``: a tool task (call / ask / refuse, plus unparsed samples) with a known
   source that is *not* a Dirichlet (a mixture of settled and torn items whose mode leans to
   calling). Per seed, a Dirichlet map (the workflow's default, ODIR with inner CV) and the
-  stopping prior (:func:`~taskcal_agents.decision.stopping_prior.fit_stopping_prior`) are
+  stopping prior (:func:`~taskcal_agents.decision._stopping_prior.fit_stopping_prior`) are
   fitted on ``--n-cal`` items with N = 16 samples each; ``--n-test`` fresh items are drawn
   in rounds 4, 8, 16.
 * ``replay``: recorded N = 16 samples files (``taskcal sample --n 16``), the stored samples
@@ -13,9 +13,9 @@ Two sources, one table:
   on 5 stratified folds by the workflow's code, so an item is never decided by a fit on it.
 
 Both run the runtime's own functions: the rule's estimate is
-:func:`~taskcal_agents.decision.adaptive.change_probability` (on messages through
-:func:`~taskcal_agents.decision.adaptive.message_counts`, for the replay), which
-:func:`~taskcal_agents.decision.adaptive.stop_check` compares with ε, here under each prior
+:func:`~taskcal_agents.decision._adaptive.change_probability` (on messages through
+:func:`~taskcal_agents.decision._adaptive.message_counts`, for the replay), which
+:func:`~taskcal_agents.decision._adaptive.stop_check` compares with ε, here under each prior
 named, fitted or not; the decisions are :meth:`Decider.decide` (``decide_belief`` on counts
 for the simulation).
 
@@ -44,24 +44,21 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from taskcal_agents._stats import paired_difference
-from taskcal_agents.decision.adaptive import (
+from taskcal_agents.decision import Decider, GroundingSpec, Task, tool_decision
+from taskcal_agents.decision._adaptive import (
     AdaptiveSampling,
     StoppingPrior,
     change_probability,
     fit_stopping_prior,
     message_counts,
 )
-from taskcal_agents.decision.decider import Decider
-from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.decision.task import GroundingSpec, Task
-from taskcal_agents.workflow import load_eval_arrays
 from taskcal_agents.workflow._calibrator_specs import default_factory
 from taskcal_agents.workflow._crossfit import (
     calibrator_inputs,
     crossfit_calibrators,
     stratified_folds,
 )
-from taskcal_agents.workflow._data import dataset_items, record_context
+from taskcal_agents.workflow._data import dataset_items, load_eval_arrays, record_context
 from taskcal_agents.workflow._runner import message_from_dict
 
 EPSILONS = (0.01, 0.02, 0.05, 0.1)

@@ -155,9 +155,9 @@ def group_rss_gb(pid: int) -> float:
 def prompt_phase(server: VLLMServer, items: int, out_dir: Path) -> dict[str, float]:
     """The demo's STS-B one-pass beliefs on *items* items: computed prompt tokens/s."""
     from taskcal_agents.sampling import OpenAISampler
+    from taskcal_agents.workflow._demo import PSEUDO_SAMPLES, stsb_items, stsb_task
     from taskcal_agents.workflow._demo_parts import sample_part
     from taskcal_agents.workflow._runner import SampleSettings
-    from taskcal_agents.workflow.demo import PSEUDO_SAMPLES, stsb_items, stsb_task
 
     settings = SampleSettings(
         n=PSEUDO_SAMPLES, greedy=False, model=server.model_name, belief="logprob"

@@ -1,7 +1,7 @@
 """Simulated drift: how soon the monitor alarms, how often it cries wolf, what a refit recovers.
 
 A synthetic deployment of the tool-decision task (``tool_call``, ``request_for_info``,
-``cannot_answer`` with :data:`~taskcal_agents.decision.presets.DEFAULT_TOOL_DECISION_COST`; every
+``cannot_answer`` with :data:`~taskcal_agents.decision._presets.DEFAULT_TOOL_DECISION_COST`; every
 action executable, so decisions need no sampled message). Per request: logits
 ``z ~ N(log prior, σ² I)``; the true label probabilities ``π = softmax(z + δ)``; the
 model samples ``N`` labels from ``softmax(z / τ)`` (each unparsed with probability
@@ -18,21 +18,21 @@ Per seed: a calibrator (``--calibrator``, default the workflow's Dirichlet) fitt
 on ``--n-fit`` pre-change items by the library's fit path (``fit_calibrator``,
 ``unparsed_reference``, ``make_artefact``, written and loaded as the JSON artefact
 ``taskcal fit`` writes); a stream of ``--n-stream`` decisions taken by the runtime's one
-decision path (``resolve_calibrator`` → :class:`~taskcal_agents.decision.decider.Decider`
+decision path (``resolve_calibrator`` → :class:`~taskcal_agents.decision.Decider`
 ``.decide_belief``, as the front doors) and written to a real JSONL decision log
 (:meth:`DecisionLog.log`), outcomes attached with :meth:`DecisionLog.import_outcomes`
 (what ``taskcal outcomes import`` does), then read back with :meth:`DecisionLog.read`.
 
 Reported per scenario (means over seeds with their SE):
 
-- alarms: :func:`~taskcal_agents.production.monitor.first_alarm` with tumbling windows
+- alarms: :func:`~taskcal_agents.production._monitor.first_alarm` with tumbling windows
   (``step = window``) against the artefact's fit-time references; ``alarm pre`` is the
   share of streams with an alarm before the change (a false alarm), ``detected`` the
   share with an alarm in a window after the change, ``delay`` the decisions from the
   change to the last decision of the first alarming window after it (at least one
   window), over the detected streams;
 - false alarms: on the ``none`` streams, the share of streams with any alarm and the
-  share of windows that alarm (:func:`~taskcal_agents.production.monitor.monitor` with the same
+  share of windows that alarm (:func:`~taskcal_agents.production._monitor.monitor` with the same
   windows);
 - refit: :func:`~taskcal_agents.production.refit_from_records` on the logged labelled
   decisions after the change (its time-ordered holdout and promotion rule as
@@ -68,14 +68,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from taskcal_agents._files import write_json
-from taskcal_agents.decision.artefact import CalibratorArtefact, resolve_calibrator
-from taskcal_agents.decision.decider import Decider
-from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.decision.task import GroundingSpec, Task
+from taskcal_agents.decision import Decider, GroundingSpec, Task, tool_decision
+from taskcal_agents.decision._artefact import CalibratorArtefact, resolve_calibrator
 from taskcal_agents.production import refit_from_records
-from taskcal_agents.production.decision_log import artefact_id, open_decision_log
-from taskcal_agents.production.monitor import first_alarm, monitor
-from taskcal_agents.production.refit import DEFAULT_Z as REFIT_Z
+from taskcal_agents.production._decision_log import artefact_id, open_decision_log
+from taskcal_agents.production._monitor import first_alarm, monitor
+from taskcal_agents.production._refit import DEFAULT_Z as REFIT_Z
 from taskcal_agents.workflow import EvalArrays, fit_calibrator
 from taskcal_agents.workflow._fit import make_artefact, unparsed_reference
 

@@ -31,7 +31,9 @@ import warnings
 
 import numpy as np
 
-from taskcal_agents.workflow import EvalArrays, evaluate_arrays, load_eval_arrays
+from taskcal_agents.workflow import EvalArrays
+from taskcal_agents.workflow._data import load_eval_arrays
+from taskcal_agents.workflow._evaluate import evaluate_arrays
 
 MEAN_BELIEF = np.array([0.045, 0.103, 0.119, 0.235, 0.289, 0.209])
 LABEL_COUNTS = np.array([28, 38, 33, 20, 19, 12])

@@ -43,8 +43,8 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
 from taskcal_agents import TaskCalibratedRunnable
-from taskcal_agents.decision import presets as tasks
-from taskcal_agents.decision.options import SamplingOptions
+from taskcal_agents.decision import SamplingOptions
+from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.testing import start_process
 
 

@@ -12,10 +12,10 @@ calibrator (``--calibrator``, default the workflow's Dirichlet) is fitted at t=0
 ``--n-fit`` items by the library's fit path (``bench_drift.fit_artefact``: the artefact
 ``taskcal fit`` writes, with its fit-time references); then ``--windows`` tumbling windows
 of ``--window`` decisions are decided by the runtime's decision path (the artefact's
-:class:`~taskcal_agents.decision.decider.Decider`: calibrate, executable MBR; the fallback
+:class:`~taskcal_agents.decision.Decider`: calibrate, executable MBR; the fallback
 action where no sample is parsed), written as decision records in memory (not through a
 log file: the drift benchmark covers that path) and read by
-:func:`~taskcal_agents.production.monitor.monitor` with the artefact's references. Two
+:func:`~taskcal_agents.production._monitor.monitor` with the artefact's references. Two
 sources of outcomes:
 
 - ``calibrated``: ``y ~ q``, the logged calibrated belief itself. This is the null model
@@ -77,14 +77,12 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from calibrators import expected_costs
-from taskcal_agents.decision.artefact import CalibratorArtefact, resolve_calibrator
-from taskcal_agents.decision.decider import Decider
-from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.decision.task import Task
+from taskcal_agents.decision import Decider, Task, tool_decision
+from taskcal_agents.decision._artefact import CalibratorArtefact, resolve_calibrator
+from taskcal_agents.production._decision_log import artefact_id
 from taskcal_agents.production._metrics import EPS
+from taskcal_agents.production._monitor import DEFAULT_Z, monitor
 from taskcal_agents.production._null import gap_estimate
-from taskcal_agents.production.decision_log import artefact_id
-from taskcal_agents.production.monitor import DEFAULT_Z, monitor
 
 SOURCES = ("calibrated", "world")
 GAPS = ("cost_gap", "nll_gap")

@@ -34,12 +34,12 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
 from taskcal_agents import TaskCalibratedRunnable
-from taskcal_agents.decision import presets as tasks
-from taskcal_agents.decision.belief import DEFAULT_ALPHA
-from taskcal_agents.decision.decider import Decider, mbr_action
-from taskcal_agents.endpoint import server_from_env
-from taskcal_agents.parsing.grounding import GroundingContext
+from taskcal_agents.decision import _presets as tasks
+from taskcal_agents.decision._belief import DEFAULT_ALPHA
+from taskcal_agents.decision._decider import Decider, mbr_action
+from taskcal_agents.parsing import GroundingContext
 from taskcal_agents.sampling import sample_messages
+from taskcal_agents.serving import server_from_env
 
 PROMPTS = [
     "What's the weather in Paris?",

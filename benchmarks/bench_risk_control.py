@@ -16,7 +16,7 @@ the served map up to the within-half cross-fitting of the calibration beliefs. W
 - ``mbr``: no guard (λ = 0);
 - ``naive``: the most lenient threshold whose empirical risk on the calibration half is
   <= α (no correction: about half the time its true risk is above α);
-- ``ltt``: Learn-then-Test at level δ (:func:`taskcal_agents.decision.risk_control.calibrate_risk`;
+- ``ltt``: Learn-then-Test at level δ (:func:`taskcal_agents.decision.calibrate_risk`;
   when nothing is certified it always guards).
 
 Columns: the realised risk on the test half (mean over splits, and the share of splits
@@ -45,15 +45,14 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from taskcal_agents.decision.risk_control import (
+from taskcal_agents.decision import Task
+from taskcal_agents.decision._risk_control import (
     DEFAULT_GRID,
     RiskGuard,
     ltt_select,
     naive_threshold,
     risk_curve,
 )
-from taskcal_agents.decision.task import Task
-from taskcal_agents.workflow import load_eval_arrays
 from taskcal_agents.workflow._calibrator_specs import (
     CalibratorFactory,
     default_factory,
@@ -63,6 +62,7 @@ from taskcal_agents.workflow._crossfit import (
     crossfit_calibrated,
     stratified_folds,
 )
+from taskcal_agents.workflow._data import load_eval_arrays
 from taskcal_agents.workflow._decoders import runtime_actions
 from taskcal_agents.workflow._eval_arrays import EvalArrays
 

@@ -6,7 +6,7 @@ Cases, all on the same server and prompt, in one run:
 - ``N=16, one request``: ``n=16`` in one request (the prompt's KV cache is shared);
 - ``N=16, separate``: 16 concurrent requests with ``n=1`` (how UQLM samples);
 - ``one-pass logprob``: the belief from ``top_logprobs`` of one ``max_tokens=1`` pass under a
-  choice constraint (``taskcal_agents.sampling.logprob``);
+  choice constraint (``taskcal_agents.sampling._logprob``);
 - ``N=8 x 64 tokens``: the sampled belief it replaces.
 
 Completions have a fixed length (``ignore_eos``), so cases differ only in how they sample.
@@ -34,8 +34,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from taskcal_agents.sampling import OpenAISampler
-from taskcal_agents.sampling.logprob import logprob_belief
+from taskcal_agents.sampling import OpenAISampler, logprob_belief
 from taskcal_agents.serving import ExternalServer, VLLMServer
 
 PROMPT = (

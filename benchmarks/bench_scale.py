@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from taskcal_agents.datasets import DatasetItem
-from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.testing import start_process
 from taskcal_agents.workflow._ray_engine import RayEngine, run_sampling_ray

@@ -4,16 +4,16 @@ The set, ``tests/data/grounding/calls.jsonl``, holds tool calls that Qwen2.5-Cod
 wrote (When2Call, the library's demo requests and the set's own requests,
 ``tests/data/grounding/requests.jsonl``), one call a row, each labelled by hand grounded or
 not, with the arguments that make it ungrounded; see that folder's README. For each row this
-rebuilds the item's :class:`~taskcal_agents.parsing.grounding.GroundingContext` (its tools and its
+rebuilds the item's :class:`~taskcal_agents.parsing.GroundingContext` (its tools and its
 conversation, never the task prompt, as the runner does), runs
-:meth:`~taskcal_agents.parsing.grounding.GroundingContext.ground_call` on the call and prints, per
+:meth:`~taskcal_agents.parsing.GroundingContext.ground_call` on the call and prints, per
 dataset (When2Call also per item label) and overall:
 
 - precision and recall of the class "ungrounded" (positive: the check says the call is
   not grounded), and the accuracy;
 - the agreement on the offending arguments: the share of truly ungrounded rows whose hand
   ``offending`` arguments equal (as a set) what the check needs, its
-  :attr:`~taskcal_agents.parsing.grounding.CallGrounding.needed` (for a tool that was not offered:
+  :attr:`~taskcal_agents.parsing._grounding.CallGrounding.needed` (for a tool that was not offered:
   the tool's name).
 
 The When2Call rows store no conversation or schema: their items are read from the shared
@@ -38,8 +38,8 @@ from typing import Any
 
 from taskcal_agents.datasets import DatasetItem, convert, read_dataset
 from taskcal_agents.errors import DataFileError
-from taskcal_agents.parsing.grounding import CallGrounding, GroundingContext
-from taskcal_agents.workflow.demo import demo_items
+from taskcal_agents.parsing._grounding import CallGrounding, GroundingContext
+from taskcal_agents.workflow._demo import demo_items
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "grounding"
 DEFAULT_SET = DATA_DIR / "calls.jsonl"

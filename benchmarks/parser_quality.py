@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from taskcal_agents.parsing.labels import Parser, unparsed_reason, with_offered_tools
-from taskcal_agents.parsing.registry import get_parser
+from taskcal_agents.parsing import get_parser
+from taskcal_agents.parsing._labels import Parser, unparsed_reason, with_offered_tools
 from taskcal_agents.workflow._runner import message_from_dict
 
 DEFAULT_SET = (
@@ -55,7 +55,7 @@ def predict(row: Mapping[str, Any]) -> str:
 
 
 def reason(row: Mapping[str, Any]) -> str:
-    """Why the row's message is unparsed (see ``taskcal_agents.parsing.labels.unparsed_reason``)."""
+    """Why the row's message is unparsed (``taskcal_agents.parsing._labels.unparsed_reason``)."""
     return unparsed_reason(message_from_dict(row["message"]), tool_names=row.get("tool_names"))
 
 

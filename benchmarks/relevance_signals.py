@@ -4,7 +4,7 @@
 
 For every samples file of the tool decision (``taskcal sample`` output), per item: the
 relevance features as the calibrator gets them (the library's own
-:func:`taskcal_agents.decision.decider.item_relevance` on the stored request, tools and
+:func:`taskcal_agents.decision._decider.item_relevance` on the stored request, tools and
 samples), and for comparison the
 raw belief's ``cannot_answer`` and ``tool_call`` shares. Printed: the AUC of each against
 ``cannot_answer`` (a signal of "no tool fits" scores high when it is high, so low-valued
@@ -22,11 +22,10 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from taskcal_agents.decision.decider import item_relevance
-from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.decision.task import GroundingSpec
-from taskcal_agents.parsing.grounding import GroundingContext
-from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
+from taskcal_agents.decision import GroundingSpec, tool_decision
+from taskcal_agents.decision._decider import item_relevance
+from taskcal_agents.parsing import GroundingContext
+from taskcal_agents.parsing._relevance import RELEVANCE_FEATURES
 from taskcal_agents.workflow._runner import message_from_dict
 
 TASK = tool_decision(grounding=GroundingSpec(relevance=True))

@@ -25,7 +25,7 @@ from sklearn.metrics import roc_auc_score
 
 from taskcal_agents.datasets import DatasetItem, read_dataset
 from taskcal_agents.datasets import write_dataset as write_dataset
-from taskcal_agents.decision.task import ParserSpec, Task
+from taskcal_agents.decision import ParserSpec, Task
 
 JUDGE_PROMPT = (
     "You check whether a request can be served by the tools below.\n\nTools:\n{tools}\n\n"

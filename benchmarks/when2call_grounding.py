@@ -5,12 +5,12 @@ that grounds its calls (``taskcal data convert when2call --task-out``, or any ta
 ``grounding``), this prints:
 
 1. per true label, the sampled calls (samples g_T reads as ``tool_call``) and the share
-   that is grounded (:mod:`taskcal_agents.parsing.grounding`, through the Decider's own
-   :meth:`~taskcal_agents.decision.decider.Decider.ground`);
+   that is grounded (:mod:`taskcal_agents.parsing._grounding`, through the Decider's own
+   :meth:`~taskcal_agents.decision.Decider.ground`);
 2. the AUC with which the per-item share of grounded calls, and the plain share of calls,
    separate ``tool_call`` items from ``request_for_info`` items;
 3. on the ``request_for_info`` items, how often the question the runtime would ask
-   (:meth:`~taskcal_agents.decision.decider.Decider.ask_message`: a sampled question that names a
+   (:meth:`~taskcal_agents.decision.Decider.ask_message`: a sampled question that names a
    missing argument, else one built from the schema) names the item's ``held_out_param``
    (the required argument When2Call deleted from the question), and how often any
    question is built at all.
@@ -28,9 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from taskcal_agents.decision.decider import Decider
-from taskcal_agents.decision.task import Task
-from taskcal_agents.parsing.grounding import mentions
+from taskcal_agents.decision import Decider, Task
+from taskcal_agents.parsing._grounding import mentions
 from taskcal_agents.workflow._data import dataset_items, record_context
 from taskcal_agents.workflow._runner import message_from_dict
 from taskcal_agents.workflow._store import read_samples

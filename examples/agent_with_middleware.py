@@ -4,7 +4,7 @@
 ``tool_call`` / ``request_for_info`` / ``cannot_answer``, and takes the action with the
 smallest expected cost; ``ToolReplyMiddleware`` vets the model's reply after a tool result
 and closes a run a limit cut short. With ``--decide-on every_call`` it also decides after each tool
-result, by :func:`~taskcal_agents.decision.presets.after_tool_result` (answer from the result, call
+result, by :func:`~taskcal_agents.decision.after_tool_result` (answer from the result, call
 another tool, ask, abstain); a repeated call is never run again. The decision is in the
 agent state (``taskcal_decisions``) and in the returned message's
 ``response_metadata["taskcal_decision"]``.
@@ -30,12 +30,9 @@ from langchain.agents import create_agent
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
-from taskcal_agents.langchain.reply_guard import ToolReplyMiddleware
-from taskcal_agents.serving import connect
+from taskcal_agents.decision import SamplingOptions, tool_decision
+from taskcal_agents.langchain import TaskCalibrationMiddleware, ToolReplyMiddleware
+from taskcal_agents.serving import BASE_URL_ENV, MODEL_ENV, connect, server_from_env
 
 WEATHER = {"paris": "sunny, 21 °C", "london": "light rain, 14 °C", "tokyo": "cloudy, 18 °C"}
 

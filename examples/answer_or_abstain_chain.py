@@ -21,9 +21,8 @@ from langchain_core.runnables import RunnableLambda
 from langchain_openai import ChatOpenAI
 
 from taskcal_agents import Decision, TaskCalibratedRunnable
-from taskcal_agents.decision.presets import answer_or_abstain
-from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
-from taskcal_agents.serving import connect
+from taskcal_agents.decision import answer_or_abstain
+from taskcal_agents.serving import BASE_URL_ENV, MODEL_ENV, connect, server_from_env
 
 QUESTIONS = (
     "What is the capital of France?",

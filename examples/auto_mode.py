@@ -22,12 +22,9 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
-from taskcal_agents.langchain.interop import block_threshold, risk_classifier
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
-from taskcal_agents.serving import connect
+from taskcal_agents.decision import SamplingOptions, tool_decision
+from taskcal_agents.langchain import TaskCalibrationMiddleware, block_threshold, risk_classifier
+from taskcal_agents.serving import BASE_URL_ENV, MODEL_ENV, connect, server_from_env
 
 
 @tool

@@ -22,12 +22,14 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
-from taskcal_agents.langchain.interop import HITL_QUESTION_ID, hitl_when, risk_classifier
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
-from taskcal_agents.serving import connect
+from taskcal_agents.decision import SamplingOptions, tool_decision
+from taskcal_agents.langchain import (
+    HITL_QUESTION_ID,
+    TaskCalibrationMiddleware,
+    hitl_when,
+    risk_classifier,
+)
+from taskcal_agents.serving import BASE_URL_ENV, MODEL_ENV, connect, server_from_env
 
 
 @tool

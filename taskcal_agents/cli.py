@@ -1,25 +1,14 @@
 """The ``taskcal`` command line.
 
-Sub-commands live in :mod:`taskcal_agents.commands`; each module there registers its
-own commands on the shared Typer app, so this file stays a table of contents.
+Sub-commands live in :mod:`taskcal_agents.commands`, one private module per group; each
+registers its own commands on the shared Typer app (``register_commands``).
 """
 
 from __future__ import annotations
 
 import typer
 
-from taskcal_agents.commands import (
-    calibrate,
-    data,
-    demo,
-    evaluate,
-    fit,
-    monitor,
-    outcomes,
-    refit,
-    sample,
-    serving,
-)
+from taskcal_agents.commands import register_commands
 
 __all__ = ["app", "main"]
 
@@ -29,16 +18,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
-serving.register(app)
-data.register(app)
-sample.register(app)
-fit.register(app)
-evaluate.register(app)
-demo.register(app)
-outcomes.register(app)
-monitor.register(app)
-refit.register(app)
-calibrate.register(app)
+"""The ``taskcal`` Typer app, every command group registered (:func:`main` runs it)."""
+register_commands(app)
 
 
 def main() -> None:

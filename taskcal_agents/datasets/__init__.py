@@ -4,8 +4,9 @@ Format (one JSON object per line)::
 
     {"id": str, "messages": [...], "tools": [...optional...], "label": str, "meta": {...}}
 
-See :mod:`taskcal_agents.datasets._format` for the rules and
-:mod:`taskcal_agents.parsing.grading` for how answer-or-abstain items get their label.
+:class:`DatasetItem` states the rules (:func:`read_dataset` checks them); :func:`convert`
+writes a public data set in this format. An answer-or-abstain item's label comes from grading
+its answer against gold.
 """
 
 from __future__ import annotations

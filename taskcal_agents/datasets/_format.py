@@ -8,7 +8,7 @@ Each line is one JSON object::
      "meta": {...}}                                         # optional, free-form
 
 ``label`` may be ``null`` only for items whose truth is assigned after sampling by grading
-the model's own answer (answer-or-abstain data, see :mod:`taskcal_agents.parsing.grading`);
+the model's own answer (answer-or-abstain data, see :mod:`taskcal_agents.parsing._grading`);
 such items carry their reference answers in ``meta["references"]``.
 """
 

@@ -132,7 +132,7 @@ def convert_simpleqa(source: Path) -> list[DatasetItem]:
     """Convert SimpleQA (``metadata,problem,answer`` CSV with a header).
 
     Items are unlabelled: ``taskcal sample`` grades the model's answer against
-    ``meta["references"]`` (see :mod:`taskcal_agents.parsing.grading`).
+    ``meta["references"]`` (see :mod:`taskcal_agents.parsing._grading`).
 
     Args:
         source: ``simple_qa_test_set.csv``.

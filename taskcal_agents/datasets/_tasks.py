@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from taskcal_agents.decision.presets import answer_or_abstain, rating, tool_decision
-from taskcal_agents.decision.task import ParserSpec, Task
+from taskcal_agents.decision import ParserSpec, Task, answer_or_abstain, rating, tool_decision
 from taskcal_agents.errors import ConfigurationError
 
 WHEN2CALL_COST = ((0.0, 1.0, 2.0), (4.0, 0.0, 2.0), (4.0, 1.0, 0.0))

@@ -1,35 +1,80 @@
 """From samples to an action: the task, the belief p̂, the calibrated q and the MBR decision.
 
-``task`` (labels, parser, cost matrix), ``presets`` (the built-in tasks), ``belief``
-(p̂ with a Dirichlet prior), ``options`` (how many samples and how), ``decider`` (q = f(p̂)
-and a* = argmin_a Σ q(ℓ)·C[ℓ, a]), ``risk_control`` (certified risk limits), ``adaptive``
-(stop sampling when the decision is settled) with its fitted ``stopping_prior``,
-``artefact`` (the fitted calibrator file), ``protocol`` (the rounds of one decision, which
-every front door drives).
+A :class:`Task` (labels, parser, cost matrix; the built-in ones: :func:`tool_decision`,
+:func:`after_tool_result`, :func:`answer_or_abstain`, :func:`rating`,
+:func:`multiple_choice`) reads each sample; the :class:`Belief` p̂ (a Dirichlet prior over the
+counts) becomes q = f(p̂) under a calibrator (a :class:`CalibratorArtefact`, fitted by
+``taskcal fit``), and a :class:`Decider` takes a* = argmin_a Σ q(ℓ)·C[ℓ, a] among the
+actions the samples can carry out (:func:`carried_actions`), returning a :class:`Decision`.
+:class:`SamplingOptions` say how many samples and how; :class:`AdaptiveSampling` stops once
+more samples would hardly change the action. :func:`calibrate_risk` certifies a risk limit
+(:class:`RiskSpec`) by Learn-then-Test.
 
-The package exports what a user of a front door or the workflow needs; every other name is
-public in its module (the protocol's ``decide_in_rounds``, ``Draw`` and ``RetryPolicy``
-in ``protocol``, the risk guard in ``risk_control``, for instance).
+``__all__`` is the public surface. The other names imported below are what the library's
+other packages use (the decision protocol the front doors drive, the calibrator in force,
+adaptive N's stopping rule, the artefact format): they are not part of the API.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from taskcal_agents._compat import moved_name
-from taskcal_agents.decision.artefact import CalibratorArtefact
-from taskcal_agents.decision.belief import Belief
-from taskcal_agents.decision.decider import Decider, Decision, decide_from_messages
-from taskcal_agents.decision.options import AdaptiveSampling, SamplingOptions
-from taskcal_agents.decision.presets import (
+from taskcal_agents._exports import lazy_exports
+from taskcal_agents.decision._adaptive import StopCheck as StopCheck
+from taskcal_agents.decision._adaptive import UnfittedPriorWarning
+from taskcal_agents.decision._adaptive import check_adaptive as check_adaptive
+from taskcal_agents.decision._adaptive import outcome_counts as outcome_counts
+from taskcal_agents.decision._adaptive import stop_check_messages as stop_check_messages
+from taskcal_agents.decision._artefact import ARTEFACT_FORMAT as ARTEFACT_FORMAT
+from taskcal_agents.decision._artefact import ARTEFACT_FORMAT_VERSION as ARTEFACT_FORMAT_VERSION
+from taskcal_agents.decision._artefact import CalibratorArtefact
+from taskcal_agents.decision._artefact import CalibratorLike as CalibratorLike
+from taskcal_agents.decision._artefact import ResolvedCalibrator as ResolvedCalibrator
+from taskcal_agents.decision._artefact import as_artefact as as_artefact
+from taskcal_agents.decision._artefact import resolve_calibrator as resolve_calibrator
+from taskcal_agents.decision._belief import DEFAULT_ALPHA as DEFAULT_ALPHA
+from taskcal_agents.decision._belief import Belief
+from taskcal_agents.decision._decider import (
+    Decider,
+    Decision,
+    carried_actions,
+    decide_from_messages,
+    grounded_flags,
+    ungrounded_flags,
+)
+from taskcal_agents.decision._decider import item_relevance as item_relevance
+from taskcal_agents.decision._decider import raw_inputs as raw_inputs
+from taskcal_agents.decision._options import DEFAULT_N_SAMPLES as DEFAULT_N_SAMPLES
+from taskcal_agents.decision._options import DEFAULT_TEMPERATURE as DEFAULT_TEMPERATURE
+from taskcal_agents.decision._options import AdaptiveSampling, SamplingOptions
+from taskcal_agents.decision._presets import (
     after_tool_result,
     answer_or_abstain,
     multiple_choice,
     rating,
     tool_decision,
 )
-from taskcal_agents.decision.risk_control import RiskSpec, calibrate_risk
-from taskcal_agents.decision.task import AnswerClusterSpec, GroundingSpec, ParserSpec, Task
+from taskcal_agents.decision._presets import after_tool_result_for as after_tool_result_for
+from taskcal_agents.decision._protocol import DecisionInput as DecisionInput
+from taskcal_agents.decision._protocol import Draw as Draw
+from taskcal_agents.decision._protocol import Drawn as Drawn
+from taskcal_agents.decision._protocol import RetryPolicy as RetryPolicy
+from taskcal_agents.decision._protocol import decide_in_rounds as decide_in_rounds
+from taskcal_agents.decision._protocol import draw_in_rounds as draw_in_rounds
+from taskcal_agents.decision._risk_control import RiskControl as RiskControl
+from taskcal_agents.decision._risk_control import RiskGuard as RiskGuard
+from taskcal_agents.decision._risk_control import RiskNotCertifiedWarning, RiskSpec, calibrate_risk
+from taskcal_agents.decision._shipped import AUTO as AUTO
+from taskcal_agents.decision._shipped import Auto as Auto
+from taskcal_agents.decision._shipped import ServedSettings as ServedSettings
+from taskcal_agents.decision._shipped import UncalibratedWarning
+from taskcal_agents.decision._shipped import auto_artefact as auto_artefact
+from taskcal_agents.decision._shipped import pick_calibrator as pick_calibrator
+from taskcal_agents.decision._shipped import shipped_artefacts as shipped_artefacts
+from taskcal_agents.decision._stopping_prior import FEW_ITEMS as FEW_ITEMS
+from taskcal_agents.decision._stopping_prior import StoppingPrior as StoppingPrior
+from taskcal_agents.decision._stopping_prior import StoppingPriorWarning
+from taskcal_agents.decision._stopping_prior import few_items_message as few_items_message
+from taskcal_agents.decision._stopping_prior import fit_stopping_prior as fit_stopping_prior
+from taskcal_agents.decision._task import AnswerClusterSpec, GroundingSpec, ParserSpec, Task
 
 __all__ = [
     "AdaptiveSampling",
@@ -40,19 +85,24 @@ __all__ = [
     "Decision",
     "GroundingSpec",
     "ParserSpec",
+    "RiskNotCertifiedWarning",
     "RiskSpec",
     "SamplingOptions",
+    "StoppingPriorWarning",
     "Task",
+    "UncalibratedWarning",
+    "UnfittedPriorWarning",
     "after_tool_result",
     "answer_or_abstain",
     "calibrate_risk",
+    "carried_actions",
     "decide_from_messages",
+    "grounded_flags",
     "multiple_choice",
     "rating",
     "tool_decision",
+    "ungrounded_flags",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """Names of the 0.1 module ``taskcal_agents.decision``, with a warning (one release)."""
-    return moved_name(__name__, name)
+# The other names of the 0.1 module ``taskcal_agents.decision``, with a warning (one release).
+__getattr__, __dir__ = lazy_exports(__name__, {})

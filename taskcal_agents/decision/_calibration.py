@@ -4,7 +4,7 @@ A calibrator reads p̂ (k columns), the k + 1 belief features under the task's `
 other`` policy, or the raw inputs with the relevance features (:func:`raw_inputs`); which one
 follows from its ``n_features_in_`` (:func:`reads_features`, :func:`reads_inputs`).
 :func:`calibrate` checks and renormalises what its ``predict_proba`` returns. The
-:class:`~taskcal_agents.decision.decider.Decider` and the evaluation read calibrators
+:class:`~taskcal_agents.decision.Decider` and the evaluation read calibrators
 through here.
 """
 
@@ -17,11 +17,16 @@ import numpy as np
 from langchain_core.messages import AIMessage
 from numpy.typing import NDArray
 
-from taskcal_agents.decision.belief import Belief
-from taskcal_agents.decision.task import Task
+from taskcal_agents.decision._belief import Belief
+from taskcal_agents.decision._task import Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.parsing.grounding import GroundingContext, SampleGrounding, call_agreement
-from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES, relevance_features
+from taskcal_agents.parsing import (
+    RELEVANCE_FEATURES,
+    GroundingContext,
+    SampleGrounding,
+    call_agreement,
+    relevance_features,
+)
 
 __all__ = [
     "calibrate",
@@ -43,13 +48,13 @@ def item_relevance(
     """The relevance features of one decision, or ``None`` when the task reads none.
 
     The one function that computes them, at run time (:meth:`Decider.decide
-    <taskcal_agents.decision.decider.Decider.decide>`), in evaluation (``taskcal
+    <taskcal_agents.decision.Decider.decide>`), in evaluation (``taskcal
     evaluate``) and for the decision log (``Decision.relevance``, which ``refit`` reads
     back).
 
     Args:
         task: The task (:attr:`Task.reads_relevance
-            <taskcal_agents.decision.task.Task.reads_relevance>`).
+            <taskcal_agents.decision.Task.reads_relevance>`).
         messages: The samples.
         labels: Their labels as the task's parser read them with the offered tools.
         context: The request's tools and conversation.
@@ -83,7 +88,7 @@ def item_relevance(
 def raw_inputs(task: Task, belief: Belief, relevance: Sequence[float]) -> NDArray[np.float64]:
     """The input of a calibrator that reads raw columns.
 
-    Its width is :attr:`Task.n_inputs <taskcal_agents.decision.task.Task.n_inputs>`: p̂
+    Its width is :attr:`Task.n_inputs <taskcal_agents.decision.Task.n_inputs>`: p̂
     (k columns, a probability row), then the shares the belief features add, as raw
     numbers (ungrounded calls under grounded features, unparsed samples under
     ``"other"``), then the relevance features.
@@ -126,7 +131,7 @@ def calibrator_input(
 
     ``on_features`` and ``on_inputs`` are :func:`reads_features` and :func:`reads_inputs`
     of the pair (see :meth:`Decider.calibrator_input
-    <taskcal_agents.decision.decider.Decider.calibrator_input>`).
+    <taskcal_agents.decision.Decider.calibrator_input>`).
     """
     if on_inputs:
         if relevance is None or len(relevance) != len(RELEVANCE_FEATURES):
@@ -154,7 +159,7 @@ def calibrator_input(
 def calibrate(task: Task, calibrator: Any, x: NDArray[np.float64]) -> NDArray[np.float64]:
     """Return q = f(x) (x itself without calibrator), checked and renormalised to sum to 1.
 
-    See :meth:`Decider.calibrate <taskcal_agents.decision.decider.Decider.calibrate>`.
+    See :meth:`Decider.calibrate <taskcal_agents.decision.Decider.calibrate>`.
     """
     if calibrator is None:
         return x

@@ -3,8 +3,8 @@
 Per row, the action of least expected cost among those the samples can carry out
 (:func:`~taskcal_agents.decision._executability.executable_mbr`); a risk limit's guard then
 downgrades a guarded action whose score is below its threshold
-(:class:`~taskcal_agents.decision.risk_control.RiskGuard`). This is the one map from q to the
-action the :class:`~taskcal_agents.decision.decider.Decider` returns, which the adaptive-N
+(:class:`~taskcal_agents.decision._risk_control.RiskGuard`). This is the one map from q to the
+action the :class:`~taskcal_agents.decision.Decider` returns, which the adaptive-N
 stopping rule and ``refit`` replay.
 """
 
@@ -17,8 +17,8 @@ from numpy.typing import NDArray
 
 from calibrators import expected_costs
 from taskcal_agents.decision._executability import executable_mbr
-from taskcal_agents.decision.risk_control import RiskControl, RiskGuard
-from taskcal_agents.decision.task import Task
+from taskcal_agents.decision._risk_control import RiskControl, RiskGuard
+from taskcal_agents.decision._task import Task
 from taskcal_agents.errors import ConfigurationError
 
 __all__ = ["ActionChoice", "choose_actions", "guard_fields"]
@@ -58,7 +58,7 @@ def choose_actions(
     """The actions taken on calibrated beliefs ``Q`` ``(n, k)``: executable MBR, then the guard.
 
     ``cost`` is the task's cost matrix, ``guard`` the risk control's guard on the task (see
-    :meth:`Decider.choose_actions <taskcal_agents.decision.decider.Decider.choose_actions>`).
+    :meth:`Decider.choose_actions <taskcal_agents.decision.Decider.choose_actions>`).
 
     Raises:
         ConfigurationError: If the shapes do not match.

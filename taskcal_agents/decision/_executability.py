@@ -4,7 +4,7 @@ A sampled action (a tool call with its arguments, a direct answer) can be taken 
 sample carries it out (:func:`carries_out`, :func:`carried_actions`); under the task's
 ``grounding.execute: grounded`` a tool call only by a sample whose calls are grounded.
 :func:`executable_mbr` is the MBR rule restricted to those actions, shared by the
-:class:`~taskcal_agents.decision.decider.Decider` and the evaluation.
+:class:`~taskcal_agents.decision.Decider` and the evaluation.
 """
 
 from __future__ import annotations
@@ -16,11 +16,14 @@ from langchain_core.messages import AIMessage
 from numpy.typing import NDArray
 
 from calibrators import least_cost_actions, mbr_actions
-from taskcal_agents.decision.task import TOOL_CALL_ACTION, Task
+from taskcal_agents.decision._task import TOOL_CALL_ACTION, Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.parsing.grounding import SampleGrounding, missing_arguments
-from taskcal_agents.parsing.text import message_text
-from taskcal_agents.parsing.tool_calls import extract_tool_calls
+from taskcal_agents.parsing import (
+    SampleGrounding,
+    extract_tool_calls,
+    message_text,
+    missing_arguments,
+)
 
 __all__ = [
     "TOOL_CALL_ACTION",
@@ -48,7 +51,7 @@ def executable_mbr(
 ) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
     """MBR restricted to the actions that can be carried out, row by row.
 
-    The one rule shared by :class:`~taskcal_agents.decision.decider.Decider` and the
+    The one rule shared by :class:`~taskcal_agents.decision.Decider` and the
     evaluation: per row, the action of least expected cost among the executable ones (ties
     go to the first action). A row with no executable action keeps its unrestricted MBR
     action. The choice is the decision kernel's (:func:`calibrators.least_cost_actions`).
@@ -96,7 +99,7 @@ def carries_out(
 ) -> bool:
     """Whether a sample labelled ``action`` carries it out.
 
-    For ``call_action`` (the task's :attr:`~taskcal_agents.decision.task.Task.call_action`;
+    For ``call_action`` (the task's :attr:`~taskcal_agents.decision.Task.call_action`;
     default :data:`TOOL_CALL_ACTION`): the message makes a tool call that can be extracted
     (:func:`~taskcal_agents.parsing.extract_tool_calls`) to an offered tool (any tool when
     *tool_names* is ``None``); for any other action: the message has non-empty text.
@@ -148,7 +151,7 @@ def carried_actions(
             sent under ``execute: any``).
         tool_names: The tools offered to the calls that drew the samples (``None``: any).
         grounded: Per sample, whether its calls are grounded
-            (:attr:`~taskcal_agents.parsing.grounding.SampleGrounding.grounded`); needed under
+            (:attr:`~taskcal_agents.parsing._grounding.SampleGrounding.grounded`); needed under
             ``execute: grounded``.
 
     Returns:
@@ -180,7 +183,7 @@ def replacement_reason(
     """Why the MBR action ``unrestricted`` gave way to ``taken``, the cheapest executable one.
 
     For a tool call whose samples all made ungrounded calls, the reason names the arguments
-    they lacked (:func:`~taskcal_agents.parsing.grounding.missing_arguments`).
+    they lacked (:func:`~taskcal_agents.parsing._grounding.missing_arguments`).
     """
     why = "no sample carried it out"
     if unrestricted == call_action and groundings and any(g.calls for g in groundings):

@@ -3,7 +3,7 @@
 The exact binomial tail for a 0/1 loss and the Hoeffding–Bentkus bound for a loss in
 [0, 1]; :func:`ltt_select` tests a strict-to-lenient grid of thresholds at level δ
 (fixed-sequence or Bonferroni) and takes the most lenient one rejected. The uncorrected
-:func:`naive_threshold` is kept for comparison. See :mod:`taskcal_agents.decision.risk_control`.
+:func:`naive_threshold` is kept for comparison. See :mod:`taskcal_agents.decision._risk_control`.
 """
 
 from __future__ import annotations

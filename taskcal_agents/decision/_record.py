@@ -15,12 +15,15 @@ import numpy as np
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
+from taskcal_agents.decision._belief import Belief
 from taskcal_agents.decision._executability import ungrounded_flags
-from taskcal_agents.decision.belief import Belief
-from taskcal_agents.decision.task import Task
-from taskcal_agents.parsing.answer_clusters import AnswerClusters
-from taskcal_agents.parsing.grounding import SampleGrounding, call_agreement
-from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
+from taskcal_agents.decision._task import Task
+from taskcal_agents.parsing import (
+    RELEVANCE_FEATURES,
+    AnswerClusters,
+    SampleGrounding,
+    call_agreement,
+)
 
 __all__ = ["Decision", "evidence_fields", "logged_relevance", "with_repeats"]
 
@@ -51,7 +54,7 @@ class Decision(BaseModel):
     n_repeats: int = Field(default=0, ge=0)
     """The number of samples that repeated a tool call already made and answered in the
     current user turn (see :meth:`Decider.decide
-    <taskcal_agents.decision.decider.Decider.decide>`); counted as unparsed, never executed."""
+    <taskcal_agents.decision.Decider.decide>`); counted as unparsed, never executed."""
     fallback: bool = False
     """Whether ``action`` is the task's fallback action rather than the MBR action."""
     fallback_reason: str | None = None
@@ -73,7 +76,7 @@ class Decision(BaseModel):
     n_ungrounded: int | None = None
     """Under the task's ``grounding``: the ``tool_call`` samples whose calls are ungrounded
     (a required argument missing, or a value the conversation does not support; see
-    :mod:`taskcal_agents.parsing.grounding`); ``None`` for a task without grounding."""
+    :mod:`taskcal_agents.parsing._grounding`); ``None`` for a task without grounding."""
     call_agreement: int | None = None
     """Under the task's ``grounding``: how many samples make the modal call (same tools,
     same normalised arguments)."""
@@ -81,15 +84,15 @@ class Decision(BaseModel):
     """For an ask decision: the arguments the question asks for (those the sampled calls
     lacked or invented), in the order asked; empty otherwise."""
     relevance: dict[str, float] | None = None
-    """The relevance features (:data:`~taskcal_agents.parsing.relevance.RELEVANCE_FEATURES`)
+    """The relevance features (:data:`~taskcal_agents.parsing._relevance.RELEVANCE_FEATURES`)
     when the task reads them (``grounding.relevance``), else ``None``; ``refit`` rebuilds
     the calibrator input from them."""
     calibrator_id: str | None = None
     """The content id of the calibrator artefact that decided
-    (:attr:`~taskcal_agents.decision.artefact.CalibratorArtefact.content_id`, as the decision
+    (:attr:`~taskcal_agents.decision.CalibratorArtefact.content_id`, as the decision
     log's ``artefact_id``); ``None`` on the raw belief or by a calibrator given without an
     artefact."""
-    # Adaptive N (taskcal_agents.decision.adaptive), set by the front doors that sample in rounds.
+    # Adaptive N (taskcal_agents.decision._adaptive), set by the front doors that sample in rounds.
     stopped_early: bool = False
     """Whether adaptive N's stopping rule ended the draw before N samples were requested
     (``n_samples`` is what was drawn, unparsed samples included)."""
@@ -101,7 +104,7 @@ class Decision(BaseModel):
     carried out, or the fallback action); equal to ``action`` unless ``guarded``."""
     guard: str | None = None
     """The risk limit in force (its spec, e.g. ``"tool_call_when_not:0.05"``), or ``None``
-    (see :mod:`taskcal_agents.decision.risk_control`)."""
+    (see :mod:`taskcal_agents.decision._risk_control`)."""
     guard_threshold: float | None = None
     """The guard's threshold λ̂ (``inf``: no threshold was certified, it always
     downgrades; ``null`` in the JSON form), or ``None`` without a guard."""
@@ -113,7 +116,7 @@ class Decision(BaseModel):
     """Whether the guard downgraded ``unguarded_action`` to the safe ``action``."""
     decision_id: str | None = None
     """The id under which a front door's decision log recorded this decision (pass it to
-    :func:`~taskcal_agents.production.decision_log.record_outcome`), or ``None`` when not logged."""
+    :func:`~taskcal_agents.production.record_outcome`), or ``None`` when not logged."""
 
     @field_serializer("guard_threshold", when_used="json")
     def _finite_threshold(self, value: float | None) -> float | None:

@@ -4,8 +4,8 @@ The representative sample of a sampled action (its most frequent canonical tool 
 as grounded, or its most typical text; under answer clustering the modal cluster's
 representative), the task's texts for the abstain and ask actions, and under grounding the
 ask action's question naming the arguments the sampled calls lacked. The rules are those of
-:meth:`Decider.representative <taskcal_agents.decision.decider.Decider.representative>` and
-:meth:`Decider.ask_message <taskcal_agents.decision.decider.Decider.ask_message>`.
+:meth:`Decider.representative <taskcal_agents.decision.Decider.representative>` and
+:meth:`Decider.ask_message <taskcal_agents.decision.Decider.ask_message>`.
 """
 
 from __future__ import annotations
@@ -20,20 +20,19 @@ from taskcal_agents.decision._executability import (
     grounded_flags,
     sendable_flags,
 )
-from taskcal_agents.decision.task import Task
-from taskcal_agents.parsing.answer_clusters import AnswerClusters
-from taskcal_agents.parsing.grounding import (
+from taskcal_agents.decision._task import Task
+from taskcal_agents.parsing import (
+    AnswerClusters,
     SampleGrounding,
-    grounded_message,
-    mentions,
-    missing_arguments,
-    question_for,
-)
-from taskcal_agents.parsing.text import message_text, normalize_text
-from taskcal_agents.parsing.tool_calls import (
     canonical_tool_calls,
     extract_tool_calls,
+    grounded_message,
     has_written_call,
+    mentions,
+    message_text,
+    missing_arguments,
+    normalize_text,
+    question_for,
     with_tool_calls,
 )
 
@@ -74,7 +73,7 @@ def ask_message(
 
     A sampled clarifying question (one that names an argument the calls lack, when they
     lack any), else a question built from the tool's schema, else the task's ``ask_text``
-    (see :meth:`Decider.ask_message <taskcal_agents.decision.decider.Decider.ask_message>`).
+    (see :meth:`Decider.ask_message <taskcal_agents.decision.Decider.ask_message>`).
     """
     ask = task.ask_action
     call, needed = missing_arguments(groundings)
@@ -109,7 +108,7 @@ def representative(
     """The message that carries out ``action``, ``None`` when there is none.
 
     See :meth:`Decider.representative
-    <taskcal_agents.decision.decider.Decider.representative>` for the rules.
+    <taskcal_agents.decision.Decider.representative>` for the rules.
     """
     if action == task.abstain_action:
         return AIMessage(content=task.abstain_text)

@@ -1,7 +1,7 @@
 """The empirical risk, coverage and cost of a risk guard at each threshold λ.
 
 On labelled items with calibrated beliefs, :func:`risk_curve` gives what the guard of
-:mod:`taskcal_agents.decision.risk_control` would do at every threshold of a grid, vectorised
+:mod:`taskcal_agents.decision._risk_control` would do at every threshold of a grid, vectorised
 over the thresholds and over batches of calibration sets; the Learn-then-Test selection
 reads its :class:`RiskCurve`.
 """

@@ -4,7 +4,7 @@ Each sample's label as the task's parser g_T reads it with the offered tools; a 
 sample that repeats a call already made and answered in the current user turn counts as
 unparsed (a *repeat*); under the task's ``grounding`` each sample's calls are checked against
 the request; under ``answer_clusters`` open answers are clustered by meaning. The rules are
-those of :meth:`Decider.decide <taskcal_agents.decision.decider.Decider.decide>`, which reads
+those of :meth:`Decider.decide <taskcal_agents.decision.Decider.decide>`, which reads
 its samples through here, as the adaptive-N stopping rule does.
 """
 
@@ -14,16 +14,18 @@ from collections.abc import Collection, Sequence
 
 from langchain_core.messages import AIMessage
 
-from taskcal_agents.decision.task import Task
+from taskcal_agents.decision._task import Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.parsing.answer_clusters import (
+from taskcal_agents.parsing import (
     AnswerClusters,
     EntailmentJudgeFactory,
+    GroundingContext,
+    SampleGrounding,
+    canonical_tool_calls,
     cluster_samples,
+    is_repeat_call,
+    sent_args,
 )
-from taskcal_agents.parsing.grounding import GroundingContext, SampleGrounding, sent_args
-from taskcal_agents.parsing.tool_calls import canonical_tool_calls
-from taskcal_agents.parsing.tool_turns import is_repeat_call
 
 __all__ = ["cluster_with_judge", "ground_samples", "parse_samples", "read_samples"]
 

@@ -11,14 +11,18 @@ import warnings
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
 from taskcal_agents._validation import check_int
-from taskcal_agents.decision.artefact import CalibratorLike
-from taskcal_agents.decision.options import AdaptiveSampling, SamplingOptions
-from taskcal_agents.decision.shipped import AUTO, Auto
-from taskcal_agents.decision.task import Task
+from taskcal_agents.decision import (
+    AUTO,
+    AdaptiveSampling,
+    Auto,
+    CalibratorLike,
+    SamplingOptions,
+    Task,
+)
 from taskcal_agents.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from taskcal_agents.langchain.middleware import ToolResultConfig
+    from taskcal_agents.langchain._middleware import ToolResultConfig
 
 __all__ = ["DeprecatedArguments", "Migrated", "migrated"]
 
@@ -31,7 +35,7 @@ class DeprecatedArguments(TypedDict, total=False):
     ``tool_result_calibrator`` are ``tool_result={"task": ..., "calibrator": ...}``;
     ``max_concurrency`` is the run config's (``agent.invoke(..., {"max_concurrency": 4})``);
     ``use_task_prompt=False`` is a task without a prompt; ``judge`` (answer clustering)
-    goes to :class:`~taskcal_agents.langchain.runnable.TaskCalibratedRunnable`.
+    goes to :class:`~taskcal_agents.langchain.TaskCalibratedRunnable`.
     """
 
     n_samples: int

@@ -1,7 +1,7 @@
 """Canonical answer tokens: answers compared on their words, numbers and dates by value.
 
 :func:`answer_tokens` gives the tokens of the SQuAD normalisation
-(:func:`~taskcal_agents.parsing.grading.normalize_answer`) with numbers and dates written
+(:func:`~taskcal_agents.parsing._grading.normalize_answer`) with numbers and dates written
 one way, so that answer clustering and argument grounding compare values, not spellings.
 
 Canonical numbers and dates: "1,000" → "1000", "3.0" → "3", "3.50" → "3 point 5"; number
@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from taskcal_agents.parsing.grading import normalize_answer
+from taskcal_agents.parsing._grading import normalize_answer
 
 # fmt: off
 _SMALL_WORDS = (
@@ -150,7 +150,7 @@ def answer_tokens(text: str) -> list[str]:
         text: A raw answer (or question).
 
     Returns:
-        The tokens of :func:`~taskcal_agents.parsing.grading.normalize_answer` with digit
+        The tokens of :func:`~taskcal_agents.parsing._grading.normalize_answer` with digit
         groups and decimals written canonically, ordinal suffixes dropped, number words as
         digits and dates in day-month order (see the module docstring); ``[]`` for text
         without words.

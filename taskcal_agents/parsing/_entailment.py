@@ -2,7 +2,7 @@
 
 :func:`entailment_judge` asks the model "does answer A mean the same as answer B for this
 question?" under a ``yes``/``no`` choice constraint, one greedy request per ordered pair,
-cached. Answer clustering (:func:`~taskcal_agents.parsing.answer_clusters.cluster_answers`
+cached. Answer clustering (:func:`~taskcal_agents.parsing.cluster_answers`
 with ``entails``; a task's ``method: entailment``) asks it about answers that are not
 lexically equivalent: two answers join one cluster when each entails the other.
 """
@@ -15,8 +15,8 @@ from typing import Any, Protocol
 from langchain_core.messages import AIMessage
 
 from taskcal_agents.errors import ConfigurationError, SamplingError
-from taskcal_agents.parsing.constraints import choice_constraint
-from taskcal_agents.parsing.text import message_text
+from taskcal_agents.parsing._constraints import choice_constraint
+from taskcal_agents.parsing._text import message_text
 
 ENTAILMENT_PROMPT = (
     "Question: {question}\n"

@@ -2,7 +2,7 @@
 
 :class:`Evidence` indexes the text that counts as evidence (user, system and tool
 messages) once per request: its canonical tokens
-(:func:`~taskcal_agents.parsing.answer_clusters.answer_tokens`), their plural-free stems,
+(:func:`~taskcal_agents.parsing._answer_clusters.answer_tokens`), their plural-free stems,
 the words' initials, the times of day it states and whether it names a relative day. Its
 look-ups answer whether the text contains a run of tokens, a token (its stem, a prefix form
 or an alias), a phrase, an alias or a language code of a value, or an acronym of
@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 
 from taskcal_agents.parsing._answer_tokens import answer_tokens
-from taskcal_agents.parsing.grading import normalize_answer
+from taskcal_agents.parsing._grading import normalize_answer
 
 # fmt: off
 STOPWORDS = frozenset((

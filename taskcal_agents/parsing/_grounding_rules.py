@@ -2,7 +2,7 @@
 
 An argument value is checked by two ordered tuples of named rules. Each :class:`Rule`
 either decides (returns a status and the ``how`` of
-:class:`~taskcal_agents.parsing.grounding.ArgumentCheck`) or passes (``None``); the first
+:class:`~taskcal_agents.parsing._grounding.ArgumentCheck`) or passes (``None``); the first
 rule that decides wins:
 
 - :data:`VALUE_RULES`, for any value against its schema property: a boolean, the schema's

@@ -19,8 +19,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calibrators import expected_costs
+from taskcal_agents.production._monitor_report import MetricResult, Sided
 from taskcal_agents.production._null import Estimate, Reference, ece_estimate, gap_estimate
-from taskcal_agents.production.monitor_report import MetricResult, Sided
 
 __all__ = ["EPS", "Engine", "Stream"]
 

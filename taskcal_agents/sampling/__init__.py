@@ -3,24 +3,25 @@
 :class:`Sampler` (``sample(messages, *, n, **params)`` and ``asample``) has three adapters:
 
 - :class:`ChatModelSampler` over any LangChain chat model, and the functions under it,
-  :func:`sample_messages` / :func:`asample_messages` / :func:`sample_batch` (one request
-  with ``n`` for ChatOpenAI-compatible models, else N concurrent calls);
+  :func:`sample_messages` / :func:`asample_messages` (one request with ``n`` for
+  ChatOpenAI-compatible models, else N concurrent calls);
 - :class:`OpenAISampler`, an OpenAI-compatible server (vLLM) with one request per input;
-- ``OfflineSampler`` in :mod:`taskcal_agents.sampling.offline`, vLLM's in-process engine.
+- :class:`OfflineSampler`, vLLM's in-process engine.
 
-All take the same inputs (:func:`to_messages`, :func:`to_openai_messages`) and turn each
-choice into an ``AIMessage`` by the same rules. The one-pass belief from ``top_logprobs``
-lives in :mod:`taskcal_agents.sampling.logprob`.
+All take the same inputs and turn each choice into an ``AIMessage`` by the same rules. The
+one-pass belief from ``top_logprobs`` is :func:`logprob_belief` (imported on first use: it
+needs the decision package).
+
+``__all__`` is the public surface. The other names imported below are what the library's
+other packages use (the front doors' binding helpers, batch sampling and round drivers, the
+task prompt, the Ray engines' wire functions): they are not part of the API.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-# ``__all__`` (below) is the public surface. The names imported ``as`` themselves stay
-# importable from this package outside it: names 0.1 exported from here, and what the
-# library's other packages use (the front doors' binding helpers and round drivers, the Ray
-# engines' wire functions).
+from taskcal_agents._exports import lazy_exports
 from taskcal_agents.sampling._bindings import bound_tool_names as bound_tool_names
 from taskcal_agents.sampling._bindings import bound_tools as bound_tools
 from taskcal_agents.sampling._bindings import chat_model_of as chat_model_of
@@ -37,35 +38,31 @@ from taskcal_agents.sampling._drive import adrive_rounds as adrive_rounds
 from taskcal_agents.sampling._drive import drive_rounds as drive_rounds
 from taskcal_agents.sampling._messages import to_messages as to_messages
 from taskcal_agents.sampling._messages import to_openai_messages as to_openai_messages
+from taskcal_agents.sampling._offline import OfflineSampler
+from taskcal_agents.sampling._openai_server import OpenAISampler
+from taskcal_agents.sampling._openai_server import build_request as build_request
+from taskcal_agents.sampling._openai_server import response_to_messages as response_to_messages
+from taskcal_agents.sampling._openai_server import wire_body as wire_body
+from taskcal_agents.sampling._prompts import request_with_task_prompt as request_with_task_prompt
+from taskcal_agents.sampling._prompts import with_task_prompt as with_task_prompt
 from taskcal_agents.sampling._sampler import SampleParams as SampleParams
 from taskcal_agents.sampling._sampler import Sampler
 
 if TYPE_CHECKING:
-    from taskcal_agents.sampling._openai_server import OpenAISampler
-    from taskcal_agents.sampling._openai_server import build_request as build_request
-    from taskcal_agents.sampling._openai_server import (
-        response_to_messages as response_to_messages,
-    )
-    from taskcal_agents.sampling._openai_server import wire_body as wire_body
+    from taskcal_agents.sampling._logprob import logprob_belief
 
-_OPENAI = ("OpenAISampler", "build_request", "response_to_messages", "wire_body")
-"""Names of the OpenAI-server module, imported on use (the openai client is a heavy import);
-of them only ``OpenAISampler`` is public, the others serve the workflow's Ray engine."""
-
-
-def __getattr__(name: str) -> Any:
-    if name in _OPENAI:
-        from taskcal_agents.sampling import _openai_server
-
-        return getattr(_openai_server, name)
-    msg = f"module 'taskcal_agents.sampling' has no attribute {name!r}"
-    raise AttributeError(msg)
-
+_EXPORTS: dict[str, str] = {
+    "logprob_belief": "taskcal_agents.sampling._logprob",
+}
 
 __all__ = [
     "ChatModelSampler",
+    "OfflineSampler",
     "OpenAISampler",
     "Sampler",
     "asample_messages",
+    "logprob_belief",
     "sample_messages",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -18,7 +18,7 @@ from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.retry import RunnableRetry
 
 if TYPE_CHECKING:
-    from taskcal_agents.decision.shipped import ServedSettings
+    from taskcal_agents.decision import ServedSettings
 
 __all__ = [
     "bound_tool_names",
@@ -58,7 +58,7 @@ def bound_tools(model: Runnable[Any, Any]) -> list[Any] | None:
 
 def bound_tool_names(model: Runnable[Any, Any]) -> tuple[str, ...] | None:
     """The names of the tools bound to ``model`` (``bind_tools``), or ``None`` if none are."""
-    from taskcal_agents.parsing.labels import tool_names_of
+    from taskcal_agents.parsing import tool_names_of
 
     tools = unwrap_binding(model)[1].get("tools")
     return None if tools is None else tool_names_of(tools)
@@ -93,7 +93,7 @@ def served_settings(
     parameters it sets (bound, per request in ``request_settings`` / ``tool_choice``, or its
     own), and ``temperature`` when given, else the model's own.
     """
-    from taskcal_agents.decision.shipped import ServedSettings
+    from taskcal_agents.decision import ServedSettings
 
     core, bound, _, _ = unwrap_binding(model)
     kwargs = {**bound, **(request_settings or {})}

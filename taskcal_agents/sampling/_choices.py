@@ -30,7 +30,7 @@ from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall
 from langchain_core.output_parsers.openai_tools import make_invalid_tool_call, parse_tool_call
 from pydantic import ValidationError
 
-from taskcal_agents.parsing.tool_calls import parse_tool_calls
+from taskcal_agents.parsing import parse_tool_calls
 
 __all__ = ["choice_message", "is_malformed_choice", "malformed_message", "server_tool_calls"]
 

@@ -6,7 +6,7 @@ requests and receives their responses; an exception raised by a request is throw
 generator at its ``yield``, so the protocol handles it where it asked. :func:`drive` answers
 the requests with a blocking call, :func:`adrive` with an awaited one; the generator's return
 value is the result. :func:`drive_rounds` and :func:`adrive_rounds` run the decision
-protocol (:mod:`taskcal_agents.decision.protocol`) this way, waiting as it says before each
+protocol (:mod:`taskcal_agents.decision._protocol`) this way, waiting as it says before each
 draw.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from taskcal_agents.decision.protocol import Draw, Drawn
+    from taskcal_agents.decision import Draw, Drawn
 
 __all__ = ["adrive", "adrive_rounds", "drive", "drive_rounds"]
 

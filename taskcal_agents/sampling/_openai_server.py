@@ -6,7 +6,7 @@ choice becomes an :class:`~langchain_core.messages.AIMessage` with ``tool_calls`
 so the task parsers (g_T) apply to it as to any LangChain chat model's output. When tools
 were offered and the server's tool parser returned no call (vLLM's hermes parser leaves a
 call written as bare JSON or in a code fence in the content), the content is read by
-:func:`~taskcal_agents.parsing.tool_calls.parse_tool_calls`, as the offline sampler reads its text.
+:func:`~taskcal_agents.parsing.parse_tool_calls`, as the offline sampler reads its text.
 
 vLLM extensions go through ``extra_body``: ``top_k``, ``min_p`` and ``structured_outputs``
 (``{"choice": [...]}``, ``{"json": schema}``, ``{"regex": ...}``, ``{"grammar": ...}``). The
@@ -43,16 +43,16 @@ import openai
 from langchain_core.messages import AIMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from taskcal_agents._endpoint import REQUEST_TIMEOUT_S, Endpoint
 from taskcal_agents._validation import check_int
 from taskcal_agents._vllm_cpu import refuse_request_seed
-from taskcal_agents.endpoint import REQUEST_TIMEOUT_S, Endpoint
 from taskcal_agents.errors import (
     ConfigurationError,
     SamplingError,
     SamplingServerError,
     ServerError,
 )
-from taskcal_agents.parsing.constraints import LEGACY_GUIDED_FIELDS, check_structured_outputs
+from taskcal_agents.parsing import LEGACY_GUIDED_FIELDS, check_structured_outputs
 from taskcal_agents.sampling._choices import choice_message
 from taskcal_agents.sampling._drive import adrive, drive
 from taskcal_agents.sampling._messages import to_openai_messages
@@ -313,7 +313,7 @@ class OpenAISampler:
 
     @classmethod
     def from_endpoint(cls, endpoint: Endpoint, **kwargs: Any) -> OpenAISampler:
-        """A sampler for a server's :class:`~taskcal_agents.endpoint.Endpoint`.
+        """A sampler for a server's :class:`~taskcal_agents.serving.Endpoint`.
 
         ``allow_seed`` and ``health_check`` default to the endpoint's; other keyword
         arguments are :class:`OpenAISampler`'s.

@@ -38,8 +38,8 @@ class SampleParams(TypedDict, total=False):
     tool_choice: str | Mapping[str, Any] | None
     """``"auto"``, ``"required"``, ``"none"`` or a named function."""
     structured_outputs: Mapping[str, Any] | None
-    """vLLM constraint, see :func:`~taskcal_agents.parsing.constraints.choice_constraint` and
-    :func:`~taskcal_agents.parsing.constraints.json_constraint`."""
+    """vLLM constraint, see :func:`~taskcal_agents.parsing._constraints.choice_constraint` and
+    :func:`~taskcal_agents.parsing._constraints.json_constraint`."""
     logprobs: int | None
     """Number of top log-probabilities per token (0-20) to return in ``response_metadata``."""
     seed: int | None
@@ -54,7 +54,7 @@ class Sampler(Protocol):
 
     The adapters: :class:`~taskcal_agents.sampling.ChatModelSampler` (any LangChain chat
     model), :class:`~taskcal_agents.sampling.OpenAISampler` (an OpenAI-compatible server,
-    one request with ``n``) and :class:`~taskcal_agents.sampling.offline.OfflineSampler`
+    one request with ``n``) and :class:`~taskcal_agents.sampling.OfflineSampler`
     (vLLM's in-process engine). Every adapter accepts the same messages (a string, LangChain
     messages, a prompt value or OpenAI message dicts, see
     :func:`~taskcal_agents.sampling.to_openai_messages`) and turns each choice into an

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from taskcal_agents.endpoint import REQUEST_TIMEOUT_S, Endpoint
+from taskcal_agents._endpoint import REQUEST_TIMEOUT_S, Endpoint
 from taskcal_agents.errors import ServerStartupError
 from taskcal_agents.serving._probe import wait_for_server
 

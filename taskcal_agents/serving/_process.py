@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from taskcal_agents._dtype import DtypeChoice, choose_dtype
+from taskcal_agents._endpoint import REQUEST_TIMEOUT_S, Endpoint
 from taskcal_agents._vllm_cpu import refuse_request_seed
-from taskcal_agents.endpoint import REQUEST_TIMEOUT_S, Endpoint
 from taskcal_agents.errors import ConfigurationError, ServerError, ServerStartupError
 from taskcal_agents.models import ModelSpec, prepare_model
 from taskcal_agents.serving._launch import (

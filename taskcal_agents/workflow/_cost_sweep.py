@@ -40,7 +40,7 @@ def cost_sweep(
     """Each probabilistic decoder re-decided and scored at each wrong-call cost.
 
     Args:
-        evaluation: The result of :func:`~taskcal_agents.workflow.evaluate_arrays`.
+        evaluation: The result of :func:`~taskcal_agents.workflow._evaluate.evaluate_arrays`.
         data: Its input arrays.
         costs: The wrong-call costs: the cost of the ``tool_call`` action on every item
             whose label is not ``tool_call``.

@@ -10,7 +10,7 @@ run time) and read on the inputs the runtime would feed it (:func:`calibrator_in
 Under the task's ``unparsed: other`` policy the arrays also hold the calibrator inputs
 ``X`` (n, k + 1): each belief's smoothed counts plus its unparsed share. The maps that read
 extra input columns (matrix scaling, full Dirichlet calibration) are fitted on ``X`` with
-``n_classes=k``, as the runtime feeds them (:class:`~taskcal_agents.decision.decider.Decider`
+``n_classes=k``, as the runtime feeds them (:class:`~taskcal_agents.decision.Decider`
 picks the input by the calibrator's ``n_features_in_``); the others need one input column
 per label and are fitted on ``P`` (their rows say so in ``inputs`` and ``description``).
 Raw MBR and the majority vote read ``P``.

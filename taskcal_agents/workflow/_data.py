@@ -12,26 +12,27 @@ import numpy as np
 from langchain_core.messages import AIMessage
 
 from taskcal_agents.datasets import DatasetItem, call_matches_answer, read_dataset
-from taskcal_agents.decision.adaptive import outcome_counts
-from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief
-from taskcal_agents.decision.decider import (
+from taskcal_agents.decision import (
+    DEFAULT_ALPHA,
+    Belief,
     Decider,
+    Task,
     carried_actions,
     grounded_flags,
     item_relevance,
+    outcome_counts,
     raw_inputs,
     ungrounded_flags,
 )
-from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
-from taskcal_agents.parsing.answer_clusters import (
+from taskcal_agents.parsing import (
     AnswerClusters,
+    GroundingContext,
     cluster_samples,
     clusters_from_record,
     modal_labels,
     sample_answers,
 )
-from taskcal_agents.parsing.grounding import GroundingContext
 from taskcal_agents.workflow._eval_arrays import EvalArrays
 from taskcal_agents.workflow._grading import grading
 from taskcal_agents.workflow._runner import message_from_dict
@@ -78,7 +79,7 @@ def record_clusters(
     """The clusters of a record's samples and their labels under clustering.
 
     Method ``lexical`` clusters the stored completions again
-    (:func:`~taskcal_agents.parsing.answer_clusters.cluster_samples`, with the question stored in
+    (:func:`~taskcal_agents.parsing._answer_clusters.cluster_samples`, with the question stored in
     the record's ``clusters``, or none for records sampled without clustering), so the
     task's options apply to old files too; method ``entailment`` reads the clusters the
     served judge made at sampling time.
@@ -206,17 +207,17 @@ def eval_arrays(
 
     Returns:
         The arrays; ``executable`` says per item which actions its stored samples can
-        carry out (:func:`~taskcal_agents.decision.decider.carried_actions`, the runtime's rule;
+        carry out (:func:`~taskcal_agents.decision.carried_actions`, the runtime's rule;
         a one-pass logprob record has no sample, so no sampled action is executable).
         Under the task's ``unparsed: other`` policy also the calibrator inputs ``X``
-        (n, k + 1), each belief's :attr:`~taskcal_agents.decision.belief.Belief.features`. For a
+        (n, k + 1), each belief's :attr:`~taskcal_agents.decision.Belief.features`. For a
         task with ``answer_clusters`` the beliefs are those of the samples' clusters
         (:func:`record_clusters`), ``n_clusters`` holds the number of clusters per item,
         and a graded record's label is the grade of its modal answer against the stored
         references (records sampled without clustering are re-graded so). For a task with
         ``grounding`` each record's calls are grounded in its item's conversation
         (:func:`record_context`) and enter the beliefs and ``executable`` as the
-        :class:`~taskcal_agents.decision.decider.Decider` reads them; ``executable_any`` says what
+        :class:`~taskcal_agents.decision.Decider` reads them; ``executable_any`` says what
         could be carried out if any call could be sent, and ``no_tools`` marks the items
         offered no tools.
 

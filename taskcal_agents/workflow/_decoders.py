@@ -30,13 +30,13 @@ prior; one per fitted calibrator, by its spec) into one action per item (:class:
     belief (the 0-1-cost decision, blind to the cost matrix and to what the samples can
     carry out): only when that calibrator is among those evaluated and fitted.
 
-The decisions are those the runtime (:class:`~taskcal_agents.decision.decider.Decider`)
+The decisions are those the runtime (:class:`~taskcal_agents.decision.Decider`)
 would take:
 
 - Every MBR decoder takes the cheapest action its item's samples can carry out
   (:func:`calibrators.mbr_actions` with ``allowed=EvalArrays.executable``: a ``tool_call``
   needs a sample that makes a tool call), the rule the runtime applies
-  (:func:`~taskcal_agents.decision.decider.executable_mbr`; :func:`runtime_actions`).
+  (:func:`~taskcal_agents.decision._decider.executable_mbr`; :func:`runtime_actions`).
 - Decoders that read samples take the task's fallback action on items without any usable
   sample, as the runtime does.
 
@@ -117,7 +117,7 @@ def runtime_actions(
     """The actions the runtime takes on beliefs *Q*.
 
     MBR among the executable actions (the decision kernel's :func:`calibrators.mbr_actions`
-    with ``allowed``, the rule of :func:`~taskcal_agents.decision.decider.executable_mbr`), the
+    with ``allowed``, the rule of :func:`~taskcal_agents.decision._decider.executable_mbr`), the
     fallback action on items without a usable sample.
 
     Args:

@@ -1,8 +1,8 @@
 """The demo's live decisions: a few tool-use requests decided through the runtime path.
 
 N fresh completions per request, drawn with the request's tools (the sampling function of
-``taskcal sample``) → :meth:`~taskcal_agents.decision.decider.Decider.decide` with the
-request's :class:`~taskcal_agents.parsing.grounding.GroundingContext`, under the calibrator
+``taskcal sample``) → :meth:`~taskcal_agents.decision.Decider.decide` with the
+request's :class:`~taskcal_agents.parsing.GroundingContext`, under the calibrator
 shipped for the model (:func:`live_calibrator`) or, where none is, a Dirichlet map fitted on
 the other requests (:func:`decide_live`); a call decision sends a grounded call, an ask decision
 a question that names the missing argument (:class:`ShownDecision`).
@@ -20,9 +20,7 @@ if TYPE_CHECKING:
     from langchain_core.messages import AIMessage
 
     from taskcal_agents.datasets import DatasetItem
-    from taskcal_agents.decision.artefact import CalibratorArtefact
-    from taskcal_agents.decision.decider import Decision
-    from taskcal_agents.decision.task import Task
+    from taskcal_agents.decision import CalibratorArtefact, Decision, Task
     from taskcal_agents.workflow._runner import SampleSettings
 
 __all__ = ["ShownDecision", "decide_live", "live_calibrator", "shown_items"]
@@ -56,7 +54,7 @@ class ShownDecision:
         A call reads as ``get_weather(city='Paris')``; ``None`` when the decision carries
         no message.
         """
-        from taskcal_agents.parsing.tool_turns import call_text
+        from taskcal_agents.parsing import call_text
 
         message = self.decision.message
         if message is None:
@@ -81,11 +79,12 @@ def live_calibrator(task: Task, model: str) -> CalibratorArtefact | None:
     """The shipped calibrator the live decisions use for ``model``, or ``None``.
 
     The one ``calibrator="auto"`` picks for a front door with its default N and temperature
-    (:mod:`taskcal_agents.decision.shipped`); ``None`` (silently: the demo says which map
+    (:mod:`taskcal_agents.decision._shipped`); ``None`` (silently: the demo says which map
     decided) when none is shipped for ``model``.
     """
-    from taskcal_agents.decision.options import DEFAULT_N_SAMPLES, DEFAULT_TEMPERATURE
-    from taskcal_agents.decision.shipped import (
+    from taskcal_agents.decision import (
+        DEFAULT_N_SAMPLES,
+        DEFAULT_TEMPERATURE,
         ServedSettings,
         UncalibratedWarning,
         auto_artefact,
@@ -120,8 +119,7 @@ def decide_live(
 
     import numpy as np
 
-    from taskcal_agents.decision.artefact import resolve_calibrator
-    from taskcal_agents.decision.decider import Decider
+    from taskcal_agents.decision import Decider, resolve_calibrator
     from taskcal_agents.workflow._calibrator_specs import (
         default_factory,
     )

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from taskcal_agents.datasets import DatasetItem
-    from taskcal_agents.decision.task import Task
+    from taskcal_agents.decision import Task
+    from taskcal_agents.workflow._demo import Observer, StepTimer
     from taskcal_agents.workflow._runner import SampleSettings
-    from taskcal_agents.workflow.demo import Observer, StepTimer
 
 __all__ = ["evaluate_part", "sample_part"]
 
@@ -91,7 +91,7 @@ def evaluate_part(
     part samples with ``greedy=False``), so the evaluation has no ``greedy`` row.
     """
     from taskcal_agents._files import write_json
-    from taskcal_agents.decision.belief import DEFAULT_ALPHA
+    from taskcal_agents.decision import DEFAULT_ALPHA
     from taskcal_agents.workflow._calibrator_specs import (
         DEFAULT_CALIBRATORS,
     )

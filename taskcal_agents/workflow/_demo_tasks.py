@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from taskcal_agents.datasets import DatasetItem
-    from taskcal_agents.decision.task import Task
+    from taskcal_agents.decision import Task
 
 __all__ = [
     "DEMO_COST",
@@ -43,7 +43,7 @@ DEMO_PROMPT = (
     "you cannot help with that."
 )
 """The system prompt of the tool-use part:
-:data:`~taskcal_agents.decision.presets.TOOL_DECISION_PROMPT` (a test holds them equal; the
+:data:`~taskcal_agents.decision._presets.TOOL_DECISION_PROMPT` (a test holds them equal; the
 command line imports no decision module)."""
 
 STSB_ITEMS = 500
@@ -72,7 +72,7 @@ def demo_task() -> Task:
     ``tasks.tool_decision`` with its default grounding (an ungrounded call reads as
     ``request_for_info`` and is never sent) and :data:`DEMO_PROMPT`.
     """
-    from taskcal_agents.decision.presets import tool_decision
+    from taskcal_agents.decision import tool_decision
 
     return tool_decision(cost=DEMO_COST, name="demo_tool_use", prompt=DEMO_PROMPT)
 

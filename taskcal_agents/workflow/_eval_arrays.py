@@ -35,7 +35,7 @@ class EvalArrays:
         fallback: Index of the fallback action.
         ids: Item ids (for the per-item output).
         executable: Whether each item's samples can carry out each action, (n, m)
-            (:func:`~taskcal_agents.decision.decider.carried_actions`); ``None`` means all True.
+            (:func:`~taskcal_agents.decision.carried_actions`); ``None`` means all True.
         X: Calibrator inputs (belief features), (n, d) with d > k: under the ``unparsed:
             other`` policy the smoothed counts and unparsed share (d = k + 1), under
             grounded belief features also the ungrounded calls' share (one more column);
@@ -52,11 +52,11 @@ class EvalArrays:
         no_tools: For a tool decision, the items offered no tools, (n,); ``None``
             otherwise.
         inputs: For a task that reads the relevance features (``grounding.relevance``),
-            each item's :func:`~taskcal_agents.decision.decider.raw_inputs` (p̂, the belief
+            each item's :func:`~taskcal_agents.decision._decider.raw_inputs` (p̂, the belief
             features' extra shares, the relevance features), (n, task.n_inputs), read by a
             calibrator of raw input columns (``reads_raw_columns``); ``None`` otherwise.
         counts: Each item's samples counted into the stopping rule's outcomes (per task
-            outcome, then unparsed; :func:`~taskcal_agents.decision.adaptive.outcome_counts`),
+            outcome, then unparsed; :func:`~taskcal_agents.decision._adaptive.outcome_counts`),
             (n, len(task.outcomes) + 1); a row of zeros for a one-pass (logprob) belief.
             ``None`` when the counts are not multinomial (answer clusters) or not built.
         call_correct: For a tool decision whose items carry BFCL's possible answers, whether

@@ -7,7 +7,7 @@ calibrator's cross-fitted belief) on the evaluation arrays
 (:mod:`~taskcal_agents.workflow._scores`, with a risk–coverage block from
 :mod:`~taskcal_agents.workflow._selective`).
 
-The scores are those of what the runtime (:class:`~taskcal_agents.decision.decider.Decider`)
+The scores are those of what the runtime (:class:`~taskcal_agents.decision.Decider`)
 would do: the decoders decide as the runtime does (executable MBR, the fallback action on
 items without a usable sample), and the calibration maps are fitted on the served rows only
 (items with a usable sample: the others never reach the calibrator at run time;

@@ -1,6 +1,6 @@
 """Fitting a calibration map on a samples file, and its JSON artefact.
 
-The artefact is a :class:`~taskcal_agents.decision.artefact.CalibratorArtefact`, written and read
+The artefact is a :class:`~taskcal_agents.decision.CalibratorArtefact`, written and read
 by that class (``format_version`` 1)::
 
     {"format": "taskcal.calibrator", "format_version": 1,
@@ -37,7 +37,7 @@ executable actions; fallback decisions, on items without a usable sample, are no
 guarded but count in the risk). The guarantee P(R(λ̂) > α) ≤ δ is then approximate:
 the pooled losses come from K different maps (dependent through their shared training
 items), none of them the deployed map fitted on all items. It is exact when
-:func:`~taskcal_agents.decision.risk_control.calibrate_risk` runs on beliefs of held-out items
+:func:`~taskcal_agents.decision.calibrate_risk` runs on beliefs of held-out items
 that the deployed map never saw (fit the map on one part of the data, calibrate the limit
 on another).
 """
@@ -53,22 +53,25 @@ from numpy.typing import NDArray
 
 from taskcal_agents._files import write_json as write_json
 from taskcal_agents._stats import mean_reference
-from taskcal_agents.decision.artefact import ARTEFACT_FORMAT as ARTEFACT_FORMAT
-from taskcal_agents.decision.artefact import (
+from taskcal_agents.decision import ARTEFACT_FORMAT as ARTEFACT_FORMAT
+from taskcal_agents.decision import (
     ARTEFACT_FORMAT_VERSION as ARTEFACT_FORMAT_VERSION,
 )
-from taskcal_agents.decision.artefact import CalibratorArtefact
-from taskcal_agents.decision.risk_control import RiskControl, RiskGuard, RiskSpec, calibrate_risk
-from taskcal_agents.decision.stopping_prior import (
+from taskcal_agents.decision import (
     FEW_ITEMS,
+    CalibratorArtefact,
+    RiskControl,
+    RiskGuard,
+    RiskSpec,
     StoppingPrior,
     StoppingPriorWarning,
+    Task,
+    calibrate_risk,
     few_items_message,
     fit_stopping_prior,
 )
-from taskcal_agents.decision.task import Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
+from taskcal_agents.parsing import RELEVANCE_FEATURES
 from taskcal_agents.workflow._calibrator_specs import (
     default_factory,
 )
@@ -172,7 +175,7 @@ def fit_calibrator(
 
 
 def stream_reference(data: EvalArrays) -> dict[str, Any]:
-    """Fit-time references of the drift monitor (:mod:`taskcal_agents.production.monitor`).
+    """Fit-time references of the drift monitor (:mod:`taskcal_agents.production._monitor`).
 
     ``label_prior`` (``n`` and the share of each label), ``fallback_rate`` (``n`` and the
     share of items without a usable sample, which get the fallback action). The unparsed
@@ -263,8 +266,8 @@ def fit_risk_control(
         seed: Seed of the folds.
 
     Returns:
-        The :class:`~taskcal_agents.decision.risk_control.RiskControl` (a
-        :class:`~taskcal_agents.decision.risk_control.RiskNotCertifiedWarning` when nothing could
+        The :class:`~taskcal_agents.decision._risk_control.RiskControl` (a
+        :class:`~taskcal_agents.decision.RiskNotCertifiedWarning` when nothing could
         be certified: the guard then always downgrades).
 
     Raises:
@@ -285,8 +288,8 @@ def fit_prior(task: Task, arrays: EvalArrays) -> StoppingPrior | None:
     request before anything is parsed. ``None`` when the counts are not multinomial
     (answer clusters) or fewer than 2 items have 2 samples or more (e.g. one-pass logprob
     beliefs, which draw no samples). Fitted on fewer than
-    :data:`~taskcal_agents.decision.stopping_prior.FEW_ITEMS` items it warns
-    (:class:`~taskcal_agents.decision.stopping_prior.StoppingPriorWarning`).
+    :data:`~taskcal_agents.decision._stopping_prior.FEW_ITEMS` items it warns
+    (:class:`~taskcal_agents.decision.StoppingPriorWarning`).
     """
     if arrays.counts is None:
         return None
@@ -313,7 +316,7 @@ def make_artefact(
     risk_control: RiskControl | None = None,
     stopping_prior: StoppingPrior | None = None,
 ) -> dict[str, Any]:
-    """The JSON-able calibrator artefact (see :mod:`taskcal_agents.decision.artefact`).
+    """The JSON-able calibrator artefact (see :mod:`taskcal_agents.decision._artefact`).
 
     ``task`` holds the task's name (what loaders compare); ``task_spec`` the full task
     (labels, costs, parser) the calibrator was fitted for, for reproducibility;

@@ -3,7 +3,7 @@
 ``taskcal evaluate --artefact A`` adds the decoder ``mbr_artefact``: the artefact's map,
 fitted elsewhere (on a corpus's train split, say), held fixed on every fold, so the
 evaluation's cross-fitting fits nothing and each item is decided as the runtime's
-:class:`~taskcal_agents.decision.decider.Decider` with that artefact decides it (its input
+:class:`~taskcal_agents.decision.Decider` with that artefact decides it (its input
 layout: p̂, the belief features, or the raw inputs with the relevance features). The
 label-shuffle test then asks whether the fixed map beats the best constant action by more
 than it would on labels unrelated to the beliefs.
@@ -20,9 +20,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from taskcal_agents.decision.artefact import ResolvedCalibrator, resolve_calibrator
-from taskcal_agents.decision.decider import Decider
-from taskcal_agents.decision.task import Task
+from taskcal_agents.decision import Decider, ResolvedCalibrator, Task, resolve_calibrator
 from taskcal_agents.errors import ConfigurationError
 
 __all__ = ["ARTEFACT_DECODER", "FixedMap", "artefact_factory"]

@@ -2,7 +2,7 @@
 
 The answer the system would give — the greedy completion if it answers, else the most
 frequent answering sample, or with answer clustering the modal cluster's representative —
-is compared with the references by :func:`~taskcal_agents.parsing.grading.grade_answer`,
+is compared with the references by :func:`~taskcal_agents.parsing._grading.grade_answer`,
 and the item's true label is the action that is optimal given the truth: the task's
 *answer* label when that answer is correct, its *abstain* label otherwise.
 """
@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage
 
-from taskcal_agents.parsing.grading import grade_answer, normalize_answer
+from taskcal_agents.parsing import grade_answer, normalize_answer
 
 __all__ = ["grade_item", "grading"]
 
 if TYPE_CHECKING:
     from taskcal_agents.datasets import DatasetItem
-    from taskcal_agents.decision.task import Task
-    from taskcal_agents.parsing.answer_clusters import AnswerClusters
+    from taskcal_agents.decision import Task
+    from taskcal_agents.parsing import AnswerClusters
 
 
 def _text(message: AIMessage) -> str:
@@ -41,7 +41,7 @@ def grading(
 
     Returns:
         ``{"label", "answer", "from", "correct", "references"}``: the task's answer label
-        when :func:`~taskcal_agents.parsing.grading.grade_answer` finds the answer right,
+        when :func:`~taskcal_agents.parsing._grading.grade_answer` finds the answer right,
         else its abstain label.
 
     Raises:

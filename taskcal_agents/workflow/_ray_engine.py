@@ -72,7 +72,7 @@ from taskcal_agents.workflow._store import SamplesStore
 if TYPE_CHECKING:
     from langchain_core.messages import AIMessage
 
-    from taskcal_agents.decision.task import Task
+    from taskcal_agents.decision import Task
 
 __all__ = ["EnvelopeSession", "RayEngine", "run_sampling_ray"]
 

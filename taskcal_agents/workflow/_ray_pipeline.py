@@ -39,7 +39,7 @@ from taskcal_agents.workflow._store import SamplesStore
 if TYPE_CHECKING:
     from langchain_core.messages import AIMessage
 
-    from taskcal_agents.decision.task import Task
+    from taskcal_agents.decision import Task
 
 __all__ = [
     "ERROR_COLUMN",

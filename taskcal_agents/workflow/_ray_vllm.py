@@ -50,7 +50,7 @@ from taskcal_agents.workflow._runner import (
 from taskcal_agents.workflow._store import SamplesStore
 
 if TYPE_CHECKING:
-    from taskcal_agents.decision.task import Task
+    from taskcal_agents.decision import Task
 
 __all__ = [
     "VLLMParseStep",

@@ -2,7 +2,7 @@
 
 Reliability diagrams, costs and paired savings per decoder, risk–coverage curves and the
 wrong-call cost sweep, each drawn from the evaluation dict written by ``taskcal evaluate``
-and saved as a PNG. Public through :mod:`taskcal_agents.workflow.report`.
+and saved as a PNG. Public through :mod:`taskcal_agents.workflow._report`.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ true label is the task's *answer* label when the answer the system would give is
 its *abstain* label otherwise.
 
 For a task with ``answer_clusters`` the N answers are clustered by meaning
-(:func:`~taskcal_agents.parsing.answer_clusters.cluster_samples`, the runtime's g_T; with method
+(:func:`~taskcal_agents.parsing._answer_clusters.cluster_samples`, the runtime's g_T; with method
 ``entailment`` the sampler is also the judge), the record keeps the clusters in
-``clusters`` (:func:`~taskcal_agents.parsing.answer_clusters.clusters_record`: the number of
+``clusters`` (:func:`~taskcal_agents.parsing._answer_clusters.clusters_record`: the number of
 clusters, the cluster of each sample, the modal answer), and the answer graded is the
 modal cluster's representative, the one the runtime answers with.
 """
@@ -31,32 +31,32 @@ from langchain_core.messages import AIMessage
 
 from taskcal_agents._validation import check_int
 from taskcal_agents.datasets import DatasetItem
-from taskcal_agents.decision.adaptive import (
+from taskcal_agents.decision import (
+    DEFAULT_N_SAMPLES,
     AdaptiveSampling,
     StopCheck,
     check_adaptive,
+    draw_in_rounds,
     stop_check_messages,
 )
-from taskcal_agents.decision.options import DEFAULT_N_SAMPLES
-from taskcal_agents.decision.protocol import draw_in_rounds
 from taskcal_agents.errors import ConfigurationError, SamplingError
-from taskcal_agents.parsing.answer_clusters import (
+from taskcal_agents.parsing import (
+    UNPARSED_REASONS,
     AnswerClusters,
+    GroundingContext,
     cluster_samples,
     clusters_record,
     entailment_judge,
     question_of,
+    tool_names_of,
+    unparsed_reason,
 )
-from taskcal_agents.parsing.grounding import GroundingContext
-from taskcal_agents.parsing.labels import UNPARSED_REASONS, tool_names_of, unparsed_reason
-from taskcal_agents.sampling import Sampler, drive_rounds
-from taskcal_agents.sampling.prompts import with_task_prompt
+from taskcal_agents.sampling import Sampler, drive_rounds, with_task_prompt
 from taskcal_agents.workflow._grading import grade_item
 from taskcal_agents.workflow._store import SamplesStore
 
 if TYPE_CHECKING:
-    from taskcal_agents.decision.decider import Decider
-    from taskcal_agents.decision.task import Task
+    from taskcal_agents.decision import Decider, Task
 
 
 @dataclass(frozen=True)
@@ -78,18 +78,18 @@ class SampleSettings:
     belief: str = "samples"
     """``"samples"``: N sampled completions parsed by g_T; ``"logprob"``: the one-pass belief
     read from ``top_logprobs`` under a choice constraint (see
-    :mod:`taskcal_agents.sampling.logprob`), stored as probabilities and smoothed like
+    :mod:`taskcal_agents.sampling._logprob`), stored as probabilities and smoothed like
     ``n`` pseudo-samples."""
     choices: tuple[str, ...] | None = None
     """With ``belief="logprob"``: the string the model must emit for each task label, in
     label order (default: the labels themselves). The task's prompt should ask for them."""
     adaptive: float | None = None
     """Adaptive N: draw in rounds (4, 8, … up to ``n``) and stop once the stopping rule of
-    :mod:`taskcal_agents.decision.adaptive` puts the probability that ``n`` samples would change the
-    action below this ε (needs the calibrator's decider); ``None``: all ``n``."""
+    :mod:`taskcal_agents.decision._adaptive` puts the probability that ``n`` samples would
+    change the action below this ε (needs the calibrator's decider); ``None``: all ``n``."""
     adaptive_artefact: str | None = None
     """With ``adaptive``: the content id of the calibrator artefact whose decider the rule
-    watches (:func:`~taskcal_agents.production.decision_log.artefact_id`; ``taskcal sample``
+    watches (:func:`~taskcal_agents.production._decision_log.artefact_id`; ``taskcal sample``
     records it), so that resuming under another calibrator or stopping prior is refused."""
 
     def __post_init__(self) -> None:
@@ -199,7 +199,7 @@ def message_from_dict(data: Mapping[str, Any]) -> AIMessage:
 def build_messages(task: Task, item: DatasetItem) -> list[dict[str, Any]]:
     """The request for *item*: its messages with the task's prompt merged in.
 
-    The prompt goes in by the one policy of :mod:`taskcal_agents.sampling.prompts`, as in
+    The prompt goes in by the one policy of :mod:`taskcal_agents.sampling._prompts`, as in
     deployment: appended to the item's first system (or developer) message, else
     prepended as a system message.
     """
@@ -233,7 +233,7 @@ def is_length_cut(data: Mapping[str, Any]) -> bool:
 
 def _logprob_belief(sampler: Any, messages: Any, choices: list[str], **options: Any) -> Any:
     """The one-pass belief (tests replace this function)."""
-    from taskcal_agents.sampling.logprob import logprob_belief
+    from taskcal_agents.sampling import logprob_belief
 
     return logprob_belief(sampler, messages, choices, **options)
 
@@ -306,10 +306,10 @@ def sample_item(
     (without the task prompt) in ``tools`` and ``messages``, which argument grounding checks
     the calls against (:func:`~taskcal_agents.workflow._data.record_context`), and counts
     why samples were unparsed in ``unparsed_reasons`` (``{"length": 5, "unoffered_tool": 2}``, see
-    :func:`~taskcal_agents.parsing.labels.unparsed_reason`).
+    :func:`~taskcal_agents.parsing._labels.unparsed_reason`).
 
     With ``settings.adaptive`` the samples are drawn in rounds and stop by the rule of
-    :mod:`taskcal_agents.decision.adaptive` under ``decider`` (the calibrator's task, map and α);
+    :mod:`taskcal_agents.decision._adaptive` under ``decider`` (the calibrator's task, map and α);
     the record says where in ``stopped_at`` (the samples drawn, ``n`` if it never stopped
     early) and ``change_probability`` (the rule's last estimate, 0 at ``n``).
 
@@ -444,7 +444,7 @@ class SamplingReport:
             counted).
         n_length: Those that ended on the length limit (``finish_reason == "length"``).
         unparsed_reasons: Why the unparsed ones among them were unparsed (see
-            :func:`~taskcal_agents.parsing.labels.unparsed_reason`).
+            :func:`~taskcal_agents.parsing._labels.unparsed_reason`).
     """
 
     total: int

@@ -13,10 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from taskcal_agents.decision.artefact import CalibratorArtefact
-from taskcal_agents.decision.belief import DEFAULT_ALPHA
-from taskcal_agents.decision.risk_control import RiskControl, RiskGuard
-from taskcal_agents.decision.task import Task
+from taskcal_agents.decision import DEFAULT_ALPHA, CalibratorArtefact, RiskControl, RiskGuard, Task
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.workflow._calibrator_specs import (
     DEFAULT_CALIBRATORS,
@@ -73,20 +70,20 @@ def fit_artefact(
             names), read for a task that grounds its tool calls.
         reparse: Re-parse the stored completions with the task's parser.
         risk_control: Also certify this risk limit (``"tool_call_when_not:0.05"``, see
-            :class:`~taskcal_agents.decision.risk_control.RiskSpec`) on cross-fitted
+            :class:`~taskcal_agents.decision.RiskSpec`) on cross-fitted
             beliefs; the artefact then carries it.
         delta: With *risk_control*: the allowed probability δ that the limit fails.
 
     Returns:
         ``(artefact, risk)``: the JSON-able artefact (a
-        :class:`~taskcal_agents.decision.artefact.CalibratorArtefact` as a dict, its
+        :class:`~taskcal_agents.decision.CalibratorArtefact` as a dict, its
         ``fit_metrics`` with the unparsed-rate reference of the monitor unless
         *reparse*), and the certified risk limit (``None`` without *risk_control*). A
         limit that could not be certified warns
-        (:class:`~taskcal_agents.decision.risk_control.RiskNotCertifiedWarning`), and so does a
+        (:class:`~taskcal_agents.decision.RiskNotCertifiedWarning`), and so does a
         stopping prior fitted on fewer than
-        :data:`~taskcal_agents.decision.stopping_prior.FEW_ITEMS` items
-        (:class:`~taskcal_agents.decision.stopping_prior.StoppingPriorWarning`).
+        :data:`~taskcal_agents.decision._stopping_prior.FEW_ITEMS` items
+        (:class:`~taskcal_agents.decision.StoppingPriorWarning`).
 
     Raises:
         ConfigurationError: A bad calibrator, parameter or risk spec (a bad risk spec

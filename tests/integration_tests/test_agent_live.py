@@ -19,11 +19,11 @@ from langchain_core.decisions import Choice
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
-from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware, decision_from_message
+from taskcal_agents.decision._options import SamplingOptions
+from taskcal_agents.decision._presets import tool_decision
+from taskcal_agents.langchain._chat_model import DECISION_METADATA_KEY
+from taskcal_agents.langchain._decision_model import TaskCalibratedDecisionModel
+from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware, decision_from_message
 
 pytestmark = pytest.mark.integration
 

@@ -21,10 +21,10 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_tests.integration_tests import ChatModelIntegrationTests
 
-from taskcal_agents.decision import presets as tasks
-from taskcal_agents.endpoint import server_from_env
+from taskcal_agents._endpoint import server_from_env
+from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
+from taskcal_agents.langchain._chat_model import TaskCalibratedChatModel
 
 pytestmark = pytest.mark.integration
 

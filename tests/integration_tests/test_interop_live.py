@@ -24,17 +24,17 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel, noul_probability
-from taskcal_agents.langchain.interop import (
+from taskcal_agents.decision._options import SamplingOptions
+from taskcal_agents.decision._presets import tool_decision
+from taskcal_agents.langchain._decision_model import TaskCalibratedDecisionModel, noul_probability
+from taskcal_agents.langchain._interop import (
     AUTO_MODE_QUESTION_ID,
     HITL_QUESTION_ID,
     block_threshold,
     hitl_when,
     risk_classifier,
 )
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from taskcal_agents.cli import app
 from taskcal_agents.datasets import DatasetItem
-from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.workflow import read_samples
 from tests.conftest import require_ray
 

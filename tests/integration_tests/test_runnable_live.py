@@ -12,7 +12,7 @@ from langchain_core.tools import tool
 from langchain_core.tracers.context import collect_runs
 
 from taskcal_agents import Decision, TaskCalibratedChatModel, TaskCalibratedRunnable, tasks
-from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
+from taskcal_agents.langchain._chat_model import DECISION_METADATA_KEY
 
 pytestmark = pytest.mark.integration
 

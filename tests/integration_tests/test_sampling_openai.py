@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel
 
-from taskcal_agents.parsing.constraints import choice_constraint, json_constraint
+from taskcal_agents.parsing._constraints import choice_constraint, json_constraint
 from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.serving import ExternalServer, VLLMServer
 

@@ -8,9 +8,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from taskcal_agents.parsing.constraints import choice_constraint
+from taskcal_agents.parsing._constraints import choice_constraint
 from taskcal_agents.sampling import OpenAISampler
-from taskcal_agents.sampling.logprob import logprob_belief
+from taskcal_agents.sampling._logprob import logprob_belief
 from taskcal_agents.serving import ExternalServer, VLLMServer
 
 pytestmark = pytest.mark.integration

@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from taskcal_agents.cli import app
-from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.serving import VLLMServer
 from taskcal_agents.workflow import read_samples
 from tests.conftest import STARTUP_TIMEOUT, stop_session_server

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from taskcal_agents.cli import app
-from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.workflow import read_samples
 from taskcal_agents.workflow._fit import load_artefact
 

@@ -5,7 +5,7 @@ dependency) and the modules a package's lazy-export table names; only ``if TYPE_
 blocks are exempt. The packages, low to high, in
 the pipeline's order::
 
-    0  calibrators · errors · endpoint · testing · _files · _validation · _vllm_cpu · _dtype ·
+    0  calibrators · errors · _endpoint · testing · _files · _validation · _vllm_cpu · _dtype ·
        _compat · _exports · _stats
     1  parsing        (g_T: completion → label; tool calls in text; grounding; clusters)
     2  decision       (task, belief, options, decider, risk control, adaptive N, artefact)
@@ -33,7 +33,7 @@ PACKAGES = ("calibrators", "taskcal_agents")
 LAYERS: dict[str, int] = {
     "calibrators": 0,
     "taskcal_agents.errors": 0,
-    "taskcal_agents.endpoint": 0,
+    "taskcal_agents._endpoint": 0,
     "taskcal_agents.testing": 0,
     "taskcal_agents._files": 0,
     "taskcal_agents._validation": 0,
@@ -57,7 +57,7 @@ LAYERS: dict[str, int] = {
 }
 """Layer of each module or package (the longest matching prefix wins)."""
 
-LAZY_TABLES = ("_EXPORTS", "_ALSO")
+LAZY_TABLES = ("_EXPORTS",)
 """Tables of lazily exported names → their modules: each module named is an import.
 (``_compat``'s tables of moved paths are not: they load only when an old path is used.)"""
 
@@ -236,20 +236,20 @@ def test_the_else_branch_of_type_checking_counts(tmp_path: Path) -> None:
     source.write_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    import taskcal_agents.workflow\n"
-        "else:\n    import taskcal_agents.langchain.runnable\n"
+        "else:\n    import taskcal_agents.langchain._runnable\n"
     )
     found = _imports("taskcal_agents.probe", source)
-    assert "taskcal_agents.langchain.runnable" in found
+    assert "taskcal_agents.langchain._runnable" in found
     assert "taskcal_agents.workflow" not in found
 
 
 def test_an_upward_edge_is_caught() -> None:
-    assert _upward("taskcal_agents.decision.belief", {"taskcal_agents.workflow._runner"}) == [
+    assert _upward("taskcal_agents.decision._belief", {"taskcal_agents.workflow._runner"}) == [
         "taskcal_agents.workflow._runner"
     ]
-    assert _upward("taskcal_agents.workflow._runner", {"taskcal_agents.decision.belief"}) == []
+    assert _upward("taskcal_agents.workflow._runner", {"taskcal_agents.decision._belief"}) == []
     # Importing the root facade from below is upward; a package's own __init__ is not.
-    assert _upward("taskcal_agents.decision.task", {"taskcal_agents"}) == ["taskcal_agents"]
+    assert _upward("taskcal_agents.decision._task", {"taskcal_agents"}) == ["taskcal_agents"]
 
 
 def _private_package(module: str) -> str | None:

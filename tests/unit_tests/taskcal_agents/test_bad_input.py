@@ -1,6 +1,6 @@
 """Bad input, property-based: every mutated file ends in our error naming the file, or loads.
 
-Valid files (a task from :mod:`taskcal_agents.decision.presets`, artefacts written by
+Valid files (a task from :mod:`taskcal_agents.decision._presets`, artefacts written by
 :meth:`CalibratorArtefact.save` after a real fit, a dataset, a samples file written by the
 sampling workflow) are mutated by hypothesis: keys dropped, values replaced by other types,
 NaN and infinities, labels permuted, bytes truncated. Each case must either raise
@@ -38,17 +38,17 @@ from calibrators import (
     from_dict,
 )
 from taskcal_agents.datasets import read_dataset
-from taskcal_agents.decision.artefact import CalibratorArtefact, resolve_calibrator
-from taskcal_agents.decision.task import Task
+from taskcal_agents.decision._artefact import CalibratorArtefact, resolve_calibrator
+from taskcal_agents.decision._task import Task
 from taskcal_agents.errors import DataFileError, LabelMismatchError, TaskCalError
 from taskcal_agents.workflow import (
     SampleSettings,
     SamplesStore,
-    load_eval_arrays,
     read_samples,
     run_sampling,
     sample_header,
 )
+from taskcal_agents.workflow._data import load_eval_arrays
 from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import (
     FakeSampler,
     tool_items,

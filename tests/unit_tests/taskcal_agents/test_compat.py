@@ -252,7 +252,7 @@ def test_an_old_module_path_warns_and_forwards_every_name(old: str) -> None:
 
 def test_the_old_decision_module_names_are_read_from_the_package_with_a_warning() -> None:
     package = importlib.import_module("taskcal_agents.decision")
-    decider = importlib.import_module("taskcal_agents.decision.decider")
+    decider = importlib.import_module("taskcal_agents.decision._decider")
     for attr in OLD_ALL["decision"]:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -268,7 +268,7 @@ def test_the_old_workflow_names_are_found() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             assert getattr(workflow, attr) is not None, attr
-    with pytest.warns(DeprecationWarning, match="taskcal_agents.production.refit"):
+    with pytest.warns(DeprecationWarning, match="taskcal_agents.production.refit_from_records"):
         workflow.refit_from_records  # noqa: B018
 
 
@@ -280,6 +280,6 @@ def test_a_script_sees_the_warning_by_default() -> None:
         text=True,
         check=True,
     )
-    assert "DeprecationWarning: taskcal_agents.tasks moved to taskcal_agents.decision.presets" in (
+    assert "DeprecationWarning: taskcal_agents.tasks moved to taskcal_agents.decision;" in (
         out.stderr
     )

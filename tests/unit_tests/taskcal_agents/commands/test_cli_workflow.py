@@ -13,9 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from taskcal_agents.cli import app
-from taskcal_agents.commands import sample as cmd
+from taskcal_agents.commands import _sample as cmd
 from taskcal_agents.datasets import write_dataset
-from taskcal_agents.decision.presets import TOOL_DECISION_GROUNDING
+from taskcal_agents.decision._presets import TOOL_DECISION_GROUNDING
 from taskcal_agents.workflow import read_samples
 from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import (
     FakeSampler,
@@ -176,7 +176,7 @@ def test_sample_fit_evaluate_report(
     assert data["calibrator"]["state"]["n_features_in_"] == 4
     assert "reads the unparsed share" in " ".join(result.output.split())
     # the middleware's loader reads the same artefact
-    from taskcal_agents.decision.artefact import CalibratorArtefact
+    from taskcal_agents.decision._artefact import CalibratorArtefact
 
     loaded = CalibratorArtefact.load(artefact)
     assert (loaded.task_name, loaded.labels, loaded.alpha) == ("when2call", data["labels"], 0.1)
@@ -245,8 +245,8 @@ def test_fit_with_risk_control(runner: CliRunner, setup: dict[str, Path], tmp_pa
     text = " ".join(result.output.split())
     assert f"guard threshold {risk['threshold']:g}" in text
     assert "risk limit tool_call_when_not:0.4 certified at δ = 0.2 on 30 cross-fitted items" in text
-    from taskcal_agents.decision.artefact import CalibratorArtefact
-    from taskcal_agents.decision.decider import Decider
+    from taskcal_agents.decision._artefact import CalibratorArtefact
+    from taskcal_agents.decision._decider import Decider
 
     loaded = CalibratorArtefact.load(artefact)
     assert loaded.risk_control is not None and loaded.task is not None
@@ -319,7 +319,7 @@ def test_fit_and_evaluate_refuse_another_task(
 ) -> None:
     samples = tmp_path / "s.jsonl"
     assert runner.invoke(app, _sample_args(setup, samples)).exit_code == 0
-    from taskcal_agents.decision import presets as tasks
+    from taskcal_agents.decision import _presets as tasks
 
     other = tasks.answer_or_abstain().to_file(tmp_path / "other.yaml")
     for command in (["fit", "-o", str(tmp_path / "c.json")], ["evaluate"]):
@@ -389,7 +389,7 @@ _RUN_CLI = textwrap.dedent(
     """
     import sys, time
     sys.path.insert(0, {tests!r})
-    from taskcal_agents.commands import sample as cmd
+    from taskcal_agents.commands import _sample as cmd
     from taskcal_agents.cli import app
     from unit_tests.taskcal_agents.helpers.workflow_fakes import FakeSampler
 

@@ -11,17 +11,11 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from taskcal_agents.datasets import DatasetItem, call_matches_answer, write_dataset
-from taskcal_agents.decision.decider import Decider
-from taskcal_agents.parsing.grounding import GroundingContext
-from taskcal_agents.workflow import (
-    SampleSettings,
-    eval_arrays,
-    evaluate_arrays,
-    load_eval_arrays,
-    read_samples,
-    sample_header,
-)
-from taskcal_agents.workflow._data import dataset_items
+from taskcal_agents.decision._decider import Decider
+from taskcal_agents.parsing._grounding import GroundingContext
+from taskcal_agents.workflow import SampleSettings, read_samples, sample_header
+from taskcal_agents.workflow._data import dataset_items, eval_arrays, load_eval_arrays
+from taskcal_agents.workflow._evaluate import evaluate_arrays
 from taskcal_agents.workflow._runner import message_from_dict, message_to_dict
 from taskcal_agents.workflow._store import SamplesStore
 from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import LOOKUP, _samples_file, tool_task

@@ -21,7 +21,7 @@ from taskcal_agents.datasets._shared_data import (
 )
 from taskcal_agents.datasets._tasks import WHEN2CALL_COST
 from taskcal_agents.errors import ConfigurationError, DataFileError
-from taskcal_agents.parsing.grading import grade_answer, normalize_answer, token_f1
+from taskcal_agents.parsing._grading import grade_answer, normalize_answer, token_f1
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 
@@ -445,7 +445,7 @@ def test_normalize_and_f1() -> None:
 
 
 def test_contains_tokens() -> None:
-    from taskcal_agents.parsing.grading import contains_tokens
+    from taskcal_agents.parsing._grading import contains_tokens
 
     assert contains_tokens(["it", "is", "anna", "berg"], ["anna", "berg"])
     assert not contains_tokens(["it", "is", "anna", "berg"], ["berg", "anna"])
@@ -513,7 +513,7 @@ def test_mmlu_task_with_an_abstain_action() -> None:
     # MBR abstains unless one letter is likelier than 0.7
     import numpy as np
 
-    from taskcal_agents.decision.decider import mbr_action
+    from taskcal_agents.decision._decider import mbr_action
 
     assert task.action_list[mbr_action(np.array([0.6, 0.2, 0.1, 0.1]), task.cost_matrix())] == (
         "abstain"

@@ -16,8 +16,8 @@ from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import ValidationError
 
-from taskcal_agents.decision import presets as tasks
-from taskcal_agents.decision.adaptive import (
+from taskcal_agents.decision import _presets as tasks
+from taskcal_agents.decision._adaptive import (
     AdaptiveSampling,
     _actions,
     change_probability,
@@ -26,16 +26,16 @@ from taskcal_agents.decision.adaptive import (
     stop_check,
     stop_check_messages,
 )
-from taskcal_agents.decision.decider import Decider
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.decision.risk_control import RiskControl, RiskSpec
-from taskcal_agents.decision.stopping_prior import StoppingPrior
-from taskcal_agents.decision.task import GroundingSpec
+from taskcal_agents.decision._decider import Decider
+from taskcal_agents.decision._options import SamplingOptions
+from taskcal_agents.decision._risk_control import RiskControl, RiskSpec
+from taskcal_agents.decision._stopping_prior import StoppingPrior
+from taskcal_agents.decision._task import GroundingSpec
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
-from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
-from taskcal_agents.parsing.grounding import GroundingContext
+from taskcal_agents.langchain._chat_model import TaskCalibratedChatModel
+from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
+from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
+from taskcal_agents.parsing._grounding import GroundingContext
 from tests.unit_tests.taskcal_agents.helpers.chat_fakes import (
     FakeOpenAIServer,
     RecordingChatModel,
@@ -155,7 +155,7 @@ def test_without_a_fitted_prior_it_never_stops_early_and_warns_once(
 ) -> None:
     # The uniform prior does not hold ε (docs: Adaptive N): with no prior fitted on
     # calibration samples (n_items = 0), the rule draws all N, whatever the samples say.
-    import taskcal_agents.decision.adaptive as adaptive
+    import taskcal_agents.decision._adaptive as adaptive
 
     adaptive._WARNED_UNFITTED.discard(CHOICE.name)
     rule = AdaptiveSampling(epsilon=0.5, prior=prior)
@@ -388,7 +388,7 @@ def test_runnable_one_request_per_round_stops_when_samples_agree(mode: str) -> N
 
 @pytest.mark.parametrize("mode", MODES)
 def test_without_a_fitted_prior_a_front_door_draws_n_in_one_request(mode: str) -> None:
-    import taskcal_agents.decision.adaptive as adaptive
+    import taskcal_agents.decision._adaptive as adaptive
 
     adaptive._WARNED_UNFITTED.discard(CHOICE.name)
     server = UnanimousServer(["Paris"])
@@ -498,7 +498,7 @@ def test_middleware_refuses_a_bad_epsilon() -> None:
 def test_decision_model_draws_in_rounds_and_stops_when_settled(mode: str) -> None:
     from langchain_core.decisions import Choice
 
-    from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
+    from taskcal_agents.langchain._decision_model import TaskCalibratedDecisionModel
 
     question = Choice(instructions="Pick", criteria={"A": "first", "B": "second"})
     chat = RecordingChatModel(responses=["A"])

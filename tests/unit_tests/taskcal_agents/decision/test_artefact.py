@@ -15,21 +15,21 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
 from calibrators import TemperatureScaling
 from taskcal_agents._files import write_json
-from taskcal_agents.decision import presets as tasks
-from taskcal_agents.decision.artefact import (
+from taskcal_agents.decision import _presets as tasks
+from taskcal_agents.decision._artefact import (
     ARTEFACT_FORMAT_VERSION,
     Calibrator,
     CalibratorArtefact,
     resolve_calibrator,
 )
-from taskcal_agents.decision.belief import DEFAULT_ALPHA
-from taskcal_agents.decision.options import DEFAULT_N_SAMPLES
-from taskcal_agents.decision.task import Task
+from taskcal_agents.decision._belief import DEFAULT_ALPHA
+from taskcal_agents.decision._options import DEFAULT_N_SAMPLES
+from taskcal_agents.decision._task import Task
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
-from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
-from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
-from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from taskcal_agents.langchain._chat_model import TaskCalibratedChatModel
+from taskcal_agents.langchain._decision_model import TaskCalibratedDecisionModel
+from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
+from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
 from taskcal_agents.workflow._fit import load_artefact, make_artefact
 from tests.unit_tests.taskcal_agents.helpers.calibration import fitted
 

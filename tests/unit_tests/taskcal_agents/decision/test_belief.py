@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from taskcal_agents.decision.belief import DEFAULT_ALPHA, Belief
+from taskcal_agents.decision._belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.errors import ConfigurationError
 
 LABELS = ["a", "b", "c"]

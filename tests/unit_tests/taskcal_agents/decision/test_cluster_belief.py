@@ -19,29 +19,29 @@ from typer.testing import CliRunner
 
 from taskcal_agents.cli import app
 from taskcal_agents.datasets import DatasetItem, default_task
-from taskcal_agents.decision import presets as tasks
-from taskcal_agents.decision.decider import Decider, Decision
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.decision.task import AnswerClusterSpec, Task
+from taskcal_agents.decision import _presets as tasks
+from taskcal_agents.decision._decider import Decider, Decision
+from taskcal_agents.decision._options import SamplingOptions
+from taskcal_agents.decision._task import AnswerClusterSpec, Task
 from taskcal_agents.errors import ConfigurationError, DataFileError
-from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
-from taskcal_agents.parsing.answer_clusters import (
+from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
+from taskcal_agents.parsing._answer_clusters import (
     AnswerClusters,
     cluster_answers,
     cluster_samples,
     question_of,
 )
-from taskcal_agents.parsing.grading import DEFAULT_MAX_CONTAINMENT_TOKENS
+from taskcal_agents.parsing._grading import DEFAULT_MAX_CONTAINMENT_TOKENS
 from taskcal_agents.workflow import (
     SampleSettings,
     SamplesStore,
-    eval_arrays,
-    evaluate_arrays,
-    evaluation_to_dict,
     read_samples,
     run_sampling,
     sample_header,
 )
+from taskcal_agents.workflow._data import eval_arrays
+from taskcal_agents.workflow._evaluate import evaluate_arrays
+from taskcal_agents.workflow._evaluation_json import evaluation_to_dict
 
 QUESTION = "What is the capital of France?"
 # The first sample is a minority answer; the modal cluster's representative is sample 1.
@@ -308,7 +308,7 @@ def test_runnable_passes_the_question_to_the_judge(mode: str) -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_middleware_answers_with_the_modal_representative_of_the_question(mode: str) -> None:
-    from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+    from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
     from tests.unit_tests.taskcal_agents.helpers.middleware_fakes import (
         CountingHandler,
         make_request,

@@ -12,10 +12,10 @@ from hypothesis.extra.numpy import arrays
 from langchain_core.messages import AIMessage, HumanMessage
 
 from calibrators import expected_costs
-from taskcal_agents.decision import presets as tasks
-from taskcal_agents.decision.artefact import check_calibrator
-from taskcal_agents.decision.belief import Belief
-from taskcal_agents.decision.decider import (
+from taskcal_agents.decision import _presets as tasks
+from taskcal_agents.decision._artefact import check_calibrator
+from taskcal_agents.decision._belief import Belief
+from taskcal_agents.decision._decider import (
     Decider,
     Decision,
     carried_actions,
@@ -25,7 +25,7 @@ from taskcal_agents.decision.decider import (
     mbr_action,
 )
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
-from taskcal_agents.parsing.grounding import GroundingContext
+from taskcal_agents.parsing._grounding import GroundingContext
 from tests.unit_tests.taskcal_agents.helpers.calibration import FakeCalibrator
 
 

@@ -10,9 +10,9 @@ from langchain_core.messages import AIMessage
 from langgraph.errors import GraphInterrupt
 
 from taskcal_agents.decision import AdaptiveSampling, Decider, SamplingOptions
-from taskcal_agents.decision.adaptive import StopCheck
-from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.decision.protocol import (
+from taskcal_agents.decision._adaptive import StopCheck
+from taskcal_agents.decision._presets import tool_decision
+from taskcal_agents.decision._protocol import (
     DecisionInput,
     Draw,
     RetryPolicy,

@@ -16,11 +16,11 @@ from langchain_core.messages import AIMessage, HumanMessage
 from scipy import stats
 
 from calibrators import mbr_actions
-from taskcal_agents.decision import presets as tasks
-from taskcal_agents.decision.artefact import CalibratorArtefact
-from taskcal_agents.decision.decider import Decider
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.decision.risk_control import (
+from taskcal_agents.decision import _presets as tasks
+from taskcal_agents.decision._artefact import CalibratorArtefact
+from taskcal_agents.decision._decider import Decider
+from taskcal_agents.decision._options import SamplingOptions
+from taskcal_agents.decision._risk_control import (
     DEFAULT_GRID,
     RiskControl,
     RiskCurve,
@@ -35,11 +35,11 @@ from taskcal_agents.decision.risk_control import (
     naive_threshold,
     risk_curve,
 )
-from taskcal_agents.decision.task import Task
+from taskcal_agents.decision._task import Task
 from taskcal_agents.errors import ConfigurationError, DataFileError
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
-from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
-from taskcal_agents.parsing.grounding import GroundingContext
+from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
+from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
+from taskcal_agents.parsing._grounding import GroundingContext
 from tests.unit_tests.taskcal_agents.helpers.calibration import fitted
 from tests.unit_tests.taskcal_agents.helpers.data import WEATHER  # get_weather(city) schema
 

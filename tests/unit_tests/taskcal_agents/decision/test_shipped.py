@@ -16,26 +16,26 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from typer.testing import CliRunner
 
-import taskcal_agents.decision.shipped as shipped
+import taskcal_agents.decision._shipped as shipped
 from calibrators import TemperatureScaling
 from taskcal_agents.cli import app
-from taskcal_agents.decision import presets
-from taskcal_agents.decision.artefact import CalibratorArtefact, content_sha256, resolve_calibrator
-from taskcal_agents.decision.shipped import (
+from taskcal_agents.decision import _presets as presets
+from taskcal_agents.decision._artefact import CalibratorArtefact, content_sha256, resolve_calibrator
+from taskcal_agents.decision._shipped import (
     ServedSettings,
     UncalibratedWarning,
     load_shipped,
     mismatch,
     pick_calibrator,
 )
-from taskcal_agents.decision.task import GroundingSpec
+from taskcal_agents.decision._task import GroundingSpec
 from taskcal_agents.errors import ConfigurationError, DataFileError
-from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
-from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
-from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
-from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
-from taskcal_agents.workflow.calibrate import calibrate_endpoint, calibrate_task
+from taskcal_agents.langchain._chat_model import TaskCalibratedChatModel
+from taskcal_agents.langchain._decision_model import TaskCalibratedDecisionModel
+from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
+from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
+from taskcal_agents.parsing._relevance import RELEVANCE_FEATURES
+from taskcal_agents.workflow._calibrate import calibrate_endpoint, calibrate_task
 from tests.unit_tests.taskcal_agents.helpers.calibration import MODEL, PROMPT, shipped_artefact
 from tests.unit_tests.taskcal_agents.helpers.chat_fakes import get_weather
 from tests.unit_tests.taskcal_agents.helpers.data import TEAM, write_category
@@ -97,7 +97,7 @@ def test_the_registry_models_calibrator_ships_and_a_front_door_takes_it() -> Non
 
 
 def test_the_demo_prompts_as_the_shipped_calibrators_were_fitted() -> None:
-    from taskcal_agents.workflow.demo import DEMO_PROMPT, demo_task
+    from taskcal_agents.workflow._demo import DEMO_PROMPT, demo_task
 
     assert DEMO_PROMPT == PROMPT == presets.tool_decision().prompt
     assert mismatch(shipped_artefact(), demo_task(), SERVED) is None
@@ -235,7 +235,7 @@ def test_an_explicit_alpha_or_a_bound_setting_is_another_belief(ship: Calibrator
 
 
 def test_front_doors_without_auto_stay_silent(ship: CalibratorArtefact) -> None:
-    from taskcal_agents.langchain.interop import risk_classifier
+    from taskcal_agents.langchain._interop import risk_classifier
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -414,7 +414,7 @@ def test_an_interrupted_calibrate_resumes_with_honest_totals(tmp_path: Path, sou
 def test_the_command_prints_its_expected_duration_and_the_artefact(
     tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import taskcal_agents.commands.calibrate as cmd
+    import taskcal_agents.commands._calibrate as cmd
 
     monkeypatch.setattr(cmd, "make_sampler", lambda *a: ToolSampler())
     args = ["calibrate", "--base-url", "http://x/v1", "--model", "m", "--source", str(source),

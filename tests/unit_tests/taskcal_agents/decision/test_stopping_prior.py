@@ -11,12 +11,12 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from calibrators import IdentityCalibrator
-from taskcal_agents.decision import presets as tasks
-from taskcal_agents.decision.adaptive import AdaptiveSampling, change_probability
-from taskcal_agents.decision.artefact import CalibratorArtefact, resolve_calibrator
-from taskcal_agents.decision.decider import Decider
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.decision.stopping_prior import (
+from taskcal_agents.decision import _presets as tasks
+from taskcal_agents.decision._adaptive import AdaptiveSampling, change_probability
+from taskcal_agents.decision._artefact import CalibratorArtefact, resolve_calibrator
+from taskcal_agents.decision._decider import Decider
+from taskcal_agents.decision._options import SamplingOptions
+from taskcal_agents.decision._stopping_prior import (
     FEW_ITEMS,
     MAX_TOTAL,
     MIN_CONCENTRATION,
@@ -24,9 +24,9 @@ from taskcal_agents.decision.stopping_prior import (
     StoppingPriorWarning,
     fit_stopping_prior,
 )
-from taskcal_agents.decision.task import GroundingSpec
+from taskcal_agents.decision._task import GroundingSpec
 from taskcal_agents.errors import ConfigurationError, DataFileError
-from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
 from taskcal_agents.workflow import fit_artefact, read_samples
 from tests.unit_tests.taskcal_agents.helpers.chat_fakes import RecordingChatModel
 from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import _sampled
@@ -196,8 +196,8 @@ def test_taskcal_fit_fits_the_prior_on_the_samples(tmp_path: Path) -> None:
 
 
 def test_the_middleware_and_the_cli_decider_use_the_artefacts_prior(tmp_path: Path) -> None:
-    from taskcal_agents.commands.sample import _adaptive_decider
-    from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+    from taskcal_agents.commands._sample import _adaptive_decider
+    from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
 
     prior = StoppingPrior(TOOL.outcomes, (0.3, 0.2, 0.1, 0.01), n_items=12)
     path = _artefact(prior).save(tmp_path / "fit.json")
@@ -209,7 +209,7 @@ def test_the_middleware_and_the_cli_decider_use_the_artefacts_prior(tmp_path: Pa
 
 
 def test_a_prior_for_other_outcomes_falls_back_or_is_refused_by_name(tmp_path: Path) -> None:
-    from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+    from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
 
     choice = tasks.multiple_choice(["Paris", "London", "Rome"])
     other = StoppingPrior(choice.outcomes, (1.0, 1.0, 1.0, 1.0))
@@ -244,8 +244,8 @@ def test_the_decision_model_and_the_tool_result_decider_use_the_artefacts_prior(
 ) -> None:
     from langchain_core.decisions import Choice
 
-    from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
-    from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+    from taskcal_agents.langchain._decision_model import TaskCalibratedDecisionModel
+    from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
 
     # The decision model: a prior fitted for the question's task reaches its Decider.
     team = Choice(instructions="Which team?", criteria={"billing": "Pay.", "sales": "Price."})

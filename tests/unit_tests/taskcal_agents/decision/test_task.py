@@ -11,9 +11,9 @@ from langchain_core.messages import AIMessage
 from pydantic import ValidationError
 
 from calibrators import minimax_action
-from taskcal_agents.decision.task import ParserSpec, Task
+from taskcal_agents.decision._task import ParserSpec, Task
 from taskcal_agents.errors import ConfigurationError, DataFileError
-from taskcal_agents.parsing.labels import ToolDecisionParser
+from taskcal_agents.parsing._labels import ToolDecisionParser
 
 
 def make(**overrides: Any) -> Task:
@@ -288,11 +288,11 @@ class _SendOrAsk:
 
 
 def test_the_call_action_is_a_role_of_the_task() -> None:
-    from taskcal_agents.decision.decider import Decider
-    from taskcal_agents.decision.presets import tool_decision
-    from taskcal_agents.decision.task import GroundingSpec
-    from taskcal_agents.parsing.grounding import GroundingContext
-    from taskcal_agents.parsing.registry import register_parser
+    from taskcal_agents.decision._decider import Decider
+    from taskcal_agents.decision._presets import tool_decision
+    from taskcal_agents.decision._task import GroundingSpec
+    from taskcal_agents.parsing._grounding import GroundingContext
+    from taskcal_agents.parsing._registry import register_parser
 
     legacy = tool_decision()
     assert legacy.call_action == "tool_call"

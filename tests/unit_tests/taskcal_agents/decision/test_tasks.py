@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from langchain_core.messages import AIMessage
 
-from taskcal_agents.decision import presets as tasks
-from taskcal_agents.parsing.labels import ChoiceParser, RatingParser, ToolDecisionParser
+from taskcal_agents.decision import _presets as tasks
+from taskcal_agents.parsing._labels import ChoiceParser, RatingParser, ToolDecisionParser
 
 
 def test_tool_decision_default() -> None:
@@ -70,7 +70,7 @@ def test_multiple_choice_list_and_mapping() -> None:
     ],
 )
 def test_factories_round_trip(tmp_path, factory) -> None:  # type: ignore[no-untyped-def]
-    from taskcal_agents.decision.task import Task
+    from taskcal_agents.decision._task import Task
 
     task = factory()
     assert Task.from_file(task.to_file(tmp_path / "t.yaml")) == task

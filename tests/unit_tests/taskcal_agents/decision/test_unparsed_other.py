@@ -13,24 +13,24 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from calibrators import DirichletCalibrator, MatrixScaling
 from taskcal_agents._files import write_json
-from taskcal_agents.decision import presets as tasks
-from taskcal_agents.decision.artefact import check_calibrator
-from taskcal_agents.decision.belief import Belief
-from taskcal_agents.decision.decider import Decider, decide_from_messages
-from taskcal_agents.decision.task import Task
+from taskcal_agents.decision import _presets as tasks
+from taskcal_agents.decision._artefact import check_calibrator
+from taskcal_agents.decision._belief import Belief
+from taskcal_agents.decision._decider import Decider, decide_from_messages
+from taskcal_agents.decision._task import Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.parsing.grounding import GroundingContext
+from taskcal_agents.parsing._grounding import GroundingContext
 from taskcal_agents.workflow import (
     EvalArrays,
     SampleSettings,
     SamplesStore,
-    eval_arrays,
-    evaluate_arrays,
     fit_calibrator,
     read_samples,
     run_sampling,
     sample_header,
 )
+from taskcal_agents.workflow._data import eval_arrays
+from taskcal_agents.workflow._evaluate import evaluate_arrays
 from taskcal_agents.workflow._fit import load_artefact, make_artefact
 from tests.unit_tests.taskcal_agents.helpers.data import WEATHER  # get_weather(city) schema
 from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import (

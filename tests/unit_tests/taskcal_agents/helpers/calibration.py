@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from calibrators import TemperatureScaling
-from taskcal_agents.decision import presets
-from taskcal_agents.decision.artefact import CalibratorArtefact
-from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
-from taskcal_agents.workflow.calibrate import calibrate_task
+from taskcal_agents.decision import _presets as presets
+from taskcal_agents.decision._artefact import CalibratorArtefact
+from taskcal_agents.parsing._relevance import RELEVANCE_FEATURES
+from taskcal_agents.workflow._calibrate import calibrate_task
 
 
 class FakeCalibrator:

@@ -18,10 +18,10 @@ from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 from pydantic import Field
 
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+from taskcal_agents.decision._options import SamplingOptions
+from taskcal_agents.decision._presets import tool_decision
+from taskcal_agents.langchain._chat_model import DECISION_METADATA_KEY
+from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
 
 CALL = AIMessage(
     content="",

@@ -13,8 +13,8 @@ import numpy as np
 from langchain_core.messages import AIMessage
 
 from taskcal_agents.datasets import DatasetItem
-from taskcal_agents.decision import presets as tasks
-from taskcal_agents.decision.task import GroundingSpec, Task
+from taskcal_agents.decision import _presets as tasks
+from taskcal_agents.decision._task import GroundingSpec, Task
 from taskcal_agents.workflow import SampleSettings, SamplesStore, run_sampling, sample_header
 from taskcal_agents.workflow._runner import message_to_dict
 

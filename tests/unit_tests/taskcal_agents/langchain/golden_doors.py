@@ -35,19 +35,19 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
 from taskcal_agents.decision import AdaptiveSampling
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.decision.stopping_prior import StoppingPrior
-from taskcal_agents.decision.task import GroundingSpec
+from taskcal_agents.decision._options import SamplingOptions
+from taskcal_agents.decision._presets import tool_decision
+from taskcal_agents.decision._stopping_prior import StoppingPrior
+from taskcal_agents.decision._task import GroundingSpec
 from taskcal_agents.langchain import (
     TaskCalibratedChatModel,
     TaskCalibratedDecisionModel,
     TaskCalibratedRunnable,
     TaskCalibrationMiddleware,
 )
-from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
-from taskcal_agents.langchain.reply_guard import ToolReplyMiddleware
-from taskcal_agents.production.decision_log import open_decision_log
+from taskcal_agents.langchain._chat_model import DECISION_METADATA_KEY
+from taskcal_agents.langchain._reply_guard import ToolReplyMiddleware
+from taskcal_agents.production._decision_log import open_decision_log
 
 GOLDEN = Path(__file__).parent / "goldens" / "front_doors.json"
 FORMAT_VERSION = 1

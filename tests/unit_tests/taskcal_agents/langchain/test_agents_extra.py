@@ -11,7 +11,7 @@ CODE = """
 import sys
 sys.modules[{module!r}] = None  # as if it were not installed
 try:
-    import taskcal_agents.langchain.middleware
+    import taskcal_agents.langchain._middleware
 except ImportError as exc:
     print(type(exc).__name__, exc, sep=": ")
 else:
@@ -24,7 +24,7 @@ def test_a_missing_agents_extra_names_the_pip_command(module: str) -> None:
     code = CODE.format(module=module)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.startswith(
-        "ImportError: taskcal_agents.langchain.middleware needs langchain and langgraph, "
+        "ImportError: taskcal_agents.langchain._middleware needs langchain and langgraph, "
         "the 'agents' extra: pip install 'taskcal-agents[agents]' ("
     ), out.stdout
 

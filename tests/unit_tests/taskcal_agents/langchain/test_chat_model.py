@@ -12,13 +12,13 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.tracers.context import collect_runs
 
-from taskcal_agents.decision import presets as tasks
-from taskcal_agents.decision.decider import Decision
+from taskcal_agents.decision import _presets as tasks
+from taskcal_agents.decision._decider import Decision
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
-from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
-from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
-from taskcal_agents.parsing.tool_turns import tool_result_reply
-from taskcal_agents.production.session import DecisionSession
+from taskcal_agents.langchain._chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
+from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
+from taskcal_agents.parsing._tool_turns import tool_result_reply
+from taskcal_agents.production._session import DecisionSession
 from tests.conftest import require_module
 from tests.unit_tests.taskcal_agents.helpers.calibration import FakeCalibrator
 from tests.unit_tests.taskcal_agents.helpers.chat_fakes import (

@@ -32,9 +32,9 @@ from langchain_openai import ChatOpenAI
 from langchain_tests.unit_tests import ChatModelUnitTests
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
+from taskcal_agents.langchain._chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
 from tests.unit_tests.taskcal_agents.helpers.chat_fakes import (
     RecordingChatModel,
     get_weather,

@@ -20,9 +20,9 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel, render_state
-from taskcal_agents.parsing.labels import LabelParser
-from taskcal_agents.production.decision_log import open_decision_log
+from taskcal_agents.langchain._decision_model import TaskCalibratedDecisionModel, render_state
+from taskcal_agents.parsing._labels import LabelParser
+from taskcal_agents.production._decision_log import open_decision_log
 from tests.unit_tests.taskcal_agents.helpers.data import TEAM
 
 STATE = "Stripe fails whenever I connect my account."
@@ -220,7 +220,7 @@ def test_calibrator_with_the_wrong_class_count_is_rejected_before_sampling() -> 
 
 def test_a_task_file_of_0_1_still_names_the_label_parser() -> None:
     """Artefacts written by 0.1 hold the parser under its module of then."""
-    from taskcal_agents.decision.task import ParserSpec, Task
+    from taskcal_agents.decision._task import ParserSpec, Task
 
     old = Task(
         name="team",

@@ -32,11 +32,11 @@ from langgraph.types import Command
 from pydantic import Field
 
 from calibrators import TemperatureScaling
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.decision.presets import tool_decision
+from taskcal_agents.decision._options import SamplingOptions
+from taskcal_agents.decision._presets import tool_decision
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel, noul_probability
-from taskcal_agents.langchain.interop import (
+from taskcal_agents.langchain._decision_model import TaskCalibratedDecisionModel, noul_probability
+from taskcal_agents.langchain._interop import (
     AUTO_MODE_QUESTION_ID,
     HITL_QUESTION_ID,
     HITL_STORE_NAMESPACE,
@@ -47,7 +47,7 @@ from taskcal_agents.langchain.interop import (
     risk_classifier,
     risk_costs,
 )
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
+from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
 
 MODES = ["sync", "async"]
 DELETED: list[str] = []

@@ -25,18 +25,18 @@ from pydantic import BaseModel, ValidationError
 
 from calibrators import TemperatureScaling
 from taskcal_agents._files import write_json
-from taskcal_agents.decision.artefact import CalibratorArtefact
-from taskcal_agents.decision.decider import Decision
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.decision.presets import tool_decision
+from taskcal_agents.decision._artefact import CalibratorArtefact
+from taskcal_agents.decision._decider import Decision
+from taskcal_agents.decision._options import SamplingOptions
+from taskcal_agents.decision._presets import tool_decision
 from taskcal_agents.errors import (
     ConfigurationError,
     DataFileError,
     LabelMismatchError,
     SamplingError,
 )
-from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware, decision_from_message
+from taskcal_agents.langchain._chat_model import DECISION_METADATA_KEY
+from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware, decision_from_message
 from taskcal_agents.workflow._fit import make_artefact
 from tests.unit_tests.taskcal_agents.helpers.middleware_fakes import (
     CALL,

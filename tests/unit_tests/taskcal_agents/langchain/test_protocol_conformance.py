@@ -3,7 +3,7 @@
 The Runnable, the chat model over it, the agent middleware (sampling the model itself or
 through the agent's handler), the LangGraph node and the decision model all drive one
 decision protocol
-(:mod:`taskcal_agents.decision.protocol`). Here each of them, sync and async, decides on
+(:mod:`taskcal_agents.decision._protocol`). Here each of them, sync and async, decides on
 the same scripted replies of a chat model — plain, with adaptive N stopping early and
 going on to N, after failed draws that are retried, and with the fallback once the
 retries run out — and the decisions must be identical: the decision record
@@ -27,17 +27,17 @@ from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 
 from taskcal_agents.decision import AdaptiveSampling, Decision, SamplingOptions
-from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.decision.stopping_prior import StoppingPrior
-from taskcal_agents.decision.task import GroundingSpec, Task
+from taskcal_agents.decision._presets import tool_decision
+from taskcal_agents.decision._stopping_prior import StoppingPrior
+from taskcal_agents.decision._task import GroundingSpec, Task
 from taskcal_agents.langchain import (
     TaskCalibratedChatModel,
     TaskCalibratedDecisionModel,
     TaskCalibratedRunnable,
     TaskCalibrationMiddleware,
 )
-from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
-from taskcal_agents.langchain.graph_node import DecisionState, decision_node, route_on_decision
+from taskcal_agents.langchain._chat_model import DECISION_METADATA_KEY
+from taskcal_agents.langchain._graph_node import DecisionState, decision_node, route_on_decision
 from tests.unit_tests.taskcal_agents.helpers.chat_fakes import RecordingChatModel
 
 

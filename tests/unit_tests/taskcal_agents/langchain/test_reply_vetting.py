@@ -12,16 +12,16 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.parsing.tool_turns import unusable_reply
+from taskcal_agents.decision._options import SamplingOptions
+from taskcal_agents.parsing._tool_turns import unusable_reply
 from tests.conftest import require_module
 
 require_module("langchain.agents")  # the 'agents' extra, which the middleware needs too
 from langchain.agents import create_agent  # noqa: E402
 
-from taskcal_agents.decision.presets import tool_decision  # noqa: E402
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware  # noqa: E402
-from taskcal_agents.langchain.reply_guard import ToolReplyMiddleware, vetted_reply  # noqa: E402
+from taskcal_agents.decision._presets import tool_decision  # noqa: E402
+from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware  # noqa: E402
+from taskcal_agents.langchain._reply_guard import ToolReplyMiddleware, vetted_reply  # noqa: E402
 
 
 @tool

@@ -18,12 +18,12 @@ from langchain_core.runnables.retry import RunnableRetry
 from langchain_core.tracers.context import collect_runs
 from pydantic import ValidationError
 
-from taskcal_agents.decision import presets as tasks
-from taskcal_agents.decision.decider import Decision, decide_from_messages
-from taskcal_agents.decision.protocol import RetryPolicy
+from taskcal_agents.decision import _presets as tasks
+from taskcal_agents.decision._decider import Decision, decide_from_messages
+from taskcal_agents.decision._protocol import RetryPolicy
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError, SamplingError
-from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
-from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from taskcal_agents.langchain._chat_model import TaskCalibratedChatModel
+from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
 from taskcal_agents.sampling import chat_model_of, split_retry
 from taskcal_agents.sampling._chat_models import supports_n
 from tests.unit_tests.taskcal_agents.helpers.calibration import FakeCalibrator

@@ -11,14 +11,14 @@ from langchain_core.decisions import Choice
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.decision.presets import tool_decision
+from taskcal_agents.decision._options import SamplingOptions
+from taskcal_agents.decision._presets import tool_decision
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.langchain.chat_model import TaskCalibratedChatModel
-from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
-from taskcal_agents.langchain.graph_node import decision_node
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
-from taskcal_agents.langchain.reply_guard import ToolReplyMiddleware
+from taskcal_agents.langchain._chat_model import TaskCalibratedChatModel
+from taskcal_agents.langchain._decision_model import TaskCalibratedDecisionModel
+from taskcal_agents.langchain._graph_node import decision_node
+from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
+from taskcal_agents.langchain._reply_guard import ToolReplyMiddleware
 from tests.unit_tests.taskcal_agents.helpers.chat_fakes import RecordingChatModel
 
 TEAM = Choice(

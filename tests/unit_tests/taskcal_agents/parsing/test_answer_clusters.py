@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from taskcal_agents.errors import ConfigurationError, DataFileError, SamplingError
-from taskcal_agents.parsing.answer_clusters import (
+from taskcal_agents.parsing._answer_clusters import (
     ENTAILMENT_PROMPT,
     answer_tokens,
     answers_equivalent,

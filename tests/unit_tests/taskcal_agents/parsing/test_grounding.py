@@ -11,14 +11,14 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
 from calibrators import MatrixScaling
-from taskcal_agents.decision.adaptive import AdaptiveSampling, outcome_counts, stop_check_messages
-from taskcal_agents.decision.belief import Belief
-from taskcal_agents.decision.decider import Decider, carried_actions
-from taskcal_agents.decision.presets import multiple_choice, tool_decision
-from taskcal_agents.decision.stopping_prior import StoppingPrior
-from taskcal_agents.decision.task import UNGROUNDED_CALL, GroundingSpec, Task
+from taskcal_agents.decision._adaptive import AdaptiveSampling, outcome_counts, stop_check_messages
+from taskcal_agents.decision._belief import Belief
+from taskcal_agents.decision._decider import Decider, carried_actions
+from taskcal_agents.decision._presets import multiple_choice, tool_decision
+from taskcal_agents.decision._stopping_prior import StoppingPrior
+from taskcal_agents.decision._task import UNGROUNDED_CALL, GroundingSpec, Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.parsing.grounding import (
+from taskcal_agents.parsing._grounding import (
     GroundingContext,
     call_agreement,
     grounded_message,
@@ -488,7 +488,7 @@ def test_no_samples_need_no_grounding_flags() -> None:
 
 
 def test_a_call_sent_without_its_dropped_argument_is_a_repeat() -> None:
-    from taskcal_agents.parsing.tool_turns import answered_tool_calls
+    from taskcal_agents.parsing._tool_turns import answered_tool_calls
 
     task = _task()
     conversation = [

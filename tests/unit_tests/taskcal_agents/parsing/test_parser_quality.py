@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from taskcal_agents.parsing.labels import with_offered_tools
-from taskcal_agents.parsing.registry import get_parser
-from taskcal_agents.parsing.tool_calls import extract_tool_calls
+from taskcal_agents.parsing._labels import with_offered_tools
+from taskcal_agents.parsing._registry import get_parser
+from taskcal_agents.parsing._tool_calls import extract_tool_calls
 from taskcal_agents.workflow._runner import message_from_dict
 from tests.conftest import load_benchmark
 

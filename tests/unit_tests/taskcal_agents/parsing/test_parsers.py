@@ -8,7 +8,7 @@ from langchain_core.messages import AIMessage
 from pydantic import BaseModel
 
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.parsing.labels import (
+from taskcal_agents.parsing._labels import (
     AnswerOrAbstainParser,
     ChoiceParser,
     Parser,
@@ -17,15 +17,15 @@ from taskcal_agents.parsing.labels import (
     unparsed_reason,
     with_offered_tools,
 )
-from taskcal_agents.parsing.registry import (
+from taskcal_agents.parsing._registry import (
     SchemaParser,
     builtin_parser_names,
     get_parser,
     register_parser,
     registered_parser_names,
 )
-from taskcal_agents.parsing.text import message_text, normalize_text
-from taskcal_agents.parsing.tool_calls import canonical_tool_calls, extract_tool_calls
+from taskcal_agents.parsing._text import message_text, normalize_text
+from taskcal_agents.parsing._tool_calls import canonical_tool_calls, extract_tool_calls
 
 
 def ai(content: str = "", **kwargs: object) -> AIMessage:
@@ -365,7 +365,7 @@ def test_get_parser_unknown_name() -> None:
             "parser name 'nope' is not a built-in parser and was not registered; a task file "
             "cannot make taskcal import code. Built-in parsers: ['answer_or_abstain', "
             "'choice', 'rating', 'schema', 'tool_decision']. Register yours in your code "
-            "first: taskcal_agents.parsing.registry.register_parser('nope', obj)."
+            "first: taskcal_agents.parsing.register_parser('nope', obj)."
         ),
     ):
         get_parser("nope")
@@ -598,7 +598,7 @@ def test_tool_decision_refusals_and_chinese(content: str, label: str | None) -> 
 def test_tool_names_of_reads_every_tool_form() -> None:
     from langchain_core.tools import tool
 
-    from taskcal_agents.parsing.labels import tool_names_of
+    from taskcal_agents.parsing._labels import tool_names_of
 
     @tool
     def get_weather(city: str) -> str:

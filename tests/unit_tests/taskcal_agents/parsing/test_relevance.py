@@ -9,20 +9,21 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from calibrators import make_calibrator
-from taskcal_agents.decision.adaptive import check_adaptive
-from taskcal_agents.decision.decider import Decider, item_relevance
-from taskcal_agents.decision.task import GroundingSpec, Task
+from taskcal_agents.decision._adaptive import check_adaptive
+from taskcal_agents.decision._decider import Decider, item_relevance
+from taskcal_agents.decision._task import GroundingSpec, Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.parsing.grounding import GroundingContext
-from taskcal_agents.parsing.relevance import (
+from taskcal_agents.parsing._grounding import GroundingContext
+from taskcal_agents.parsing._relevance import (
     RELEVANCE_FEATURES,
     SAMPLE_SIGNALS,
     lexical_fit,
     relevance_features,
     sample_signals,
 )
-from taskcal_agents.workflow import eval_arrays, read_samples
+from taskcal_agents.workflow import read_samples
 from taskcal_agents.workflow._crossfit import calibrator_inputs
+from taskcal_agents.workflow._data import eval_arrays
 from taskcal_agents.workflow._runner import message_from_dict
 from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import _samples_file, tool_task
 
@@ -188,7 +189,7 @@ def test_an_artefact_is_evaluated_held_out_as_it_is_served(tmp_path: Path) -> No
     # Fitted on one file (train), scored on another (held out): mbr_artefact's actions
     # are the Decider's with that artefact on each held-out item, relevance inputs included.
     from taskcal_agents._files import write_json
-    from taskcal_agents.decision.artefact import CalibratorArtefact
+    from taskcal_agents.decision._artefact import CalibratorArtefact
     from taskcal_agents.workflow import evaluate_samples, fit_artefact
 
     task = relevance_task()

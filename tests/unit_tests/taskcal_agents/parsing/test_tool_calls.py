@@ -23,15 +23,15 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
-from taskcal_agents.decision import presets as tasks
-from taskcal_agents.decision.decider import Decider
-from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
-from taskcal_agents.parsing.grounding import GroundingContext
-from taskcal_agents.parsing.labels import unparsed_reason, with_offered_tools
-from taskcal_agents.parsing.registry import get_parser
-from taskcal_agents.parsing.tool_calls import extract_tool_calls, parse_tool_calls, with_tool_calls
+from taskcal_agents.decision import _presets as tasks
+from taskcal_agents.decision._decider import Decider
+from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
+from taskcal_agents.parsing._grounding import GroundingContext
+from taskcal_agents.parsing._labels import unparsed_reason, with_offered_tools
+from taskcal_agents.parsing._registry import get_parser
+from taskcal_agents.parsing._tool_calls import extract_tool_calls, parse_tool_calls, with_tool_calls
 from taskcal_agents.sampling import OpenAISampler, sample_messages
-from taskcal_agents.sampling.offline import completion_to_message
+from taskcal_agents.sampling._offline import completion_to_message
 from tests.unit_tests.taskcal_agents.helpers.chat_fakes import RecordingChatModel
 from tests.unit_tests.taskcal_agents.helpers.middleware_fakes import middleware, scripted
 

@@ -24,20 +24,20 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from taskcal_agents import TaskCalibratedRunnable
-from taskcal_agents.decision.decider import Decider
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.decision.presets import (
+from taskcal_agents.decision._decider import Decider
+from taskcal_agents.decision._options import SamplingOptions
+from taskcal_agents.decision._presets import (
     DEFAULT_AFTER_TOOL_RESULT_COST,
     after_tool_result,
     answer_or_abstain,
     tool_decision,
 )
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
-from taskcal_agents.langchain.reply_guard import ToolReplyMiddleware
-from taskcal_agents.parsing.grounding import GroundingContext
-from taskcal_agents.parsing.tool_turns import (
+from taskcal_agents.langchain._chat_model import DECISION_METADATA_KEY
+from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
+from taskcal_agents.langchain._reply_guard import ToolReplyMiddleware
+from taskcal_agents.parsing._grounding import GroundingContext
+from taskcal_agents.parsing._tool_turns import (
     answered_tool_calls,
     is_repeat_call,
     is_tool_result_turn,

@@ -14,16 +14,16 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
 
 from calibrators import make_calibrator
-from taskcal_agents.decision.artefact import CalibratorArtefact, resolve_calibrator
-from taskcal_agents.decision.options import SamplingOptions
-from taskcal_agents.decision.presets import tool_decision
+from taskcal_agents.decision._artefact import CalibratorArtefact, resolve_calibrator
+from taskcal_agents.decision._options import SamplingOptions
+from taskcal_agents.decision._presets import tool_decision
 from taskcal_agents.errors import ArtefactReloadWarning, ConfigurationError
-from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
-from taskcal_agents.langchain.decision_model import TaskCalibratedDecisionModel
-from taskcal_agents.langchain.graph_node import decision_node
-from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
-from taskcal_agents.production.decision_log import artefact_id, open_decision_log
-from taskcal_agents.production.reload import ArtefactReloader
+from taskcal_agents.langchain._chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
+from taskcal_agents.langchain._decision_model import TaskCalibratedDecisionModel
+from taskcal_agents.langchain._graph_node import decision_node
+from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
+from taskcal_agents.production._decision_log import artefact_id, open_decision_log
+from taskcal_agents.production._reload import ArtefactReloader
 
 TASK = tool_decision()
 QUESTION = "Which city?"

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from taskcal_agents.decision.decider import Decision
-from taskcal_agents.decision.presets import tool_decision
+from taskcal_agents.decision._decider import Decision
+from taskcal_agents.decision._presets import tool_decision
 from taskcal_agents.errors import ConfigurationError, DecisionLogWarning, UnknownDecisionError
-from taskcal_agents.langchain.chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
-from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
-from taskcal_agents.production.decision_log import (
+from taskcal_agents.langchain._chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
+from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
+from taskcal_agents.production._decision_log import (
     DecisionLog,
     JsonlDecisionLog,
     SqliteDecisionLog,
@@ -102,7 +102,7 @@ def test_torn_and_corrupt_lines_are_skipped(tmp_path: Path) -> None:
 _WRITER = textwrap.dedent(
     """
     import sys
-    from taskcal_agents.production.decision_log import open_decision_log
+    from taskcal_agents.production._decision_log import open_decision_log
 
     class D:  # a Decision's surface, without importing langchain in each writer
         task, probs = "qa", {"answer": 0.5, "abstain": 0.5}
@@ -256,8 +256,8 @@ def test_artefact_id_is_a_content_hash(monkeypatch: pytest.MonkeyPatch) -> None:
     import numpy as np
 
     from calibrators import IdentityCalibrator
-    from taskcal_agents.decision import artefact as artefact_module
-    from taskcal_agents.decision.artefact import CalibratorArtefact
+    from taskcal_agents.decision import _artefact as artefact_module
+    from taskcal_agents.decision._artefact import CalibratorArtefact
 
     task = tool_decision()
 
@@ -292,7 +292,7 @@ def test_a_saved_artefact_has_the_id_of_its_file(tmp_path: Path) -> None:
     import numpy as np
 
     from calibrators import IdentityCalibrator
-    from taskcal_agents.decision.artefact import CalibratorArtefact
+    from taskcal_agents.decision._artefact import CalibratorArtefact
 
     task = tool_decision()
     artefact = CalibratorArtefact(

@@ -15,13 +15,13 @@ from typer.testing import CliRunner
 import taskcal_agents.production._null as null_module
 from calibrators import IdentityCalibrator, VectorScaling
 from taskcal_agents.cli import app
-from taskcal_agents.decision.artefact import CalibratorArtefact
-from taskcal_agents.decision.decider import Decision
-from taskcal_agents.decision.task import Task
+from taskcal_agents.decision._artefact import CalibratorArtefact
+from taskcal_agents.decision._decider import Decision
+from taskcal_agents.decision._task import Task
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
+from taskcal_agents.production._decision_log import open_decision_log
+from taskcal_agents.production._monitor import first_alarm, monitor, parse_window
 from taskcal_agents.production._null import saddlepoint_z
-from taskcal_agents.production.decision_log import open_decision_log
-from taskcal_agents.production.monitor import first_alarm, monitor, parse_window
 
 LABELS = ["a", "b", "c"]
 TASK = Task(name="x", labels=LABELS, cost=[[0, 1, 2], [3, 0, 2], [3, 1, 0]],

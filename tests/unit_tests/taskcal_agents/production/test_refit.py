@@ -14,14 +14,14 @@ from typer.testing import CliRunner
 
 from calibrators import make_calibrator
 from taskcal_agents.cli import app
-from taskcal_agents.decision.artefact import CalibratorArtefact
-from taskcal_agents.decision.belief import Belief
-from taskcal_agents.decision.decider import Decision
-from taskcal_agents.decision.presets import tool_decision
-from taskcal_agents.decision.task import GroundingSpec
+from taskcal_agents.decision._artefact import CalibratorArtefact
+from taskcal_agents.decision._belief import Belief
+from taskcal_agents.decision._decider import Decision
+from taskcal_agents.decision._presets import tool_decision
+from taskcal_agents.decision._task import GroundingSpec
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.production import refit_from_records
-from taskcal_agents.production.decision_log import artefact_id, open_decision_log
+from taskcal_agents.production._decision_log import artefact_id, open_decision_log
 
 TASK = tool_decision(grounding=GroundingSpec())  # no relevance features: beliefs only
 LABELS = list(TASK.labels)
@@ -223,7 +223,7 @@ def test_holdout_is_the_most_recent_fraction_in_time_order() -> None:
 
 
 def test_risk_controlled_artefact_is_refused() -> None:
-    from taskcal_agents.decision.risk_control import calibrate_risk
+    from taskcal_agents.decision._risk_control import calibrate_risk
 
     old = _old()
     rng = np.random.default_rng(0)
@@ -314,7 +314,7 @@ def _with_fallbacks(records: list[dict[str, Any]], share: float = 0.05) -> list[
 
 
 def test_promoted_artefact_records_the_logs_monitor_references() -> None:
-    from taskcal_agents.production.monitor import monitor
+    from taskcal_agents.production._monitor import monitor
 
     records = _with_fallbacks(_records(600))
     result = refit_from_records(records, _old())
@@ -419,9 +419,9 @@ def test_the_new_map_is_fitted_on_the_training_records_only(half_life_days: floa
 def test_a_relevance_calibrator_is_refit_on_the_logged_relevance() -> None:
     # The logged relevance features (a no-fit signal that shifts the outcomes) are read back
     # into the raw inputs; a record logged without them cannot refit such a map.
-    from taskcal_agents.decision.decider import raw_inputs
-    from taskcal_agents.decision.task import GroundingSpec
-    from taskcal_agents.parsing.relevance import RELEVANCE_FEATURES
+    from taskcal_agents.decision._decider import raw_inputs
+    from taskcal_agents.decision._task import GroundingSpec
+    from taskcal_agents.parsing._relevance import RELEVANCE_FEATURES
 
     task = tool_decision(grounding=GroundingSpec(relevance=True))
     rng = np.random.default_rng(3)

@@ -322,7 +322,7 @@ def test_runnable_truncated_json_is_a_server_error(fake_openai: FakeOpenAIServer
 
 
 def test_clients_built_by_the_package_have_a_finite_timeout(fake_openai: Any) -> None:
-    from taskcal_agents.endpoint import REQUEST_TIMEOUT_S
+    from taskcal_agents._endpoint import REQUEST_TIMEOUT_S
     from taskcal_agents.sampling import OpenAISampler
     from taskcal_agents.serving import ExternalServer
 

@@ -20,13 +20,13 @@ from langchain_core.messages import (
 from langgraph.runtime import Runtime
 
 from taskcal_agents.datasets import DatasetItem
-from taskcal_agents.decision.options import SamplingOptions
+from taskcal_agents.decision._options import SamplingOptions
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.langchain.middleware import TaskCalibrationMiddleware
-from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
+from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
 from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.sampling._messages import to_messages
-from taskcal_agents.sampling.prompts import (
+from taskcal_agents.sampling._prompts import (
     SYSTEM_ROLES,
     append_task_prompt,
     request_with_task_prompt,

@@ -15,9 +15,9 @@ import httpx
 import pytest
 from langchain_openai import ChatOpenAI
 
-from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.errors import SamplingError
-from taskcal_agents.langchain.runnable import TaskCalibratedRunnable
+from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
 from taskcal_agents.sampling import asample_messages, sample_messages
 from taskcal_agents.testing import FakeOpenAIServer as LoopbackOpenAIServer
 from tests.unit_tests.taskcal_agents.helpers.chat_fakes import (

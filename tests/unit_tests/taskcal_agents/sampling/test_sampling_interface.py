@@ -18,12 +18,13 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage
 
-from taskcal_agents.parsing import _entailment, answer_clusters
+from taskcal_agents.parsing import _answer_clusters as answer_clusters
+from taskcal_agents.parsing import _entailment
 from taskcal_agents.sampling import ChatModelSampler, OpenAISampler, Sampler
 from taskcal_agents.sampling._choices import choice_message
 from taskcal_agents.sampling._drive import adrive, drive
-from taskcal_agents.sampling.offline import OfflineSampler, completion_to_message
-from taskcal_agents.testing.fake_openai import FakeOpenAIServer
+from taskcal_agents.sampling._offline import OfflineSampler, completion_to_message
+from taskcal_agents.testing._fake_openai import FakeOpenAIServer
 
 BASE_URL = "http://fake-vllm.test/v1"
 CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'

@@ -14,7 +14,7 @@ from langchain_core.tracers.context import collect_runs
 from langchain_openai import ChatOpenAI
 from pydantic import ValidationError
 
-from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.sampling import (
     asample_batch,

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
 from taskcal_agents.errors import ConfigurationError, SamplingError, ServerError
-from taskcal_agents.parsing.constraints import choice_constraint, json_constraint
+from taskcal_agents.parsing._constraints import choice_constraint, json_constraint
 from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.sampling._messages import to_openai_messages
 from taskcal_agents.sampling._openai_server import build_request, translate_error

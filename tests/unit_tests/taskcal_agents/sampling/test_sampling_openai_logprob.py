@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from taskcal_agents.errors import ConfigurationError, SamplingError
-from taskcal_agents.sampling.logprob import (
+from taskcal_agents.sampling._logprob import (
     alogprob_belief,
     belief_protocol,
     check_labels,

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import pytest
 
 from taskcal_agents.errors import ConfigurationError, SamplingError
-from taskcal_agents.parsing.tool_calls import parse_tool_calls
-from taskcal_agents.sampling.offline import (
+from taskcal_agents.parsing._tool_calls import parse_tool_calls
+from taskcal_agents.sampling._offline import (
     OfflineSampler,
     completion_to_message,
     outputs_to_messages,

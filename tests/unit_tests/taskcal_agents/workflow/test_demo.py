@@ -27,14 +27,15 @@ from typer.testing import CliRunner
 
 from taskcal_agents import models, serving
 from taskcal_agents.cli import app
-from taskcal_agents.commands import demo as demo_cmd
+from taskcal_agents.commands import _demo as demo_cmd
 from taskcal_agents.datasets import SHARED_DATA_ENV, convert
 from taskcal_agents.errors import DataFileError
 from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.serving import DtypeChoice
-from taskcal_agents.workflow import eval_arrays, read_samples
-from taskcal_agents.workflow.calibrate import CALIBRATE_MAX_TOKENS
-from taskcal_agents.workflow.demo import (
+from taskcal_agents.workflow import read_samples
+from taskcal_agents.workflow._calibrate import CALIBRATE_MAX_TOKENS
+from taskcal_agents.workflow._data import eval_arrays
+from taskcal_agents.workflow._demo import (
     DEMO_FORMAT,
     DEMO_MAX_TOKENS,
     DEMO_N,
@@ -388,7 +389,7 @@ def test_cli_demo_no_stsb_runs_the_tool_use_part_only(fake_cli: FakeServer, tmp_
 def test_cli_demo_closes_its_sampler(
     fails: bool, shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import taskcal_agents.workflow.demo as demo_module
+    import taskcal_agents.workflow as demo_module
 
     server = FakeServer(shared_data)
     made: list[OpenAISampler] = []
@@ -484,11 +485,13 @@ def test_cli_demo_refuses_an_unknown_model_before_preparing(
 
 
 def test_demo_all_names_exist() -> None:
-    import taskcal_agents.workflow.demo as module
+    import taskcal_agents.workflow._demo as module
 
     assert len(set(module.__all__)) == len(module.__all__)
     for name in module.__all__:
-        assert hasattr(module, name), f"taskcal_agents.workflow.demo.__all__ names missing {name!r}"
+        assert hasattr(module, name), (
+            f"taskcal_agents.workflow._demo.__all__ names missing {name!r}"
+        )
 
 
 def test_the_estimate_times_the_items_each_part_has_left(shared_data: Path, tmp_path: Path) -> None:
@@ -528,7 +531,7 @@ def test_the_estimate_times_the_items_each_part_has_left(shared_data: Path, tmp_
 def test_live_decisions_use_the_shipped_calibrator_of_the_model(
     shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import taskcal_agents.decision.shipped as shipped
+    import taskcal_agents.decision._shipped as shipped
     from tests.unit_tests.taskcal_agents.helpers.calibration import shipped_artefact
 
     artefact = shipped_artefact()

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from taskcal_agents.cli import app
 from taskcal_agents.datasets import DatasetItem
-from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.sampling._openai_server import OpenAISampler, wire_body
 from taskcal_agents.testing import FakeOpenAIServer

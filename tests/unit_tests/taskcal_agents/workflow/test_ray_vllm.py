@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from taskcal_agents.datasets import DatasetItem
-from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.workflow._ray_pipeline import ERROR_COLUMN
 from taskcal_agents.workflow._ray_vllm import (

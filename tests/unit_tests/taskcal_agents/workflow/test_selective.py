@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 
 from taskcal_agents.errors import ConfigurationError, DataFileError
-from taskcal_agents.workflow import (
-    EvalArrays,
+from taskcal_agents.workflow import EvalArrays, write_report
+from taskcal_agents.workflow._evaluate import evaluate_arrays
+from taskcal_agents.workflow._evaluation_json import evaluation_to_dict
+from taskcal_agents.workflow._report import markdown_summary, plot_risk_coverage, selective_section
+from taskcal_agents.workflow._selective import (
     RiskCoverage,
-    evaluate_arrays,
-    evaluation_to_dict,
+    action_confidence,
     risk_coverage,
-    write_report,
+    selective_summary,
 )
-from taskcal_agents.workflow._selective import action_confidence, selective_summary
-from taskcal_agents.workflow.report import markdown_summary, plot_risk_coverage, selective_section
 
 
 def _geifman_aurc(costs: np.ndarray, order: list[int] | tuple[int, ...]) -> float:

@@ -11,13 +11,15 @@ from rich.console import Console
 
 from taskcal_agents._stats import paired_difference
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.workflow import EvalArrays, evaluate_arrays, evaluation_to_dict
+from taskcal_agents.workflow import EvalArrays
 from taskcal_agents.workflow._calibrator_specs import (
     default_factory,
 )
 from taskcal_agents.workflow._decoders import runtime_actions
+from taskcal_agents.workflow._evaluate import evaluate_arrays
+from taskcal_agents.workflow._evaluation_json import evaluation_to_dict
+from taskcal_agents.workflow._report import markdown_summary, tool_rich_table, tool_section
 from taskcal_agents.workflow._scores import score_actions, tool_scores
-from taskcal_agents.workflow.report import markdown_summary, tool_rich_table, tool_section
 
 LABELS = ("tool_call", "request_for_info", "cannot_answer")
 COST = np.array([[0.0, 1.0, 2.0], [4.0, 0.0, 2.0], [4.0, 1.0, 0.0]])

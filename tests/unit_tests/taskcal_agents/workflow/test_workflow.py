@@ -11,30 +11,30 @@ from langchain_core.messages import AIMessage
 import taskcal_agents.workflow as wf
 from taskcal_agents._files import write_json
 from taskcal_agents.datasets import DatasetItem
-from taskcal_agents.decision import presets as tasks
+from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
 from taskcal_agents.workflow import (
     EvalArrays,
     SampleSettings,
     SamplesStore,
-    eval_arrays,
-    evaluate_arrays,
-    evaluation_to_dict,
     fit_calibrator,
     read_samples,
     run_sampling,
     sample_header,
     write_report,
 )
-from taskcal_agents.workflow import report as _report
+from taskcal_agents.workflow import _report as _report
 from taskcal_agents.workflow._calibrator_specs import (
     default_factory,
     parse_calibrator_spec,
 )
 from taskcal_agents.workflow._crossfit import in_fold_prior, stratified_folds
-from taskcal_agents.workflow._data import resolve_task
+from taskcal_agents.workflow._data import eval_arrays, resolve_task
+from taskcal_agents.workflow._evaluate import evaluate_arrays
+from taskcal_agents.workflow._evaluation_json import evaluation_to_dict
 from taskcal_agents.workflow._fit import load_artefact, make_artefact
 from taskcal_agents.workflow._permutation import permutation_test
+from taskcal_agents.workflow._report import load_evaluation
 from taskcal_agents.workflow._runner import (
     build_messages,
     grade_item,
@@ -42,7 +42,6 @@ from taskcal_agents.workflow._runner import (
     message_to_dict,
 )
 from taskcal_agents.workflow._scores import score_actions
-from taskcal_agents.workflow.report import load_evaluation
 from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import (
     WHEN2CALL_COST,
     FakeSampler,

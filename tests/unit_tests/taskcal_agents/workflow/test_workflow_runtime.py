@@ -13,22 +13,17 @@ import pytest
 from calibrators import metrics
 from taskcal_agents._files import write_json
 from taskcal_agents._stats import paired_difference
-from taskcal_agents.decision.decider import Decider
+from taskcal_agents.decision._decider import Decider
 from taskcal_agents.errors import DataFileError
-from taskcal_agents.parsing.grounding import GroundingContext
-from taskcal_agents.workflow import (
-    EvalArrays,
-    eval_arrays,
-    evaluate_arrays,
-    evaluation_to_dict,
-    fit_calibrator,
-    load_evaluation,
-    read_samples,
-)
+from taskcal_agents.parsing._grounding import GroundingContext
+from taskcal_agents.workflow import EvalArrays, fit_calibrator, load_evaluation, read_samples
 from taskcal_agents.workflow._calibrator_specs import (
     default_factory,
 )
 from taskcal_agents.workflow._crossfit import stratified_folds
+from taskcal_agents.workflow._data import eval_arrays
+from taskcal_agents.workflow._evaluate import evaluate_arrays
+from taskcal_agents.workflow._evaluation_json import evaluation_to_dict
 from taskcal_agents.workflow._runner import message_from_dict
 from taskcal_agents.workflow._scores import crossfit_tce, score_actions
 from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import (
@@ -256,7 +251,7 @@ def test_folds_without_a_served_training_item_are_reported_not_crashed() -> None
     assert evaluation.permutation_error == f"ConfigurationError: {expected}"
     out = json.loads(json.dumps(evaluation_to_dict(evaluation, data)))
     assert out["permutation_error"] == f"ConfigurationError: {expected}"
-    from taskcal_agents.workflow.report import verdict
+    from taskcal_agents.workflow._report import verdict
 
     assert verdict(out) == f"No label-shuffle test was run (ConfigurationError: {expected})."
 

@@ -267,7 +267,7 @@ def test_sigkill_loses_and_duplicates_nothing(tmp_path: Path) -> None:
 
 def test_resume_with_logprob_choices(tmp_path: Path) -> None:
     # The run's settings hold a tuple of choices; the stored header a JSON list: still resumable.
-    from taskcal_agents.decision.presets import rating
+    from taskcal_agents.decision._presets import rating
     from taskcal_agents.workflow import SampleSettings, sample_header
 
     settings = SampleSettings(n=1, model="m", belief="logprob", choices=("0", "1", "2"))

@@ -1,0 +1,688 @@
+"""What counts as a calibrator, and the calibrator artefact every front door accepts.
+
+A front door (:class:`~taskcal_agents.langchain.TaskCalibratedRunnable`,
+:class:`~taskcal_agents.langchain.TaskCalibratedChatModel`,
+:class:`~taskcal_agents.langchain.TaskCalibrationMiddleware`,
+:class:`~taskcal_agents.langchain.TaskCalibratedDecisionModel`) takes a fitted
+:class:`Calibrator`, a :class:`CalibratorArtefact` or the path of an artefact file, and
+hands it to :func:`resolve_calibrator`, the one place where it is loaded and checked
+against the task (labels and their order, class count, input width, α).
+
+The artefact file is the JSON written by ``taskcal fit``::
+
+    {"format": "taskcal.calibrator", "format_version": 1,
+     "task": "when2call", "labels": [...], "actions": [...], "alpha": 0.1,
+     "task_spec": {...Task.model_dump()...} or null,
+     "calibrator_name": "dirichlet", "calibrator": {...calibrator.to_dict()...},
+     "fit_metrics": {...}, "samples": {...}, "created": "2026-01-01T00:00:00+00:00"}
+
+An artefact that carries a risk limit (``taskcal fit --risk-control``) is written as
+``format_version`` 2 with one more field, ``"risk_control": {...RiskControl.to_dict()...}``
+(see :mod:`taskcal_agents.decision._risk_control`), so that a reader that knows only version 1
+refuses it rather than drop the guard; one without is still written as version 1. Both
+versions are read.
+
+An artefact fitted on sampled beliefs also carries adaptive N's stopping prior, fitted on
+the same samples (``"stopping_prior": {...StoppingPrior.to_dict()...}``, see
+:mod:`taskcal_agents.decision._stopping_prior`); it needs no new format version, since a
+reader that ignores it only has no fitted prior (its adaptive N draws all N). A prior fitted
+for other outcomes than the task's is refused.
+
+A risk limit is certified for one decision setting: when the artefact carries one,
+:func:`resolve_calibrator` requires the runtime task to agree with the artefact's task on
+actions, cost matrix, ask, abstain and fallback actions, sampled actions and unparsed
+policy, and the α in force to be the artefact's; it warns
+(:class:`~taskcal_agents.decision._risk_control.RiskSettingsWarning`) when the front door draws
+another number of samples than the limit was fitted on.
+
+A front door given an artefact *path* and ``reload_artefact=True`` holds it in an
+:class:`ArtefactReloader`: before each decision one ``os.stat`` of the file; when its
+``(st_ino, st_mtime_ns, st_size)`` changed (an atomic replace, e.g. by ``taskcal refit``,
+makes a new inode), the file is loaded and resolved again against the same task, and
+what the front door builds from it (its Decider, the artefact id it logs) is swapped in
+under a lock. A replacement that cannot be loaded or does not fit the task keeps the
+artefact in force and warns once (:class:`~taskcal_agents.errors.ArtefactReloadWarning`);
+it never fails a decision.
+
+Shipped calibrators record no label names (their ``classes_`` is ``arange(k)``), so a
+bare calibrator can be checked for its class count only; an artefact records the labels
+in order, and they must equal the task's.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+import os
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from taskcal_agents._files import read_json, write_json
+from taskcal_agents.decision._belief import DEFAULT_ALPHA, check_alpha
+from taskcal_agents.decision._risk_control import RiskControl, RiskSettingsWarning
+from taskcal_agents.decision._stopping_prior import StoppingPrior
+from taskcal_agents.decision._task import Task
+from taskcal_agents.errors import (
+    ConfigurationError,
+    DataFileError,
+    LabelMismatchError,
+)
+from taskcal_agents.parsing import RELEVANCE_FEATURES
+
+__all__ = [
+    "ARTEFACT_FORMAT",
+    "ARTEFACT_FORMAT_VERSION",
+    "ARTEFACT_READ_VERSIONS",
+    "Calibrator",
+    "CalibratorArtefact",
+    "CalibratorLike",
+    "ResolvedCalibrator",
+    "as_artefact",
+    "check_calibrator",
+    "content_sha256",
+    "resolve_calibrator",
+]
+
+ARTEFACT_FORMAT = "taskcal.calibrator"
+"""The ``format`` field of a calibrator artefact file."""
+ARTEFACT_FORMAT_VERSION = 2
+"""The newest ``format_version``: written when the artefact carries a risk control."""
+ARTEFACT_READ_VERSIONS = (1, 2)
+"""The ``format_version`` values read (1: no risk control)."""
+
+
+@runtime_checkable
+class Calibrator(Protocol):
+    """A fitted calibration map, as a front door uses it.
+
+    ``predict_proba`` maps an ``(n, k)`` matrix of beliefs p̂ (or, under the task's
+    ``unparsed: other`` policy, an ``(n, k + 1)`` matrix of belief features when its
+    ``n_features_in_`` is k + 1) to ``(n, k)`` calibrated probabilities. The class count
+    k is read from ``n_classes_`` (or ``len(classes_)``); label names, when the map has
+    them, from ``labels_`` (or ``labels``). Every :mod:`calibrators` estimator is one.
+    """
+
+    def predict_proba(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Return the calibrated probabilities, shape ``(n, k)``."""
+        ...
+
+
+def _n_classes(calibrator: Any) -> int | None:
+    n = getattr(calibrator, "n_classes_", None)
+    if n is not None:
+        return int(n)
+    classes = getattr(calibrator, "classes_", None)
+    return None if classes is None else len(classes)
+
+
+def check_calibrator(task: Task, calibrator: Any) -> None:
+    """Check that a fitted calibrator matches the task's labels.
+
+    A calibrator needs ``predict_proba`` and ``n_classes_`` (or ``classes_``) equal to the
+    number of task labels; if it carries label metadata (``labels_`` or ``labels``), it
+    must equal ``task.labels``. Its ``n_features_in_`` (when present) must be k, the
+    width of p̂, or, under the ``"other"`` unparsed policy, k + 1, the width of the belief
+    features.
+
+    Raises:
+        ConfigurationError: If the calibrator is unusable or its class or input count
+            differs.
+        LabelMismatchError: If its labels differ from the task's.
+    """
+    if calibrator is None:
+        return
+    if not callable(getattr(calibrator, "predict_proba", None)):
+        msg = (
+            f"calibrator for task {task.name!r} must have a predict_proba method, got "
+            f"{calibrator!r}; pass a fitted calibrators estimator or None."
+        )
+        raise ConfigurationError(msg)
+    k = len(task.labels)
+    n = _n_classes(calibrator)
+    if n is None:
+        msg = (
+            f"calibrator {type(calibrator).__name__} for task {task.name!r} is not fitted "
+            "(it has no n_classes_ or classes_); fit it on beliefs of this task first."
+        )
+        raise ConfigurationError(msg)
+    if n != k:
+        msg = (
+            f"calibrator {type(calibrator).__name__} was fitted on {n} classes but task "
+            f"{task.name!r} has {k} labels {task.labels!r}; fit the calibrator on this task's "
+            "beliefs."
+        )
+        raise ConfigurationError(msg)
+    n_features = getattr(calibrator, "n_features_in_", None)
+    widths = {k, task.n_features} | ({task.n_inputs} if task.reads_relevance else set())
+    if n_features is not None and int(n_features) not in widths:
+        if task.unparsed_evidence:
+            what = f"{k} (p̂) or {task.n_features} (p̂'s counts plus the unparsed share)"
+        else:
+            what = (
+                f"{k} (p̂; {k + 1} inputs, with the unparsed share, need the task's "
+                "unparsed: other policy)"
+            )
+        if task.reads_relevance:
+            what += f", or {task.n_inputs} (with the relevance features)"
+        msg = (
+            f"calibrator {type(calibrator).__name__} was fitted on {int(n_features)} input "
+            f"columns but task {task.name!r} (unparsed: {task.unparsed}) feeds it {what}; "
+            "fit the calibrator on this task's beliefs."
+        )
+        raise ConfigurationError(msg)
+    for attr in ("labels_", "labels"):
+        labels = getattr(calibrator, attr, None)
+        if labels is not None and not callable(labels):
+            got = [str(label) for label in labels]
+            if got != list(task.labels):
+                msg = (
+                    f"calibrator {type(calibrator).__name__} has labels {got!r} but task "
+                    f"{task.name!r} has labels {task.labels!r} (same order required); fit "
+                    "the calibrator on this task's beliefs."
+                )
+                raise LabelMismatchError(msg, expected=list(task.labels), got=got)
+            break
+
+
+@dataclass(kw_only=True)
+class CalibratorArtefact:
+    """A fitted calibrator with what it was fitted for: labels (in order), α and task.
+
+    Build one with :meth:`load` (a file written by ``taskcal fit``) or directly, and write
+    it with :meth:`save`. Every front door accepts it in place of a bare calibrator.
+
+    Attributes:
+        calibrator: The fitted calibrator.
+        labels: The task labels the calibrator was fitted on, in order.
+        alpha: The Dirichlet prior the beliefs were smoothed with, or ``None``.
+        task_name: The task's name as recorded, or ``None``.
+        task: The full task when recorded (``task_spec``), else ``None``.
+        metadata: The other recorded fields (``actions``, ``calibrator_name``,
+            ``fit_metrics``, ``samples``, ``created``), as written.
+        path: The file it was read from or last saved to, or ``None``.
+        risk_control: A calibrated risk limit that the front doors apply (their
+            :class:`~taskcal_agents.decision.Decider` guards the MBR action), or ``None``.
+        stopping_prior: Adaptive N's stopping prior, fitted on the calibration samples
+            (:func:`~taskcal_agents.decision._stopping_prior.fit_stopping_prior`), or ``None``.
+    """
+
+    calibrator: Calibrator
+    labels: list[str]
+    alpha: float | None = None
+    task_name: str | None = None
+    task: Task | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+    risk_control: RiskControl | None = None
+    stopping_prior: StoppingPrior | None = None
+
+    def __post_init__(self) -> None:
+        self.labels = [str(label) for label in self.labels]
+        if self.stopping_prior is not None and not isinstance(self.stopping_prior, StoppingPrior):
+            msg = (
+                f"CalibratorArtefact: stopping_prior must be a StoppingPrior or None, got "
+                f"{self.stopping_prior!r}."
+            )
+            raise ConfigurationError(msg)
+        if self.risk_control is not None and not isinstance(self.risk_control, RiskControl):
+            msg = (
+                f"CalibratorArtefact: risk_control must be a RiskControl or None, got "
+                f"{self.risk_control!r}."
+            )
+            raise ConfigurationError(msg)
+        if self.task is None:
+            return
+        if self.risk_control is not None:
+            self.risk_control.guard(self.task)  # the spec must fit the task
+        if self.stopping_prior is not None:
+            self.stopping_prior.for_task(self.task)  # fitted for the task's outcomes
+        if self.task_name is None:
+            self.task_name = self.task.name
+        if self.task_name != self.task.name:
+            msg = (
+                f"CalibratorArtefact: task_name {self.task_name!r} differs from its task's name "
+                f"{self.task.name!r}; record the task the calibrator was fitted for."
+            )
+            raise ConfigurationError(msg)
+        if self.labels != list(self.task.labels):
+            msg = (
+                f"CalibratorArtefact: labels {self.labels!r} differ from those of its task "
+                f"{self.task.name!r} {self.task.labels!r}; record the task the calibrator was "
+                "fitted for."
+            )
+            raise LabelMismatchError(msg, expected=list(self.task.labels), got=self.labels)
+
+    # ---------------------------------------------------------------- JSON form
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON-able artefact (the file format of the module docstring)."""
+        to_dict = getattr(self.calibrator, "to_dict", None)
+        if not callable(to_dict):
+            msg = (
+                f"CalibratorArtefact: calibrator {type(self.calibrator).__name__} has no "
+                "to_dict(), so it cannot be saved; use a calibrators estimator."
+            )
+            raise ConfigurationError(msg)
+        meta = self.metadata
+        actions = meta.get("actions", None if self.task is None else self.task.action_list)
+        risk = self.risk_control
+        data: dict[str, Any] = {
+            "format": ARTEFACT_FORMAT,
+            "format_version": 1 if risk is None else ARTEFACT_FORMAT_VERSION,
+            "task": self.task_name,
+            "labels": list(self.labels),
+            "actions": None if actions is None else list(actions),
+            "alpha": None if self.alpha is None else float(self.alpha),
+            "task_spec": None if self.task is None else self.task.model_dump(mode="json"),
+            "calibrator_name": meta.get("calibrator_name", type(self.calibrator).__name__),
+            "calibrator": to_dict(),
+            "fit_metrics": meta.get("fit_metrics", {}),
+            "samples": meta.get("samples") or {},
+            "created": meta.get("created")
+            or _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            **({} if risk is None else {"risk_control": risk.to_dict()}),
+            **(
+                {}
+                if self.stopping_prior is None
+                else {"stopping_prior": self.stopping_prior.to_dict()}
+            ),
+            **{k: v for k, v in meta.items() if k not in _WRITTEN},
+        }
+        data["content_sha256"] = content_sha256(data)
+        return data
+
+    @classmethod
+    def from_dict(
+        cls, data: Mapping[str, Any], *, path: str | os.PathLike[str] | None = None
+    ) -> CalibratorArtefact:
+        """Rebuild an artefact (and its calibrator) from its JSON form.
+
+        Raises:
+            DataFileError: If ``data`` is not a calibrator artefact of this format
+                version, or its calibrator, task or α cannot be rebuilt.
+        """
+        from calibrators import from_dict
+
+        where = "<dict>" if path is None else str(path)
+        if not isinstance(data, Mapping) or data.get("format") != ARTEFACT_FORMAT:
+            got = data.get("format") if isinstance(data, Mapping) else type(data).__name__
+            msg = (
+                f"not a calibrator artefact: expected format {ARTEFACT_FORMAT!r}, got {got!r}; "
+                "write one with `taskcal fit`."
+            )
+            raise DataFileError(msg, path=where)
+        version = data.get("format_version")
+        if isinstance(version, bool) or version not in ARTEFACT_READ_VERSIONS:
+            msg = (
+                f"format_version must be {' or '.join(map(str, ARTEFACT_READ_VERSIONS))}, got "
+                f"{version!r}; refit with this version of taskcal."
+            )
+            raise DataFileError(msg, path=where)
+        if "calibrator" not in data:
+            msg = "calibrator artefact has no field 'calibrator'; refit it with `taskcal fit`."
+            raise DataFileError(msg, path=where)
+        try:
+            calibrator = from_dict(data["calibrator"])
+        except (KeyError, TypeError, ValueError) as exc:
+            msg = f"calibrator artefact field 'calibrator' holds no valid calibrator: {exc}"
+            raise DataFileError(msg, path=where) from exc
+        raw_labels = data.get("labels")
+        if (
+            not isinstance(raw_labels, list)
+            or len(raw_labels) < 2
+            or not all(isinstance(label, str) and label for label in raw_labels)
+            or len(set(raw_labels)) != len(raw_labels)
+        ):
+            msg = (
+                "calibrator artefact field 'labels' must list at least 2 distinct non-empty "
+                f"label names, in the task's order; got {raw_labels!r}."
+            )
+            raise DataFileError(msg, path=where)
+        labels = list(raw_labels)
+        n_classes = getattr(calibrator, "n_classes_", None)
+        if n_classes is not None and n_classes != len(labels):
+            msg = (
+                f"calibrator has {n_classes} classes but the artefact field 'labels' lists "
+                f"{labels!r}; the file is inconsistent: refit it."
+            )
+            raise DataFileError(msg, path=where)
+        task: Task | None = None
+        spec = data.get("task_spec")
+        if isinstance(spec, Mapping):
+            fields = {k: v for k, v in spec.items() if k != "format_version"}
+            try:
+                task = Task.model_validate(fields)
+            except ValueError as exc:
+                msg = f"calibrator artefact field 'task_spec' is not a valid task: {exc}"
+                raise DataFileError(msg, path=where) from exc
+        alpha = data.get("alpha")
+        if alpha is not None and (
+            isinstance(alpha, bool)
+            or not isinstance(alpha, int | float)
+            or not math.isfinite(alpha)
+            or alpha < 0
+        ):
+            msg = (
+                "calibrator artefact field 'alpha' must be a finite number >= 0 or null, got "
+                f"{alpha!r}; refit it with `taskcal fit`."
+            )
+            raise DataFileError(msg, path=where)
+        risk_control = None
+        if data.get("risk_control") is not None:
+            try:
+                risk_control = RiskControl.from_dict(data["risk_control"])
+                if task is not None:
+                    risk_control.guard(task)
+            except ConfigurationError as exc:
+                msg = f"calibrator artefact field 'risk_control' is invalid: {exc}"
+                raise DataFileError(msg, path=where) from exc
+        stopping_prior = None
+        if data.get("stopping_prior") is not None:
+            try:
+                stopping_prior = StoppingPrior.from_dict(data["stopping_prior"])
+            except ConfigurationError as exc:
+                msg = f"calibrator artefact field 'stopping_prior' is invalid: {exc}"
+                raise DataFileError(msg, path=where) from exc
+        task_name = data.get("task")
+        known = {"format", "format_version", "task", "labels", "alpha", "task_spec", "calibrator"}
+        known |= {"risk_control", "stopping_prior", "content_sha256"}
+        try:
+            return cls(
+                calibrator=calibrator,
+                labels=labels,
+                alpha=None if alpha is None else float(alpha),
+                task_name=task_name if isinstance(task_name, str) else None,
+                task=task,
+                metadata={k: v for k, v in data.items() if k not in known},
+                path=None if path is None else Path(path),
+                risk_control=risk_control,
+                stopping_prior=stopping_prior,
+            )
+        except ConfigurationError as exc:  # fields that disagree with 'task_spec'
+            msg = f"calibrator artefact fields disagree with its 'task_spec': {exc}"
+            raise DataFileError(msg, path=where) from exc
+
+    # -------------------------------------------------------------------- files
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> CalibratorArtefact:
+        """Read an artefact file written by ``taskcal fit`` (or :meth:`save`).
+
+        Raises:
+            DataFileError: If the file is missing, not JSON, not a calibrator artefact,
+                of another format version, or its calibrator or task cannot be rebuilt.
+        """
+        p = Path(path)
+        data = read_json(
+            p,
+            what="calibrator artefact",
+            missing_hint="write one with `taskcal fit` or check the path.",
+        )
+        return cls.from_dict(data, path=p)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the artefact as JSON, atomically; return the path (also set on ``path``).
+
+        An artefact that recorded no ``created`` time keeps the one written, so the object
+        and the file have the same content (and the same ``artefact_id``).
+        """
+        if not self.metadata.get("created"):
+            self.metadata["created"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        self.path = write_json(self.to_dict(), path)
+        return self.path
+
+    @property
+    def content_id(self) -> str | None:
+        """A short content hash: the first 16 hex digits of :attr:`content_sha256`.
+
+        The id a decision (``Decision.calibrator_id``) and the decision log
+        (``artefact_id``) name the artefact by; equal for equal content, stable across loads.
+        ``None`` for a calibrator that cannot be written (no ``to_dict``).
+        """
+        if not callable(getattr(self.calibrator, "to_dict", None)):
+            return None
+        return self.content_sha256[:16]
+
+    @property
+    def content_sha256(self) -> str:
+        """The sha256 of the artefact's JSON form (the file's ``content_sha256`` field).
+
+        Over every field but itself, keys sorted; the ``created`` time counts when the
+        artefact records one (``taskcal fit`` does), and an artefact without it is not
+        stamped with the time of the call.
+        """
+        data = self.to_dict()
+        if not self.metadata.get("created"):
+            return content_sha256(data, stamped=True)
+        return str(data["content_sha256"])
+
+    # ---------------------------------------------------------------- checking
+
+    def check_for(self, *, task_name: str | None = None, labels: list[str] | None = None) -> None:
+        """Check that the artefact was fitted for the task ``task_name`` and ``labels``.
+
+        Raises:
+            LabelMismatchError: If it was fitted for another task or other labels.
+        """
+        where = "" if self.path is None else f" {self.path}"
+        if task_name is not None and self.task_name != task_name:
+            msg = (
+                f"calibrator artefact{where} was fitted for task {self.task_name!r}, not for "
+                f"task {task_name!r}; fit one on samples of this task with `taskcal fit`."
+            )
+            raise LabelMismatchError(msg, expected=list(labels or []), got=self.labels)
+        if labels is not None and self.labels != list(labels):
+            msg = (
+                f"calibrator artefact{where} has labels {self.labels!r}, but the task has "
+                f"labels {list(labels)!r}; fit one on samples of this task with `taskcal fit`."
+            )
+            raise LabelMismatchError(msg, expected=list(labels), got=self.labels)
+
+
+def content_sha256(data: Mapping[str, Any], *, stamped: bool = False) -> str:
+    """The sha256 (hex) of an artefact's JSON form, without its ``content_sha256`` field.
+
+    ``stamped``: its ``created`` field is the time of the call, not content (left out).
+    """
+    drop = {"content_sha256", "created"} if stamped else {"content_sha256"}
+    content = {k: v for k, v in data.items() if k not in drop}
+    blob = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+_WRITTEN = frozenset(
+    {"format", "format_version", "task", "labels", "actions", "alpha", "task_spec"}
+    | {"calibrator_name", "calibrator", "fit_metrics", "samples", "created", "risk_control"}
+    | {"stopping_prior", "content_sha256"}
+)
+"""The fields :meth:`CalibratorArtefact.to_dict` writes itself; other metadata follows them."""
+
+CalibratorLike = Calibrator | CalibratorArtefact | str | os.PathLike[str]
+"""What a front door's ``calibrator`` parameter accepts (besides ``None``): a calibrator, an
+artefact, the path of an artefact file, or ``"auto"`` (a shipped calibrator, see
+:mod:`taskcal_agents.decision._shipped`)."""
+
+
+class ResolvedCalibrator(NamedTuple):
+    """What :func:`resolve_calibrator` returns."""
+
+    calibrator: Calibrator | None
+    """The calibrator, checked against the task (``None``: decide on the raw belief)."""
+    alpha: float
+    """The Dirichlet prior to use: the explicit one, else the artefact's, else the default."""
+    artefact: CalibratorArtefact | None
+    """The artefact, when one was given or loaded."""
+
+    @property
+    def risk_control(self) -> RiskControl | None:
+        """The artefact's risk control (applied by the front door's Decider), or ``None``."""
+        return None if self.artefact is None else self.artefact.risk_control
+
+    def stopping_prior_for(self, task: Task) -> StoppingPrior | None:
+        """The artefact's stopping prior when it was fitted for ``task``'s outcomes, else ``None``.
+
+        ``None`` (adaptive N then draws all N samples) also for an artefact
+        fitted under other outcomes than the runtime task's (another grounding belief, for
+        instance): the prior only matters with adaptive N, and never blocks a front door.
+        """
+        prior = None if self.artefact is None else self.artefact.stopping_prior
+        return prior if prior is not None and prior.outcomes == task.outcomes else None
+
+
+def as_artefact(calibrator: CalibratorLike | None) -> CalibratorArtefact | None:
+    """Return ``calibrator`` as an artefact: loaded from a path, as is, or ``None``.
+
+    ``None`` also for ``"auto"``, which :func:`resolve_calibrator` resolves.
+
+    Raises:
+        DataFileError: If a path cannot be read as an artefact.
+    """
+    if calibrator == "auto":
+        return None
+    if isinstance(calibrator, str | os.PathLike):
+        return CalibratorArtefact.load(calibrator)
+    return calibrator if isinstance(calibrator, CalibratorArtefact) else None
+
+
+def resolve_calibrator(
+    calibrator: CalibratorLike | None,
+    task: Task,
+    *,
+    alpha: float | None = None,
+    n_samples: int | None = None,
+    owner: str,
+) -> ResolvedCalibrator:
+    """Turn a front door's ``calibrator`` argument into a calibrator checked for ``task``.
+
+    The one place where a calibrator, an artefact or an artefact path is accepted: a path
+    is loaded, an artefact's labels must be the task's labels in the task's order, the
+    calibrator's class count (and input width, and labels when it records them) must
+    match the task, and α is the explicit one, else the artefact's, else
+    :data:`~taskcal_agents.decision._belief.DEFAULT_ALPHA`.
+
+    Args:
+        calibrator: A fitted calibrator, a :class:`CalibratorArtefact`, the path of an
+            artefact file, or ``None``. (A front door's ``"auto"`` is first turned into
+            the shipped artefact it picks, or ``None``, by
+            :func:`~taskcal_agents.decision._shipped.pick_calibrator`.)
+        task: The task it must fit.
+        alpha: The Dirichlet prior given explicitly, or ``None`` to take the artefact's.
+        n_samples: The samples the front door draws per decision, or ``None``; compared
+            with those an artefact's risk limit was fitted on.
+        owner: The front door's name, for error messages.
+
+    Warns:
+        RiskSettingsWarning: If the artefact's risk limit was fitted on beliefs from
+            another number of samples than ``n_samples``.
+
+    Raises:
+        DataFileError: If a path cannot be read as an artefact.
+        LabelMismatchError: If the artefact's (or calibrator's) labels differ from the
+            task's, or are in another order.
+        ConfigurationError: If the class count, input width or α is invalid, or the
+            artefact carries a risk limit certified for other actions, costs, safe
+            actions, unparsed policy or α than the runtime task's.
+    """
+    if calibrator == "auto":
+        msg = (
+            f"{owner}: calibrator 'auto' must be resolved by the front door "
+            "(taskcal_agents.decision._shipped.pick_calibrator) before resolve_calibrator."
+        )
+        raise ConfigurationError(msg)
+    artefact = as_artefact(calibrator)
+    if artefact is not None:
+        if artefact.labels != list(task.labels):
+            where = (
+                repr(str(artefact.path))
+                if artefact.path is not None
+                else f"for task {artefact.task_name!r}"
+            )
+            msg = (
+                f"{owner}: calibrator artefact {where} was fitted on labels "
+                f"{artefact.labels!r} but task {task.name!r} has labels {task.labels!r}; "
+                "fit a calibrator for this task with `taskcal fit`."
+            )
+            raise LabelMismatchError(msg, expected=list(task.labels), got=artefact.labels)
+        read = artefact.metadata.get("relevance_features")
+        if read is not None and list(read) != list(RELEVANCE_FEATURES):
+            msg = (
+                f"{owner}: calibrator artefact {artefact.path or artefact.task_name!r} reads the "
+                f"relevance features {list(read)!r}, but this version computes "
+                f"{list(RELEVANCE_FEATURES)!r}; refit it (`taskcal refit`, `taskcal fit` or "
+                "`taskcal calibrate`)."
+            )
+            raise ConfigurationError(msg)
+        calibrator = artefact.calibrator
+        if alpha is None:
+            alpha = artefact.alpha
+    check_calibrator(task, calibrator)
+    value = check_alpha(DEFAULT_ALPHA if alpha is None else alpha, owner=owner)
+    if artefact is not None and artefact.risk_control is not None:
+        _check_risk_setting(artefact, task, value, n_samples, owner)
+    return ResolvedCalibrator(calibrator, value, artefact)  # type: ignore[arg-type]
+
+
+def _check_risk_setting(
+    artefact: CalibratorArtefact, task: Task, alpha: float, n_samples: int | None, owner: str
+) -> None:
+    """Refuse an artefact's risk limit in a setting it was not certified for."""
+    rc = artefact.risk_control
+    assert rc is not None
+    where = repr(str(artefact.path)) if artefact.path is not None else f"for {artefact.task_name!r}"
+    fix = (
+        f"refit the limit for this setting with `taskcal fit --risk-control {rc.spec}`, or "
+        "drop the guard (use an artefact without risk_control)."
+    )
+    fitted = artefact.task
+    if fitted is None:
+        msg = (
+            f"{owner}: calibrator artefact {where} carries the risk limit {str(rc.spec)!r} but "
+            f"records no task_spec, so it cannot be checked against task {task.name!r}; {fix}"
+        )
+        raise ConfigurationError(msg)
+    differs = [
+        f"{what} {ours!r} (certified: {theirs!r})"
+        for what, ours, theirs in (
+            ("actions", task.action_list, fitted.action_list),
+            ("cost matrix", task.cost_matrix().tolist(), fitted.cost_matrix().tolist()),
+            ("ask action", task.ask_action, fitted.ask_action),
+            ("abstain action", task.abstain_action, fitted.abstain_action),
+            ("fallback action", task.default_action, fitted.default_action),
+            ("sampled actions", task.sampled_actions, fitted.sampled_actions),
+            ("unparsed policy", task.unparsed, fitted.unparsed),
+        )
+        if ours != theirs
+    ]
+    if artefact.alpha is not None and not math.isclose(alpha, artefact.alpha, rel_tol=1e-12):
+        differs.append(f"Dirichlet prior α {alpha!r} (certified: {artefact.alpha!r})")
+    if differs:
+        msg = (
+            f"{owner}: calibrator artefact {where} carries the risk limit {str(rc.spec)!r}, "
+            f"certified for another setting than task {task.name!r} with "
+            + "; ".join(differs)
+            + f". The limit does not carry over: {fix}"
+        )
+        raise ConfigurationError(msg)
+    samples = artefact.metadata.get("samples")
+    fitted_n = samples.get("n") if isinstance(samples, Mapping) else None
+    if (
+        n_samples is not None
+        and isinstance(fitted_n, int)
+        and not isinstance(fitted_n, bool)
+        and fitted_n != n_samples
+    ):
+        msg = (
+            f"{owner}: the risk limit {str(rc.spec)!r} of calibrator artefact {where} was "
+            f"certified on beliefs from {fitted_n} samples per item, but this front door draws "
+            f"{n_samples}; the guarantee holds for {fitted_n} only. Draw {fitted_n} samples or "
+            f"{fix}"
+        )
+        warnings.warn(msg, RiskSettingsWarning, stacklevel=3)

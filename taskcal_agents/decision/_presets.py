@@ -1,0 +1,356 @@
+"""Built-in task factories: tool decisions, answer-or-abstain, ratings, multiple choice.
+
+Tool decisions come in two turn types: on a user turn (:func:`tool_decision`) and right
+after a tool result (:func:`after_tool_result`).
+
+Each factory returns a validated :class:`~taskcal_agents.decision.Task`. Pass ``cost=`` to
+replace the default cost matrix (row = true label, column = action).
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from taskcal_agents.decision._task import TOOL_CALL_ACTION, GroundingSpec, ParserSpec, Task
+
+__all__ = [
+    "DEFAULT_AFTER_TOOL_RESULT_COST",
+    "DEFAULT_GROUNDING",
+    "DEFAULT_TOOL_DECISION_COST",
+    "TOOL_DECISION_GROUNDING",
+    "TOOL_DECISION_PROMPT",
+    "after_tool_result",
+    "after_tool_result_for",
+    "answer_or_abstain",
+    "multiple_choice",
+    "rating",
+    "tool_decision",
+]
+
+DEFAULT_TOOL_DECISION_COST: tuple[tuple[float, ...], ...] = (
+    # action: tool_call, request_for_info, cannot_answer, direct_answer
+    (0.0, 1.0, 2.0, 2.0),  # true tool_call: asking costs a turn, giving up fails the task
+    (4.0, 0.0, 1.0, 3.0),  # true request_for_info: a call with guessed arguments is costly
+    (5.0, 2.0, 0.0, 4.0),  # true cannot_answer: acting on an impossible request is worst
+    (2.0, 1.0, 2.0, 0.0),  # true direct_answer
+)
+"""Default tool-decision costs (the ``direct_answer`` row/column only when enabled)."""
+
+DEFAULT_AFTER_TOOL_RESULT_COST: tuple[tuple[float, ...], ...] = (
+    # action: tool_call, request_for_info, cannot_answer, direct_answer
+    (0.0, 1.0, 2.0, 2.0),  # true tool_call: another call is needed (a new city, a next step)
+    (4.0, 0.0, 1.0, 2.0),  # true request_for_info: a call with invented arguments is costly
+    (5.0, 2.0, 0.0, 3.0),  # true cannot_answer: the result shows the request cannot be met
+    (3.0, 2.0, 2.0, 0.0),  # true direct_answer: the result answers; calling again loops
+)
+"""Default costs of the decision after a tool result (:func:`after_tool_result`).
+
+Rows and columns as in :data:`DEFAULT_TOOL_DECISION_COST` with ``direct_answer``. What
+changes once a result is in hand: answering from it is the expected move, so calling
+again when the result already answers costs 3 (a wasted round that tends to repeat,
+against 2 on a user turn) and asking the user then costs 2 (the user asked already,
+against 1); a needless extra call is still cheaper than inventing arguments (4) or acting
+on an impossible request (5).
+"""
+
+
+TOOL_DECISION_PROMPT = (
+    "You are an assistant with tools. If a tool fits the request and every required "
+    "argument is given, call the tool. If a tool fits but a required argument is missing, "
+    "ask the user a short question for it. If no tool can do what the user wants, say that "
+    "you cannot help with that."
+)
+"""The system prompt of :func:`tool_decision` on a user turn by default: it names the three
+choices, and the calibrators shipped for the registry models were fitted on beliefs drawn
+under it (:mod:`taskcal_agents.decision._shipped`)."""
+
+DEFAULT_GROUNDING = GroundingSpec()
+"""The grounding of :func:`after_tool_result` (and of :func:`tool_decision` with
+``direct_answer``) by default: only grounded calls are sent, and ungrounded ones enter the
+belief as :attr:`GroundingSpec.belief <taskcal_agents.decision.GroundingSpec.belief>`
+says."""
+
+TOOL_DECISION_GROUNDING = GroundingSpec(relevance=True)
+"""The grounding of :func:`tool_decision` on a user turn by default: as
+:data:`DEFAULT_GROUNDING`, and a calibrator also reads the relevance features (evidence
+that no offered tool fits the request, and the samples' agreement on the call;
+:mod:`taskcal_agents.parsing._relevance`). Chosen on the development split of the BFCL corpus,
+where the logistic calibrator reading them cost 0.475 per decision against 0.594 without them
+(Qwen2.5-Coder-0.5B, 219 items); the calibrators the package ships read them."""
+
+
+def _matrix(cost: Sequence[Sequence[float]]) -> list[list[float]]:
+    return [[float(c) for c in row] for row in cost]
+
+
+def tool_decision(
+    direct_answer: bool = False,
+    cost: Sequence[Sequence[float]] | None = None,
+    *,
+    tool_names: Sequence[str] | None = None,
+    name: str = "tool_decision",
+    unparsed: str = "other",
+    grounding: GroundingSpec | Literal["default"] | None = "default",
+    **fields: Any,
+) -> Task:
+    """Tool call, ask for information, or abstain (optionally: answer directly).
+
+    Labels and actions: ``tool_call``, ``request_for_info``, ``cannot_answer`` (and
+    ``direct_answer``). The default costs are :data:`DEFAULT_TOOL_DECISION_COST`; the
+    default fallback is its minimax action, ``request_for_info``. Unparsed samples are
+    evidence by default (``unparsed="other"``): small models often answer an impossible
+    request with text no label fits, and a belief drawn from one usable sample of eight
+    must not look like strong evidence.
+
+    Sampled calls are checked against the offered tools' schemas and the conversation
+    (argument grounding, :data:`DEFAULT_GROUNDING`): a call with a missing or
+    invented required argument is *ungrounded*, evidence for asking, and never sent; the
+    ask action's question names what the calls lacked. The front doors pass the request's
+    tools and conversation; a direct :meth:`Decider.decide
+    <taskcal_agents.decision.Decider.decide>` call needs ``context=``.
+
+    Args:
+        direct_answer: Add the ``direct_answer`` label and action.
+        cost: Cost matrix replacing the default.
+        tool_names: Only calls to these tools count as ``tool_call``.
+        name: The task name.
+        unparsed: The unparsed policy (``"other"``, ``"drop"`` or ``"as:<label>"``, see
+            :attr:`Task.unparsed`).
+        grounding: How argument grounding enters the decision
+            (:class:`~taskcal_agents.decision.GroundingSpec`); ``None``: calls count and are
+            sent whatever their arguments. ``"default"``: :data:`TOOL_DECISION_GROUNDING`
+            (with the relevance features), or :data:`DEFAULT_GROUNDING` with ``direct_answer``.
+        **fields: Further :class:`Task` fields (``ask_text``, ``prompt``, …). The
+            ``prompt`` is :data:`TOOL_DECISION_PROMPT` by default without ``direct_answer``
+            (``None``: no task prompt).
+
+    Returns:
+        The task.
+    """
+    if not direct_answer:
+        fields.setdefault("prompt", TOOL_DECISION_PROMPT)
+    if grounding == "default":
+        grounding = DEFAULT_GROUNDING if direct_answer else TOOL_DECISION_GROUNDING
+    labels = [TOOL_CALL_ACTION, "request_for_info", "cannot_answer"]
+    if direct_answer:
+        labels.append("direct_answer")
+    k = len(labels)
+    default = [list(row[:k]) for row in DEFAULT_TOOL_DECISION_COST[:k]]
+    options: dict[str, Any] = {"direct_answer": direct_answer}
+    if tool_names is not None:
+        options["tool_names"] = list(tool_names)
+    fields.setdefault(
+        "sampled_actions",
+        [label for label in labels if label in (TOOL_CALL_ACTION, "direct_answer")],
+    )
+    return Task(
+        name=name,
+        labels=labels,
+        cost=_matrix(default if cost is None else cost),
+        parser=ParserSpec(name="tool_decision", options=options),
+        unparsed=unparsed,
+        call_action=TOOL_CALL_ACTION,
+        ask_action="request_for_info",
+        abstain_action="cannot_answer",
+        grounding=grounding,
+        **fields,
+    )
+
+
+def after_tool_result(
+    cost: Sequence[Sequence[float]] | None = None,
+    *,
+    tool_names: Sequence[str] | None = None,
+    name: str = "after_tool_result",
+    unparsed: str = "other",
+    fallback_action: str = "direct_answer",
+    grounding: GroundingSpec | None = DEFAULT_GROUNDING,
+    **fields: Any,
+) -> Task:
+    """The decision after a tool result: answer from it, call (another) tool, ask, abstain.
+
+    The labels, actions and parser are those of ``tool_decision(direct_answer=True)`` (a
+    calibrator fitted on tool-result turns of that task fits this one); the default costs
+    are :data:`DEFAULT_AFTER_TOOL_RESULT_COST`. The front doors use this task when the
+    last message is a ``ToolMessage``
+    (:func:`~taskcal_agents.parsing.is_tool_result_turn`): the middleware by default
+    for a ``tool_decision`` task (:func:`after_tool_result_for`), the LangGraph example through
+    a second :class:`~taskcal_agents.langchain.TaskCalibratedRunnable`.
+
+    A sampled call identical to one already made and answered in the current user turn is
+    a *repeat*: unparsed, never evidence for calling and never executed again (see
+    :meth:`Decider.decide <taskcal_agents.decision.Decider.decide>`); with the default
+    ``unparsed="other"`` repeats weaken the belief rather than vanish. The fallback (no
+    usable sample, e.g. every sample repeated the call) is ``direct_answer``: the front
+    door then reports the tool result itself
+    (:func:`~taskcal_agents.parsing.tool_result_reply`) rather than ask the user again.
+
+    Args:
+        cost: Cost matrix replacing the default (4 × 4, row = true label).
+        tool_names: Only calls to these tools count as ``tool_call``.
+        name: The task name.
+        unparsed: The unparsed policy (see :attr:`Task.unparsed`).
+        fallback_action: The action without a usable sample.
+        grounding: Argument grounding (see :func:`tool_decision`); a call's arguments may
+            come from the tool result.
+        **fields: Further :class:`Task` fields.
+
+    Returns:
+        The task.
+    """
+    return tool_decision(
+        True,
+        [list(row) for row in DEFAULT_AFTER_TOOL_RESULT_COST] if cost is None else cost,
+        tool_names=tool_names,
+        name=name,
+        unparsed=unparsed,
+        fallback_action=fallback_action,
+        grounding=grounding,
+        **fields,
+    )
+
+
+def after_tool_result_for(task: Task) -> Task | None:
+    """The task decided right after a tool result in a conversation that ``task`` decides.
+
+    For a ``tool_decision`` task, :func:`after_tool_result` with its offered tools, texts and
+    own prompt (not the user turn's default :data:`TOOL_DECISION_PROMPT`, which asks to
+    call, ask or refuse where a tool result asks for an answer); ``None`` for any other
+    task, which decides on tool-result turns itself. The middleware's default
+    (``tool_result="auto"``).
+    """
+    if task.parser.name != "tool_decision":
+        return None
+    return after_tool_result(
+        tool_names=task.parser.options.get("tool_names"),
+        ask_text=task.ask_text,
+        abstain_text=task.abstain_text,
+        prompt=None if task.prompt == TOOL_DECISION_PROMPT else task.prompt,
+    )
+
+
+def answer_or_abstain(
+    wrong_answer_cost: float = 4.0,
+    abstain_cost: float = 1.0,
+    cost: Sequence[Sequence[float]] | None = None,
+    *,
+    name: str = "answer_or_abstain",
+    unparsed: str = "drop",
+    answer_clusters: str | None = None,
+    **fields: Any,
+) -> Task:
+    """Answer or abstain.
+
+    Labels and actions: ``answer`` (the question should be answered: the model's answer
+    is right) and ``abstain`` (it should not). Answering wrongly costs
+    ``wrong_answer_cost``; abstaining on an answerable question costs ``abstain_cost``.
+    ``answer`` is a sampled action (only a sampled answer carries it out), so with no
+    answering sample the decision abstains, flagged as a fallback.
+
+    With ``answer_clusters`` (free-form questions) the answers are clustered by meaning:
+    the belief in ``answer`` is the modal cluster's share, ``answer`` means "the modal
+    answer is right" and the answer action replies with it (see
+    :class:`~taskcal_agents.decision.AnswerClusterSpec`).
+
+    Args:
+        wrong_answer_cost: C[abstain, answer].
+        abstain_cost: C[answer, abstain].
+        cost: Full cost matrix replacing the two numbers.
+        name: The task name.
+        unparsed: The unparsed policy.
+        answer_clusters: ``"lexical"`` (normalisation and numeric equivalence),
+            ``"entailment"`` (also two-way entailment judged by the served model) or
+            ``None`` (no clustering: each sample counts by its parsed label).
+        **fields: Further :class:`Task` fields.
+
+    Returns:
+        The task.
+    """
+    default = [[0.0, abstain_cost], [wrong_answer_cost, 0.0]]
+    fields.setdefault("sampled_actions", ["answer"])
+    return Task(
+        name=name,
+        labels=["answer", "abstain"],
+        cost=_matrix(default if cost is None else cost),
+        parser=ParserSpec(name="answer_or_abstain"),
+        unparsed=unparsed,
+        abstain_action="abstain",
+        # A method name is the field's shorthand, expanded by its before-validator.
+        answer_clusters=answer_clusters,  # type: ignore[arg-type]
+        **fields,
+    )
+
+
+def rating(
+    k: int = 5,
+    cost: Sequence[Sequence[float]] | None = None,
+    *,
+    name: str = "rating",
+    unparsed: str = "drop",
+    low: int = 1,
+    **fields: Any,
+) -> Task:
+    """A rating on a low…low+k−1 scale (default 1…k) with L1 cost C[i, j] = |i − j|.
+
+    Args:
+        k: The number of rating levels (labels ``"1"`` … ``"k"`` by default).
+        low: The lowest level: 0 gives labels ``"0"`` … ``"k-1"`` (STS-B's 0–5 is k=6,
+            low=0).
+        cost: Cost matrix replacing the L1 default.
+        name: The task name.
+        unparsed: The unparsed policy.
+        **fields: Further :class:`Task` fields.
+
+    Returns:
+        The task.
+    """
+    default = [[float(abs(i - j)) for j in range(k)] for i in range(k)]
+    return Task(
+        name=name,
+        labels=[str(i) for i in range(low, low + k)],
+        cost=_matrix(default if cost is None else cost),
+        parser=ParserSpec(name="rating", options={"k": k, "low": low} if low != 1 else {"k": k}),
+        unparsed=unparsed,
+        **fields,
+    )
+
+
+def multiple_choice(
+    options: Sequence[str] | Mapping[str, str],
+    cost: Sequence[Sequence[float]] | None = None,
+    *,
+    name: str = "multiple_choice",
+    unparsed: str = "drop",
+    **fields: Any,
+) -> Task:
+    """Multiple choice with 0-1 cost.
+
+    Args:
+        options: Option texts (labelled ``A``, ``B``, … in order) or a mapping from
+            label to option text.
+        cost: Cost matrix replacing the 0-1 default.
+        name: The task name.
+        unparsed: The unparsed policy.
+        **fields: Further :class:`Task` fields.
+
+    Returns:
+        The task.
+    """
+    if isinstance(options, Mapping):
+        labels = [str(label) for label in options]
+        texts = [str(text) for text in options.values()]
+    else:
+        texts = [str(text) for text in options]
+        labels = list(string.ascii_uppercase[: len(texts)])
+    k = len(labels)
+    default = [[0.0 if i == j else 1.0 for j in range(k)] for i in range(k)]
+    return Task(
+        name=name,
+        labels=labels,
+        cost=_matrix(default if cost is None else cost),
+        parser=ParserSpec(name="choice", options={"labels": labels, "texts": texts}),
+        unparsed=unparsed,
+        **fields,
+    )

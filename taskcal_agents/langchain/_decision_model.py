@@ -1,0 +1,413 @@
+"""A LangChain decision model (``langchain_core.decisions``) backed by calibrated sampling.
+
+:class:`TaskCalibratedDecisionModel` answers ``Choice`` questions (and ``Noul`` and
+``Score`` ones) about a state by drawing N completions from a chat model, mapping each to
+a label, calibrating the belief and taking the minimum-Bayes-risk label. The answer keeps
+the calibrated distribution, so callers can apply their own thresholds::
+
+    from langchain_core.decisions import Choice
+
+    classifier = TaskCalibratedDecisionModel(chat_model=llm)
+    response = classifier.invoke({
+        "state": "Stripe fails whenever I connect my account.",
+        "questions": {"team": Choice(
+            instructions="Which team should handle this request?",
+            criteria={"billing": "Payments.", "technical": "Bugs.", "sales": "Pricing."},
+        )},
+    })
+    response.choices["team"].choice, response.choices["team"].probabilities
+
+Per question (by its ID) a calibrator (fitted, a
+:class:`~taskcal_agents.decision.CalibratorArtefact` or an artefact path) and a cost
+matrix can be given; both are indexed by the question's labels in ``criteria`` order
+(``"yes"``, ``"no"`` for a ``Noul``; the levels ``"0"``, ``"1"``, … for a ``Score``).
+
+A ``Noul`` answer is what a caller compares with 0.5 (``AutoModeMiddleware`` blocks at
+P(risky) ≥ 0.5), so it carries the question's costs: with the expected costs EC(yes) and
+EC(no) of answering yes and no, it is q' = EC(no) / (EC(yes) + EC(no)), which is ≥ 0.5
+exactly when the MBR answer is yes. Under the default 0-1 costs q' is the calibrated
+probability of yes; under ``[[0, c_FN], [c_FP, 0]]`` it is q·c_FN / (q·c_FN + (1−q)·c_FP),
+so q' ≥ 0.5 ⇔ q ≥ c_FP / (c_FP + c_FN) (see :mod:`taskcal_agents.langchain._interop`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import threading
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
+
+from langchain_core.decisions import (
+    BaseDecisionModel,
+    Choice,
+    ChoiceAnswer,
+    ClassifierResponse,
+    Noul,
+    NoulAnswer,
+    Question,
+    Score,
+    ScoreAnswer,
+    State,
+)
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from pydantic import Field, PrivateAttr, model_validator
+from typing_extensions import override
+
+from taskcal_agents.decision import (
+    AUTO,
+    Decider,
+    Decision,
+    Draw,
+    Drawn,
+    ParserSpec,
+    SamplingOptions,
+    Task,
+    as_artefact,
+)
+from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.parsing import LABEL_PARSER
+from taskcal_agents.production import DecisionSession, InForce, open_decision_log
+from taskcal_agents.sampling import (
+    adrive_rounds,
+    asample_messages,
+    bound_tools,
+    drive_rounds,
+    sample_messages,
+)
+
+__all__ = ["TaskCalibratedDecisionModel", "noul_probability", "render_state"]
+
+_SYSTEM = (
+    "You are a careful classifier. Read the input, then answer the question with exactly "
+    "one of the allowed labels and nothing else."
+)
+_NOUL_LABELS = ("yes", "no")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseMessage):
+        return {"role": value.type, "content": value.text}
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def render_state(state: State) -> str:
+    """Return the state as prompt text (messages as ``role: text`` lines)."""
+    if isinstance(state, str):
+        return state
+    if isinstance(state, BaseMessage):
+        return f"{state.type}: {state.text}"
+    if isinstance(state, Sequence) and all(isinstance(m, BaseMessage) for m in state):
+        return "\n".join(f"{m.type}: {m.text}" for m in state)  # type: ignore[union-attr]
+    return json.dumps(_jsonable(state), ensure_ascii=False, indent=1)
+
+
+def noul_probability(decision: Decision) -> float:
+    """Return the ``Noul`` answer of a yes/no decision: ≥ 0.5 exactly when it says yes.
+
+    q' = EC(no) / (EC(yes) + EC(no)) from the decision's expected costs: the calibrated
+    probability of yes under 0-1 costs, the cost-weighted one otherwise (0.5 when both
+    costs are 0; ties are yes, as MBR breaks them). When the action is not the MBR one (the
+    fallback without parsed samples, or a risk guard's downgrade), q' is moved to the
+    nearest value on the action's side of 0.5, so a caller's 0.5 test never contradicts it.
+
+    Args:
+        decision: A decision over the labels ``"yes"``, ``"no"``.
+    """
+    block, allow = decision.expected_cost["yes"], decision.expected_cost["no"]
+    total = block + allow
+    q = 0.5 if total <= 0 else min(max(allow / total, 0.0), 1.0)
+    if (decision.action == "yes") != (q >= 0.5):
+        q = 0.5 if decision.action == "yes" else math.nextafter(0.5, 0.0)
+    return q
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+
+
+def _question_labels(question: Question) -> tuple[list[str], list[str]]:
+    """Return the question's labels and their descriptions."""
+    if isinstance(question, Choice):
+        return list(question.criteria), [_text(v) for v in question.criteria.values()]
+    if isinstance(question, Noul):
+        criteria = question.criteria
+        return list(_NOUL_LABELS), [
+            _text(criteria.true) if criteria else "",
+            _text(criteria.false) if criteria else "",
+        ]
+    if isinstance(question, Score):
+        return [str(i) for i in range(len(question.criteria))], [
+            _text(v) for v in question.criteria
+        ]
+    msg = (
+        "TaskCalibratedDecisionModel answers Choice, Noul and Score questions, got a "
+        f"{type(question).__name__} question; use a vision model for Box questions."
+    )
+    raise ConfigurationError(msg)
+
+
+class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
+    """Answer decision questions with calibrated, cost-aware sampling of a chat model.
+
+    Each question becomes a task whose labels are its options. N completions are drawn
+    (one call with ``n`` where the model supports it, else N concurrent calls), mapped to
+    labels with :class:`~taskcal_agents.parsing._labels.LabelParser`, smoothed, calibrated
+    by the question's calibrator (if any) and decided by minimum Bayes risk under the
+    question's cost matrix (0-1 for ``Choice``, L1 for ``Score`` by default).
+
+    Answers: ``Choice`` → the MBR label, the calibrated probabilities and the label's
+    calibrated probability as confidence; ``Noul`` → the cost-weighted probability of yes
+    (:func:`noul_probability`: the calibrated probability under 0-1 costs, ≥ 0.5 exactly
+    when the decision is yes);
+    ``Score`` → the expected level under the calibrated distribution, the distribution,
+    and its largest probability as confidence. Unparseable replies only count in the
+    decision (see :meth:`decide`); with none parsed the distribution is uniform.
+    """
+
+    chat_model: BaseChatModel
+    """The chat model that is sampled."""
+    model: str = ""
+    """Model name reported in responses and traces (default: the chat model's)."""
+    calibrators: dict[str, Any] = Field(default_factory=dict)
+    """Calibrators by question ID (classes in the question's label order): each a fitted
+    calibrator, a :class:`~taskcal_agents.decision.CalibratorArtefact`, the path of an
+    artefact file (read at construction), ``"auto"`` or ``None`` (the raw belief). An
+    artefact's labels must be the question's, in order, and its α is used unless ``alpha``
+    is given. A question not listed is ``"auto"``: a calibrator shipped for the model and
+    the question's task, else the raw belief with one
+    :class:`~taskcal_agents.decision.UncalibratedWarning`."""
+    costs: dict[str, list[list[float]]] = Field(default_factory=dict)
+    """Cost matrices by question ID (row = true label, column = chosen label)."""
+    system_prompt: str = _SYSTEM
+    """The system message sent before each question."""
+    reload_artefact: bool = False
+    """Watch the artefact files given in ``calibrators`` (paths) and reload one when it is
+    replaced, as the other front doors do (see
+    :class:`~taskcal_agents.production.ArtefactReloader`)."""
+    decision_log: Any = None
+    """Where each question's decision is logged (under the question ID as task name): a
+    :class:`~taskcal_agents.production.DecisionLog` or a path (``.jsonl`` or
+    ``.sqlite``/``.db``); ``None``: off. As the other front doors log theirs."""
+
+    _sessions: dict[str, tuple[Any, Task, DecisionSession]] = PrivateAttr(default_factory=dict)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    def __init__(self, **kwargs: Any) -> None:
+        """Validate the fields; read the artefact files among ``calibrators``.
+
+        Raises:
+            DataFileError: If an artefact path cannot be read.
+        """
+        super().__init__(**kwargs)
+        if not self.reload_artefact:  # read now; reloaded ones are read by their reloader
+            self.calibrators = {qid: as_artefact(c) or c for qid, c in self.calibrators.items()}
+        if self.decision_log is not None:
+            self.decision_log = open_decision_log(self.decision_log)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_model_name(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("model"):
+            chat_model = data.get("chat_model")
+            name = getattr(chat_model, "model_name", None) or getattr(chat_model, "model", None)
+            data = {**data, "model": str(name or type(chat_model).__name__)}
+        return data
+
+    @property
+    @override
+    def _provider(self) -> str:
+        return "taskcal"
+
+    # ------------------------------------------------------------------ pure steps
+
+    def task_for(self, question_id: str, question: Question) -> Task:
+        """Return the task that answers ``question`` (labels, costs, parser).
+
+        Raises:
+            ConfigurationError: For a ``Box`` question or fewer than two labels.
+            pydantic.ValidationError: If the question's cost matrix is invalid.
+        """
+        labels, _ = _question_labels(question)
+        if len(labels) < 2:
+            msg = (
+                f"TaskCalibratedDecisionModel question {question_id!r} must offer at least two "
+                f"labels, got {labels!r}."
+            )
+            raise ConfigurationError(msg)
+        k = len(labels)
+        if isinstance(question, Score):
+            default = [[float(abs(i - j)) for j in range(k)] for i in range(k)]
+        else:
+            default = [[0.0 if i == j else 1.0 for j in range(k)] for i in range(k)]
+        return Task(
+            name=question_id,
+            labels=labels,
+            cost=self.costs.get(question_id, default),
+            parser=ParserSpec(
+                name=LABEL_PARSER,
+                options={"labels": labels},
+            ),
+        )
+
+    def prompt_for(self, state: State, question: Question) -> list[BaseMessage]:
+        """Return the chat messages that ask ``question`` about ``state``."""
+        labels, descriptions = _question_labels(question)
+        lines = [
+            f"- {label}: {text}" if text else f"- {label}"
+            for label, text in zip(labels, descriptions, strict=True)
+        ]
+        kind = "level" if isinstance(question, Score) else "label"
+        body = (
+            f"Input:\n{render_state(state)}\n\nQuestion: {_text(question.instructions)}\n\n"
+            f"Allowed {kind}s:\n" + "\n".join(lines) + f"\n\nAnswer with one {kind} only."
+        )
+        return [SystemMessage(self.system_prompt), HumanMessage(body)]
+
+    def _session(self, question_id: str, question: Question) -> DecisionSession:
+        """The decision's assembly for ``question``: its task, calibrator, options and log.
+
+        Kept per question ID while the question's task stays the same (so a reloaded
+        artefact is watched across calls).
+        """
+        task = self.task_for(question_id, question)
+        with self._lock:
+            kept = self._sessions.get(question_id)
+        # A copy shares this cache (model_copy keeps private attributes): an entry serves
+        # the model that made it, for the same task.
+        if kept is not None and kept[0] is self and kept[1] == task:
+            return kept[2]
+        calibrator = self.calibrators.get(question_id, AUTO)
+        reload = (
+            self.reload_artefact
+            and calibrator != AUTO
+            and isinstance(calibrator, str | os.PathLike)
+        )
+        session = DecisionSession(
+            task, calibrator, options=self, model=None if reload else self.chat_model,
+            owner=f"{type(self).__name__} question {question_id!r}", reload_artefact=reload,
+            decision_log=self.decision_log, shared_prior=True,
+        )  # fmt: skip
+        with self._lock:
+            self._sessions[question_id] = (self, task, session)
+        return session
+
+    def _decider(self, question_id: str, question: Question) -> Decider:
+        return self._session(question_id, question).in_force().decider
+
+    @staticmethod
+    def _answer(question: Question, decision: Decision) -> Any:
+        q = decision.calibrated
+        if isinstance(question, Noul):
+            return NoulAnswer(type="noul", noul=noul_probability(decision))
+        if isinstance(question, Score):
+            levels = {int(label): p for label, p in q.items()}
+            return ScoreAnswer(
+                type="score",
+                score=sum(level * p for level, p in levels.items()),
+                legend=dict(enumerate(question.criteria)),
+                probabilities=levels,
+                confidence=min(max(levels.values()), 1.0),
+            )
+        return ChoiceAnswer(
+            type="choice",
+            choice=decision.action,
+            probabilities=dict(q),
+            confidence=min(max(q[decision.action], 0.0), 1.0),
+        )
+
+    # -------------------------------------------------------------------- deciding
+
+    def decide(
+        self, state: State, question_id: str, question: Question, *, seed: int | None = None
+    ) -> Decision:
+        """Sample and return the full :class:`~taskcal_agents.decision.Decision`.
+
+        Args:
+            state: The state to evaluate.
+            question_id: The question's ID (selects its calibrator and costs).
+            question: The question.
+            seed: Base sampling seed passed to the chat model (sample i gets ``seed + i``
+                where the N samples are separate calls); ``None``: none.
+
+        Returns:
+            The decision (its ``action`` is the MBR label).
+        """
+        session, in_force, protocol, prompt = self._protocol(state, question_id, question)
+
+        def draw(d: Draw) -> Drawn:
+            return [sample_messages(self.chat_model, prompt, **session.sample_args(d, seed, self))]
+
+        result = drive_rounds(protocol, draw)[0]
+        return session.decided(result, in_force, model_name=self.model)
+
+    async def adecide(
+        self, state: State, question_id: str, question: Question, *, seed: int | None = None
+    ) -> Decision:
+        """Async :meth:`decide`."""
+        session, in_force, protocol, prompt = self._protocol(state, question_id, question)
+
+        async def draw(d: Draw) -> Drawn:
+            return [
+                await asample_messages(
+                    self.chat_model, prompt, **session.sample_args(d, seed, self)
+                )
+            ]
+
+        result = (await adrive_rounds(protocol, draw))[0]
+        return session.decided(result, in_force, model_name=self.model)
+
+    def _protocol(
+        self, state: State, question_id: str, question: Question
+    ) -> tuple[
+        DecisionSession,
+        InForce,
+        Generator[Draw, Drawn, list[Decision | BaseException]],
+        list[BaseMessage],
+    ]:
+        """The decision protocol of one question (rounds, retries, fallback), and its prompt."""
+        session = self._session(question_id, question)
+        in_force = session.in_force()
+        prompt = self.prompt_for(state, question)
+        tools = bound_tools(self.chat_model) if in_force.decider.task.grounding else None
+        protocol = session.protocol(
+            in_force, [session.item(in_force.decider.task, prompt, tools)], options=self,
+            what=f"{type(self).__name__} could not sample {self.n_samples} completions",
+        )  # fmt: skip
+        return session, in_force, protocol, prompt
+
+    def _check(self, questions: Mapping[str, Question]) -> None:
+        if not questions:
+            msg = "TaskCalibratedDecisionModel request 'questions' must not be empty, got {}."
+            raise ConfigurationError(msg)
+        for question_id, question in questions.items():
+            self._decider(question_id, question)  # validate every question before sampling
+
+    @override
+    def _classify(self, state: State, questions: dict[str, Question]) -> ClassifierResponse:
+        self._check(questions)
+        answers = {
+            qid: self._answer(question, self.decide(state, qid, question))
+            for qid, question in questions.items()
+        }
+        return ClassifierResponse(model=self.model, answers=answers)
+
+    @override
+    async def _aclassify(self, state: State, questions: dict[str, Question]) -> ClassifierResponse:
+        self._check(questions)
+        ids = list(questions)
+        decisions = await asyncio.gather(*(self.adecide(state, qid, questions[qid]) for qid in ids))
+        answers = {
+            qid: self._answer(questions[qid], decision)
+            for qid, decision in zip(ids, decisions, strict=True)
+        }
+        return ClassifierResponse(model=self.model, answers=answers)

@@ -1,0 +1,365 @@
+"""TaskCalibratedRunnable: chat input → N samples → g_T → belief → calibrator → MBR decision.
+
+Wrap any chat model once and use the result anywhere a LangChain Runnable fits::
+
+    from taskcal_agents import TaskCalibratedRunnable
+    from taskcal_agents.decision import tool_decision
+
+    runnable = TaskCalibratedRunnable(model.bind_tools([get_weather]), tool_decision())
+    decision = runnable.invoke("What's the weather?")
+    decision.action, decision.message
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForChainRun,
+    CallbackManagerForChainRun,
+)
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.runnables import (
+    Runnable,
+    RunnableConfig,
+    RunnableSerializable,
+)
+from langchain_core.runnables.config import patch_config
+from pydantic import ConfigDict, PrivateAttr
+from typing_extensions import override
+
+from taskcal_agents.decision import (
+    CalibratorLike,
+    Decider,
+    Decision,
+    Draw,
+    Drawn,
+    RetryPolicy,
+    SamplingOptions,
+    Task,
+)
+from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.production import (
+    DecisionSession,
+    InForce,
+    model_name_of,
+)
+from taskcal_agents.sampling import (
+    adrive_rounds,
+    asample_batch,
+    bound_tool_names,
+    bound_tools,
+    chat_model_of,
+    drive_rounds,
+    sample_batch,
+    split_retry,
+    to_messages,
+    with_task_prompt,
+)
+
+__all__ = ["TaskCalibratedRunnable"]
+
+
+_Inputs = list[LanguageModelInput]
+_Configs = list[RunnableConfig]
+_Managers = list[CallbackManagerForChainRun]
+_AsyncManagers = list[AsyncCallbackManagerForChainRun]
+_Results = list[Decision | Exception]
+
+
+def _raise_or_return(result: Decision | Exception) -> Decision:
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision], SamplingOptions):
+    """Turn a chat model into a calibrated, cost-aware decision maker.
+
+    Each call draws ``n_samples`` completions (one request with ``n`` for
+    ChatOpenAI-compatible models, else concurrent calls), maps each to a task label with
+    the task's parser g_T, forms the Dirichlet-smoothed belief, calibrates it and takes the
+    minimum-expected-cost action. The samples appear as child runs of this runnable's
+    run in tracing.
+
+    A sampled tool call that repeats one the input already made and answered in its
+    current user turn (after its last ``HumanMessage``) is counted as a repeat
+    (``Decision.n_repeats``, unparsed) and never returned as the call (see
+    :meth:`Decider.decide <taskcal_agents.decision.Decider.decide>`). For the turn right
+    after a tool result, decide with a runnable on
+    :func:`taskcal_agents.decision.after_tool_result` (pick it with
+    :func:`~taskcal_agents.parsing.is_tool_result_turn`, as
+    ``examples/langgraph_routing.py`` does).
+
+    Args:
+        model: The chat model (tools bound with ``bind_tools`` are kept) or a Runnable
+            producing ``AIMessage``/``str``.
+        task: The task.
+        calibrator: A fitted calibrator for the task's labels, a
+            :class:`~taskcal_agents.decision.CalibratorArtefact`, the path of an artefact
+            file (its α is used unless ``alpha`` is given), ``"auto"`` (the default: the
+            calibrator shipped for the served model and these sampling settings, else the
+            raw belief with one :class:`~taskcal_agents.decision.UncalibratedWarning`), or
+            ``None`` (the raw belief).
+        **kwargs: The other fields below and those of
+            :class:`~taskcal_agents.decision.SamplingOptions` (``n_samples``,
+            ``temperature``, ``alpha``, ``adaptive``).
+
+    Raises:
+        ConfigurationError: If the calibrator does not match the task, temperature/seed
+            are set for a model that is not a chat model, or retries are set both here
+            and by ``with_retry()``.
+        LabelMismatchError: If the calibrator's (artefact's) labels differ from the task's.
+        DataFileError: If an artefact path cannot be read.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    model: Runnable[Any, Any]
+    """The wrapped model."""
+    task: Task
+    """The task: labels, actions, cost matrix and parser."""
+    calibrator: Any = "auto"
+    """The fitted calibrator, or ``None``: ``predict_proba`` on ``(n, k)`` beliefs p̂, or on
+    ``(n, k + 1)`` belief features under the task's ``unparsed: other`` policy (see
+    :class:`~taskcal_agents.decision._artefact.Calibrator`). Given as a calibrator, a
+    :class:`~taskcal_agents.decision.CalibratorArtefact`, an artefact path or
+    ``"auto"``; checked against the task by
+    :func:`~taskcal_agents.decision._artefact.resolve_calibrator`."""
+    seed: int | None = None
+    """Base sampling seed passed per call (``None``: unseeded)."""
+    return_samples: bool = False
+    """Keep the samples and their labels in the decision."""
+    use_n: bool | None = None
+    """Force (``True``) or forbid (``False``) one request with ``n``; ``None``: auto."""
+    use_task_prompt: bool = True
+    """Put ``task.prompt`` (if set) into the request by the one policy of
+    :mod:`taskcal_agents.sampling._prompts`: appended to the first system message, else prepended
+    as one."""
+    risk_control: Any = None
+    """A calibrated risk limit (:class:`~taskcal_agents.decision._risk_control.RiskControl`) that
+    guards each decision (see :class:`~taskcal_agents.decision.Decider`); ``None``: the
+    calibrator artefact's, if it carries one."""
+    judge: Any = None
+    """For a task whose ``answer_clusters`` method is ``"entailment"``: makes the judge of
+    a question, e.g. ``functools.partial(entailment_judge, OpenAISampler(...))`` (see
+    :class:`~taskcal_agents.decision.Decider`); not used otherwise. Under answer
+    clustering the question is the text of the input's last user message."""
+
+    decision_log: Any = None
+    """Where each decision is logged after it is taken: a
+    :class:`~taskcal_agents.production.DecisionLog` or a path (``.jsonl`` or
+    ``.sqlite``/``.db``, see :func:`~taskcal_agents.production.open_decision_log`);
+    ``None``: off. The decision's ``decision_id`` is its id in the log (``None`` when
+    writing failed: a warning and the log's ``failures`` count, never an exception)."""
+
+    reload_artefact: bool = False
+    """Watch the artefact file given as ``calibrator`` (a path) and reload it when it is
+    replaced (atomically, e.g. by ``taskcal refit``): each decision stats the file and,
+    when it changed, loads and checks it against the task and decides with it (and logs
+    its artefact id) from then on. A replacement that cannot be loaded keeps the artefact
+    in force with one :class:`~taskcal_agents.errors.ArtefactReloadWarning`. ``calibrator``,
+    ``alpha`` and ``risk_control`` keep the values of the first artefact; :attr:`decider`
+    is the one in force. See :class:`~taskcal_agents.production.ArtefactReloader`."""
+
+    _session: DecisionSession = PrivateAttr()
+
+    def __init__(
+        self,
+        model: Runnable[Any, Any] | None = None,
+        task: Task | None = None,
+        calibrator: CalibratorLike | None = "auto",
+        **kwargs: Any,
+    ) -> None:
+        # pydantic validates this model's fields; mypy types RunnableSerializable's
+        # dataclass-transform __init__ with its own fields only.
+        super().__init__(model=model, task=task, calibrator=calibrator, **kwargs)  # type: ignore[call-arg]
+        self._session = DecisionSession(
+            self.task, self.calibrator, options=self, owner=type(self).__name__,
+            model=None if self.reload_artefact else split_retry(self.model)[0],
+            task_prompt=self.use_task_prompt, judge=self.judge, risk_control=self.risk_control,
+            reload_artefact=self.reload_artefact, decision_log=self.decision_log,
+        )  # fmt: skip
+        resolved = self._session.resolved
+        self.calibrator, self.alpha = resolved.calibrator, resolved.alpha
+        if self.risk_control is None:
+            self.risk_control = resolved.risk_control
+        self.decision_log = self._session.log
+        sampled, retry = split_retry(self.model)
+        if retry is not None and {"max_retries", "retry_wait"} & self.model_fields_set:
+            msg = (
+                "TaskCalibratedRunnable takes retries from 'max_retries'/'retry_wait' or from "
+                "the model's with_retry() layer, not both; drop one of them."
+            )
+            raise ConfigurationError(msg)
+        if chat_model_of(sampled) is None and (
+            self.temperature is not None or self.seed is not None
+        ):
+            msg = (
+                f"TaskCalibratedRunnable parameter 'model' is a {type(self.model).__name__}, not "
+                "a chat model, so temperature/seed cannot be passed to it; pass "
+                "temperature=None and seed=None to sample it with its own settings."
+            )
+            raise ConfigurationError(msg)
+
+    @property
+    def decider(self) -> Decider:
+        """The validated task + calibrator + α in force (see ``reload_artefact``)."""
+        return self._session.in_force().decider
+
+    @property
+    def session(self) -> DecisionSession:
+        """The decision's assembly: calibrator in force, options, retries, seeds, log."""
+        return self._session
+
+    @property
+    @override
+    def OutputType(self) -> type[Decision]:
+        return Decision
+
+    # ------------------------------------------------------------------ helpers
+
+    def _prepare(self, input_: LanguageModelInput) -> LanguageModelInput:
+        if not self.task.prompt or not self.use_task_prompt:
+            return input_
+        return with_task_prompt(to_messages(input_), self.task.prompt)
+
+    def _protocol(
+        self,
+        inputs: list[LanguageModelInput],
+        run_manager: Sequence[CallbackManagerForChainRun | AsyncCallbackManagerForChainRun],
+        config: list[RunnableConfig],
+        kwargs: dict[str, Any],
+    ) -> tuple[
+        Generator[Draw, Drawn, list[Decision | BaseException]],
+        Callable[[Draw], dict[str, Any]],
+        InForce,
+    ]:
+        """The decision protocol of a batch, and the ``sample_batch`` arguments of a draw.
+
+        One artefact decides the whole batch. Each draw samples the inputs it names as one
+        ``sample_batch`` call, so ``max_concurrency`` bounds them all; its child runs are
+        tagged ``retry:attempt:<k>`` from the second attempt on, as ``with_retry()`` tags
+        them; the seed moves on by the samples drawn so far.
+        """
+        session, (sampled, retry) = self._session, split_retry(self.model)
+        in_force = session.in_force()
+        prepared = [self._prepare(x) for x in inputs]
+        tools = bound_tools(sampled) if self.task.grounding is not None else None
+        items = [session.item(self.task, to_messages(x), tools) for x in inputs]
+        protocol = session.protocol(
+            in_force, items, tool_names=bound_tool_names(sampled),
+            return_samples=self.return_samples, options=self,
+            retry=RetryPolicy.of(self.max_retries, self.retry_wait) if retry is None
+            else RetryPolicy.of_runnable_retry(retry),
+            what=f"{type(self).__name__} could not sample {self.n_samples} completions from "
+            f"{type(self.model).__name__}",
+        )  # fmt: skip
+
+        def call(draw: Draw) -> dict[str, Any]:
+            tag = f"retry:attempt:{draw.attempt}" if draw.attempt > 1 else None
+            return {
+                "model": sampled,
+                "inputs": [prepared[i] for i in draw.items],
+                "config": [
+                    patch_config(config[i], callbacks=run_manager[i].get_child(tag))
+                    for i in draw.items
+                ],
+                **session.sample_args(draw, self.seed, self),
+                "use_n": self.use_n,
+                **kwargs,
+            }
+
+        return protocol, call, in_force
+
+    def _result(self, result: Decision | BaseException, in_force: InForce) -> Decision | Exception:
+        """A decision of the protocol, logged; or its error (a control-flow signal raised)."""
+        return self._session.finish(result, in_force, model_name=self._model_name)
+
+    def _model_name(self) -> str | None:
+        """The served model's name, for the decision log."""
+        sampled = split_retry(self.model)[0]
+        return model_name_of(chat_model_of(sampled) or sampled)
+
+    # ------------------------------------------------------------------- invoke
+
+    def _invoke(
+        self,
+        input_: LanguageModelInput,
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+        **kwargs: Any,
+    ) -> Decision:
+        return _raise_or_return(self._batch([input_], [run_manager], [config], **kwargs)[0])
+
+    @override
+    def invoke(
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Decision:
+        return self._call_with_config(self._invoke, input, config, **kwargs)
+
+    async def _ainvoke(
+        self,
+        input_: LanguageModelInput,
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+        **kwargs: Any,
+    ) -> Decision:
+        return _raise_or_return(
+            (await self._abatch([input_], [run_manager], [config], **kwargs))[0]
+        )
+
+    @override
+    async def ainvoke(
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Decision:
+        return await self._acall_with_config(self._ainvoke, input, config, **kwargs)
+
+    # -------------------------------------------------------------------- batch
+
+    def _batch(
+        self, inputs: _Inputs, run_manager: _Managers, config: _Configs, **kwargs: Any
+    ) -> _Results:
+        protocol, call, in_force = self._protocol(inputs, run_manager, config, kwargs)
+        results = drive_rounds(protocol, lambda draw: sample_batch(**call(draw)))
+        return [self._result(r, in_force) for r in results]
+
+    @override
+    def batch(
+        self,
+        inputs: list[LanguageModelInput],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Decision]:
+        """Decide for several inputs; ``max_concurrency`` bounds all model calls together."""
+        return self._batch_with_config(
+            self._batch, inputs, config, return_exceptions=return_exceptions, **kwargs
+        )
+
+    async def _abatch(
+        self, inputs: _Inputs, run_manager: _AsyncManagers, config: _Configs, **kwargs: Any
+    ) -> _Results:
+        protocol, call, in_force = self._protocol(inputs, run_manager, config, kwargs)
+
+        async def draw(request: Draw) -> Drawn:
+            return await asample_batch(**call(request))
+
+        results = await adrive_rounds(protocol, draw)
+        return [self._result(r, in_force) for r in results]
+
+    @override
+    async def abatch(
+        self,
+        inputs: list[LanguageModelInput],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Decision]:
+        """Async :meth:`batch`."""
+        return await self._abatch_with_config(
+            self._abatch, inputs, config, return_exceptions=return_exceptions, **kwargs
+        )

@@ -1,0 +1,380 @@
+"""Argument grounding: is each sampled tool call supported by the conversation?
+
+Small models call a tool on nearly every request and fill in the arguments they were not
+given ("Find a good movie" → ``genre="Mystery"``). A call whose arguments the user never
+stated is evidence that the right move is to ask, not to call. This module checks each
+sampled call against the offered tool's JSON schema and the conversation, with no model
+call:
+
+- an argument the schema requires and the call leaves out (or leaves empty) is
+  **missing**;
+- a given argument is **stated** when the conversation (user and system messages, earlier
+  tool results) contains its value: the normalised text, its content tokens (plural and
+  prefix forms, "euros" for ``EUR``), a number or a date by value (the normalisation of
+  :func:`~taskcal_agents.parsing._answer_clusters.answer_tokens`: "twenty five" is 25, "March 5th"
+  is ``2024-03-05``'s day and month), an acronym of the words ("US dollars" for ``USD``)
+  or a common alias ("NYC" for "New York");
+- it is **inferable** when no statement is needed: a boolean, the schema's default, an
+  optional argument's enum value, a date when the conversation names a relative day
+  ("tomorrow", "next Friday");
+- otherwise it is **unsupported**: the model invented it.
+
+A call is *grounded* when its tool was offered and no required argument is missing or
+unsupported; an unsupported optional argument is dropped from the call before it is sent
+(:func:`grounded_message`: the tool's own default applies, no invented value is sent). A
+sample is grounded when every call it makes is (parallel calls are checked each on its
+own). :func:`call_agreement` counts how many samples make
+the same call (same tools, same normalised arguments).
+
+:class:`GroundingContext` holds what one decision grounds in: the offered tools' schemas
+(OpenAI tool schemas, BFCL's ``"type": "dict"`` dialect, LangChain tools) and the
+conversation's text. Build it once per request; grounding a sample is a few token-set
+look-ups.
+
+The parts live in private modules of this package: the tools' schema dialects in
+``_tool_schemas`` (:func:`tool_schemas`), the conversation's text and its look-ups (the
+evidence matcher) in ``_evidence``, the ordered rules that decide an argument's status in
+``_grounding_rules`` and the wording of the question that asks for what a call lacks in
+``_questions`` (:func:`question_for`, :func:`mentions`). This module holds the results and
+the context that applies the rules.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolCall
+
+from taskcal_agents.parsing._evidence import Evidence
+from taskcal_agents.parsing._grounding_rules import ArgumentStatus, check_value, is_empty
+from taskcal_agents.parsing._questions import mentions, question_for
+from taskcal_agents.parsing._tool_calls import extract_tool_calls
+from taskcal_agents.parsing._tool_schemas import tool_schemas
+
+__all__ = [
+    "ArgumentCheck",
+    "CallGrounding",
+    "GroundingContext",
+    "SampleGrounding",
+    "call_agreement",
+    "grounded_message",
+    "mentions",
+    "missing_arguments",
+    "question_for",
+    "sent_args",
+    "tool_schemas",
+]
+
+_CONTEXT_ROLES = frozenset({"user", "human", "system", "developer", "tool", "function"})
+"""Message roles whose text is evidence: what the user and the deployment said, and what
+tools returned (the model's own words are not)."""
+
+
+@dataclass(frozen=True)
+class ArgumentCheck:
+    """How the conversation supports one argument of a call.
+
+    Attributes:
+        name: The argument's name.
+        value: The value the call gives it.
+        status: ``"stated"``, ``"inferable"`` or ``"unsupported"`` (see the module
+            docstring).
+        how: The rule that decided it: ``"text"``, ``"tokens"``, ``"number"``, ``"date"``,
+            ``"acronym"``, ``"alias"``, ``"boolean"``, ``"default"`` (the schema's default
+            or a "no preference" value it names, such as ``'dontcare'``), ``"enum"``,
+            ``"relative_date"``, ``"empty"`` or ``"absent"``.
+        required: Whether the schema requires the argument.
+    """
+
+    name: str
+    value: Any
+    status: ArgumentStatus
+    how: str
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class CallGrounding:
+    """One tool call checked against its schema and the conversation.
+
+    Attributes:
+        name: The tool called.
+        args: The call's arguments.
+        offered: Whether the tool was offered (its schema is known).
+        missing: Required arguments the call leaves out or leaves empty, in schema order.
+        arguments: The check of each given argument.
+        description: The offered tool's description (for a question that asks for what the
+            call lacks, :func:`question_for`).
+        numeric: The offered tool's parameters of type ``number`` or ``integer`` (asked for
+            with "how many" or "what", not "which").
+    """
+
+    name: str
+    args: Mapping[str, Any]
+    offered: bool
+    missing: tuple[str, ...]
+    arguments: tuple[ArgumentCheck, ...]
+    description: str | None = None
+    numeric: tuple[str, ...] = ()
+
+    @property
+    def unsupported(self) -> tuple[str, ...]:
+        """The given arguments whose values the conversation does not support."""
+        return tuple(a.name for a in self.arguments if a.status == "unsupported")
+
+    @property
+    def invented(self) -> tuple[str, ...]:
+        """The required arguments whose values the conversation does not support."""
+        return tuple(a.name for a in self.arguments if a.status == "unsupported" and a.required)
+
+    @property
+    def dropped(self) -> tuple[str, ...]:
+        """The optional arguments whose values the conversation does not support.
+
+        A grounded call is sent without them (the tool's own default applies).
+        """
+        return tuple(a.name for a in self.arguments if a.status == "unsupported" and not a.required)
+
+    @property
+    def grounded(self) -> bool:
+        """Whether the call can be made: offered, no required argument missing or invented.
+
+        Invented optional arguments are :attr:`dropped` before it is sent.
+        """
+        return self.offered and not self.missing and not self.invented
+
+    @property
+    def needed(self) -> tuple[str, ...]:
+        """What the user would have to say: the missing, then the invented arguments."""
+        return self.missing + tuple(a for a in self.invented if a not in self.missing)
+
+
+@dataclass(frozen=True)
+class SampleGrounding:
+    """The grounding of every complete call one sample makes.
+
+    Attributes:
+        calls: One :class:`CallGrounding` per call
+            (:func:`~taskcal_agents.parsing.extract_tool_calls`; empty for a sample that
+            makes no complete call, such as a question or a call cut off by
+            ``max_tokens``).
+        key: The sample's call key: its calls' names and normalised arguments, ``""``
+            without calls (:func:`call_agreement` compares these).
+    """
+
+    calls: tuple[CallGrounding, ...]
+    key: str = ""
+
+    @property
+    def makes_call(self) -> bool:
+        """Whether the sample makes at least one complete call."""
+        return bool(self.calls)
+
+    @property
+    def grounded(self) -> bool:
+        """Whether it makes calls and every one of them is grounded."""
+        return bool(self.calls) and all(c.grounded for c in self.calls)
+
+    @property
+    def needed(self) -> tuple[str, ...]:
+        """The arguments its ungrounded calls need (missing first), without repeats."""
+        out: list[str] = []
+        for call in self.calls:
+            out += [a for a in call.needed if a not in out]
+        return tuple(out)
+
+
+def sent_args(call: CallGrounding) -> dict[str, Any]:
+    """The arguments a grounded call is sent with: its own, less the :attr:`dropped` ones."""
+    dropped = set(call.dropped)
+    return {k: v for k, v in call.args.items() if k not in dropped}
+
+
+def grounded_message(message: AIMessage, grounding: SampleGrounding) -> AIMessage:
+    """``message`` with its tool calls as they are sent: invented optional arguments dropped.
+
+    Args:
+        message: A sample whose calls are real ``tool_calls`` (e.g. from
+            :func:`~taskcal_agents.parsing._tool_calls.with_tool_calls`), in the order
+            :func:`~taskcal_agents.parsing.extract_tool_calls` found them.
+        grounding: Its grounding (:meth:`GroundingContext.ground`).
+
+    Returns:
+        A copy; unchanged when nothing is dropped or the calls do not line up.
+    """
+    calls = list(message.tool_calls)
+    if len(calls) != len(grounding.calls) or not any(c.dropped for c in grounding.calls):
+        return message
+    fixed = [
+        {**call, "args": sent_args(g)} if call["name"] == g.name else call
+        for call, g in zip(calls, grounding.calls, strict=True)
+    ]
+    return message.model_copy(update={"tool_calls": fixed})
+
+
+def call_agreement(groundings: Sequence[SampleGrounding]) -> int:
+    """How many samples make the modal call (same tools, same normalised arguments).
+
+    Args:
+        groundings: One per sample.
+
+    Returns:
+        The count of the most frequent non-empty call key; 0 when no sample makes a call.
+    """
+    keys = Counter(g.key for g in groundings if g.key)
+    return max(keys.values(), default=0)
+
+
+def missing_arguments(
+    groundings: Sequence[SampleGrounding],
+) -> tuple[CallGrounding | None, tuple[str, ...]]:
+    """What the ungrounded calls lack: the tool most often called ungrounded, its arguments.
+
+    Among the samples' ungrounded calls to offered tools, the tool called most often
+    (ties: the first seen) and the arguments that at least half of its ungrounded calls
+    need (:attr:`CallGrounding.needed`), most needed first; at least the most needed one.
+
+    Returns:
+        ``(call, arguments)``: the first ungrounded call to that tool and the arguments;
+        ``(None, ())`` when no sample makes an ungrounded call.
+    """
+    calls = [c for g in groundings for c in g.calls if c.offered and not c.grounded]
+    if not calls:
+        return None, ()
+    tool = Counter(c.name for c in calls).most_common(1)[0][0]
+    mine = [c for c in calls if c.name == tool]
+    need = Counter(a for c in mine for a in c.needed)
+    ranked = [a for a, _ in need.most_common()]
+    kept = [a for a in ranked if need[a] * 2 >= len(mine)] or ranked[:1]
+    return mine[0], tuple(kept)
+
+
+# --------------------------------------------------------------------------- the context
+
+
+def _message_role_text(message: Any) -> tuple[str, str]:
+    if isinstance(message, BaseMessage):
+        role = str(getattr(message, "role", "")) if message.type == "chat" else message.type
+        content: Any = message.content
+    elif isinstance(message, Mapping):
+        role = str(message.get("role", ""))
+        content = message.get("content")
+    else:
+        return "", ""
+    if isinstance(content, str):
+        return role, content
+    if isinstance(content, list):  # content blocks
+        parts = [
+            b if isinstance(b, str) else str(b.get("text", ""))
+            for b in content
+            if isinstance(b, str) or (isinstance(b, Mapping) and b.get("type") == "text")
+        ]
+        return role, " ".join(parts)
+    if content is None:
+        return role, ""
+    return role, json.dumps(content, default=str)
+
+
+class GroundingContext:
+    """The offered tools' schemas and the conversation that one decision grounds in.
+
+    Args:
+        tools: The tools offered to the request (see :func:`tool_schemas`).
+        messages: The request's conversation, as LangChain messages or OpenAI-style
+            dicts, *without* the task's own prompt: the text of user, system and tool
+            messages is evidence; the model's own messages are not.
+    """
+
+    __slots__ = ("_evidence", "request", "schemas")
+
+    def __init__(self, tools: Iterable[Any] = (), messages: Iterable[Any] = ()) -> None:
+        self.schemas: dict[str, dict[str, Any]] = tool_schemas(tools)
+        pairs = [_message_role_text(m) for m in messages]
+        self.request: str = "\n".join(t for role, t in pairs if role in ("user", "human") and t)
+        """The user's words: the text of the conversation's user turns."""
+        texts = [text for role, text in pairs if role in _CONTEXT_ROLES]
+        self._evidence = Evidence("\n".join(t for t in texts if t))
+
+    @property
+    def text_tokens(self) -> frozenset[str]:
+        """The conversation's canonical tokens.
+
+        See :func:`~taskcal_agents.parsing._answer_clusters.answer_tokens`.
+        """
+        return self._evidence.tokens
+
+    # -------------------------------------------------------------- calls and samples
+
+    def ground(self, message: AIMessage) -> SampleGrounding:
+        """Ground every complete call ``message`` makes (none: an empty grounding)."""
+        calls = extract_tool_calls(message)
+        if not calls:
+            return SampleGrounding(())
+        checked = tuple(self.ground_call(c) for c in calls)
+        parts = sorted(
+            json.dumps([c.name, _normal_args(sent_args(c))], sort_keys=True, default=str)
+            for c in checked
+        )
+        key = "[" + ",".join(parts) + "]"
+        return SampleGrounding(checked, key)
+
+    def ground_samples(self, messages: Sequence[AIMessage]) -> list[SampleGrounding]:
+        """:meth:`ground` for each sample."""
+        return [self.ground(m) for m in messages]
+
+    def ground_call(self, call: ToolCall | Mapping[str, Any]) -> CallGrounding:
+        """Check one call: missing required arguments and the support of each given one."""
+        name = str(call.get("name") or "")
+        args = call.get("args") or {}
+        if not isinstance(args, Mapping):
+            args = {}
+        schema = self.schemas.get(name)
+        props: Mapping[str, Any] = (schema or {}).get("properties") or {}
+        required: list[str] = list((schema or {}).get("required") or [])
+        checks = []
+        missing = [r for r in required if r not in args]
+        for arg, value in args.items():
+            prop = props.get(arg)
+            prop = prop if isinstance(prop, Mapping) else {}
+            is_required = arg in required or bool((schema or {}).get("x-unknown-schema"))
+            if is_empty(value):
+                if is_required:
+                    missing.append(arg)
+                checks.append(ArgumentCheck(arg, value, "inferable", "empty", is_required))
+                continue
+            status, how = check_value(self._evidence, value, prop, required=is_required)
+            checks.append(ArgumentCheck(arg, value, status, how, is_required))
+        order = {r: i for i, r in enumerate(required)}
+        missing.sort(key=lambda r: order.get(r, len(order)))
+        return CallGrounding(
+            name=name,
+            args=dict(args),
+            offered=schema is not None,
+            missing=tuple(missing),
+            arguments=tuple(checks),
+            description=(schema or {}).get("x-tool-description"),
+            numeric=tuple(
+                a
+                for a, p in props.items()
+                if isinstance(p, Mapping) and p.get("type") in ("number", "integer")
+            ),
+        )
+
+
+def _normal_args(args: Mapping[str, Any]) -> Any:
+    def norm(v: Any) -> Any:
+        if isinstance(v, str):
+            return " ".join(v.lower().split())
+        if isinstance(v, Mapping):
+            return {str(k): norm(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [norm(x) for x in v]
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        return v
+
+    return norm({k: v for k, v in args.items() if not is_empty(v)})
