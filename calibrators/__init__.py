@@ -35,14 +35,14 @@ from calibrators._identity import IdentityCalibrator as IdentityCalibrator
 from calibrators._isotonic import IsotonicCalibrator
 from calibrators._linear import MatrixScaling, VectorScaling
 from calibrators._logistic import LogisticCalibrator
-from calibrators._serialization import CALIBRATOR_NAMES as CALIBRATOR_NAMES
+from calibrators._serialization import CALIBRATOR_NAMES, from_dict, make_calibrator
 from calibrators._serialization import FORMAT_VERSION as FORMAT_VERSION
-from calibrators._serialization import from_dict, make_calibrator
 from calibrators._temperature import TemperatureScaling
 from calibrators._validation import check_cost_matrix as check_cost_matrix
 from calibrators._validation import check_probabilities as check_probabilities
 
 __all__ = [
+    "CALIBRATOR_NAMES",
     "DirichletCalibrator",
     "HistogramBinning",
     "IsotonicCalibrator",

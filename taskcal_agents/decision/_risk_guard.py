@@ -3,7 +3,8 @@
 A :class:`RiskSpec` names the risk and its limit α (``<action>_when_not:α``,
 ``<action>_wrong:α``, ``cost:α``); a :class:`RiskGuard` binds it to a task: the guarded and
 safe actions, the risk's loss matrix, each action's score and the downgrade to the cheapest
-safe action. The kinds and the rule are described in :mod:`taskcal_agents.decision._risk_control`.
+safe action. The kinds and the rule are described under
+:func:`~taskcal_agents.decision.calibrate_risk`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from taskcal_agents.errors import ConfigurationError
 __all__ = ["ANY_ACTION", "RiskGuard", "RiskKind", "RiskSpec", "check_level"]
 
 RiskKind = Literal["when_not", "wrong", "cost"]
-"""What a :class:`RiskSpec` bounds (see :mod:`taskcal_agents.decision._risk_control`)."""
+"""What a :class:`RiskSpec` bounds (see :func:`~taskcal_agents.decision.calibrate_risk`)."""
 
 ANY_ACTION = "any"
 """The action of a spec that stands for every action that is not safe."""
@@ -48,7 +49,7 @@ def check_level(value: Any, what: str) -> float:
 
 @dataclass(frozen=True)
 class RiskSpec:
-    """The risk to bound and its limit α (the kinds: :mod:`taskcal_agents.decision._risk_control`).
+    """The risk to bound and its limit α (the kinds: see ``calibrate_risk``).
 
     Attributes:
         kind: ``"when_not"``, ``"wrong"`` or ``"cost"``.

@@ -166,7 +166,7 @@ def evaluate_samples(
         progress: Called with a step count as work completes (``1 + len(calibrators) +
             permutations`` steps in all; one more with *artefact*).
         artefact: A calibrator artefact fitted elsewhere, evaluated held out as the
-            decoder ``mbr_artefact`` (:mod:`~taskcal_agents.workflow._fixed_map`): its map
+            decoder ``mbr_artefact``: its map
             fixed on every fold, its α and, without *task*, its task; the label-shuffle
             test then tests it. ``meta.artefact`` names it by its file's hash.
 

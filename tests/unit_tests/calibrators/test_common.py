@@ -156,7 +156,6 @@ def test_sklearn_compatible(estimator, check):
 
 
 KEPT_FOR_0_1 = {
-    "CALIBRATOR_NAMES",
     "FORMAT_VERSION",
     "BaseCalibrator",
     "IdentityCalibrator",
