@@ -153,8 +153,7 @@ def _tool_result_task(
         )
         raise ConfigurationError(msg)
     if "task" in config:
-        found = config["task"]
-        return _task_of(found, None, owner, "tool_result")
+        return _task_of(config["task"], None, owner, "tool_result")
     after = after_tool_result_for(task)
     if after is None and config.get("calibrator") is not None:
         msg = (

@@ -21,7 +21,6 @@ from langchain.agents.middleware import auto_mode as lc_auto_mode
 from langchain.agents.middleware import model_router as lc_model_router
 from langchain_core.decisions import Noul
 from langchain_core.language_models import BaseChatModel
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
@@ -48,6 +47,7 @@ from taskcal_agents.langchain._interop import (
     risk_costs,
 )
 from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
+from tests.unit_tests.taskcal_agents.helpers.middleware_fakes import ScriptedChatModel, scripted
 
 MODES = ["sync", "async"]
 DELETED: list[str] = []
@@ -58,25 +58,6 @@ def delete_file(path: str) -> str:
     """Delete a file."""
     DELETED.append(path)
     return f"deleted {path}"
-
-
-class ScriptedChatModel(GenericFakeChatModel):
-    """Scripted replies; binds tools (as create_agent needs) and counts calls."""
-
-    calls: list[dict[str, Any]] = Field(default_factory=list)
-
-    def _generate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
-    ) -> Any:
-        self.calls.append(kwargs)
-        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
-
-    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Any:
-        return self.bind(**kwargs)
-
-
-def scripted(*replies: AIMessage | str) -> ScriptedChatModel:
-    return ScriptedChatModel(messages=iter(list(replies)))
 
 
 def call(path: str = "/etc/passwd", id_: str = "call_1") -> AIMessage:
