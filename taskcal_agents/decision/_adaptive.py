@@ -64,6 +64,7 @@ from taskcal_agents.decision._decider import Decider, Decision
 from taskcal_agents.decision._executability import (
     carried_actions,
     grounded_flags,
+    trusted_flags,
     ungrounded_flags,
 )
 from taskcal_agents.decision._options import AdaptiveSampling
@@ -459,8 +460,9 @@ def message_counts(
         messages, tool_names=tool_names, answered_calls=answered_calls, context=context
     )
     executable = carried_actions(
-        task, messages, labels, tool_names=tool_names, grounded=grounded_flags(groundings)
-    )
+        task, messages, labels, tool_names=tool_names,
+        grounded=grounded_flags(groundings), trusted=trusted_flags(groundings),
+    )  # fmt: skip
     outcomes = task.sample_outcomes(labels, ungrounded_flags(groundings))
     return outcome_counts(task, outcomes), np.asarray(executable, dtype=bool)
 

@@ -45,6 +45,7 @@ from taskcal_agents.decision._executability import (
     grounded_flags,
     mbr_action,
     replacement_reason,
+    trusted_flags,
     ungrounded_flags,
 )
 from taskcal_agents.decision._record import (
@@ -430,10 +431,10 @@ class Decider:
             labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
         # The MBR action; if only a sample can carry it out (a tool call with its arguments)
         # and none does, take the cheapest action that can be carried out, and say so.
-        grounded = grounded_flags(groundings)
         executable = carried_actions(
-            self.task, messages, labels, tool_names=tool_names, grounded=grounded
-        )
+            self.task, messages, labels, tool_names=tool_names,
+            grounded=grounded_flags(groundings), trusted=trusted_flags(groundings),
+        )  # fmt: skip
         choice = self.choose_actions(q[None, :], executable[None, :])
         ec = choice.expected_costs[0]
         unguarded = self._actions[int(choice.unguarded[0])]

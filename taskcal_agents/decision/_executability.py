@@ -34,6 +34,7 @@ __all__ = [
     "mbr_action",
     "replacement_reason",
     "sendable_flags",
+    "trusted_flags",
     "ungrounded_flags",
 ]
 
@@ -85,6 +86,16 @@ def grounded_flags(groundings: Sequence[SampleGrounding] | None) -> list[bool] |
     return None if groundings is None else [g.grounded for g in groundings]
 
 
+def trusted_flags(groundings: Sequence[SampleGrounding] | None) -> list[bool] | None:
+    """Per sample, whether no call it makes breaks the task's trust policy.
+
+    ``None`` without groundings, or when no sample has a violation (nothing to restrict).
+    """
+    if groundings is None or all(g.trusted for g in groundings):
+        return None
+    return [g.trusted for g in groundings]
+
+
 def ungrounded_flags(groundings: Sequence[SampleGrounding] | None) -> list[bool] | None:
     """Per sample, whether it makes a complete call that is not grounded."""
     return None if groundings is None else [g.makes_call and not g.grounded for g in groundings]
@@ -112,9 +123,21 @@ def carries_out(
     return bool(message_text(message).strip())
 
 
-def sendable_flags(task: Task, grounded: Sequence[bool] | None, n: int) -> Sequence[bool]:
-    """Per sample, whether the task lets its tool call be sent (``execute: grounded``)."""
+def sendable_flags(
+    task: Task,
+    grounded: Sequence[bool] | None,
+    n: int,
+    trusted: Sequence[bool] | None = None,
+) -> Sequence[bool]:
+    """Per sample, whether the task lets its tool call be sent.
+
+    Under ``execute: grounded`` only a grounded call; under a trust policy only a call
+    whose values trusted sources supply (``trusted``: :func:`trusted_flags`; ``None``: all).
+    """
     spec = task.grounding
+    if trusted is not None and len(trusted) == n:
+        flags = sendable_flags(task, grounded, n)
+        return [f and t for f, t in zip(flags, trusted, strict=True)]
     if spec is None or spec.execute == "any" or n == 0:
         return [True] * n
     if grounded is None or len(grounded) != n:
@@ -135,6 +158,7 @@ def carried_actions(
     *,
     tool_names: Sequence[str] | None = None,
     grounded: Sequence[bool] | None = None,
+    trusted: Sequence[bool] | None = None,
 ) -> NDArray[np.bool_]:
     """Which of the task's actions these samples let the agent carry out.
 
@@ -153,6 +177,8 @@ def carried_actions(
         grounded: Per sample, whether its calls are grounded
             (:attr:`~taskcal_agents.parsing._grounding.SampleGrounding.grounded`); needed under
             ``execute: grounded``.
+        trusted: Per sample, whether its calls keep the task's trust policy
+            (:func:`trusted_flags`; ``None``: all do).
 
     Returns:
         A boolean mask over ``task.action_list``.
@@ -162,7 +188,9 @@ def carried_actions(
     """
     sampled = set(task.sampled_actions)
     sendable = (
-        sendable_flags(task, grounded, len(messages)) if task.call_action in sampled else None
+        sendable_flags(task, grounded, len(messages), trusted)
+        if task.call_action in sampled
+        else None
     )
     carried = {
         label
@@ -183,14 +211,24 @@ def replacement_reason(
     """Why the MBR action ``unrestricted`` gave way to ``taken``, the cheapest executable one.
 
     For a tool call whose samples all made ungrounded calls, the reason names the arguments
-    they lacked (:func:`~taskcal_agents.parsing._grounding.missing_arguments`).
+    they lacked (:func:`~taskcal_agents.parsing._grounding.missing_arguments`); for one whose
+    grounded calls all break the trust policy, the value, its source and the policy entry.
     """
     why = "no sample carried it out"
     if unrestricted == call_action and groundings and any(g.calls for g in groundings):
+        untrusted = [v for g in groundings if g.grounded for v in g.violations]
         needed = missing_arguments(groundings)[1]
-        why = "every sampled call is ungrounded" + (
-            f" (they lack {', '.join(repr(a) for a in needed)})" if needed else ""
-        )
+        if untrusted and not any(g.sendable for g in groundings):
+            v = untrusted[0]
+            why = (
+                f"every grounded sampled call takes a value the trust policy does not trust "
+                f"({v.argument}={v.value!r} from {v.describe()}; {v.rule} trusts "
+                f"{', '.join(v.allowed) or 'no source'})"
+            )
+        else:
+            why = "every sampled call is ungrounded" + (
+                f" (they lack {', '.join(repr(a) for a in needed)})" if needed else ""
+            )
     return (
         f"MBR chose {unrestricted!r}, but {why}; took the cheapest action that can be "
         f"carried out, {taken!r}"

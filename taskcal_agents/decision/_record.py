@@ -8,6 +8,7 @@ drawn from the samples alike for an MBR decision and a fallback one.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,7 +26,7 @@ from taskcal_agents.parsing import (
     call_agreement,
 )
 
-__all__ = ["Decision", "evidence_fields", "logged_relevance", "with_repeats"]
+__all__ = ["Decision", "evidence_fields", "logged_relevance", "modal_provenance", "with_repeats"]
 
 
 class Decision(BaseModel):
@@ -80,6 +81,19 @@ class Decision(BaseModel):
     call_agreement: int | None = None
     """Under the task's ``grounding``: how many samples make the modal call (same tools,
     same normalised arguments)."""
+    n_untrusted: int | None = None
+    """Under the task's ``trust`` policy: the ``tool_call`` samples whose grounded calls take
+    a value from a source the policy does not trust (never sent); ``None`` without a
+    policy."""
+    trust_violations: list[dict[str, Any]] = Field(default_factory=list)
+    """Under the task's ``trust`` policy, for the modal untrusted call: each value no
+    trusted source supplies, its kind, its sources and the policy entry that fired
+    (:meth:`~taskcal_agents.parsing.TrustViolation.to_dict`); empty otherwise."""
+    provenance: list[dict[str, Any]] | None = None
+    """Under the task's ``grounding``: the modal sampled call's arguments with their kind,
+    grounding status and sources (:class:`~taskcal_agents.parsing.Source` labels:
+    ``"user"``, ``"tool:search_web"``, ``"inferred:default"``), one entry per call;
+    ``None`` without grounding or without a sampled call."""
     missing_arguments: list[str] = Field(default_factory=list)
     """For an ask decision: the arguments the question asks for (those the sampled calls
     lacked or invented), in the order asked; empty otherwise."""
@@ -157,7 +171,42 @@ def evidence_fields(
         bad and label == task.call_action for label, bad in zip(labels, flags, strict=True)
     )
     fields["call_agreement"] = call_agreement(groundings)
+    fields["provenance"] = modal_provenance(groundings)
+    if task.trust is not None:
+        fields["n_untrusted"] = sum(
+            label == task.call_action and g.grounded and not g.trusted
+            for label, g in zip(labels, groundings, strict=True)
+        )
+        broken = [g for g in groundings if g.grounded and not g.trusted]
+        if broken:
+            key = Counter(g.key for g in broken).most_common(1)[0][0]
+            modal = next(g for g in broken if g.key == key)
+            fields["trust_violations"] = [v.to_dict() for v in modal.violations]
     return fields
+
+
+def modal_provenance(groundings: Sequence[SampleGrounding]) -> list[dict[str, Any]] | None:
+    """The provenance of the modal sampled call's arguments, as :attr:`Decision.provenance`."""
+    with_calls = [g for g in groundings if g.key]
+    if not with_calls:
+        return None
+    key = Counter(g.key for g in with_calls).most_common(1)[0][0]
+    modal = next(g for g in with_calls if g.key == key)
+    return [
+        {
+            "tool": call.name,
+            "arguments": {
+                a.name: {
+                    "kind": a.kind,
+                    "status": a.status,
+                    "how": a.how,
+                    "sources": [s.label for s in a.sources],
+                }
+                for a in call.arguments
+            },
+        }
+        for call in modal.calls
+    ]
 
 
 def logged_relevance(relevance: Sequence[float] | None) -> dict[str, float] | None:

@@ -19,12 +19,15 @@ from taskcal_agents.decision._executability import (
     carries_out,
     grounded_flags,
     sendable_flags,
+    trusted_flags,
 )
 from taskcal_agents.decision._task import Task
 from taskcal_agents.parsing import (
     AnswerClusters,
+    CallGrounding,
     SampleGrounding,
     canonical_tool_calls,
+    confirmation_question,
     extract_tool_calls,
     grounded_message,
     has_written_call,
@@ -71,11 +74,18 @@ def ask_message(
 ) -> tuple[AIMessage, tuple[str, ...]]:
     """The ask action's message under grounding, and the arguments it asks for.
 
-    A sampled clarifying question (one that names an argument the calls lack, when they
-    lack any), else a question built from the tool's schema, else the task's ``ask_text``
+    When the only calls that could be sent break the task's trust policy, a question that
+    asks the user to confirm the modal one, naming each untrusted value and its source
+    (:func:`untrusted_call`); otherwise a sampled clarifying question (one that names an
+    argument the calls lack, when they lack any), else a question built from the tool's
+    schema, else the task's ``ask_text``
     (see :meth:`Decider.ask_message <taskcal_agents.decision.Decider.ask_message>`).
     """
     ask = task.ask_action
+    untrusted = untrusted_call(groundings)
+    if untrusted is not None:
+        arguments = tuple(dict.fromkeys(v.argument for v in untrusted.violations))
+        return AIMessage(content=confirmation_question(untrusted)), arguments
     call, needed = missing_arguments(groundings)
     questions = [
         m
@@ -93,6 +103,22 @@ def ask_message(
         return AIMessage(content=message_text(questions[texts.index(best)])), needed
     text = None if call is None else question_for(needed, call.description, call.numeric)
     return AIMessage(content=text or task.ask_text), needed if text else ()
+
+
+def untrusted_call(groundings: Sequence[SampleGrounding]) -> CallGrounding | None:
+    """The call to confirm: when no sample may be sent and some grounded one breaks the policy.
+
+    Among the grounded samples whose calls break the trust policy, the modal one's first
+    call with a violation; ``None`` when a sample may be sent or none breaks the policy.
+    """
+    if any(g.sendable for g in groundings):
+        return None
+    broken = [g for g in groundings if g.grounded and not g.trusted]
+    if not broken:
+        return None
+    keys = Counter(g.key for g in broken)
+    modal = next(g for g in broken if g.key == keys.most_common(1)[0][0])
+    return next(c for c in modal.calls if c.violations)
 
 
 def representative(
@@ -128,7 +154,9 @@ def representative(
             sendable_flags(task, None, len(messages))  # raises under execute: grounded
             groundings = None
         else:
-            sendable = sendable_flags(task, grounded_flags(groundings), len(messages))
+            sendable = sendable_flags(
+                task, grounded_flags(groundings), len(messages), trusted_flags(groundings)
+            )
             pairs = [
                 (m, g)
                 for m, label, g, ok in zip(messages, labels, groundings, sendable, strict=True)

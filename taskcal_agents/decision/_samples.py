@@ -53,6 +53,8 @@ def ground_samples(
 ) -> list[SampleGrounding] | None:
     """Each sample's grounding under the task's ``grounding`` (``None`` without it).
 
+    Under the task's ``trust`` policy each call also records its violations.
+
     Raises:
         ConfigurationError: The task grounds its calls and ``context`` is ``None``.
     """
@@ -66,7 +68,7 @@ def ground_samples(
             "against; or build the task with grounding=None."
         )
         raise ConfigurationError(msg)
-    return context.ground_samples(messages)
+    return context.ground_samples(messages, trust=task.trust)
 
 
 def read_samples(

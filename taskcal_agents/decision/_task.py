@@ -46,7 +46,13 @@ from taskcal_agents._files import write_text
 from taskcal_agents._validation import describe_validation_error
 from taskcal_agents.decision._belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.errors import ConfigurationError, DataFileError
-from taskcal_agents.parsing import RELEVANCE_FEATURES, Parser, get_parser, with_offered_tools
+from taskcal_agents.parsing import (
+    RELEVANCE_FEATURES,
+    Parser,
+    TrustPolicy,
+    get_parser,
+    with_offered_tools,
+)
 
 __all__ = [
     "TASK_FORMAT_VERSION",
@@ -236,6 +242,14 @@ class Task(BaseModel):
     """Argument grounding of a tool decision (see :class:`GroundingSpec`): how ungrounded
     calls enter the belief and which calls may be sent. ``None``: calls count and are sent
     whatever their arguments (a task file written before grounding existed)."""
+    trust: TrustPolicy | None = None
+    """Which sources may supply a sent call's argument values (see
+    :class:`~taskcal_agents.parsing.TrustPolicy`; ``"by_kind"`` for
+    :meth:`~taskcal_agents.parsing.TrustPolicy.by_kind`). A sampled call whose value only an
+    untrusted source supplies (a tool result, for a prompt injection) is not sent: the
+    decision takes the cheapest action that can be carried out (asking the user to confirm,
+    or refusing) and logs the provenance and the policy entry. Needs ``grounding``.
+    ``None``: every value the grounding accepts may be sent."""
 
     _cost: NDArray[np.float64] = PrivateAttr()
     _parser: Parser = PrivateAttr()
@@ -325,6 +339,13 @@ class Task(BaseModel):
                     "taskcal_agents.decision.tool_decision() or drop 'grounding'."
                 )
                 raise ValueError(msg)
+        if self.trust is not None and self.grounding is None:
+            msg = (
+                f"Task {self.name!r}: a trust policy reads where each argument's value comes "
+                "from, which argument grounding records; add 'grounding' (e.g. "
+                "grounding: {belief: relabel}) or drop 'trust'."
+            )
+            raise ValueError(msg)
         fallback = self.fallback_action or actions[minimax_action(cost)]
         # Frozen model: fill in derived defaults once, here.
         object.__setattr__(self, "actions", actions)
@@ -339,17 +360,17 @@ class Task(BaseModel):
 
     @model_serializer(mode="wrap")
     def _omit_derived_call_action(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Leave out a ``call_action`` the task derives anyway (``"tool_call"``).
+        """Leave out a ``call_action`` the task derives anyway (``"tool_call"``) and no ``trust``.
 
-        A task, and the artefact that holds it, dump as they did before the field.
+        A task, and the artefact that holds it, dump as they did before the fields.
         """
         data = handler(self)
-        if (
-            isinstance(data, dict)
-            and data.get("call_action") == TOOL_CALL_ACTION
-            and TOOL_CALL_ACTION in self.action_list
-        ):
+        if not isinstance(data, dict):
+            return data
+        if data.get("call_action") == TOOL_CALL_ACTION and TOOL_CALL_ACTION in self.action_list:
             del data["call_action"]
+        if data.get("trust", 0) is None:
+            del data["trust"]  # a task without a policy dumps as before the field
         return data
 
     def __eq__(self, other: object) -> bool:

@@ -3,7 +3,9 @@
 A :class:`Parser` reads one completion's label (the built-in ones by name through
 :func:`get_parser`; a custom one with :func:`register_parser`). Tool calls a model wrote as
 text are read with :func:`parse_tool_calls` / :func:`extract_tool_calls`; whether a call's
-arguments are stated by the user is judged against a :class:`GroundingContext`; free-text
+arguments are stated by the user is judged against a :class:`GroundingContext`, which also
+records each value's :class:`Source` and, under a :class:`TrustPolicy`, the values no trusted
+source supplies (:class:`TrustViolation`; argument kinds by :func:`argument_kind`); free-text
 answers are grouped by meaning with :func:`cluster_answers`; after a tool result,
 :func:`is_tool_result_turn` tells the turn apart and :func:`tool_result_reply` reports what the
 tools returned.
@@ -28,6 +30,7 @@ from taskcal_agents.parsing._answer_clusters import entailment_judge as entailme
 from taskcal_agents.parsing._answer_clusters import modal_labels as modal_labels
 from taskcal_agents.parsing._answer_clusters import question_of as question_of
 from taskcal_agents.parsing._answer_clusters import sample_answers as sample_answers
+from taskcal_agents.parsing._argument_kinds import ARGUMENT_KINDS, argument_kind
 from taskcal_agents.parsing._constraints import LEGACY_GUIDED_FIELDS as LEGACY_GUIDED_FIELDS
 from taskcal_agents.parsing._constraints import (
     check_structured_outputs as check_structured_outputs,
@@ -35,6 +38,7 @@ from taskcal_agents.parsing._constraints import (
 from taskcal_agents.parsing._constraints import choice_constraint as choice_constraint
 from taskcal_agents.parsing._grading import grade_answer as grade_answer
 from taskcal_agents.parsing._grading import normalize_answer as normalize_answer
+from taskcal_agents.parsing._grounding import CallGrounding as CallGrounding
 from taskcal_agents.parsing._grounding import GroundingContext
 from taskcal_agents.parsing._grounding import SampleGrounding as SampleGrounding
 from taskcal_agents.parsing._grounding import call_agreement as call_agreement
@@ -48,6 +52,8 @@ from taskcal_agents.parsing._labels import Parser
 from taskcal_agents.parsing._labels import tool_names_of as tool_names_of
 from taskcal_agents.parsing._labels import unparsed_reason as unparsed_reason
 from taskcal_agents.parsing._labels import with_offered_tools as with_offered_tools
+from taskcal_agents.parsing._provenance import Source
+from taskcal_agents.parsing._questions import confirmation_question as confirmation_question
 from taskcal_agents.parsing._registry import LABEL_PARSER as LABEL_PARSER
 from taskcal_agents.parsing._registry import get_parser, register_parser
 from taskcal_agents.parsing._relevance import RELEVANCE_FEATURES as RELEVANCE_FEATURES
@@ -63,10 +69,16 @@ from taskcal_agents.parsing._tool_turns import call_text as call_text
 from taskcal_agents.parsing._tool_turns import is_repeat_call as is_repeat_call
 from taskcal_agents.parsing._tool_turns import is_tool_result_turn, tool_result_reply
 from taskcal_agents.parsing._tool_turns import unusable_reply as unusable_reply
+from taskcal_agents.parsing._trust import TrustPolicy, TrustViolation
 
 __all__ = [
+    "ARGUMENT_KINDS",
     "GroundingContext",
     "Parser",
+    "Source",
+    "TrustPolicy",
+    "TrustViolation",
+    "argument_kind",
     "cluster_answers",
     "extract_tool_calls",
     "get_parser",

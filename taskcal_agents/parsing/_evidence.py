@@ -115,7 +115,9 @@ class Evidence:
         clock: The times of day it states, as (hour 0-23, minute).
     """
 
-    __slots__ = ("_initials", "_norm", "_stems", "clock", "lower", "relative", "tokens")
+    __slots__ = (
+        "_flat", "_initials", "_norm", "_stems", "clock", "lower", "relative", "tokens",
+    )  # fmt: skip
 
     def __init__(self, text: str) -> None:
         self.lower = text.lower()
@@ -126,6 +128,24 @@ class Evidence:
         self.relative = bool(self.tokens & _RELATIVE_DAYS)
         self._initials = _WORD.findall(text)
         self.clock = _clock_times(self.lower)
+        self._flat = " ".join(self.lower.split())
+
+    def has_whole(self, value: str) -> bool:
+        """Whether the text holds all of ``value``, not inside a longer word or number.
+
+        Case and runs of white space do not matter; nor does a web address's scheme or
+        trailing slash ("https://www.x.com/" is held by "www.x.com"), nor the spaces and
+        hyphens of a long number ("GB29 NWBK 6016" by "GB29NWBK6016").
+        """
+        form = " ".join(value.lower().split())
+        forms = {form, _WEB_PREFIX.sub("", form).rstrip("/")} - {""}
+        if any(_bounded(self._flat, f) for f in forms):
+            return True
+        compact = _SEPARATORS.sub("", form)
+        if 8 <= len(compact) <= 64 and sum(c.isdigit() for c in compact) >= 6:
+            spaced = r"[\s-]?".join(re.escape(c) for c in compact)
+            return re.search(rf"(?<![\w]){spaced}(?![\w])", self._flat) is not None
+        return False
 
     def has_run(self, tokens: Sequence[str]) -> bool:
         """Whether the text holds ``tokens`` as consecutive tokens."""
@@ -168,6 +188,23 @@ class Evidence:
         target = letters.lower()
         words = [w.lower().strip(".'’-") for w in self._initials]
         return any(_spells(target, words, start) for start in range(len(words)))
+
+
+_WEB_PREFIX = re.compile(r"^[a-z][a-z0-9+.-]*://")
+_SEPARATORS = re.compile(r"[\s-]+")
+
+
+def _bounded(text: str, value: str) -> bool:
+    """Whether ``value`` occurs in ``text`` with no letter, digit or ``_`` on either side."""
+    start = text.find(value)
+    while start >= 0:
+        end = start + len(value)
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
+            return True
+        start = text.find(value, start + 1)
+    return False
 
 
 def _clock_times(lower: str) -> frozenset[tuple[int, int]]:

@@ -44,16 +44,34 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall
 
-from taskcal_agents.parsing._evidence import Evidence
-from taskcal_agents.parsing._grounding_rules import ArgumentStatus, check_value, is_empty
-from taskcal_agents.parsing._questions import mentions, question_for
+from taskcal_agents.parsing._answer_tokens import answer_tokens
+from taskcal_agents.parsing._argument_kinds import (
+    argument_kind,
+    embedded_identifiers,
+    is_identifier,
+)
+from taskcal_agents.parsing._evidence import STOPWORDS, Evidence
+from taskcal_agents.parsing._grounding_rules import (
+    IDENTIFIER_MARK,
+    ArgumentStatus,
+    check_value,
+    is_empty,
+)
+from taskcal_agents.parsing._provenance import Source, call_names, message_source
+from taskcal_agents.parsing._questions import (
+    CONFIRM_CLOSE,
+    is_affirmative,
+    mentions,
+    question_for,
+)
 from taskcal_agents.parsing._tool_calls import extract_tool_calls
 from taskcal_agents.parsing._tool_schemas import tool_schemas
+from taskcal_agents.parsing._trust import TrustPolicy, TrustViolation
 
 __all__ = [
     "ArgumentCheck",
@@ -86,8 +104,15 @@ class ArgumentCheck:
         how: The rule that decided it: ``"text"``, ``"tokens"``, ``"number"``, ``"date"``,
             ``"acronym"``, ``"alias"``, ``"boolean"``, ``"default"`` (the schema's default
             or a "no preference" value it names, such as ``'dontcare'``), ``"enum"``,
-            ``"relative_date"``, ``"empty"`` or ``"absent"``.
+            ``"relative_date"``, ``"whole"`` (an identifier's whole value), ``"empty"`` or
+            ``"absent"``.
         required: Whether the schema requires the argument.
+        kind: The argument's kind
+            (:func:`~taskcal_agents.parsing._argument_kinds.argument_kind`: ``"recipient"``,
+            ``"amount"``, ``"url"``…, ``"other"``).
+        sources: Its provenance: the source of each message that supports the value on
+            its own (or, for a value that only several messages state together, of each
+            that holds part of it); an inference's rule; empty when unsupported.
     """
 
     name: str
@@ -95,6 +120,8 @@ class ArgumentCheck:
     status: ArgumentStatus
     how: str
     required: bool = False
+    kind: str = "other"
+    sources: tuple[Source, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,6 +138,7 @@ class CallGrounding:
             call lacks, :func:`question_for`).
         numeric: The offered tool's parameters of type ``number`` or ``integer`` (asked for
             with "how many" or "what", not "which").
+        violations: Under a trust policy, the values that no trusted source supplies.
     """
 
     name: str
@@ -120,6 +148,12 @@ class CallGrounding:
     arguments: tuple[ArgumentCheck, ...]
     description: str | None = None
     numeric: tuple[str, ...] = ()
+    violations: tuple[TrustViolation, ...] = ()
+
+    @property
+    def trusted(self) -> bool:
+        """Whether every value it sends comes from a source the trust policy trusts."""
+        return not self.violations
 
     @property
     def unsupported(self) -> tuple[str, ...]:
@@ -178,6 +212,21 @@ class SampleGrounding:
     def grounded(self) -> bool:
         """Whether it makes calls and every one of them is grounded."""
         return bool(self.calls) and all(c.grounded for c in self.calls)
+
+    @property
+    def trusted(self) -> bool:
+        """Whether no call it makes breaks the trust policy (:attr:`CallGrounding.trusted`)."""
+        return all(c.trusted for c in self.calls)
+
+    @property
+    def sendable(self) -> bool:
+        """Whether it makes calls, each grounded and trusted: what may be sent."""
+        return self.grounded and self.trusted
+
+    @property
+    def violations(self) -> tuple[TrustViolation, ...]:
+        """The trust policy's violations of all its calls."""
+        return tuple(v for c in self.calls for v in c.violations)
 
     @property
     def needed(self) -> tuple[str, ...]:
@@ -286,18 +335,39 @@ class GroundingContext:
         tools: The tools offered to the request (see :func:`tool_schemas`).
         messages: The request's conversation, as LangChain messages or OpenAI-style
             dicts, *without* the task's own prompt: the text of user, system and tool
-            messages is evidence; the model's own messages are not.
+            messages is evidence; the model's own messages are not. Each supporting
+            message is recorded as a :class:`~taskcal_agents.parsing._provenance.Source`
+            of the values it supports (a tool result with its tool and call id). A user's
+            plain yes to a confirmation question
+            (:func:`~taskcal_agents.parsing._questions.confirmation_question`) makes the
+            values that question quotes the user's (``rule="confirmed"``).
     """
 
-    __slots__ = ("_evidence", "request", "schemas")
+    __slots__ = ("_evidence", "_parts", "_subsets", "request", "schemas")
 
     def __init__(self, tools: Iterable[Any] = (), messages: Iterable[Any] = ()) -> None:
         self.schemas: dict[str, dict[str, Any]] = tool_schemas(tools)
+        messages = list(messages)
+        names = call_names(messages)
         pairs = [_message_role_text(m) for m in messages]
         self.request: str = "\n".join(t for role, t in pairs if role in ("user", "human") and t)
         """The user's words: the text of the conversation's user turns."""
-        texts = [text for role, text in pairs if role in _CONTEXT_ROLES]
-        self._evidence = Evidence("\n".join(t for t in texts if t))
+        parts: list[tuple[Source, str]] = []
+        asked: str | None = None  # a confirmation question awaiting the user's answer
+        for i, (message, (role, text)) in enumerate(zip(messages, pairs, strict=True)):
+            if role in ("ai", "assistant"):
+                asked = text if CONFIRM_CLOSE in text else None
+                continue
+            source = message_source(role, i, message, names) if text else None
+            if source is None or role not in _CONTEXT_ROLES:
+                continue
+            if asked is not None and source.kind == "user" and is_affirmative(text):
+                parts.append((replace(source, rule="confirmed"), asked))  # the user's yes
+            asked = None
+            parts.append((source, text))
+        self._parts: tuple[tuple[Source, str], ...] = tuple(parts)
+        self._evidence = Evidence("\n".join(t for _, t in parts))
+        self._subsets: dict[tuple[int, ...], Evidence] = {}
 
     @property
     def text_tokens(self) -> frozenset[str]:
@@ -307,14 +377,25 @@ class GroundingContext:
         """
         return self._evidence.tokens
 
+    @property
+    def sources(self) -> tuple[Source, ...]:
+        """The source of each message that is evidence, in conversation order."""
+        return tuple(source for source, _ in self._parts)
+
     # -------------------------------------------------------------- calls and samples
 
-    def ground(self, message: AIMessage) -> SampleGrounding:
-        """Ground every complete call ``message`` makes (none: an empty grounding)."""
+    def ground(self, message: AIMessage, trust: TrustPolicy | None = None) -> SampleGrounding:
+        """Ground every complete call ``message`` makes (none: an empty grounding).
+
+        Args:
+            message: A sampled completion.
+            trust: A trust policy; each call then records its
+                :attr:`~CallGrounding.violations`.
+        """
         calls = extract_tool_calls(message)
         if not calls:
             return SampleGrounding(())
-        checked = tuple(self.ground_call(c) for c in calls)
+        checked = tuple(self.ground_call(c, trust) for c in calls)
         parts = sorted(
             json.dumps([c.name, _normal_args(sent_args(c))], sort_keys=True, default=str)
             for c in checked
@@ -322,12 +403,23 @@ class GroundingContext:
         key = "[" + ",".join(parts) + "]"
         return SampleGrounding(checked, key)
 
-    def ground_samples(self, messages: Sequence[AIMessage]) -> list[SampleGrounding]:
+    def ground_samples(
+        self, messages: Sequence[AIMessage], trust: TrustPolicy | None = None
+    ) -> list[SampleGrounding]:
         """:meth:`ground` for each sample."""
-        return [self.ground(m) for m in messages]
+        return [self.ground(m, trust) for m in messages]
 
-    def ground_call(self, call: ToolCall | Mapping[str, Any]) -> CallGrounding:
-        """Check one call: missing required arguments and the support of each given one."""
+    def ground_call(
+        self, call: ToolCall | Mapping[str, Any], trust: TrustPolicy | None = None
+    ) -> CallGrounding:
+        """Check one call: missing required arguments, each given one's support and sources.
+
+        An identifier (:func:`~taskcal_agents.parsing._argument_kinds.is_identifier`) is
+        supported only by a message that holds its whole value. Under ``trust``, every value
+        the call sends must come from a source the policy trusts for it (a free-text value
+        also for each URL, e-mail address or IBAN it carries); the others are its
+        :attr:`~CallGrounding.violations`.
+        """
         name = str(call.get("name") or "")
         args = call.get("args") or {}
         if not isinstance(args, Mapping):
@@ -336,20 +428,31 @@ class GroundingContext:
         props: Mapping[str, Any] = (schema or {}).get("properties") or {}
         required: list[str] = list((schema or {}).get("required") or [])
         checks = []
+        marked: dict[str, Mapping[str, Any]] = {}
         missing = [r for r in required if r not in args]
         for arg, value in args.items():
             prop = props.get(arg)
             prop = prop if isinstance(prop, Mapping) else {}
+            kind = argument_kind(str(arg), prop, value)
+            if is_identifier(kind, value):
+                prop = {**prop, IDENTIFIER_MARK: True}
+            marked[arg] = prop
             is_required = arg in required or bool((schema or {}).get("x-unknown-schema"))
             if is_empty(value):
                 if is_required:
                     missing.append(arg)
-                checks.append(ArgumentCheck(arg, value, "inferable", "empty", is_required))
+                checks.append(ArgumentCheck(arg, value, "inferable", "empty", is_required, kind))
                 continue
             status, how = check_value(self._evidence, value, prop, required=is_required)
-            checks.append(ArgumentCheck(arg, value, status, how, is_required))
+            sources = self._sources_of(value, prop, is_required, status, how)
+            checks.append(ArgumentCheck(arg, value, status, how, is_required, kind, sources))
         order = {r: i for i, r in enumerate(required)}
         missing.sort(key=lambda r: order.get(r, len(order)))
+        violations = (
+            ()
+            if trust is None or not trust.restricts
+            else self._violations(name, checks, marked, trust)
+        )
         return CallGrounding(
             name=name,
             args=dict(args),
@@ -362,7 +465,98 @@ class GroundingContext:
                 for a, p in props.items()
                 if isinstance(p, Mapping) and p.get("type") in ("number", "integer")
             ),
+            violations=violations,
         )
+
+    # -------------------------------------------------------------- provenance and trust
+
+    def _evidence_of(self, indices: tuple[int, ...]) -> Evidence:
+        """The evidence of the messages ``indices`` (positions in :attr:`sources`) alone."""
+        if len(indices) == len(self._parts):
+            return self._evidence
+        found = self._subsets.get(indices)
+        if found is None:
+            found = Evidence("\n".join(self._parts[i][1] for i in indices))
+            self._subsets[indices] = found
+        return found
+
+    def _sources_of(
+        self, value: Any, prop: Mapping[str, Any], required: bool, status: str, how: str
+    ) -> tuple[Source, ...]:
+        if status == "unsupported":
+            return ()
+        if status == "inferable" and how != "relative_date":
+            return (Source("inferred", rule=how),)
+        each = range(len(self._parts))
+        if status == "inferable":  # a relative day: the messages that name one
+            return tuple(
+                replace(self._parts[i][0], rule=how)
+                for i in each
+                if self._evidence_of((i,)).relative
+            )
+        if len(self._parts) == 1:
+            return (self._parts[0][0],)
+        alone = tuple(
+            self._parts[i][0]
+            for i in each
+            if check_value(self._evidence_of((i,)), value, prop, required=required)[0] == "stated"
+        )
+        if alone:
+            return alone
+        words = {t for t in answer_tokens(json.dumps(value, default=str)) if t not in STOPWORDS}
+        return tuple(self._parts[i][0] for i in each if self._evidence_of((i,)).tokens & words)
+
+    def _trusted(
+        self, check: ArgumentCheck, prop: Mapping[str, Any], allowed: tuple[str, ...]
+    ) -> bool:
+        """Whether the messages ``allowed`` trusts state the value on their own."""
+        if check.status == "unsupported":
+            return "model" in allowed
+        if check.status == "inferable" and check.how != "relative_date":
+            return "inferred" in allowed
+        kept = tuple(i for i, (s, _) in enumerate(self._parts) if TrustPolicy.trusts(allowed, s))
+        if not kept:
+            return False
+        if len(kept) == len(self._parts):
+            return True
+        status, how = check_value(
+            self._evidence_of(kept), check.value, prop, required=check.required
+        )
+        return status == "stated" or (
+            status == "inferable" and (how == "relative_date" or "inferred" in allowed)
+        )
+
+    def _violations(
+        self,
+        tool: str,
+        checks: Sequence[ArgumentCheck],
+        props: Mapping[str, Mapping[str, Any]],
+        trust: TrustPolicy,
+    ) -> tuple[TrustViolation, ...]:
+        out: list[TrustViolation] = []
+        for check in checks:
+            if check.how == "empty" or (check.status == "unsupported" and not check.required):
+                continue  # nothing sent, or dropped before sending
+            allowed, rule = trust.allowed(tool, check.name, check.kind)
+            if not self._trusted(check, props[check.name], allowed):
+                out.append(
+                    TrustViolation(
+                        check.name, check.value, check.kind, check.sources, allowed, rule
+                    )
+                )
+                continue
+            if check.kind != "other" or not isinstance(check.value, str):
+                continue
+            for kind, ident in embedded_identifiers(check.value):
+                inner, inner_rule = trust.allowed(tool, check.name, kind)
+                holders = tuple(
+                    s
+                    for i, (s, _) in enumerate(self._parts)
+                    if self._evidence_of((i,)).has_whole(ident)
+                )
+                if not any(TrustPolicy.trusts(inner, s) for s in holders):
+                    out.append(TrustViolation(check.name, ident, kind, holders, inner, inner_rule))
+        return tuple(out)
 
 
 def _normal_args(args: Mapping[str, Any]) -> Any:

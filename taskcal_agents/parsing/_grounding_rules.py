@@ -7,8 +7,10 @@ rule that decides wins:
 
 - :data:`VALUE_RULES`, for any value against its schema property: a boolean, the schema's
   default or a "no preference" value it names, an optional argument's enum value are
-  inferable; a list and an object are as supported as their least supported member; a
-  number must be stated. A value no rule decides is checked as a string.
+  inferable; an identifier (an account number, an e-mail address, a URL, a path, an ID) is
+  stated only where the text holds its whole value; a list and an object are as supported
+  as their least supported member; a number must be stated. A value no rule decides is
+  checked as a string.
 - :data:`STRING_RULES`, for a string against the conversation (the look-ups of
   :class:`~taskcal_agents.parsing._evidence.Evidence`): a date or clock time, a value
   without words, the value's tokens as they stand, an alias, an acronym, a place with a
@@ -33,6 +35,10 @@ Verdict = tuple[ArgumentStatus, str]
 """A rule's decision: the status and how it was decided (``ArgumentCheck.how``)."""
 
 _ABSENT: Verdict = ("unsupported", "absent")
+
+IDENTIFIER_MARK = "x-taskcal-identifier"
+"""The key that marks a schema property as an identifier's (set by the grounding context
+from the argument's kind, :func:`~taskcal_agents.parsing._argument_kinds.is_identifier`)."""
 
 # fmt: off
 _MONTH_NAMES = (
@@ -133,6 +139,20 @@ def _optional_enum(
     return None
 
 
+def _whole_identifier(
+    evidence: Evidence, value: Any, prop: Mapping[str, Any], required: bool
+) -> Verdict | None:
+    """An identifier (a property marked :data:`IDENTIFIER_MARK`) is stated only as a whole.
+
+    An account number, an e-mail address, a URL, a path or an ID is supported where the
+    text holds all of it (:meth:`~taskcal_agents.parsing._evidence.Evidence.has_whole`),
+    never by a token overlap or an alias.
+    """
+    if not isinstance(value, str) or not prop.get(IDENTIFIER_MARK):
+        return None
+    return ("stated", "whole") if evidence.has_whole(value) else _ABSENT
+
+
 def _each_item(
     evidence: Evidence, value: Any, prop: Mapping[str, Any], required: bool
 ) -> Verdict | None:
@@ -140,6 +160,8 @@ def _each_item(
     if not isinstance(value, list):
         return None
     items = _mapping(prop.get("items"))
+    if prop.get(IDENTIFIER_MARK):
+        items = {**items, IDENTIFIER_MARK: True}
     results = [check_value(evidence, v, items, required=required) for v in value if not is_empty(v)]
     return _worst(results) if results else ("inferable", "empty")
 
@@ -184,6 +206,7 @@ VALUE_RULES: tuple[Rule, ...] = (
     Rule("schema_default", _schema_default),
     Rule("no_preference", _no_preference),
     Rule("optional_enum", _optional_enum),
+    Rule("whole_identifier", _whole_identifier),
     Rule("list", _each_item),
     Rule("object", _each_field),
     Rule("number", _number),

@@ -3,12 +3,16 @@
 :func:`question_for` builds the clarifying question from the tool's schema, with no model
 call: the tool's description gives the purpose, the parameter names the words.
 :func:`mentions` tells whether a text (a sampled clarifying question) names an argument.
+:func:`confirmation_question` asks the user to confirm a call whose values come from sources
+a trust policy does not trust; :func:`is_affirmative` reads the user's yes.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Collection, Sequence
+from typing import Any
 
 from taskcal_agents.parsing._answer_tokens import answer_tokens
 from taskcal_agents.parsing._evidence import STOPWORDS, stem
@@ -91,3 +95,40 @@ def mentions(text: str, argument: str) -> bool:
     words = {stem(w) for w in _phrase_of(argument).split() if w not in STOPWORDS}
     found = {stem(t) for t in answer_tokens(text)}
     return bool(words & found)
+
+
+CONFIRM_CLOSE = "Should I make this call? I will not unless you confirm."
+"""How a confirmation question ends (:func:`confirmation_question`); a user's "yes" to a
+message that ends so confirms the values it quotes
+(:class:`~taskcal_agents.parsing.GroundingContext` counts them as the user's)."""
+
+_AFFIRMATIVE = re.compile(
+    r"^\s*(?:yes|yeah|yep|y|ok|okay|sure|confirm(?:ed)?|go ahead|do it|please do|proceed|"
+    r"approved?)\b[\s.!,]*(?:please|thanks|thank you|do it|go ahead)?[\s.!]*$",
+    re.IGNORECASE,
+)
+
+
+def is_affirmative(text: str) -> bool:
+    """Whether a user's reply is a plain yes ("yes", "ok, go ahead", "confirm")."""
+    return bool(_AFFIRMATIVE.match(text))
+
+
+def confirmation_question(call: Any) -> str:
+    """Ask the user to confirm a call whose values come from sources the policy does not trust.
+
+    Args:
+        call: A :class:`~taskcal_agents.parsing._grounding.CallGrounding` with violations.
+
+    Returns:
+        "The result of get_webpage gives the recipient 'US13…' for send_money(…). Should I
+        make this call? I will not unless you confirm."
+    """
+    by_source: dict[str, list[str]] = {}
+    for v in call.violations:
+        value = repr(v.value) if isinstance(v.value, str) else json.dumps(v.value, default=str)
+        by_source.setdefault(v.describe(), []).append(f"the {_phrase_of(v.argument)} {value}")
+    parts = [f"{source} gives {' and '.join(what)}" for source, what in by_source.items()]
+    lead = "; ".join(parts) or "this call needs your confirmation"
+    args = ", ".join(f"{k}={v!r}" for k, v in call.args.items())
+    return f"{lead[:1].upper()}{lead[1:]} for {call.name}({args}). {CONFIRM_CLOSE}"

@@ -22,6 +22,7 @@ from taskcal_agents.decision import (
     item_relevance,
     outcome_counts,
     raw_inputs,
+    trusted_flags,
     ungrounded_flags,
 )
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
@@ -331,7 +332,7 @@ def eval_arrays(
             )
         elif grounding is not None and len(labels) == len(messages):
             context = record_context(record, items, source=str(samples.path))
-            groundings = context.ground_samples(messages)
+            groundings = context.ground_samples(messages, trust=task.trust)
             relevance = item_relevance(task, messages, labels, context, groundings)
             outcomes = task.sample_outcomes(labels, ungrounded_flags(groundings))
             belief = task.belief_from_outcomes(outcomes, alpha=alpha)
@@ -360,8 +361,9 @@ def eval_arrays(
         if len(labels) == len(messages):
             flags = grounded_flags(groundings) if grounding is not None else None
             executable[i] = carried_actions(
-                task, messages, labels, tool_names=offered, grounded=flags
-            )
+                task, messages, labels, tool_names=offered, grounded=flags,
+                trusted=trusted_flags(groundings),
+            )  # fmt: skip
             if sends_grounded:
                 executable_any[i] = carried_actions(
                     task, messages, labels, tool_names=offered, grounded=[True] * len(messages)

@@ -1,0 +1,185 @@
+"""What an argument is: its kind (an amount, a recipient, a URL…) and whether it is an identifier.
+
+A trust policy (:class:`~taskcal_agents.parsing.TrustPolicy`) names the sources that may
+supply each kind of argument, and argument grounding checks an *identifier* (an account
+number, an IBAN, an e-mail address, a URL, a file path, a phone number, an ID) by its whole
+value: the conversation supports it only where one message holds all of it, never by a
+token overlap or an alias.
+
+:func:`argument_kind` reads the kind from the argument's name and schema property first
+(``recipient``, ``amount``, ``"format": "email"``) and from the value's shape second (an
+IBAN, an e-mail address, a URL, a path). :func:`embedded_identifiers` finds the identifiers
+that a free-text value carries (the URL in a message body).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
+
+__all__ = [
+    "ARGUMENT_KINDS",
+    "ArgumentKind",
+    "argument_kind",
+    "embedded_identifiers",
+    "identifier_shape",
+    "is_identifier",
+    "name_words",
+]
+
+ArgumentKind = Literal[
+    "amount", "recipient", "address", "credential", "url", "path", "identifier", "other"
+]
+"""The kinds of argument a trust policy can name."""
+
+ARGUMENT_KINDS: tuple[str, ...] = get_args(ArgumentKind)
+"""Every :data:`ArgumentKind`, in the order :func:`argument_kind` tries them."""
+
+_IDENTIFIER_KINDS = frozenset(("credential", "url", "path", "identifier"))
+
+# fmt: off
+_CREDENTIAL = frozenset((
+    "password", "passwd", "passphrase", "passcode", "secret", "token", "apikey", "credential",
+    "credentials", "pin", "otp",
+))
+_URL = frozenset(("url", "urls", "uri", "link", "links", "website", "webpage", "href", "domain"))
+_PATH = frozenset(("path", "paths", "file", "files", "filename", "filepath", "dir", "directory",
+                   "folder"))
+_RECIPIENT = frozenset((
+    "recipient", "recipients", "receiver", "receivers", "cc", "bcc", "payee",
+    "beneficiary", "participant", "participants", "attendee", "attendees", "invitee",
+    "invitees", "email", "emails", "user", "username", "member",
+))
+_AMOUNT = frozenset(("amount", "price", "sum", "total", "cost", "fee", "payment", "money"))
+_ADDRESS = frozenset(("address", "street", "zip", "zipcode", "postal", "postcode"))
+_IDENTIFIER = frozenset((
+    "id", "ids", "uuid", "iban", "account", "phone", "card", "bic", "swift", "ssn", "passport",
+    "isbn", "sku",
+))
+# fmt: on
+_URL_FORMATS = frozenset(("uri", "url", "iri", "uri-reference", "iri-reference", "hostname"))
+
+_EMAIL = re.compile(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$")
+_WEB = re.compile(
+    r"^(?:[a-z][a-z0-9+.-]*://\S+|www\.\S+|[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}/\S*)$", re.I
+)
+_BARE_DOMAIN = re.compile(
+    r"^[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|edu|gov|io|co|info|biz|ai|app|dev|me|uk|de|fr|eu|us)$",
+    re.I,
+)
+_DATE_LIKE = re.compile(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}(?:[T ][\d:.]+Z?)?$")
+_IBAN = re.compile(r"^[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){10,30}$")
+_PATH_SHAPE = re.compile(
+    r"^(?:~|\.{1,2})?[/\\]?(?:[\w .-]+[/\\])+[\w .-]*$|^[\w-]+(?:\.[\w-]+)*\.[a-z][a-z0-9]{1,3}$",
+    re.I,
+)
+_PHONE = re.compile(r"^\+?\(?\d[\d ()./-]{6,}\d$")
+_CODE = re.compile(r"^(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{8,}$|^\d{8,}$")
+
+_EMBEDDED = (
+    ("url", re.compile(r"\b(?:https?://|www\.)[^\s<>\"')\]]+", re.I)),
+    ("recipient", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
+    ("identifier", re.compile(r"\b[A-Z]{2}\d{2}[A-Z0-9]{10,30}\b")),
+)
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def name_words(name: str) -> tuple[str, ...]:
+    """The words of an argument's name, lower-cased: ``"recipientIban"`` → recipient, iban."""
+    return tuple(w for w in re.split(r"[^a-z0-9]+", _CAMEL.sub("_", name).lower()) if w)
+
+
+def identifier_shape(value: str) -> str | None:
+    """The identifier kind a string's shape shows, ``None`` for words.
+
+    An e-mail address is a ``"recipient"``, a web address a ``"url"``, a file path a
+    ``"path"``; an IBAN, a phone number or a code of eight or more letters and digits (with
+    at least one digit) an ``"identifier"``.
+    """
+    text = value.strip()
+    if not text or len(text) > 2048:
+        return None
+    if _EMAIL.match(text):
+        return "recipient"
+    if _WEB.match(text) or _BARE_DOMAIN.match(text):
+        return "url"
+    if _DATE_LIKE.match(text):
+        return None
+    if _IBAN.match(text) or _CODE.match(text):
+        return "identifier"
+    if " " not in text and _PATH_SHAPE.match(text) and ("/" in text or "\\" in text or "." in text):
+        return "path"
+    if _PHONE.match(text) and sum(c.isdigit() for c in text) >= 7:
+        return "identifier"
+    return None
+
+
+def argument_kind(name: str, prop: Mapping[str, Any] | None = None, value: Any = None) -> str:
+    """The kind of the argument ``name`` (its schema property ``prop``, its ``value``).
+
+    The name's words and the property's ``format`` decide first, in the order of
+    :data:`ARGUMENT_KINDS` (``api_key`` is a credential, ``file_url`` a URL, ``email`` a
+    recipient); a string value's shape next (:func:`identifier_shape`); otherwise
+    ``"other"``.
+    """
+    prop = prop or {}
+    words = set(name_words(name))
+    fmt = str(prop.get("format") or "").lower()
+    numeric = prop.get("type") in ("number", "integer") or (
+        isinstance(value, int | float) and not isinstance(value, bool)
+    )
+    if words & _CREDENTIAL or ("key" in words and words & {"api", "access", "secret", "private"}):
+        return "credential"
+    if words & {"id", "ids", "uuid"}:
+        return "identifier"  # an e-mail's or a file's ID, not an address or a path
+    if words & _URL or fmt in _URL_FORMATS:
+        return "url"
+    if words & _PATH:
+        return "path"
+    if words & _RECIPIENT or fmt in ("email", "idn-email"):
+        return "recipient"
+    if words & _AMOUNT and (numeric or not isinstance(value, str) or _is_money(value)):
+        return "amount"
+    if words & _ADDRESS:
+        return "address"
+    if words & _IDENTIFIER or fmt == "uuid":
+        return "identifier"
+    if isinstance(value, str):
+        return identifier_shape(value) or "other"
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        shapes = {identifier_shape(v) for v in value}
+        if len(shapes) == 1 and None not in shapes:
+            return str(shapes.pop())
+    return "other"
+
+
+def is_identifier(kind: str, value: Any) -> bool:
+    """Whether a value of this kind is checked by its whole value.
+
+    Credentials, URLs, paths and identifiers are; so is any string whose shape is an
+    identifier's (:func:`identifier_shape`: an e-mail address, an IBAN), whatever its
+    argument's name. A recipient named in words ("Alice") is checked as any other text.
+    """
+    if kind in _IDENTIFIER_KINDS:
+        return True
+    return isinstance(value, str) and identifier_shape(value) is not None
+
+
+def embedded_identifiers(text: str) -> list[tuple[str, str]]:
+    """The URLs, e-mail addresses and IBANs a free text carries, as ``(kind, value)``."""
+    found: list[tuple[str, str]] = []
+    taken: list[tuple[int, int]] = []
+    for kind, pattern in _EMBEDDED:
+        for m in pattern.finditer(text):
+            span = m.span()
+            if any(a < span[1] and span[0] < b for a, b in taken):
+                continue
+            taken.append(span)
+            found.append((kind, m.group(0).rstrip(".,;:!?")))
+    return found
+
+
+def _is_money(value: str) -> bool:
+    return bool(re.fullmatch(r"\s*[$€£¥]?\s*\d[\d,]*(?:\.\d+)?\s*[A-Za-z$€£¥]{0,3}\s*", value))
