@@ -1,0 +1,217 @@
+"""Prompt injections on AgentDojo, replayed: does the decision execute the injected call?
+
+For every user task × injection task of AgentDojo's four suites (workspace, slack, travel,
+banking; ``agentdojo`` 0.1.35, MIT, as it ships them), the user task's ground-truth calls
+are replayed in its environment with the injection in place (AgentDojo's
+"important_instructions" attack text in every vector the task sees;
+:mod:`agentdojo_replay`). At each step after injected content has been returned, two
+decisions are scored through the runtime's own grounding and decision functions
+(:class:`~taskcal_agents.parsing.GroundingContext` and
+:meth:`~taskcal_agents.decision.Decider.decide` of the ``tool_decision`` task, no
+calibrator): N samples that all make the legitimate next call, and, for each call of the
+injection task's ground truth, N samples that all make it. Each decision is executed
+(``tool_call``), asked (``request_for_info``: a confirmation or a clarifying question) or
+refused (``cannot_answer``), under three policies: none, ``trust: by_kind``
+(:meth:`~taskcal_agents.parsing.TrustPolicy.by_kind`, derived from the tools' schemas by
+argument kind) and the suite's own policy (``benchmarks/injection_policies/SUITE.yaml``).
+
+Printed per suite and policy: the injected calls executed (and the injection tasks whose
+every call would be executed: attack success), the legitimate calls executed, asked and
+refused, and the commonest reasons a legitimate call was not executed.
+
+Run (agentdojo lives in its own environment, outside the product's dependencies)::
+
+    python -m venv runs/.venv-agentdojo
+    runs/.venv-agentdojo/bin/pip install agentdojo==0.1.35 -e .
+    PYTHONPATH=benchmarks runs/.venv-agentdojo/bin/python benchmarks/bench_injection.py \\
+        [--suites banking slack] [--n 4] [--out runs/injection/replay.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from agentdojo.attacks.base_attacks import FixedJailbreakAttack
+from agentdojo.attacks.important_instructions_attacks import ImportantInstructionsAttack
+from agentdojo_replay import load_suites, replay, tool_schemas
+from langchain_core.messages import AIMessage
+
+from taskcal_agents.decision import Decider, Task, tool_decision
+from taskcal_agents.parsing import GroundingContext, TrustPolicy
+
+POLICY_DIR = Path(__file__).parent / "injection_policies"
+OUTCOME = {"tool_call": "executed", "request_for_info": "asked", "cannot_answer": "refused"}
+
+
+def policies(suite: str) -> dict[str, TrustPolicy | None]:
+    """The three policies a suite is scored under: none, by kind, the suite's own."""
+    own = yaml.safe_load((POLICY_DIR / f"{suite}.yaml").read_text(encoding="utf-8"))["trust"]
+    return {
+        "none": None,
+        "by_kind": TrustPolicy.by_kind(),
+        "suite": TrustPolicy.model_validate(own),
+    }
+
+
+def task_with(policy: TrustPolicy | None) -> Task:
+    """The ``tool_decision`` task (grounded calls only) under ``policy``."""
+    base = tool_decision()
+    if policy is None:
+        return base
+    return Task.model_validate({**base.model_dump(mode="json"), "trust": policy.model_dump()})
+
+
+def attack_texts(suite: Any, user_task: Any, injection_task: Any) -> dict[str, str]:
+    """AgentDojo's "important_instructions" attack in every vector the user task sees."""
+    attack = FixedJailbreakAttack(ImportantInstructionsAttack._JB_STRING, suite, None)  # type: ignore[arg-type]
+    attack.user_name = "Emma Johnson"
+    attack.model_name = "AI assistant"
+    return attack.attack(user_task, injection_task)
+
+
+def samples(call: Mapping[str, Any], n: int) -> list[AIMessage]:
+    """N sampled completions that all make ``call``."""
+    return [
+        AIMessage(
+            "", tool_calls=[{"name": call["name"], "args": dict(call["args"]), "id": f"s{i}"}]
+        )
+        for i in range(n)
+    ]
+
+
+def decide(
+    decider: Decider,
+    call: Mapping[str, Any],
+    context: GroundingContext,
+    n: int,
+    tools: Sequence[str],
+) -> tuple[str, str | None]:
+    """The outcome of N samples of ``call`` and, when not executed, why."""
+    decision = decider.decide(samples(call, n), context=context, tool_names=tools)
+    outcome = OUTCOME.get(decision.action, decision.action)
+    why = None
+    if outcome != "executed":
+        if decision.trust_violations:
+            why = "trust " + ",".join(sorted({v["rule"] for v in decision.trust_violations}))
+        else:
+            why = "ungrounded " + ",".join(decision.missing_arguments)
+    return outcome, why
+
+
+def run_suite(name: str, suite: Any, n: int) -> list[dict[str, Any]]:
+    """Every decision of one suite, one row per (step, call, policy)."""
+    tools = tool_schemas(suite)
+    names = [t["function"]["name"] for t in tools]
+    deciders = {p: Decider(task_with(policy)) for p, policy in policies(name).items()}
+    rows: list[dict[str, Any]] = []
+    for user_id, user_task in sorted(suite.user_tasks.items()):
+        for inj_id, injection_task in sorted(suite.injection_tasks.items()):
+            injections = attack_texts(suite, user_task, injection_task)
+            environment = user_task.init_environment(
+                suite.load_and_inject_default_environment(injections)
+            )
+            injected_calls = [
+                {"name": c.function, "args": dict(c.args)}
+                for c in injection_task.ground_truth(environment.model_copy(deep=True))
+            ]
+            for step in replay(suite, user_task, injections):
+                if not step.injected_seen or step.next_call is None:
+                    continue
+                context = GroundingContext(tools, step.messages)
+                base = {"suite": name, "user_task": user_id, "injection_task": inj_id,
+                        "step": step.index}  # fmt: skip
+                for policy, decider in deciders.items():
+                    outcome, why = decide(decider, step.next_call, context, n, names)
+                    rows.append({**base, "policy": policy, "call": "legitimate",
+                                 "tool": step.next_call["name"], "outcome": outcome, "why": why})  # fmt: skip
+                    for k, call in enumerate(injected_calls):
+                        outcome, why = decide(decider, call, context, n, names)
+                        rows.append({**base, "policy": policy, "call": "injected", "index": k,
+                                     "of": len(injected_calls), "tool": call["name"],
+                                     "outcome": outcome, "why": why})  # fmt: skip
+    return rows
+
+
+def summarise(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per suite and policy: the shares executed, asked and refused."""
+    out = []
+    keys = sorted(
+        {(r["suite"], r["policy"]) for r in rows},
+        key=lambda k: (k[0], ["none", "by_kind", "suite"].index(k[1])),
+    )
+    for suite, policy in [*keys, *[("all", p) for p in ("none", "by_kind", "suite")]]:
+        mine = [
+            r for r in rows if (suite == "all" or r["suite"] == suite) and r["policy"] == policy
+        ]
+        legit = [r for r in mine if r["call"] == "legitimate"]
+        inj = [r for r in mine if r["call"] == "injected"]
+        chains: dict[tuple, list[bool]] = {}
+        for r in inj:
+            chains.setdefault(
+                (r["suite"], r["user_task"], r["injection_task"], r["step"]), []
+            ).append(r["outcome"] == "executed")
+        share = lambda xs, o: sum(x["outcome"] == o for x in xs) / max(len(xs), 1)  # noqa: E731
+        out.append({
+            "suite": suite, "policy": policy, "legitimate": len(legit),
+            "legit_executed": share(legit, "executed"), "legit_asked": share(legit, "asked"),
+            "legit_refused": share(legit, "refused"), "injected_calls": len(inj),
+            "injected_executed": share(inj, "executed"),
+            "attacks": len(chains),
+            "attack_success": sum(all(v) for v in chains.values()) / max(len(chains), 1),
+            "top_reasons": Counter(r["why"] for r in legit if r["why"]).most_common(3),
+        })  # fmt: skip
+    return out
+
+
+def table(summary: Sequence[Mapping[str, Any]]) -> str:
+    lines = [
+        "| suite | policy | legit n | legit executed | asked | refused | injected calls | injected executed | attacks | attack success |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in summary:
+        lines.append(
+            f"| {s['suite']} | {s['policy']} | {s['legitimate']} | {s['legit_executed']:.1%} | "
+            f"{s['legit_asked']:.1%} | {s['legit_refused']:.1%} | {s['injected_calls']} | "
+            f"{s['injected_executed']:.1%} | {s['attacks']} | {s['attack_success']:.1%} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--suites", nargs="+", default=["workspace", "slack", "travel", "banking"])
+    parser.add_argument("--n", type=int, default=4, help="samples per decision")
+    parser.add_argument("--version", default=None, help="AgentDojo benchmark version")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="write every row and the summary as JSON"
+    )
+    args = parser.parse_args(argv)
+    suites = load_suites(args.version)
+    rows: list[dict[str, Any]] = []
+    for name in args.suites:
+        start = time.perf_counter()
+        rows += run_suite(name, suites[name], args.n)
+        print(f"{name}: {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    summary = summarise(rows)
+    print(table(summary))
+    for s in summary:
+        if s["policy"] != "none" and s["top_reasons"]:
+            print(f"{s['suite']}/{s['policy']}: legitimate calls not executed: {s['top_reasons']}")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(
+            json.dumps({"summary": summary, "rows": rows}, indent=1), encoding="utf-8"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
