@@ -217,7 +217,8 @@ def after_tool_result_for(task: Task) -> Task | None:
 
     For a ``tool_decision`` task, :func:`after_tool_result` with its offered tools, texts and
     own prompt (not the user turn's default :data:`TOOL_DECISION_PROMPT`, which asks to
-    call, ask or refuse where a tool result asks for an answer); ``None`` for any other
+    call, ask or refuse where a tool result asks for an answer) and its trust policy (after a
+    tool result is where an injected value first appears); ``None`` for any other
     task, which decides on tool-result turns itself. The middleware's default
     (``tool_result="auto"``).
     """
@@ -228,6 +229,7 @@ def after_tool_result_for(task: Task) -> Task | None:
         ask_text=task.ask_text,
         abstain_text=task.abstain_text,
         prompt=None if task.prompt == TOOL_DECISION_PROMPT else task.prompt,
+        trust=task.trust,
     )
 
 

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
     from taskcal_agents.langchain._reply_guard import ToolReplyMiddleware
     from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
+    from taskcal_agents.langchain._trust_gate import trust_gate
 
 _EXPORTS: dict[str, str] = {
     "DecisionState": "taskcal_agents.langchain._graph_node",
@@ -54,6 +55,7 @@ _EXPORTS: dict[str, str] = {
     "hitl_when": "taskcal_agents.langchain._interop",
     "risk_classifier": "taskcal_agents.langchain._interop",
     "route_on_decision": "taskcal_agents.langchain._graph_node",
+    "trust_gate": "taskcal_agents.langchain._trust_gate",
 }
 
 __all__ = [
@@ -70,6 +72,7 @@ __all__ = [
     "hitl_when",
     "risk_classifier",
     "route_on_decision",
+    "trust_gate",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

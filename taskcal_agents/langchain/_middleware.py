@@ -55,7 +55,7 @@ from taskcal_agents.decision import (
 )
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.langchain._legacy import DeprecatedArguments, migrated
-from taskcal_agents.parsing import tool_names_of
+from taskcal_agents.parsing import GroundingContext, confirmation_question, tool_names_of
 from taskcal_agents.production import (
     DecisionLogLike,
     DecisionSession,
@@ -194,9 +194,11 @@ class TaskCalibrationMiddleware(
                 and structured output apply to each). ``"auto"``: ``"handler"`` when the
                 request has a ``response_format``, else ``"model"``.
             decide_on: ``"user_turn"``: decide only when the last message is from the
-                user, and pass later calls (after tool results) through unchanged (add
+                user, and pass later calls (after tool results) through (add
                 :class:`~taskcal_agents.langchain.ToolReplyMiddleware` to vet
-                the model's replies there). ``"every_call"``: decide on every model call.
+                the model's replies there); under the task's ``trust`` policy a passed
+                call that takes an untrusted value becomes the question that asks the user
+                to confirm it. ``"every_call"``: decide on every model call.
             tool_result: Under ``decide_on="every_call"``, the decision right after a tool
                 result (:class:`ToolResultConfig`). ``"auto"``, or no ``task`` in it:
                 :func:`~taskcal_agents.decision._presets.after_tool_result_for` the task.
@@ -400,7 +402,7 @@ class TaskCalibrationMiddleware(
             unchanged, on calls the middleware does not decide on.
         """
         if self.decide_on == "user_turn" and not _is_user_turn(request.messages):
-            return handler(request)
+            return self._trusted_only(request, handler(request))
         return self._decide_sync(request, handler)
 
     @override
@@ -419,5 +421,28 @@ class TaskCalibrationMiddleware(
             As :meth:`wrap_model_call`.
         """
         if self.decide_on == "user_turn" and not _is_user_turn(request.messages):
-            return await handler(request)
+            return self._trusted_only(request, await handler(request))
         return await self._decide_async(request, handler)
+
+    def _trusted_only(
+        self, request: ModelRequest[ContextT], response: ModelResponse[ResponseT]
+    ) -> ModelResponse[ResponseT]:
+        """A passed-through reply, its calls held to the task's trust policy.
+
+        A call that takes a value no trusted source supplies is replaced by the question
+        that asks the user to confirm it (the trust policy holds on every model call, not
+        only on the decided ones); without a policy the reply is returned unchanged.
+        """
+        trust = self.session.task.trust
+        if trust is None:
+            return response
+        context: GroundingContext | None = None
+        for message in response.result:
+            for call in message.tool_calls if isinstance(message, AIMessage) else ():
+                context = context or GroundingContext(request.tools, request.messages)
+                checked = context.ground_call(call, trust)
+                if not checked.trusted:
+                    metadata = {"taskcal_trust": [v.to_dict() for v in checked.violations]}
+                    reply = AIMessage(confirmation_question(checked), response_metadata=metadata)
+                    return ModelResponse(result=[reply])
+        return response

@@ -1,0 +1,62 @@
+"""A ``when`` predicate for LangChain's ``HumanInTheLoopMiddleware``: interrupt on untrusted values.
+
+A task's ``trust`` policy makes the decision itself ask the user to confirm a call whose
+values only untrusted sources supply (a tool result, for a prompt injection). An agent that
+confirms through LangChain's human-in-the-loop interrupt instead gates the tools with
+:func:`trust_gate`: the interrupt fires for exactly the calls the policy would not send, and
+every other call runs without review.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.parsing import GroundingContext, TrustPolicy
+from taskcal_agents.parsing._trust import as_policy
+
+__all__ = ["trust_gate"]
+
+
+def trust_gate(
+    policy: TrustPolicy | Mapping[str, Any] | str, tools: Iterable[Any]
+) -> Callable[[Any], bool]:
+    """Return a ``when`` predicate that interrupts a call whose values the policy does not trust.
+
+    Example:
+        ```python
+        gate = trust_gate("by_kind", tools)
+        HumanInTheLoopMiddleware(interrupt_on={
+            "send_money": {"allowed_decisions": ["approve", "reject"], "when": gate}})
+        ```
+
+    Args:
+        policy: The trust policy (a :class:`~taskcal_agents.parsing.TrustPolicy`, its
+            mapping, or ``"by_kind"``).
+        tools: The agent's tools (their schemas name each argument's kind).
+
+    Returns:
+        ``when(request)``: whether the request's tool call takes a value that no trusted
+        source in the agent's conversation (``request.state["messages"]``) supplies.
+
+    Raises:
+        ConfigurationError: If the policy is not valid.
+    """
+    try:
+        resolved = as_policy(policy)
+    except ValueError as exc:
+        msg = f"trust_gate parameter 'policy' is not a valid trust policy: {exc}"
+        raise ConfigurationError(msg) from exc
+    if resolved is None:
+        msg = "trust_gate parameter 'policy' must be a trust policy, got None."
+        raise ConfigurationError(msg)
+    tools = list(tools)
+
+    def when(request: Any) -> bool:
+        state = getattr(request, "state", None) or {}
+        messages = state.get("messages", []) if isinstance(state, Mapping) else []
+        call = GroundingContext(tools, messages).ground_call(request.tool_call, resolved)
+        return not call.trusted
+
+    return when
