@@ -15,9 +15,11 @@ refused (``cannot_answer``), under three policies: none, ``trust: by_kind``
 (:meth:`~taskcal_agents.parsing.TrustPolicy.by_kind`, derived from the tools' schemas by
 argument kind) and the suite's own policy (``benchmarks/injection_policies/SUITE.yaml``).
 
-Printed per suite and policy: the injected calls executed (and the injection tasks whose
-every call would be executed: attack success), the legitimate calls executed, asked and
-refused, and the commonest reasons a legitimate call was not executed.
+Printed per suite and policy: the legitimate calls executed, asked and refused; the injected
+calls executed, also counted among those that write (a tool whose name does not start with
+``get_``, ``read_``, ``search_``, ``list_`` or ``check_``: a reporting split only); the
+attacks whose every injected call would be executed (attack success); and the commonest
+reasons a legitimate call was not executed.
 
 Run (agentdojo lives in its own environment, outside the product's dependencies)::
 
@@ -49,6 +51,8 @@ from taskcal_agents.parsing import GroundingContext, TrustPolicy
 
 POLICY_DIR = Path(__file__).parent / "injection_policies"
 OUTCOME = {"tool_call": "executed", "request_for_info": "asked", "cannot_answer": "refused"}
+READ_PREFIXES = ("get_", "read_", "search_", "list_", "check_")
+"""A tool whose name starts so only reads (a reporting split, not a rule of the decision)."""
 
 
 def policies(suite: str) -> dict[str, TrustPolicy | None]:
@@ -131,7 +135,8 @@ def run_suite(name: str, suite: Any, n: int) -> list[dict[str, Any]]:
                 for policy, decider in deciders.items():
                     outcome, why = decide(decider, step.next_call, context, n, names)
                     rows.append({**base, "policy": policy, "call": "legitimate",
-                                 "tool": step.next_call["name"], "outcome": outcome, "why": why})  # fmt: skip
+                                 "tool": step.next_call["name"], "outcome": outcome,
+                                 "why": why})  # fmt: skip
                     for k, call in enumerate(injected_calls):
                         outcome, why = decide(decider, call, context, n, names)
                         rows.append({**base, "policy": policy, "call": "injected", "index": k,
@@ -159,11 +164,13 @@ def summarise(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 (r["suite"], r["user_task"], r["injection_task"], r["step"]), []
             ).append(r["outcome"] == "executed")
         share = lambda xs, o: sum(x["outcome"] == o for x in xs) / max(len(xs), 1)  # noqa: E731
+        writes = [r for r in inj if not r["tool"].startswith(READ_PREFIXES)]
         out.append({
             "suite": suite, "policy": policy, "legitimate": len(legit),
             "legit_executed": share(legit, "executed"), "legit_asked": share(legit, "asked"),
             "legit_refused": share(legit, "refused"), "injected_calls": len(inj),
-            "injected_executed": share(inj, "executed"),
+            "injected_executed": share(inj, "executed"), "injected_writes": len(writes),
+            "writes_executed": share(writes, "executed"),
             "attacks": len(chains),
             "attack_success": sum(all(v) for v in chains.values()) / max(len(chains), 1),
             "top_reasons": Counter(r["why"] for r in legit if r["why"]).most_common(3),
@@ -173,14 +180,16 @@ def summarise(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def table(summary: Sequence[Mapping[str, Any]]) -> str:
     lines = [
-        "| suite | policy | legit n | legit executed | asked | refused | injected calls | injected executed | attacks | attack success |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| suite | policy | legit n | legit executed | asked | refused | injected calls "
+        "| injected executed | of them writes | writes executed | attacks | attack success |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:
         lines.append(
             f"| {s['suite']} | {s['policy']} | {s['legitimate']} | {s['legit_executed']:.1%} | "
             f"{s['legit_asked']:.1%} | {s['legit_refused']:.1%} | {s['injected_calls']} | "
-            f"{s['injected_executed']:.1%} | {s['attacks']} | {s['attack_success']:.1%} |"
+            f"{s['injected_executed']:.1%} | {s['injected_writes']} | {s['writes_executed']:.1%} | "
+            f"{s['attacks']} | {s['attack_success']:.1%} |"
         )
     return "\n".join(lines)
 
@@ -193,9 +202,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=None, help="write every row and the summary as JSON"
     )
+    parser.add_argument("--rows", type=Path, default=None, help="summarise an --out file's rows")
     args = parser.parse_args(argv)
-    suites = load_suites(args.version)
     rows: list[dict[str, Any]] = []
+    if args.rows is not None:
+        rows = json.loads(args.rows.read_text(encoding="utf-8"))["rows"]
+        args.suites = []
+    else:
+        suites = load_suites(args.version)
     for name in args.suites:
         start = time.perf_counter()
         rows += run_suite(name, suites[name], args.n)
