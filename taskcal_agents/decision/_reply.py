@@ -27,7 +27,7 @@ from taskcal_agents.parsing import (
     CallGrounding,
     SampleGrounding,
     canonical_tool_calls,
-    confirmation_question,
+    confirmation_message,
     extract_tool_calls,
     grounded_message,
     has_written_call,
@@ -85,7 +85,7 @@ def ask_message(
     untrusted = untrusted_call(groundings)
     if untrusted is not None:
         arguments = tuple(dict.fromkeys(v.argument for v in untrusted.violations))
-        return AIMessage(content=confirmation_question(untrusted)), arguments
+        return confirmation_message(untrusted), arguments
     call, needed = missing_arguments(groundings)
     questions = [
         m

@@ -55,7 +55,12 @@ from taskcal_agents.decision import (
 )
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.langchain._legacy import DeprecatedArguments, migrated
-from taskcal_agents.parsing import GroundingContext, confirmation_question, tool_names_of
+from taskcal_agents.parsing import (
+    GroundingContext,
+    confirmation_message,
+    sent_args,
+    tool_names_of,
+)
 from taskcal_agents.production import (
     DecisionLogLike,
     DecisionSession,
@@ -431,18 +436,27 @@ class TaskCalibrationMiddleware(
 
         A call that takes a value no trusted source supplies is replaced by the question
         that asks the user to confirm it (the trust policy holds on every model call, not
-        only on the decided ones); without a policy the reply is returned unchanged.
+        only on the decided ones); an optional argument no message supports is dropped, as
+        a decided call drops it. Without a policy the reply is returned unchanged.
         """
         trust = self.session.task.trust
         if trust is None:
             return response
         context: GroundingContext | None = None
+        result = []
         for message in response.result:
-            for call in message.tool_calls if isinstance(message, AIMessage) else ():
-                context = context or GroundingContext(request.tools, request.messages)
+            if not isinstance(message, AIMessage) or not message.tool_calls:
+                result.append(message)
+                continue
+            context = context or GroundingContext(request.tools, request.messages)
+            calls = []
+            for call in message.tool_calls:
                 checked = context.ground_call(call, trust)
                 if not checked.trusted:
                     metadata = {"taskcal_trust": [v.to_dict() for v in checked.violations]}
-                    reply = AIMessage(confirmation_question(checked), response_metadata=metadata)
+                    reply = confirmation_message(checked)
+                    reply.response_metadata.update(metadata)
                     return ModelResponse(result=[reply])
-        return response
+                calls.append({**call, "args": sent_args(checked)})
+            result.append(message.model_copy(update={"tool_calls": calls}))
+        return ModelResponse(result=result, structured_response=response.structured_response)

@@ -38,7 +38,8 @@ def trust_gate(
 
     Returns:
         ``when(request)``: whether the request's tool call takes a value that no trusted
-        source in the agent's conversation (``request.state["messages"]``) supplies.
+        source in the agent's conversation (``request.state["messages"]``) supplies (the
+        system prompt is not in the state: a value only it states is asked about).
 
     Raises:
         ConfigurationError: If the policy is not valid.
@@ -57,6 +58,13 @@ def trust_gate(
         state = getattr(request, "state", None) or {}
         messages = state.get("messages", []) if isinstance(state, Mapping) else []
         call = GroundingContext(tools, messages).ground_call(request.tool_call, resolved)
-        return not call.trusted
+        if not call.trusted:
+            return True
+        # The gate sends the call as it is: an optional value no message supports counts.
+        by_name = {a.name: a for a in call.arguments}
+        return any(
+            "model" not in resolved.allowed(call.name, arg, by_name[arg].kind)[0]
+            for arg in call.dropped
+        )
 
     return when

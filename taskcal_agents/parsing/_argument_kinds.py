@@ -47,15 +47,15 @@ _URL = frozenset(("url", "urls", "uri", "link", "links", "website", "webpage", "
 _PATH = frozenset(("path", "paths", "file", "files", "filename", "filepath", "dir", "directory",
                    "folder"))
 _RECIPIENT = frozenset((
-    "recipient", "recipients", "receiver", "receivers", "cc", "bcc", "payee",
+    "recipient", "recipients", "receiver", "receivers", "cc", "bcc", "payee", "iban", "bic",
+    "swift", "account", "phone",
     "beneficiary", "participant", "participants", "attendee", "attendees", "invitee",
     "invitees", "email", "emails", "user", "username", "member",
 ))
 _AMOUNT = frozenset(("amount", "price", "sum", "total", "cost", "fee", "payment", "money"))
 _ADDRESS = frozenset(("address", "street", "zip", "zipcode", "postal", "postcode"))
 _IDENTIFIER = frozenset((
-    "id", "ids", "uuid", "iban", "account", "phone", "card", "bic", "swift", "ssn", "passport",
-    "isbn", "sku",
+    "id", "ids", "uuid", "card", "ssn", "passport", "isbn", "sku",
 ))
 # fmt: on
 _URL_FORMATS = frozenset(("uri", "url", "iri", "uri-reference", "iri-reference", "hostname"))
@@ -80,7 +80,15 @@ _CODE = re.compile(r"^(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-
 _EMBEDDED = (
     ("url", re.compile(r"\b(?:https?://|www\.)[^\s<>\"')\]]+", re.I)),
     ("recipient", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
-    ("identifier", re.compile(r"\b[A-Z]{2}\d{2}[A-Z0-9]{10,30}\b")),
+    ("recipient", re.compile(r"\b[A-Z]{2}\d{2}[A-Z0-9]{10,30}\b")),
+    (
+        "url",
+        re.compile(
+            r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|edu|gov|io|co|info|biz|ai|app|dev|me|uk|de|fr|eu|us)"
+            r"\b(?:/[^\s<>\"')\]]*)?",
+            re.I,
+        ),
+    ),
 )
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -94,9 +102,9 @@ def name_words(name: str) -> tuple[str, ...]:
 def identifier_shape(value: str) -> str | None:
     """The identifier kind a string's shape shows, ``None`` for words.
 
-    An e-mail address is a ``"recipient"``, a web address a ``"url"``, a file path a
-    ``"path"``; an IBAN, a phone number or a code of eight or more letters and digits (with
-    at least one digit) an ``"identifier"``.
+    An e-mail address, an IBAN or a phone number is a ``"recipient"`` (where data or money
+    goes), a web address a ``"url"``, a file path a ``"path"``, a code of eight or more
+    letters and digits (with at least one digit) an ``"identifier"``.
     """
     text = value.strip()
     if not text or len(text) > 2048:
@@ -107,12 +115,14 @@ def identifier_shape(value: str) -> str | None:
         return "url"
     if _DATE_LIKE.match(text):
         return None
-    if _IBAN.match(text) or _CODE.match(text):
+    if _IBAN.match(text):
+        return "recipient"
+    if _CODE.match(text):
         return "identifier"
     if " " not in text and _PATH_SHAPE.match(text) and ("/" in text or "\\" in text or "." in text):
         return "path"
     if _PHONE.match(text) and sum(c.isdigit() for c in text) >= 7:
-        return "identifier"
+        return "recipient"
     return None
 
 
@@ -168,7 +178,12 @@ def is_identifier(kind: str, value: Any) -> bool:
 
 
 def embedded_identifiers(text: str) -> list[tuple[str, str]]:
-    """The URLs, e-mail addresses and IBANs a free text carries, as ``(kind, value)``."""
+    """The URLs (bare domains too), e-mail addresses and IBANs a free text carries.
+
+    Returns:
+        ``(kind, value)`` pairs, in the order found; a domain inside an e-mail address or
+        a URL already found is not found again.
+    """
     found: list[tuple[str, str]] = []
     taken: list[tuple[int, int]] = []
     for kind, pattern in _EMBEDDED:

@@ -194,14 +194,32 @@ _WEB_PREFIX = re.compile(r"^[a-z][a-z0-9+.-]*://")
 _SEPARATORS = re.compile(r"[\s-]+")
 
 
+_JOINERS = frozenset("._-+@/\\:")
+"""Characters that join the parts of an identifier ("john.smith@x.com", "/home/alice/tmp")."""
+
+
 def _bounded(text: str, value: str) -> bool:
-    """Whether ``value`` occurs in ``text`` with no letter, digit or ``_`` on either side."""
+    """Whether ``value`` occurs in ``text`` as a whole identifier, not part of a longer one.
+
+    Before it: no letter, digit or joining character (a URL's ``scheme://`` may precede
+    it); after it: no letter or digit, and no joining character followed by one (a
+    sentence's full stop may follow it; so may a URL's path when ``value`` is a web
+    address).
+    """
+    web = "." in value and "@" not in value and value[:1].isalnum()
     start = text.find(value)
     while start >= 0:
         end = start + len(value)
         before = text[start - 1] if start else " "
         after = text[end] if end < len(text) else " "
-        if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
+        following = text[end + 1] if end + 1 < len(text) else " "
+        scheme = text[max(0, start - 3) : start] == "://"
+        open_before = not (before.isalnum() or before in _JOINERS) or (scheme and web)
+        joined = after in _JOINERS and (following.isalnum() or following in "_/")
+        open_after = not (after.isalnum() or after == "_") and (
+            not joined or (web and after == "/")
+        )
+        if open_before and open_after:
             return True
         start = text.find(value, start + 1)
     return False

@@ -64,7 +64,7 @@ from taskcal_agents.parsing._grounding_rules import (
 )
 from taskcal_agents.parsing._provenance import Source, call_names, message_source
 from taskcal_agents.parsing._questions import (
-    CONFIRM_CLOSE,
+    CONFIRM_METADATA_KEY,
     is_affirmative,
     mentions,
     question_for,
@@ -338,12 +338,13 @@ class GroundingContext:
             messages is evidence; the model's own messages are not. Each supporting
             message is recorded as a :class:`~taskcal_agents.parsing._provenance.Source`
             of the values it supports (a tool result with its tool and call id). A user's
-            plain yes to a confirmation question
-            (:func:`~taskcal_agents.parsing._questions.confirmation_question`) makes the
-            values that question quotes the user's (``rule="confirmed"``).
+            plain yes right after a confirmation question the library asked (an AI message
+            whose ``response_metadata`` names the call,
+            :func:`~taskcal_agents.parsing._questions.confirmation_message`) confirms
+            exactly that call: the trust policy lets it through.
     """
 
-    __slots__ = ("_evidence", "_parts", "_subsets", "request", "schemas")
+    __slots__ = ("_evidence", "_parts", "_subsets", "confirmed", "request", "schemas")
 
     def __init__(self, tools: Iterable[Any] = (), messages: Iterable[Any] = ()) -> None:
         self.schemas: dict[str, dict[str, Any]] = tool_schemas(tools)
@@ -353,19 +354,22 @@ class GroundingContext:
         self.request: str = "\n".join(t for role, t in pairs if role in ("user", "human") and t)
         """The user's words: the text of the conversation's user turns."""
         parts: list[tuple[Source, str]] = []
-        asked: str | None = None  # a confirmation question awaiting the user's answer
+        confirmed: list[str] = []
+        asked: str | None = None  # the call a confirmation question put to the user
         for i, (message, (role, text)) in enumerate(zip(messages, pairs, strict=True)):
             if role in ("ai", "assistant"):
-                asked = text if CONFIRM_CLOSE in text else None
+                asked = confirmation_asked(message)
                 continue
             source = message_source(role, i, message, names) if text else None
             if source is None or role not in _CONTEXT_ROLES:
                 continue
             if asked is not None and source.kind == "user" and is_affirmative(text):
-                parts.append((replace(source, rule="confirmed"), asked))  # the user's yes
+                confirmed.append(asked)  # the user's yes to exactly that call
             asked = None
             parts.append((source, text))
         self._parts: tuple[tuple[Source, str], ...] = tuple(parts)
+        self.confirmed: frozenset[str] = frozenset(confirmed)
+        """The keys (:func:`call_key`) of the calls the user confirmed with a plain yes."""
         self._evidence = Evidence("\n".join(t for _, t in parts))
         self._subsets: dict[tuple[int, ...], Evidence] = {}
 
@@ -448,9 +452,11 @@ class GroundingContext:
             checks.append(ArgumentCheck(arg, value, status, how, is_required, kind, sources))
         order = {r: i for i, r in enumerate(required)}
         missing.sort(key=lambda r: order.get(r, len(order)))
+        unsent = {c.name for c in checks if c.status == "unsupported" and not c.required}
+        sent = {k: v for k, v in args.items() if k not in unsent}
         violations = (
             ()
-            if trust is None or not trust.restricts
+            if trust is None or not trust.restricts or call_key(name, sent) in self.confirmed
             else self._violations(name, checks, marked, trust)
         )
         return CallGrounding(
@@ -507,24 +513,18 @@ class GroundingContext:
         return tuple(self._parts[i][0] for i in each if self._evidence_of((i,)).tokens & words)
 
     def _trusted(
-        self, check: ArgumentCheck, prop: Mapping[str, Any], allowed: tuple[str, ...]
+        self, value: Any, prop: Mapping[str, Any], required: bool, allowed: tuple[str, ...]
     ) -> bool:
-        """Whether the messages ``allowed`` trusts state the value on their own."""
-        if check.status == "unsupported":
-            return "model" in allowed
-        if check.status == "inferable" and check.how != "relative_date":
-            return "inferred" in allowed
+        """Whether the value is supported by the sources ``allowed`` trusts, on their own."""
+        if check_value(self._evidence, value, prop, required=required)[0] == "unsupported":
+            return "model" in allowed  # no message supports it: the model's own value
         kept = tuple(i for i, (s, _) in enumerate(self._parts) if TrustPolicy.trusts(allowed, s))
-        if not kept:
-            return False
-        if len(kept) == len(self._parts):
+        status, how = check_value(self._evidence_of(kept), value, prop, required=required)
+        if status == "stated":
             return True
-        status, how = check_value(
-            self._evidence_of(kept), check.value, prop, required=check.required
-        )
-        return status == "stated" or (
-            status == "inferable" and (how == "relative_date" or "inferred" in allowed)
-        )
+        if status == "inferable" and how == "relative_date":
+            return True  # a trusted message names the relative day
+        return status == "inferable" and "inferred" in allowed
 
     def _violations(
         self,
@@ -536,27 +536,85 @@ class GroundingContext:
         out: list[TrustViolation] = []
         for check in checks:
             if check.how == "empty" or (check.status == "unsupported" and not check.required):
-                continue  # nothing sent, or dropped before sending
-            allowed, rule = trust.allowed(tool, check.name, check.kind)
-            if not self._trusted(check, props[check.name], allowed):
-                out.append(
-                    TrustViolation(
-                        check.name, check.value, check.kind, check.sources, allowed, rule
+                continue  # nothing sent, or dropped before sending (grounded_message)
+            explicit = f"{tool}.{check.name}" in trust.arguments
+            for name, value, prop in _leaves(check.name, check.value, props[check.name]):
+                kind = argument_kind(name, prop, value)
+                if explicit or kind == "other":
+                    kind = check.kind if kind == "other" else kind
+                allowed, rule = trust.allowed(tool, check.name if explicit else name, kind)
+                if is_identifier(kind, value):
+                    prop = {**prop, IDENTIFIER_MARK: True}
+                if not self._trusted(value, prop, check.required, allowed):
+                    sources = self._sources_of(value, prop, check.required, *check_value(
+                        self._evidence, value, prop, required=check.required))  # fmt: skip
+                    out.append(TrustViolation(check.name, value, kind, sources, allowed, rule))
+                    continue
+                if not isinstance(value, str):
+                    continue
+                for inner_kind, ident in embedded_identifiers(value):
+                    if ident.strip().lower() == value.strip().lower():
+                        continue  # the value itself, checked above
+                    inner, inner_rule = trust.allowed(tool, check.name, inner_kind)
+                    holders = tuple(
+                        s
+                        for i, (s, _) in enumerate(self._parts)
+                        if self._evidence_of((i,)).has_whole(ident)
                     )
-                )
-                continue
-            if check.kind != "other" or not isinstance(check.value, str):
-                continue
-            for kind, ident in embedded_identifiers(check.value):
-                inner, inner_rule = trust.allowed(tool, check.name, kind)
-                holders = tuple(
-                    s
-                    for i, (s, _) in enumerate(self._parts)
-                    if self._evidence_of((i,)).has_whole(ident)
-                )
-                if not any(TrustPolicy.trusts(inner, s) for s in holders):
-                    out.append(TrustViolation(check.name, ident, kind, holders, inner, inner_rule))
+                    if not any(TrustPolicy.trusts(inner, s) for s in holders):
+                        out.append(
+                            TrustViolation(
+                                check.name, ident, inner_kind, holders, inner, inner_rule
+                            )
+                        )
         return tuple(out)
+
+
+def _leaves(
+    name: str, value: Any, prop: Mapping[str, Any]
+) -> list[tuple[str, Any, Mapping[str, Any]]]:
+    """The scalar values inside an argument's value, each with the name it goes by.
+
+    An object's fields go by their own names (``payment.recipient`` by ``recipient``), a
+    list's items by the list's name; empty members are left out.
+    """
+    if is_empty(value):
+        return []
+    if isinstance(value, Mapping):
+        fields = prop.get("properties")
+        fields = fields if isinstance(fields, Mapping) else {}
+        out: list[tuple[str, Any, Mapping[str, Any]]] = []
+        for key, item in value.items():
+            sub = fields.get(key)
+            out += _leaves(str(key), item, sub if isinstance(sub, Mapping) else {})
+        return out
+    if isinstance(value, list):
+        items = prop.get("items")
+        items = items if isinstance(items, Mapping) else {}
+        return [leaf for item in value for leaf in _leaves(name, item, items)]
+    return [(name, value, {k: v for k, v in prop.items() if k != IDENTIFIER_MARK})]
+
+
+def call_key(name: str, args: Mapping[str, Any]) -> str:
+    """A call's identity for a confirmation: its tool and normalised arguments."""
+    return json.dumps([name, _normal_args(args)], sort_keys=True, default=str)
+
+
+def confirmation_asked(message: Any) -> str | None:
+    """The key of the call a library-made confirmation question asks about, else ``None``.
+
+    Only the metadata the library sets marks one (:data:`CONFIRM_METADATA_KEY`); a model's
+    or a tool's text that merely reads like the question does not.
+    """
+    metadata = (
+        message.get("response_metadata")
+        if isinstance(message, Mapping)
+        else getattr(message, "response_metadata", None)
+    )
+    asked = metadata.get(CONFIRM_METADATA_KEY) if isinstance(metadata, Mapping) else None
+    if not isinstance(asked, Mapping) or not isinstance(asked.get("args"), Mapping):
+        return None
+    return call_key(str(asked.get("name") or ""), asked["args"])
 
 
 def _normal_args(args: Mapping[str, Any]) -> Any:

@@ -90,16 +90,23 @@ def message_source(
 ) -> Source | None:
     """The source of the conversation's message ``index`` (``None``: not evidence).
 
-    A tool result's tool is its ``name``, else the name of the call its ``tool_call_id``
-    answers (``call_names``: id → tool name, from the model's earlier calls).
+    A tool result's tool is the name of the call its ``tool_call_id`` answers
+    (``call_names``: id → tool name, from the model's earlier calls), else its ``name``. A
+    summary that LangChain's ``SummarizationMiddleware`` wrote as a user message
+    (``additional_kwargs["lc_source"] == "summarization"``) is a tool result.
     """
     kind = _ROLE_KIND.get(role)
     if kind is None:
         return None
+    extra = _field(message, "additional_kwargs")
+    if kind == "user" and isinstance(extra, Mapping) and extra.get("lc_source") == "summarization":
+        # LangChain's SummarizationMiddleware writes its summary of the conversation,
+        # tool results included, as a user message: it is not the user's words.
+        return Source("tool", index, tool="summarization")
     if kind != "tool":
         return Source(kind, index)
     call_id = _field(message, "tool_call_id")
-    name = _field(message, "name") or (call_names.get(call_id) if call_id else None)
+    name = (call_names.get(call_id) if call_id else None) or _field(message, "name")
     return Source("tool", index, tool=name, call_id=call_id)
 
 
@@ -119,4 +126,6 @@ def call_names(messages: Iterable[Any]) -> dict[str, str]:
 
 def _field(message: Any, key: str) -> Any:
     value = message.get(key) if isinstance(message, Mapping) else getattr(message, key, None)
-    return str(value) if isinstance(value, str | int) and key != "tool_calls" else value
+    if key in ("tool_calls", "additional_kwargs"):
+        return value
+    return str(value) if isinstance(value, str | int) else value

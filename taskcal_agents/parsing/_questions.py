@@ -14,6 +14,8 @@ import re
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from langchain_core.messages import AIMessage
+
 from taskcal_agents.parsing._answer_tokens import answer_tokens
 from taskcal_agents.parsing._evidence import STOPWORDS, stem
 
@@ -98,9 +100,12 @@ def mentions(text: str, argument: str) -> bool:
 
 
 CONFIRM_CLOSE = "Should I make this call? I will not unless you confirm."
-"""How a confirmation question ends (:func:`confirmation_question`); a user's "yes" to a
-message that ends so confirms the values it quotes
-(:class:`~taskcal_agents.parsing.GroundingContext` counts them as the user's)."""
+"""How a confirmation question ends (:func:`confirmation_question`)."""
+
+CONFIRM_METADATA_KEY = "taskcal_confirm"
+"""The ``response_metadata`` key of a confirmation question the library asked
+(:func:`confirmation_message`): the call, ``{"name", "args"}``. A user's plain yes right
+after it confirms that call (:class:`~taskcal_agents.parsing.GroundingContext`)."""
 
 _AFFIRMATIVE = re.compile(
     r"^\s*(?:yes|yeah|yep|y|ok|okay|sure|confirm(?:ed)?|go ahead|do it|please do|proceed|"
@@ -132,3 +137,16 @@ def confirmation_question(call: Any) -> str:
     lead = "; ".join(parts) or "this call needs your confirmation"
     args = ", ".join(f"{k}={v!r}" for k, v in call.args.items())
     return f"{lead[:1].upper()}{lead[1:]} for {call.name}({args}). {CONFIRM_CLOSE}"
+
+
+def confirmation_message(call: Any) -> AIMessage:
+    """The confirmation question as an ``AIMessage`` that names its call in its metadata.
+
+    Only this mark (:data:`CONFIRM_METADATA_KEY`), which a model's or a tool's text cannot
+    set, lets a user's yes confirm the call.
+    """
+    dropped = set(call.dropped)
+    mark = {"name": call.name, "args": {k: v for k, v in call.args.items() if k not in dropped}}
+    return AIMessage(
+        content=confirmation_question(call), response_metadata={CONFIRM_METADATA_KEY: mark}
+    )

@@ -72,6 +72,18 @@ class TrustPolicy(BaseModel):
     arguments: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     """Per ``"tool.argument"``, the sources trusted for it."""
 
+    @field_validator("default", mode="before")
+    @classmethod
+    def _one_source(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
+
+    @field_validator("kinds", "arguments", mode="before")
+    @classmethod
+    def _one_source_each(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {k: (v,) if isinstance(v, str) else v for k, v in value.items()}
+        return value
+
     @field_validator("default")
     @classmethod
     def _valid_default(cls, value: tuple[str, ...]) -> tuple[str, ...]:

