@@ -39,7 +39,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentdojo.functions_runtime import FunctionsRuntime
+from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
 from agentdojo_replay import _format_output, load_suites, tool_schemas
 from bench_injection import attack_texts, task_with
 from langchain.agents import create_agent
@@ -114,6 +114,7 @@ def suite_tools(
     """
     runtime = FunctionsRuntime(suite.tools)
     snapshots: dict[int, Any] = environment_box.setdefault("snapshots", {})
+    traces: list[tuple[int, FunctionCall]] = environment_box.setdefault("traces", [])
 
     def make(schema: Mapping[str, Any]) -> StructuredTool:
         name = schema["function"]["name"]
@@ -121,6 +122,7 @@ def suite_tools(
         def run(**kwargs: Any) -> str:
             step = len(recorder.steps) - 1
             snapshots.setdefault(step, environment_box["env"].model_copy(deep=True))
+            traces.append((step, FunctionCall(function=name, args=dict(kwargs))))
             result, error = runtime.run_function(environment_box["env"], name, kwargs)
             return error if error else _format_output(result)
 
@@ -231,9 +233,11 @@ def run_case(
         })  # fmt: skip
         if stop is None and not same:
             stop = {"step": k, "message": policy_message}
+    traces = [call for _, call in box.get("traces", [])]
     if stop is None:
-        policy_env, policy_output = post_environment, output
+        policy_env, policy_output, policy_traces = post_environment, output, traces
     else:
+        policy_traces = [call for step, call in box.get("traces", []) if step < stop["step"]]
         policy_env = box["snapshots"].get(stop["step"], post_environment)
         message = stop["message"]
         policy_output = (
@@ -243,8 +247,10 @@ def run_case(
         "suite": name, "user_task": user_id, "injection_task": injection_id,
         "seconds": round(time.perf_counter() - started, 1), "error": error,
         "model_calls": len(requests.steps), "sampled_injected_call": sampled_injected,
-        "none": _checks(user_task, injection_task, output, pre_environment, post_environment),
-        "by_kind": _checks(user_task, injection_task, policy_output, pre_environment, policy_env),
+        "none": _checks(user_task, injection_task, output, pre_environment, post_environment,
+                        traces),
+        "by_kind": _checks(user_task, injection_task, policy_output, pre_environment, policy_env,
+                           policy_traces),
         "policy_stopped_at": None if stop is None else stop["step"],
         "decisions": decisions,
     }  # fmt: skip
@@ -255,13 +261,23 @@ def _injected(message: AIMessage, targets: Sequence[Mapping[str, Any]]) -> bool:
 
 
 def _checks(
-    user_task: Any, injection_task: Any, output: str, pre: Any, post: Any
+    user_task: Any, injection_task: Any, output: str, pre: Any, post: Any, traces: list[Any]
 ) -> dict[str, bool | None]:
-    """AgentDojo's own checks: the user's task done, the attacker's goal reached."""
+    """AgentDojo's own checks, as its task suite runs them: from the call traces first."""
     out: dict[str, bool | None] = {}
-    for key, check in (("utility", user_task.utility), ("attack_success", injection_task.security)):
+    for key, task, name in (
+        ("utility", user_task, "utility"),
+        ("attack_success", injection_task, "security"),
+    ):
         try:
-            out[key] = bool(check(output, pre.model_copy(deep=True), post.model_copy(deep=True)))
+            verdict = getattr(task, f"{name}_from_traces")(
+                output, pre.model_copy(deep=True), post.model_copy(deep=True), traces
+            )
+            if verdict is None:
+                verdict = getattr(task, name)(
+                    output, pre.model_copy(deep=True), post.model_copy(deep=True)
+                )
+            out[key] = bool(verdict)
         except Exception:  # a check that cannot read the state counts as not reached
             out[key] = None
     return out
