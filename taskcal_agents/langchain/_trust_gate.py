@@ -14,7 +14,6 @@ from typing import Any
 
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing import GroundingContext, TrustPolicy
-from taskcal_agents.parsing._trust import as_policy
 
 __all__ = ["trust_gate"]
 
@@ -44,14 +43,14 @@ def trust_gate(
     Raises:
         ConfigurationError: If the policy is not valid.
     """
+    if policy is None:
+        msg = "trust_gate parameter 'policy' must be a trust policy, got None."
+        raise ConfigurationError(msg)
     try:
-        resolved = as_policy(policy)
+        resolved = policy if isinstance(policy, TrustPolicy) else TrustPolicy.model_validate(policy)
     except ValueError as exc:
         msg = f"trust_gate parameter 'policy' is not a valid trust policy: {exc}"
         raise ConfigurationError(msg) from exc
-    if resolved is None:
-        msg = "trust_gate parameter 'policy' must be a trust policy, got None."
-        raise ConfigurationError(msg)
     tools = list(tools)
 
     def when(request: Any) -> bool:

@@ -207,10 +207,3 @@ class TrustViolation:
             "allowed": list(self.allowed),
             "rule": self.rule,
         }
-
-
-def as_policy(value: TrustPolicy | Mapping[str, Any] | str | None) -> TrustPolicy | None:
-    """A :class:`TrustPolicy` from a policy, its mapping or the preset ``"by_kind"``."""
-    if value is None or isinstance(value, TrustPolicy):
-        return value
-    return TrustPolicy.model_validate(value)
