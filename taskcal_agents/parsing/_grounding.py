@@ -540,8 +540,8 @@ class GroundingContext:
             explicit = f"{tool}.{check.name}" in trust.arguments
             for name, value, prop in _leaves(check.name, check.value, props[check.name]):
                 kind = argument_kind(name, prop, value)
-                if explicit or kind == "other":
-                    kind = check.kind if kind == "other" else kind
+                if kind == "other":
+                    kind = check.kind  # a field with no kind of its own takes its argument's
                 allowed, rule = trust.allowed(tool, check.name if explicit else name, kind)
                 if is_identifier(kind, value):
                     prop = {**prop, IDENTIFIER_MARK: True}
