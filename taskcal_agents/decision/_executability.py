@@ -133,9 +133,19 @@ def sendable_flags(
 
     Under ``execute: grounded`` only a grounded call; under a trust policy only a call
     whose values trusted sources supply (``trusted``: :func:`trusted_flags`; ``None``: all).
+
+    Raises:
+        ConfigurationError: A flag is missing: ``grounded`` under ``execute: grounded``, or
+            ``trusted`` of another length than the samples.
     """
     spec = task.grounding
-    if trusted is not None and len(trusted) == n:
+    if trusted is not None:
+        if len(trusted) != n:
+            msg = (
+                f"task {task.name!r}: the trust policy needs one 'trusted' flag per sample, "
+                f"got {len(trusted)} for {n} samples."
+            )
+            raise ConfigurationError(msg)
         flags = sendable_flags(task, grounded, n)
         return [f and t for f, t in zip(flags, trusted, strict=True)]
     if spec is None or spec.execute == "any" or n == 0:

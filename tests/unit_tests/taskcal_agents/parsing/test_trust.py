@@ -481,3 +481,11 @@ def test_a_task_without_a_policy_dumps_as_before_and_one_with_it_round_trips(tmp
     )
     loaded = Task.from_file(task.to_file(tmp_path / "task.yaml"))
     assert loaded == task and loaded.trust.arguments == {"read_file.file_path": ("user", "tool")}
+
+
+def test_trusted_flags_of_the_wrong_length_are_an_error():
+    from taskcal_agents.decision._executability import sendable_flags
+    from taskcal_agents.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="one 'trusted' flag per sample"):
+        sendable_flags(tool_decision(), [True, True], 2, [True])
