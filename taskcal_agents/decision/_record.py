@@ -8,7 +8,6 @@ drawn from the samples alike for an MBR decision and a fallback one.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +23,7 @@ from taskcal_agents.parsing import (
     AnswerClusters,
     SampleGrounding,
     call_agreement,
+    modal_grounding,
 )
 
 __all__ = ["Decision", "evidence_fields", "logged_relevance", "modal_provenance", "with_repeats"]
@@ -177,21 +177,17 @@ def evidence_fields(
             label == task.call_action and g.grounded and not g.trusted
             for label, g in zip(labels, groundings, strict=True)
         )
-        broken = [g for g in groundings if g.grounded and not g.trusted]
-        if broken:
-            key = Counter(g.key for g in broken).most_common(1)[0][0]
-            modal = next(g for g in broken if g.key == key)
-            fields["trust_violations"] = [v.to_dict() for v in modal.violations]
+        broken = modal_grounding([g for g in groundings if g.grounded and not g.trusted])
+        if broken is not None:
+            fields["trust_violations"] = [v.to_dict() for v in broken.violations]
     return fields
 
 
 def modal_provenance(groundings: Sequence[SampleGrounding]) -> list[dict[str, Any]] | None:
     """The provenance of the modal sampled call's arguments, as :attr:`Decision.provenance`."""
-    with_calls = [g for g in groundings if g.key]
-    if not with_calls:
+    modal = modal_grounding(groundings)
+    if modal is None:
         return None
-    key = Counter(g.key for g in with_calls).most_common(1)[0][0]
-    modal = next(g for g in with_calls if g.key == key)
     return [
         {
             "tool": call.name,

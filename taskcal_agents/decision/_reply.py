@@ -34,6 +34,7 @@ from taskcal_agents.parsing import (
     mentions,
     message_text,
     missing_arguments,
+    modal_grounding,
     normalize_text,
     question_for,
     with_tool_calls,
@@ -113,12 +114,8 @@ def untrusted_call(groundings: Sequence[SampleGrounding]) -> CallGrounding | Non
     """
     if any(g.sendable for g in groundings):
         return None
-    broken = [g for g in groundings if g.grounded and not g.trusted]
-    if not broken:
-        return None
-    keys = Counter(g.key for g in broken)
-    modal = next(g for g in broken if g.key == keys.most_common(1)[0][0])
-    return next(c for c in modal.calls if c.violations)
+    modal = modal_grounding([g for g in groundings if g.grounded and not g.trusted])
+    return None if modal is None else next(c for c in modal.calls if c.violations)
 
 
 def representative(

@@ -45,6 +45,7 @@ from taskcal_agents.parsing._grounding import call_agreement as call_agreement
 from taskcal_agents.parsing._grounding import grounded_message as grounded_message
 from taskcal_agents.parsing._grounding import mentions as mentions
 from taskcal_agents.parsing._grounding import missing_arguments as missing_arguments
+from taskcal_agents.parsing._grounding import modal_grounding as modal_grounding
 from taskcal_agents.parsing._grounding import question_for as question_for
 from taskcal_agents.parsing._grounding import sent_args as sent_args
 from taskcal_agents.parsing._labels import UNPARSED_REASONS as UNPARSED_REASONS

@@ -82,6 +82,7 @@ __all__ = [
     "grounded_message",
     "mentions",
     "missing_arguments",
+    "modal_grounding",
     "question_for",
     "sent_args",
     "tool_schemas",
@@ -278,6 +279,15 @@ def call_agreement(groundings: Sequence[SampleGrounding]) -> int:
     return max(keys.values(), default=0)
 
 
+def modal_grounding(groundings: Sequence[SampleGrounding]) -> SampleGrounding | None:
+    """The first of the samples that make the most frequent call (``None``: none makes one)."""
+    with_calls = [g for g in groundings if g.key]
+    if not with_calls:
+        return None
+    key = Counter(g.key for g in with_calls).most_common(1)[0][0]
+    return next(g for g in with_calls if g.key == key)
+
+
 def missing_arguments(
     groundings: Sequence[SampleGrounding],
 ) -> tuple[CallGrounding | None, tuple[str, ...]]:
@@ -344,7 +354,7 @@ class GroundingContext:
             exactly that call: the trust policy lets it through.
     """
 
-    __slots__ = ("_evidence", "_parts", "_subsets", "confirmed", "request", "schemas")
+    __slots__ = ("_calls", "_evidence", "_parts", "_subsets", "confirmed", "request", "schemas")
 
     def __init__(self, tools: Iterable[Any] = (), messages: Iterable[Any] = ()) -> None:
         self.schemas: dict[str, dict[str, Any]] = tool_schemas(tools)
@@ -372,6 +382,7 @@ class GroundingContext:
         """The keys (:func:`call_key`) of the calls the user confirmed with a plain yes."""
         self._evidence = Evidence("\n".join(t for _, t in parts))
         self._subsets: dict[tuple[int, ...], Evidence] = {}
+        self._calls: dict[tuple[str, int], tuple[TrustPolicy | None, CallGrounding]] = {}
 
     @property
     def text_tokens(self) -> frozenset[str]:
@@ -422,12 +433,24 @@ class GroundingContext:
         supported only by a message that holds its whole value. Under ``trust``, every value
         the call sends must come from a source the policy trusts for it (a free-text value
         also for each URL, e-mail address or IBAN it carries); the others are its
-        :attr:`~CallGrounding.violations`.
+        :attr:`~CallGrounding.violations`. A call checked before in this context (N samples
+        often make the same one) is not checked again.
         """
         name = str(call.get("name") or "")
         args = call.get("args") or {}
         if not isinstance(args, Mapping):
             args = {}
+        memo = (json.dumps([name, args], sort_keys=True, default=str), id(trust))
+        seen = self._calls.get(memo)
+        if seen is not None and seen[0] is trust:
+            return seen[1]
+        checked = self._check_call(name, args, trust)
+        self._calls[memo] = (trust, checked)
+        return checked
+
+    def _check_call(
+        self, name: str, args: Mapping[str, Any], trust: TrustPolicy | None
+    ) -> CallGrounding:
         schema = self.schemas.get(name)
         props: Mapping[str, Any] = (schema or {}).get("properties") or {}
         required: list[str] = list((schema or {}).get("required") or [])
