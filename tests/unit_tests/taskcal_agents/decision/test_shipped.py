@@ -79,10 +79,11 @@ def test_the_package_ships_valid_calibrators_with_their_record() -> None:
         )
 
 
-def test_the_registry_models_calibrator_ships_and_a_front_door_takes_it() -> None:
-    # The real package data, not a fixture: Qwen2.5-Coder-0.5B's calibrator (fitted by
+@pytest.mark.parametrize("model", [MODEL, "qwen2.5-coder-1.5b-instruct"])
+def test_the_registry_models_calibrator_ships_and_a_front_door_takes_it(model: str) -> None:
+    # The real package data, not a fixture: each Qwen2.5-Coder model's calibrator (fitted by
     # `taskcal calibrate` on the BFCL train split) is what "auto" picks for that model.
-    (artefact,) = [a for a in shipped.shipped_artefacts() if a.metadata["record"]["model"] == MODEL]
+    (artefact,) = [a for a in shipped.shipped_artefacts() if a.metadata["record"]["model"] == model]
     assert artefact.metadata["calibrator_name"] == "logistic"
     assert artefact.metadata["relevance_features"] == list(RELEVANCE_FEATURES)
     assert artefact.metadata["record"]["data"]["n_items"] == 630
@@ -90,7 +91,9 @@ def test_the_registry_models_calibrator_ships_and_a_front_door_takes_it() -> Non
     shipped._WARNED.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("error", UncalibratedWarning)
-        runnable = TaskCalibratedRunnable(NamedModel(messages=replies(16)), presets.tool_decision())
+        runnable = TaskCalibratedRunnable(
+            NamedModel(messages=replies(16), model_name=model), presets.tool_decision()
+        )
         decision = runnable.invoke([HumanMessage("What's the weather?")])
     assert runnable.decider.calibrator_id == decision.calibrator_id == artefact.content_id
     assert decision.relevance is not None and decision.calibrated != decision.probs
