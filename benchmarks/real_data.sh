@@ -228,7 +228,8 @@ fi
 # train, dev and the test split's first 300 items (interleaved, so balanced); then When2Call's
 # 300 items alike, in the interleaved order above. Resumable per split and model;
 # about 7 s per item on the 0.5B model and 20 s on the 1.5B one on 2 cores (3.2 h and 8.4 h).
-# Run with BFCL=1; BFCL_MODELS=q15 (or q05) runs one model only. Train first: it is what ships.
+# Run with BFCL=1; BFCL_MODELS=q15 (or q05) runs one model only. Train first: it is what ships;
+# BFCL_EVAL_ONLY=1 samples only the test split, When2Call and dev (for a shipped calibrator).
 if [ -n "${BFCL:-}" ]; then
   [ -n "${SERVER_PID:-}" ] && stop_server "$SERVER_PID"
   SERVER_PID=
@@ -251,8 +252,11 @@ PY
     DTYPE=$(grep -o '^# taskcal: dtype [a-z0-9]*' "runs/${QT}_bfcl.log" | tail -1 | awk '{print $4}')
     DT=(); [ -n "$DTYPE" ] && DT=(--dtype "$DTYPE")
     # train: the shipped calibrator is this command's output (same settings as above).
-    $T calibrate --base-url "$SURL" --model "$QM" --source "$W" --work-dir "runs/calibrate-$QT" \
-      "${DT[@]}" --concurrency 4 || true
+    # BFCL_EVAL_ONLY=1 skips it: the evaluation sets only, for the calibrator already shipped.
+    if [ -z "${BFCL_EVAL_ONLY:-}" ]; then
+      $T calibrate --base-url "$SURL" --model "$QM" --source "$W" \
+        --work-dir "runs/calibrate-$QT" "${DT[@]}" --concurrency 4 || true
+    fi
     # test: locked until the final tables.
     $T sample --task runs/bfcl.task.yaml --data runs/bfcl.test.jsonl --base-url "$SURL" \
       --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \
