@@ -441,8 +441,8 @@ class GroundingContext:
         if not isinstance(args, Mapping):
             args = {}
         memo = (json.dumps([name, args], sort_keys=True, default=str), id(trust))
-        seen = self._calls.get(memo)
-        if seen is not None and seen[0] is trust:
+        seen = self._calls.get(memo)  # the entry holds ``trust``, so its id is not reused
+        if seen is not None:
             return seen[1]
         checked = self._check_call(name, args, trust)
         self._calls[memo] = (trust, checked)
