@@ -49,7 +49,8 @@ def fit(
         str,
         typer.Option(
             help="dirichlet (ODIR, reg_lambda and reg_mu chosen by inner cross-validation), "
-            "matrix (the same map unregularised), temperature, vector, isotonic, histogram "
+            "matrix (the same map unregularised), logistic (multinomial, L2 by cross-validation; "
+            "what `taskcal calibrate` fits), temperature, vector, isotonic, histogram "
             "or identity (optionally NAME:KEY=VALUE[:...]). Fitted on items with a usable "
             "sample only."
         ),
