@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from taskcal_agents._endpoint import BASE_URL_ENV, MODEL_ENV
-from taskcal_agents.errors import ConfigurationError
 
 __all__ = [
     "BaseUrlOption",
@@ -51,15 +50,15 @@ def fail(err: Console, exc: BaseException, code: int = 2) -> typer.Exit:
 
 
 def load_task(path: Path) -> Task:
-    from pydantic import ValidationError
+    """The task in the file at ``path``.
 
+    Raises:
+        DataFileError: The file cannot be read or holds no valid task (the message names
+            the file and each bad field).
+    """
     from taskcal_agents.decision import Task
 
-    try:
-        return Task.from_file(path)
-    except ValidationError as exc:
-        msg = f"{path}: invalid task file: {exc}"
-        raise ConfigurationError(msg) from exc
+    return Task.from_file(path)
 
 
 def make_sampler(base_url: str, model: str, api_key: str, timeout: float) -> Sampler:

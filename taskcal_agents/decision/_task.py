@@ -23,7 +23,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import numpy as np
 import yaml
@@ -40,10 +40,10 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+from typing_extensions import override
 
 from calibrators import minimax_action
 from taskcal_agents._files import write_text
-from taskcal_agents._validation import describe_validation_error
 from taskcal_agents.decision._belief import DEFAULT_ALPHA, Belief
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.parsing import (
@@ -154,10 +154,55 @@ class AnswerClusterSpec(BaseModel):
 def _check_names(values: Sequence[str], what: str, minimum: int) -> None:
     if len(values) < minimum or len(set(values)) != len(values) or not all(values):
         msg = (
-            f"Task field {what!r} must hold at least {minimum} distinct non-empty names, "
+            f"field {what!r} must hold at least {minimum} distinct non-empty names, "
             f"got {list(values)!r}."
         )
         raise ValueError(msg)
+
+
+def _task_name(data: Any) -> str | None:
+    """The ``name`` in the data a task is built from, when it is a non-empty string."""
+    if isinstance(data, str | bytes | bytearray):
+        try:
+            data = json.loads(data)
+        except ValueError:
+            return None
+    name = data.get("name") if isinstance(data, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    """``cost[0][1]``, ``grounding.belief``: a pydantic error location as a field path."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+    return path
+
+
+def _invalid_task(data: Any, exc: ValidationError) -> ConfigurationError:
+    """The :class:`ConfigurationError` for a task that fails validation, from ``exc``.
+
+    One problem per pydantic error: the field path, the problem (the text of an error
+    raised by a validator, else pydantic's) and, where pydantic's text does not say it,
+    the value that arrived.
+    """
+    problems = []
+    for err in exc.errors():
+        cause = err.get("ctx", {}).get("error")
+        text = str(cause) if isinstance(cause, ValueError) else str(err["msg"])
+        text = text.rstrip(".")
+        if err["loc"]:
+            text = f"field {_where(err['loc'])!r}: {text}"
+        if err["type"] == "extra_forbidden":
+            text += f" (got {err['input']!r}; the fields are {list(Task.model_fields)!r})"
+        elif err["type"] != "missing" and not (isinstance(cause, ValueError) and not err["loc"]):
+            shown = repr(err["input"])
+            text += f", got {shown if len(shown) <= 200 else shown[:197] + '...'}"
+        problems.append(text)
+    name = _task_name(data)
+    who = f"Task {name!r}" if name is not None else "Task"
+    count = f"{len(problems)} error{'s' if len(problems) > 1 else ''}"
+    return ConfigurationError(f"{who} is invalid ({count}): {'; '.join(problems)}.")
 
 
 def _answer_abstain(
@@ -181,6 +226,12 @@ class Task(BaseModel):
     Construction validates everything (shape and values of the cost matrix, the parser
     and its labels, the unparsed policy, the special actions), so later calls do no
     checks. Instances are frozen.
+
+    Building an invalid task (``Task(...)``, :meth:`model_validate`,
+    :meth:`model_validate_json`, :meth:`model_validate_strings`) raises
+    :class:`~taskcal_agents.errors.ConfigurationError`, whose message names the task and
+    each bad field with the value that arrived, chained from pydantic's ``ValidationError``
+    (a task nested in another pydantic model fails as that model's ``ValidationError``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -251,6 +302,64 @@ class Task(BaseModel):
     or refusing) and logs the provenance and the policy entry. Needs ``grounding``.
     ``None``: every value the grounding accepts may be sent."""
 
+    if not TYPE_CHECKING:  # type checkers keep the field signature pydantic gives them
+
+        def __init__(self, /, **data: Any) -> None:
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                raise _invalid_task(data, exc) from exc
+
+        # pydantic's mark for its own __init__: validation of a dict (model_validate, a
+        # nested task) keeps calling the validator, not this wrapper.
+        __init__.__pydantic_base_init__ = True
+
+    @classmethod
+    @override
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
+        """Validate ``obj`` (a mapping of the fields, or a task) into a task.
+
+        Keyword arguments as :meth:`pydantic.BaseModel.model_validate`.
+
+        Raises:
+            ConfigurationError: The task is invalid (chained from pydantic's error).
+        """
+        try:
+            return super().model_validate(obj, **kwargs)
+        except ValidationError as exc:
+            raise _invalid_task(obj, exc) from exc
+
+    @classmethod
+    @override
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> Self:
+        """Validate a JSON document of the fields into a task.
+
+        Keyword arguments as :meth:`pydantic.BaseModel.model_validate_json`.
+
+        Raises:
+            ConfigurationError: The JSON is malformed or the task is invalid (chained from
+                pydantic's error).
+        """
+        try:
+            return super().model_validate_json(json_data, **kwargs)
+        except ValidationError as exc:
+            raise _invalid_task(json_data, exc) from exc
+
+    @classmethod
+    @override
+    def model_validate_strings(cls, obj: Any, **kwargs: Any) -> Self:
+        """Validate a mapping of string values into a task.
+
+        Keyword arguments as :meth:`pydantic.BaseModel.model_validate_strings`.
+
+        Raises:
+            ConfigurationError: The task is invalid (chained from pydantic's error).
+        """
+        try:
+            return super().model_validate_strings(obj, **kwargs)
+        except ValidationError as exc:
+            raise _invalid_task(obj, exc) from exc
+
     _cost: NDArray[np.float64] = PrivateAttr()
     _parser: Parser = PrivateAttr()
     _label_index: dict[str, int] = PrivateAttr()
@@ -277,13 +386,13 @@ class Task(BaseModel):
         cost = np.asarray(self.cost if not ragged else [], dtype=np.float64)
         if ragged or cost.shape != (len(labels), len(actions)):
             msg = (
-                f"Task field 'cost' must have shape (len(labels), len(actions)) = "
+                f"field 'cost' must have shape (len(labels), len(actions)) = "
                 f"({len(labels)}, {len(actions)}) (row = true label, column = action), got "
                 f"{'ragged rows' if ragged else f'shape {cost.shape}'}."
             )
             raise ValueError(msg)
         if not np.all(np.isfinite(cost)) or np.any(cost < 0):
-            msg = f"Task field 'cost' must be finite and >= 0, got {self.cost!r}."
+            msg = f"field 'cost' must be finite and >= 0, got {self.cost!r}."
             raise ValueError(msg)
         cost.setflags(write=False)
         call = self.call_action
@@ -292,12 +401,12 @@ class Task(BaseModel):
         roles = ("fallback_action", "ask_action", "abstain_action")
         for what, value in [("call_action", call), *((w, getattr(self, w)) for w in roles)]:
             if value is not None and value not in actions:
-                msg = f"Task field {what!r} must be one of the actions {actions!r}, got {value!r}."
+                msg = f"field {what!r} must be one of the actions {actions!r}, got {value!r}."
                 raise ValueError(msg)
         for value in self.sampled_actions:
             if value not in actions or value in (self.ask_action, self.abstain_action):
                 msg = (
-                    "Task field 'sampled_actions' must list actions other than the ask and "
+                    "field 'sampled_actions' must list actions other than the ask and "
                     f"abstain actions, from {actions!r}; got {self.sampled_actions!r}."
                 )
                 raise ValueError(msg)
@@ -306,7 +415,7 @@ class Task(BaseModel):
             unparsed_as = self.unparsed[3:] if self.unparsed.startswith("as:") else None
             if unparsed_as not in labels:
                 msg = (
-                    "Task field 'unparsed' must be 'drop', 'other' or 'as:<label>' with a label "
+                    "field 'unparsed' must be 'drop', 'other' or 'as:<label>' with a label "
                     f"in {labels!r}, got {self.unparsed!r}."
                 )
                 raise ValueError(msg)
@@ -315,35 +424,34 @@ class Task(BaseModel):
         if produced is not None and not set(produced) <= set(labels):
             missing = [label for label in produced if label not in labels]
             msg = (
-                f"Task {self.name!r}: parser {self.parser.name!r} can return labels "
-                f"{missing!r} that are not among the task labels {labels!r}; add them to "
-                "'labels' or change the parser options."
+                f"parser {self.parser.name!r} can return labels {missing!r} that are not "
+                f"among the task labels {labels!r}; add them to 'labels' or change the parser "
+                "options."
             )
             raise ValueError(msg)
         if self.answer_clusters is not None:
             answer, abstain = _answer_abstain(self.name, self.parser.name, parser, labels)
             if set(labels) != {answer, abstain} or answer not in actions:
                 msg = (
-                    f"Task {self.name!r}: answer_clusters needs exactly the labels "
-                    f"{[answer, abstain]!r} and the action {answer!r}, got labels {labels!r} "
-                    f"and actions {actions!r}."
+                    f"answer_clusters needs exactly the labels {[answer, abstain]!r} and the "
+                    f"action {answer!r}, got labels {labels!r} and actions {actions!r}."
                 )
                 raise ValueError(msg)
         if self.grounding is not None:
             ask = self.ask_action
             if call is None or call not in labels or ask not in labels:
                 msg = (
-                    f"Task {self.name!r}: grounding needs a tool decision, with a call_action "
-                    f"that is also a label and an ask_action among the labels, got labels "
-                    f"{labels!r}, call_action {call!r} and ask_action {ask!r}; use "
+                    "grounding needs a tool decision, with a call_action that is also a label "
+                    f"and an ask_action among the labels, got labels {labels!r}, call_action "
+                    f"{call!r} and ask_action {ask!r}; use "
                     "taskcal_agents.decision.tool_decision() or drop 'grounding'."
                 )
                 raise ValueError(msg)
         if self.trust is not None and self.grounding is None:
             msg = (
-                f"Task {self.name!r}: a trust policy reads where each argument's value comes "
-                "from, which argument grounding records; add 'grounding' (e.g. "
-                "grounding: {belief: relabel}) or drop 'trust'."
+                "a trust policy reads where each argument's value comes from, which argument "
+                "grounding records; add 'grounding' (e.g. grounding: {belief: relabel}) or "
+                "drop 'trust'."
             )
             raise ValueError(msg)
         fallback = self.fallback_action or actions[minimax_action(cost)]
@@ -642,8 +750,8 @@ class Task(BaseModel):
             raise DataFileError(msg, path=str(path))
         try:
             return cls.model_validate(data)
-        except ValidationError as exc:
-            msg = f"not a valid task: {describe_validation_error(exc)}"
+        except ConfigurationError as exc:
+            msg = f"{exc} Correct the task file."
             raise DataFileError(msg, path=str(path)) from exc
 
     def to_file(self, path: str | os.PathLike[str]) -> Path:

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from taskcal_agents.cli import app
@@ -82,21 +81,26 @@ def test_task_files_round_trip_and_old_files_load(tmp_path: Path) -> None:
 
 
 def test_task_option_is_validated() -> None:
-    with pytest.raises(ValidationError, match="literal_error"):
+    msg = (
+        "Task 'answer_or_abstain' is invalid (1 error): field 'answer_clusters.method': Input "
+        "should be 'lexical' or 'entailment', got 'embedding'."
+    )
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(msg)}$"):
         cluster_task("embedding")
     msg = (
-        "task 'rating' is not an answer-or-abstain task: graded items and answer clusters need "
-        "the parser 'answer_or_abstain' (its answer and abstain labels among the task labels), "
-        "got parser 'rating' and labels ['1', '2', '3', '4', '5']."
+        "Task 'rating' is invalid (1 error): task 'rating' is not an answer-or-abstain task: "
+        "graded items and answer clusters need the parser 'answer_or_abstain' (its answer and "
+        "abstain labels among the task labels), got parser 'rating' and labels ['1', '2', '3', "
+        "'4', '5']."
     )
-    with pytest.raises(ValidationError, match=re.escape(msg)):
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(msg)}$"):
         tasks.rating(answer_clusters="lexical")
     msg = (
-        "Task 'qa': answer_clusters needs exactly the labels ['answer', 'abstain'] and the "
-        "action 'answer', got labels ['answer', 'abstain', 'unsure'] and actions ['answer', "
-        "'abstain', 'unsure']."
+        "Task 'qa' is invalid (1 error): answer_clusters needs exactly the labels ['answer', "
+        "'abstain'] and the action 'answer', got labels ['answer', 'abstain', 'unsure'] and "
+        "actions ['answer', 'abstain', 'unsure']."
     )
-    with pytest.raises(ValidationError, match=re.escape(msg)):
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(msg)}$"):
         Task(
             name="qa",
             labels=["answer", "abstain", "unsure"],

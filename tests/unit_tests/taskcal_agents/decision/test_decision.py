@@ -418,13 +418,12 @@ def test_sampled_action_without_sample_takes_next_cheapest() -> None:
 
 
 def test_sampled_actions_validated() -> None:
-    with pytest.raises(
-        ValueError,
-        match=re.escape(
-            "Task field 'sampled_actions' must list actions other than the ask and abstain "
-            "actions, from ['tool_call', 'request_for_info', 'cannot_answer']; got ['nope']."
-        ),
-    ):
+    message = (
+        "Task 'tool_decision' is invalid (1 error): field 'sampled_actions' must list actions "
+        "other than the ask and abstain actions, from ['tool_call', 'request_for_info', "
+        "'cannot_answer']; got ['nope']."
+    )
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}$"):
         tasks.tool_decision(sampled_actions=["nope"])
 
 

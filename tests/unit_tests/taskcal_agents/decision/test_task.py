@@ -95,53 +95,60 @@ def test_index_errors() -> None:
     [
         (
             {"cost": [[0, 1], [1, 0]]},
-            "Task field 'cost' must have shape (len(labels), len(actions)) = (3, 3) (row = true "
+            "field 'cost' must have shape (len(labels), len(actions)) = (3, 3) (row = true "
             "label, column = action), got shape (2, 2).",
         ),
         (
             {"cost": [[0, 1, 2], [4, 0, 1], [5, 2]]},
-            "Task field 'cost' must have shape (len(labels), len(actions)) = (3, 3) (row = true "
+            "field 'cost' must have shape (len(labels), len(actions)) = (3, 3) (row = true "
             "label, column = action), got ragged rows.",
         ),
         (
             {"cost": [[0, 1, 2], [4, 0, -1], [5, 2, 0]]},
-            "Task field 'cost' must be finite and >= 0, got [[0.0, 1.0, 2.0], [4.0, 0.0, -1.0], "
+            "field 'cost' must be finite and >= 0, got [[0.0, 1.0, 2.0], [4.0, 0.0, -1.0], "
             "[5.0, 2.0, 0.0]].",
         ),
         (
             {"cost": [[0, 1, 2], [4, 0, float("inf")], [5, 2, 0]]},
-            "Task field 'cost' must be finite and >= 0",
+            "field 'cost' must be finite and >= 0, got [[0.0, 1.0, 2.0], [4.0, 0.0, inf], "
+            "[5.0, 2.0, 0.0]].",
         ),
         (
             {"labels": ["a", "a", "b"]},
-            "Task field 'labels' must hold at least 2 distinct non-empty names, got ['a', 'a', "
-            "'b'].",
+            "field 'labels' must hold at least 2 distinct non-empty names, got ['a', 'a', 'b'].",
         ),
-        ({"actions": []}, "Task field 'actions' must hold at least 1 distinct non-empty names"),
+        (
+            {"actions": []},
+            "field 'actions' must hold at least 1 distinct non-empty names, got [].",
+        ),
         (
             {"fallback_action": "x"},
-            "Task field 'fallback_action' must be one of the actions ['tool_call', "
+            "field 'fallback_action' must be one of the actions ['tool_call', "
             "'request_for_info', 'cannot_answer'], got 'x'.",
         ),
-        ({"ask_action": "x"}, "Task field 'ask_action' must be one of the actions"),
+        (
+            {"ask_action": "x"},
+            "field 'ask_action' must be one of the actions ['tool_call', "
+            "'request_for_info', 'cannot_answer'], got 'x'.",
+        ),
         (
             {"unparsed": "as:nope"},
-            "Task field 'unparsed' must be 'drop', 'other' or 'as:<label>' with a label in "
+            "field 'unparsed' must be 'drop', 'other' or 'as:<label>' with a label in "
             "['tool_call', 'request_for_info', 'cannot_answer'], got 'as:nope'.",
         ),
         (
             {"unparsed": "keep"},
-            "Task field 'unparsed' must be 'drop', 'other' or 'as:<label>' with a label in "
+            "field 'unparsed' must be 'drop', 'other' or 'as:<label>' with a label in "
             "['tool_call', 'request_for_info', 'cannot_answer'], got 'keep'.",
         ),
         (
             {"unparsed": "as:other"},
-            "Task field 'unparsed' must be 'drop', 'other' or 'as:<label>' with a label in "
+            "field 'unparsed' must be 'drop', 'other' or 'as:<label>' with a label in "
             "['tool_call', 'request_for_info', 'cannot_answer'], got 'as:other'.",
         ),
         (
             {"parser": {"name": "tool_decision", "options": {"direct_answer": True}}},
-            "Task 't': parser 'tool_decision' can return labels ['direct_answer'] that are not "
+            "parser 'tool_decision' can return labels ['direct_answer'] that are not "
             "among the task labels ['tool_call', 'request_for_info', 'cannot_answer']; add them "
             "to 'labels' or change the parser options.",
         ),
@@ -150,12 +157,111 @@ def test_index_errors() -> None:
             "parser 'rating' got unknown option(s) ['n']; accepted options are "
             "['k', 'labels', 'low'].",
         ),
-        ({"extra": 1}, "Extra inputs are not permitted"),
+        (
+            {"extra": 1},
+            "field 'extra': Extra inputs are not permitted (got 1; the fields are ['name', "
+            "'labels', 'actions', 'cost', 'parser', 'unparsed', 'fallback_action', "
+            "'call_action', 'ask_action', 'abstain_action', 'sampled_actions', 'ask_text', "
+            "'abstain_text', 'prompt', 'description', 'answer_clusters', 'grounding', "
+            "'trust']).",
+        ),
     ],
 )
 def test_validation_errors(overrides: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValidationError, match=re.escape(message)):
+    full = "^" + re.escape("Task 't' is invalid (1 error): " + message) + "$"
+    with pytest.raises(ConfigurationError, match=full) as raised:
         make(**overrides)
+    assert isinstance(raised.value.__cause__, ValidationError)
+    with pytest.raises(ConfigurationError, match=full):
+        Task.model_validate({**make().model_dump(), **overrides})
+
+
+def test_constructor_lists_each_bad_field_with_its_input() -> None:
+    message = (
+        "Task 't' is invalid (3 errors): field 'cost[1]': Input should be a valid list, got 4; "
+        "field 'grounding.belief': Input should be 'features', 'relabel' or 'off', got 'all'; "
+        "field 'extra': Extra inputs are not permitted (got 1; the fields are ['name', "
+        "'labels', 'actions', 'cost', 'parser', 'unparsed', 'fallback_action', 'call_action', "
+        "'ask_action', 'abstain_action', 'sampled_actions', 'ask_text', 'abstain_text', "
+        "'prompt', 'description', 'answer_clusters', 'grounding', 'trust'])."
+    )
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}$") as raised:
+        make(cost=[[0, 1, 2], 4, [5, 2, 0]], grounding={"belief": "all"}, extra=1)
+    cause = raised.value.__cause__
+    assert isinstance(cause, ValidationError) and cause.error_count() == 3
+
+
+def test_model_validate_raises_a_configuration_error() -> None:
+    message = (
+        "Task is invalid (2 errors): field 'name': Field required; field 'labels[1]': Input "
+        "should be a valid string, got 2."
+    )
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}$") as raised:
+        Task.model_validate(
+            {"labels": ["a", 2], "cost": [[0, 1], [1, 0]], "parser": "answer_or_abstain"}
+        )
+    assert isinstance(raised.value.__cause__, ValidationError)
+    message = (
+        "Task is invalid (1 error): Input should be a valid dictionary or instance of Task, "
+        "got ['tool_call']."
+    )
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}$"):
+        Task.model_validate(["tool_call"])
+
+
+def test_model_validate_json_raises_a_configuration_error() -> None:
+    text = json.dumps({**make().model_dump(mode="json"), "unparsed": "keep"})
+    message = (
+        "Task 't' is invalid (1 error): field 'unparsed' must be 'drop', 'other' or "
+        "'as:<label>' with a label in ['tool_call', 'request_for_info', 'cannot_answer'], "
+        "got 'keep'."
+    )
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}$"):
+        Task.model_validate_json(text)
+    message = (
+        "Task is invalid (1 error): Invalid JSON: EOF while parsing a value at line 1 "
+        "column 8, got '{\"name\":'."
+    )
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}$"):
+        Task.model_validate_json('{"name":')
+    assert Task.model_validate_json(make().model_dump_json()) == make()
+
+
+def test_a_configuration_error_of_a_validator_is_listed_once() -> None:
+    message = (
+        "Task 't' is invalid (1 error): parser 'rating' got unknown option(s) ['n']; "
+        "accepted options are ['k', 'labels', 'low']."
+    )
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}$") as raised:
+        make(parser={"name": "rating", "options": {"n": 3}})
+    cause = raised.value.__cause__
+    assert isinstance(cause, ValidationError)
+    [error] = cause.errors()
+    assert isinstance(error["ctx"]["error"], ConfigurationError)  # get_parser's own error
+
+
+def test_a_nested_task_fails_as_its_owner() -> None:
+    """Inside another pydantic model, a task keeps pydantic's semantics."""
+    from pydantic import BaseModel
+
+    class Owner(BaseModel):
+        task: Task
+
+    assert Owner(task=make().model_dump()).task == make()
+    with pytest.raises(ValidationError, match=r"1 validation error for Owner\ntask\.labels\n"):
+        Owner(task={**make().model_dump(), "labels": "tool_call"})
+
+
+def test_from_file_names_the_file_and_the_bad_field(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({**make().model_dump(mode="json"), "cost": "cheap"}))
+    message = (
+        f"{path}: Task 't' is invalid (1 error): field 'cost': Input should be a valid list, "
+        "got 'cheap'. Correct the task file."
+    )
+    with pytest.raises(DataFileError, match=f"^{re.escape(message)}$") as raised:
+        Task.from_file(path)
+    assert isinstance(raised.value.__cause__, ConfigurationError)
 
 
 def test_parse_policies() -> None:
@@ -314,7 +420,11 @@ def test_the_call_action_is_a_role_of_the_task() -> None:
     decision = Decider(task).decide([call] * 4, context=context)
     # the call lacks its required argument: under grounding it reads as the ask action
     assert decision.action == "ask" and decision.counts == {"send": 0.0, "ask": 4.0}
-    with pytest.raises(ValidationError, match="Task field 'call_action' must be one of the"):
+    message = (
+        "Task 'bad' is invalid (1 error): field 'call_action' must be one of the actions "
+        "['send', 'ask'], got 'call'."
+    )
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}$"):
         Task(
             name="bad", labels=["send", "ask"], cost=[[0, 1], [4, 0]],
             parser=f"{__name__}:send_or_ask", call_action="call",

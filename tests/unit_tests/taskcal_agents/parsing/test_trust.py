@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import ValidationError
 
 from taskcal_agents.decision import Decider, Task, tool_decision
+from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing import (
     GroundingContext,
     Source,
@@ -247,7 +250,12 @@ def test_policy_validation_names_the_problem():
         TrustPolicy(arguments={"send_money": ("user",)})
     with pytest.raises(ValidationError, match="unknown preset 'strict'"):
         TrustPolicy.model_validate("strict")
-    with pytest.raises(ValidationError, match="trust policy reads where each argument"):
+    msg = (
+        "Task 'tool_decision' is invalid (1 error): a trust policy reads where each argument's "
+        "value comes from, which argument grounding records; add 'grounding' (e.g. grounding: "
+        "{belief: relabel}) or drop 'trust'."
+    )
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(msg)}$"):
         Task.model_validate(
             {**tool_decision().model_dump(mode="json"), "grounding": None, "trust": "by_kind"}
         )
@@ -485,7 +493,6 @@ def test_a_task_without_a_policy_dumps_as_before_and_one_with_it_round_trips(tmp
 
 def test_trusted_flags_of_the_wrong_length_are_an_error():
     from taskcal_agents.decision._executability import sendable_flags
-    from taskcal_agents.errors import ConfigurationError
 
     with pytest.raises(ConfigurationError, match="one 'trusted' flag per sample"):
         sendable_flags(tool_decision(), [True, True], 2, [True])
