@@ -385,14 +385,6 @@ class GroundingContext:
         self._calls: dict[tuple[str, int], tuple[TrustPolicy | None, CallGrounding]] = {}
 
     @property
-    def text_tokens(self) -> frozenset[str]:
-        """The conversation's canonical tokens.
-
-        See :func:`~taskcal_agents.parsing._answer_clusters.answer_tokens`.
-        """
-        return self._evidence.tokens
-
-    @property
     def sources(self) -> tuple[Source, ...]:
         """The source of each message that is evidence, in conversation order."""
         return tuple(source for source, _ in self._parts)

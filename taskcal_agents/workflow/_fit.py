@@ -44,7 +44,6 @@ on another).
 
 from __future__ import annotations
 
-import os
 import warnings
 from typing import Any
 
@@ -346,29 +345,3 @@ def make_artefact(
         stopping_prior=stopping_prior,
     )
     return artefact.to_dict()
-
-
-def load_artefact(
-    path: str | os.PathLike[str],
-    *,
-    task_name: str | None = None,
-    labels: list[str] | None = None,
-) -> tuple[Any, dict[str, Any]]:
-    """Load a calibrator artefact and rebuild its calibrator.
-
-    Args:
-        path: The artefact JSON file.
-        task_name: When given, the artefact must be for this task.
-        labels: When given, the artefact's labels must be these, in this order.
-
-    Returns:
-        The fitted calibrator and the artefact dict.
-
-    Raises:
-        DataFileError: The file is missing, not JSON, not a calibrator artefact, of another
-            format version, or its calibrator cannot be rebuilt.
-        LabelMismatchError: The artefact is for another task or other labels.
-    """
-    artefact = CalibratorArtefact.load(path)
-    artefact.check_for(task_name=task_name, labels=labels)
-    return artefact.calibrator, artefact.to_dict()

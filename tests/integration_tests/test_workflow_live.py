@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from taskcal_agents.cli import app
+from taskcal_agents.decision import CalibratorArtefact
 from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.workflow import read_samples
-from taskcal_agents.workflow._fit import load_artefact
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WHEN2CALL_COST = [[0.0, 1.0, 2.0], [4.0, 0.0, 2.0], [4.0, 1.0, 0.0]]
@@ -94,7 +94,9 @@ def test_sample_fit_evaluate_report_live(
         ["fit", "--samples", str(samples), "--calibrator", "temperature",
          "--cv-folds", "2", "-o", str(artefact)],
     )  # fmt: skip
-    calibrator, info = load_artefact(artefact, task_name="when2call", labels=LABELS)
+    read = CalibratorArtefact.load(artefact)
+    read.check_for(task_name="when2call", labels=LABELS)
+    calibrator, info = read.calibrator, read.to_dict()
     assert info["fit_metrics"]["n"] == 6
     assert calibrator.n_classes_ == 3
 

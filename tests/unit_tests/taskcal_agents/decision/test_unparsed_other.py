@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from calibrators import DirichletCalibrator, MatrixScaling
 from taskcal_agents._files import write_json
+from taskcal_agents.decision import CalibratorArtefact
 from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.decision._artefact import check_calibrator
 from taskcal_agents.decision._belief import Belief
@@ -31,7 +32,7 @@ from taskcal_agents.workflow import (
 )
 from taskcal_agents.workflow._data import eval_arrays
 from taskcal_agents.workflow._evaluate import evaluate_arrays
-from taskcal_agents.workflow._fit import load_artefact, make_artefact
+from taskcal_agents.workflow._fit import make_artefact
 from tests.unit_tests.taskcal_agents.helpers.data import WEATHER  # get_weather(city) schema
 from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import (
     LABELS,
@@ -335,8 +336,10 @@ def test_fit_on_features_and_decide_with_the_artefact(tmp_path: Path) -> None:
         fit_metrics=metrics,
         task_spec=task.model_dump(mode="json"),
     )
-    loaded, info = load_artefact(write_json(artefact, tmp_path / "cal.json"), labels=task.labels)
-    assert info["task_spec"]["unparsed"] == "other"
+    read = CalibratorArtefact.load(write_json(artefact, tmp_path / "cal.json"))
+    read.check_for(labels=task.labels)
+    assert read.task == task and read.to_dict()["task_spec"]["unparsed"] == "other"
+    loaded = read.calibrator
     np.testing.assert_allclose(loaded.predict_proba(data.X), calibrator.predict_proba(data.X))
     decision = Decider(task, loaded).decide(moon_samples(), context=MOON)
     assert sum(decision.calibrated.values()) == pytest.approx(1.0)

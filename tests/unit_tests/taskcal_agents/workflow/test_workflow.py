@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage
 import taskcal_agents.workflow as wf
 from taskcal_agents._files import write_json
 from taskcal_agents.datasets import DatasetItem
+from taskcal_agents.decision import CalibratorArtefact
 from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.errors import ConfigurationError, DataFileError, LabelMismatchError
 from taskcal_agents.workflow import (
@@ -32,7 +33,7 @@ from taskcal_agents.workflow._crossfit import in_fold_prior, stratified_folds
 from taskcal_agents.workflow._data import eval_arrays, resolve_task
 from taskcal_agents.workflow._evaluate import evaluate_arrays
 from taskcal_agents.workflow._evaluation_json import evaluation_to_dict
-from taskcal_agents.workflow._fit import load_artefact, make_artefact
+from taskcal_agents.workflow._fit import make_artefact
 from taskcal_agents.workflow._permutation import permutation_test
 from taskcal_agents.workflow._report import load_evaluation
 from taskcal_agents.workflow._runner import (
@@ -695,7 +696,9 @@ def test_fit_artefact_round_trip(tmp_path: Path) -> None:
         fit_metrics=metrics,
     )
     path = write_json(artefact, tmp_path / "cal.json")
-    loaded, info = load_artefact(path, task_name="when2call", labels=task.labels)
+    read = CalibratorArtefact.load(path)
+    read.check_for(task_name="when2call", labels=task.labels)
+    loaded, info = read.calibrator, read.to_dict()
     assert info["format"] == "taskcal.calibrator"
     assert info["format_version"] == 1
     assert info["calibrator_name"] == "dirichlet"
@@ -708,14 +711,14 @@ def test_fit_artefact_round_trip(tmp_path: Path) -> None:
         "fit one on samples of this task with `taskcal fit`."
     )
     with pytest.raises(LabelMismatchError, match=re.escape(msg)):
-        load_artefact(path, task_name="rating")
+        CalibratorArtefact.load(path).check_for(task_name="rating")
     msg = (
         f"calibrator artefact {path} has labels ['tool_call', 'request_for_info', "
         "'cannot_answer'], but the task has labels ['a', 'b']; fit one on samples of this "
         "task with `taskcal fit`."
     )
     with pytest.raises(LabelMismatchError, match=re.escape(msg)):
-        load_artefact(path, labels=["a", "b"])
+        CalibratorArtefact.load(path).check_for(labels=["a", "b"])
 
 
 def test_fit_rejects_unknown_calibrator(tmp_path: Path) -> None:
@@ -773,14 +776,14 @@ def test_bad_artefacts(tmp_path: Path, content: str, expected: str) -> None:
     with pytest.raises(
         DataFileError, match=re.escape(f"{path}") + r"(:\d+)?: " + re.escape(expected)
     ):
-        load_artefact(path)
+        CalibratorArtefact.load(path)
 
 
 def test_missing_artefact(tmp_path: Path) -> None:
     path = tmp_path / "none.json"
     msg = f"{path}: calibrator artefact not found; write one with `taskcal fit` or check the path."
     with pytest.raises(DataFileError, match=re.escape(msg)):
-        load_artefact(path)
+        CalibratorArtefact.load(path)
 
 
 # --------------------------------------------------------------------------------------
