@@ -8,7 +8,9 @@ counts) becomes q = f(p̂) under a calibrator (a :class:`CalibratorArtefact`, fi
 actions the samples can carry out (:func:`carried_actions`), returning a :class:`Decision`.
 :class:`SamplingOptions` say how many samples and how; :class:`AdaptiveSampling` stops once
 more samples would hardly change the action. :func:`calibrate_risk` certifies a risk limit
-(:class:`RiskSpec`) by Learn-then-Test.
+(:class:`RiskSpec`) by Learn-then-Test. :func:`check_artefact` checks an artefact the user
+chose against how the front door samples, as ``calibrator="auto"`` checks a shipped one
+(:class:`CalibratorMismatchWarning` when it does not fit).
 
 ``__all__`` is the public surface. The other names imported below are what the library's
 other packages use (the decision protocol the front doors drive, the calibrator in force,
@@ -25,7 +27,11 @@ from taskcal_agents.decision._adaptive import outcome_counts as outcome_counts
 from taskcal_agents.decision._adaptive import stop_check_messages as stop_check_messages
 from taskcal_agents.decision._artefact import ARTEFACT_FORMAT as ARTEFACT_FORMAT
 from taskcal_agents.decision._artefact import ARTEFACT_FORMAT_VERSION as ARTEFACT_FORMAT_VERSION
-from taskcal_agents.decision._artefact import CalibratorArtefact
+from taskcal_agents.decision._artefact import (
+    CalibratorArtefact,
+    CalibratorMismatchWarning,
+    check_artefact,
+)
 from taskcal_agents.decision._artefact import CalibratorLike as CalibratorLike
 from taskcal_agents.decision._artefact import ResolvedCalibrator as ResolvedCalibrator
 from taskcal_agents.decision._artefact import as_artefact as as_artefact
@@ -68,6 +74,7 @@ from taskcal_agents.decision._shipped import Auto as Auto
 from taskcal_agents.decision._shipped import ServedSettings as ServedSettings
 from taskcal_agents.decision._shipped import UncalibratedWarning
 from taskcal_agents.decision._shipped import auto_artefact as auto_artefact
+from taskcal_agents.decision._shipped import fitted_on as fitted_on
 from taskcal_agents.decision._shipped import pick_calibrator as pick_calibrator
 from taskcal_agents.decision._shipped import shipped_artefacts as shipped_artefacts
 from taskcal_agents.decision._stopping_prior import FEW_ITEMS as FEW_ITEMS
@@ -82,6 +89,7 @@ __all__ = [
     "AnswerClusterSpec",
     "Belief",
     "CalibratorArtefact",
+    "CalibratorMismatchWarning",
     "Decider",
     "Decision",
     "GroundingSpec",
@@ -97,6 +105,7 @@ __all__ = [
     "answer_or_abstain",
     "calibrate_risk",
     "carried_actions",
+    "check_artefact",
     "decide_from_messages",
     "grounded_flags",
     "multiple_choice",

@@ -35,6 +35,17 @@ policy, and the α in force to be the artefact's; it warns
 (:class:`~taskcal_agents.decision._risk_control.RiskSettingsWarning`) when the front door draws
 another number of samples than the limit was fitted on.
 
+An artefact is checked the way ``calibrator="auto"`` checks a shipped one (:func:`mismatch`,
+the rule of :mod:`taskcal_agents.decision._shipped`) when :func:`resolve_calibrator` is told
+how the front door samples (``served``, a :class:`ServedSettings`; or ``n_samples`` alone,
+which compares N only): on what the front door knows, and on what the artefact records (a
+``record`` from ``taskcal calibrate``: model, N, temperature, ``max_tokens``, default
+``tool_choice`` and sampling parameters; else the model, N and temperature of ``taskcal
+fit``'s ``samples`` field; plus its α and its task's belief). One fitted for another setting
+is still used, since the user chose it, with a :class:`CalibratorMismatchWarning` once per
+message; with ``strict=True`` it is refused (``ConfigurationError``). :func:`check_artefact`
+is the same check on its own.
+
 A front door given an artefact *path* and ``reload_artefact=True`` holds it in an
 :class:`ArtefactReloader`: before each decision one ``os.stat`` of the file; when its
 ``(st_ino, st_mtime_ns, st_size)`` changed (an atomic replace, e.g. by ``taskcal refit``,
@@ -81,13 +92,19 @@ __all__ = [
     "ARTEFACT_FORMAT",
     "ARTEFACT_FORMAT_VERSION",
     "ARTEFACT_READ_VERSIONS",
+    "BELIEF_FIELDS",
+    "UNMATCHED_PARSER_OPTIONS",
     "Calibrator",
     "CalibratorArtefact",
     "CalibratorLike",
+    "CalibratorMismatchWarning",
     "ResolvedCalibrator",
+    "ServedSettings",
     "as_artefact",
+    "check_artefact",
     "check_calibrator",
     "content_sha256",
+    "mismatch",
     "resolve_calibrator",
 ]
 
@@ -559,6 +576,8 @@ def resolve_calibrator(
     alpha: float | None = None,
     n_samples: int | None = None,
     owner: str,
+    served: ServedSettings | None = None,
+    strict: bool = False,
 ) -> ResolvedCalibrator:
     """Turn a front door's ``calibrator`` argument into a calibrator checked for ``task``.
 
@@ -576,12 +595,19 @@ def resolve_calibrator(
         task: The task it must fit.
         alpha: The Dirichlet prior given explicitly, or ``None`` to take the artefact's.
         n_samples: The samples the front door draws per decision, or ``None``; compared
-            with those an artefact's risk limit was fitted on.
+            with those an artefact's risk limit, and the artefact, were fitted on.
         owner: The front door's name, for error messages.
+        served: How the front door samples, or ``None``. Given, an artefact (object or
+            path) is checked against it as :func:`check_artefact` does (the belief
+            included); without it, but with ``n_samples``, on N alone.
+        strict: Refuse an artefact fitted for another setting (``ConfigurationError``)
+            instead of warning.
 
     Warns:
         RiskSettingsWarning: If the artefact's risk limit was fitted on beliefs from
             another number of samples than ``n_samples``.
+        CalibratorMismatchWarning: Once per message, if the artefact was fitted for
+            another setting than ``served`` (or ``n_samples``) and ``strict`` is false.
 
     Raises:
         DataFileError: If a path cannot be read as an artefact.
@@ -589,7 +615,8 @@ def resolve_calibrator(
             task's, or are in another order.
         ConfigurationError: If the class count, input width or α is invalid, or the
             artefact carries a risk limit certified for other actions, costs, safe
-            actions, unparsed policy or α than the runtime task's.
+            actions, unparsed policy or α than the runtime task's, or (``strict``) the
+            artefact was fitted for another setting.
     """
     if calibrator == "auto":
         msg = (
@@ -627,6 +654,11 @@ def resolve_calibrator(
     value = check_alpha(DEFAULT_ALPHA if alpha is None else alpha, owner=owner)
     if artefact is not None and artefact.risk_control is not None:
         _check_risk_setting(artefact, task, value, n_samples, owner)
+    if artefact is not None and served is not None:
+        _check_chosen(artefact, task, served, owner=owner, strict=strict, stacklevel=2)
+    elif artefact is not None and n_samples is not None:  # N alone: the rest is unknown
+        n_only = ServedSettings(None, n_samples, None)
+        _check_chosen(artefact, None, n_only, owner=owner, strict=strict, stacklevel=2)
     return ResolvedCalibrator(calibrator, value, artefact)  # type: ignore[arg-type]
 
 
@@ -686,3 +718,264 @@ def _check_risk_setting(
             f"{fix}"
         )
         warnings.warn(msg, RiskSettingsWarning, stacklevel=3)
+
+
+# ------------------------------------------------------- how an artefact's beliefs were made
+
+
+class CalibratorMismatchWarning(UserWarning):
+    """An artefact chosen explicitly was fitted for another setting: it is still used."""
+
+
+class ServedSettings(NamedTuple):
+    """How a front door samples: what an artefact's record of its beliefs must match."""
+
+    model: str | None
+    """The served model's name (``None``: unknown, matches nothing under ``"auto"``)."""
+    n_samples: int
+    """N, the completions drawn per decision."""
+    temperature: float | None
+    """The sampling temperature (``None``: unknown, matches nothing under ``"auto"``)."""
+    max_tokens: int | None = None
+    """The completion length limit (``None``: unset, the server's own)."""
+    task_prompt: bool = True
+    """Whether the task's prompt is added to the sampled requests."""
+    tool_choice: str | None = None
+    """The ``tool_choice`` bound to the model or set per request (``None``: unset)."""
+    other: tuple[str, ...] = ()
+    """Other sampling parameters set on the model (``top_p``, ``top_k``, penalties, ...),
+    which the shipped samples left at the server's defaults."""
+    alpha: float | None = None
+    """The Dirichlet prior α given explicitly (``None``: the calibrator's)."""
+    registry_model: str | None = None
+    """The registry model :attr:`model` names (its registry name, or an upstream id such as
+    ``Qwen/Qwen2.5-Coder-1.5B-Instruct``; ``taskcal_agents.models.registry_name_of``), or
+    ``None``: an artefact fitted for that registry model matches this model name too."""
+
+
+BELIEF_FIELDS = ("labels", "parser", "unparsed", "grounding", "answer_clusters", "prompt")
+"""The task fields that shape the belief a calibrator reads (compared by :func:`mismatch`)."""
+
+UNMATCHED_PARSER_OPTIONS = frozenset({"tool_names"})
+"""Parser options not compared: the offered tools decide which calls are grounded."""
+
+
+class _Fitted(NamedTuple):
+    """What an artefact records about how its beliefs were made (``None``: not recorded)."""
+
+    model: str | None
+    n: int | None
+    temperature: float | None
+    max_tokens: int | None
+    defaults: bool
+    """Whether its samples left ``tool_choice`` at ``"auto"`` and the other sampling
+    parameters at the server's defaults (what ``taskcal calibrate`` draws)."""
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _fitted(artefact: CalibratorArtefact) -> _Fitted:
+    """The artefact's ``record`` (``taskcal calibrate``), else its ``samples`` (``taskcal fit``)."""
+    record = artefact.metadata.get("record")
+    sampling = record.get("sampling") if isinstance(record, Mapping) else None
+    source: Mapping[str, Any]
+    if isinstance(record, Mapping) and isinstance(sampling, Mapping):
+        source, defaults = {**sampling, "model": record.get("model")}, True
+    else:
+        samples = artefact.metadata.get("samples")
+        source, defaults = (samples if isinstance(samples, Mapping) else {}), False
+    model, n, temperature = source.get("model"), source.get("n"), source.get("temperature")
+    limit = source.get("max_tokens") if defaults else None
+    return _Fitted(
+        model=model if isinstance(model, str) and model else None,
+        n=n if _is_int(n) else None,
+        temperature=(
+            float(temperature)
+            if isinstance(temperature, int | float) and not isinstance(temperature, bool)
+            else None
+        ),
+        max_tokens=limit if _is_int(limit) else None,
+        defaults=defaults,
+    )
+
+
+def _belief_view(task: Task, *, prompt: bool) -> dict[str, Any]:
+    view = task.model_dump(mode="json", include=set(BELIEF_FIELDS))
+    options = view["parser"].get("options") or {}
+    view["parser"]["options"] = {
+        k: v for k, v in options.items() if k not in UNMATCHED_PARSER_OPTIONS
+    }
+    if view["grounding"] is not None:
+        view["grounding"].pop("execute", None)  # what is sent, not what the belief sees
+    if not prompt:
+        view["prompt"] = None
+    return view
+
+
+def mismatch(
+    artefact: CalibratorArtefact,
+    task: Task | None,
+    served: ServedSettings,
+    *,
+    known_only: bool = False,
+) -> str | None:
+    """What keeps ``artefact`` from deciding for ``task`` under ``served``, or ``None``.
+
+    The rule of :mod:`taskcal_agents.decision._shipped` (what ``calibrator="auto"``
+    matches), applied to what the artefact records: a ``record`` (``taskcal calibrate``)
+    says the model, N, temperature, ``max_tokens`` and that ``tool_choice`` and the other
+    sampling parameters were left at their defaults; without one, the ``samples`` field
+    (``taskcal fit``) says the model, N and temperature of the samples file when it
+    recorded them, and nothing else about sampling is compared. The model matches when
+    ``served.model`` or ``served.registry_model`` is the recorded one.
+
+    Args:
+        artefact: The artefact.
+        task: The runtime task, or ``None``: the belief (the task's fields that shape it)
+            is not compared.
+        served: How the front door samples.
+        known_only: Leave out what the front door does not know (``served.model`` or
+            ``served.temperature`` ``None``). ``False`` (``"auto"``): an unknown value
+            matches nothing.
+
+    Returns:
+        ``None`` when it matches; else a short phrase naming the first difference.
+    """
+    fitted = _fitted(artefact)
+    model = fitted.model
+    if (
+        model is not None
+        and not (known_only and served.model is None)
+        and model not in (served.model, served.registry_model)
+    ):
+        return f"it was fitted for model {model!r}, this front door serves {served.model!r}"
+    if fitted.n is not None and served.n_samples != fitted.n:
+        return f"it was fitted on N = {fitted.n} samples, this front door draws {served.n_samples}"
+    temperature = fitted.temperature
+    if (
+        temperature is not None
+        and not (known_only and served.temperature is None)
+        and (served.temperature is None or not math.isclose(served.temperature, temperature))
+    ):
+        return (
+            f"it was fitted at temperature {temperature}, this front door samples at "
+            f"{served.temperature}"
+        )
+    limit = fitted.max_tokens
+    if limit is not None and served.max_tokens is not None and served.max_tokens < limit:
+        return (
+            f"it was fitted with max_tokens {limit}, this model is limited to {served.max_tokens}"
+        )
+    if fitted.defaults and served.tool_choice not in (None, "auto"):
+        return f"it was fitted with tool_choice 'auto', this front door sets {served.tool_choice!r}"
+    if fitted.defaults and served.other:
+        return (
+            f"it was fitted with the server's default {', '.join(served.other)}, this model "
+            "sets them"
+        )
+    if (
+        served.alpha is not None
+        and not (known_only and artefact.alpha is None)
+        and not math.isclose(served.alpha, artefact.alpha or 0.0)
+    ):
+        return f"it was fitted with alpha {artefact.alpha}, this front door sets {served.alpha}"
+    fitted_task = artefact.task
+    if task is None or fitted_task is None:
+        return None
+    read = artefact.metadata.get("relevance_features")
+    unrecorded = known_only and read is None  # an explicit artefact that does not say
+    if (
+        fitted_task.reads_relevance
+        and not unrecorded
+        and list(read or ()) != list(RELEVANCE_FEATURES)
+    ):
+        return (
+            f"it reads the relevance features {read!r}, this version {list(RELEVANCE_FEATURES)!r}"
+        )
+    ours = _belief_view(task, prompt=served.task_prompt)
+    theirs = _belief_view(fitted_task, prompt=True)
+    for name in BELIEF_FIELDS:
+        if ours[name] != theirs[name]:
+            return f"its task has {name} {theirs[name]!r}, this one {ours[name]!r}"
+    return None
+
+
+_MISMATCH_WARNED: set[str] = set()
+"""The messages :func:`check_artefact` has warned (each once per process)."""
+
+
+def _named(artefact: CalibratorArtefact) -> str:
+    """The artefact as a message names it: its path and content id, whichever it has."""
+    named = [repr(str(artefact.path))] if artefact.path is not None else []
+    if artefact.content_id is not None:
+        named.append(artefact.content_id if not named else f"({artefact.content_id})")
+    return " ".join(named) or f"for task {artefact.task_name!r}"
+
+
+def _check_chosen(
+    artefact: CalibratorArtefact,
+    task: Task | None,
+    served: ServedSettings,
+    *,
+    owner: str,
+    strict: bool,
+    stacklevel: int,
+) -> str | None:
+    why = mismatch(artefact, task, served, known_only=True)
+    if why is None:
+        return None
+    head = f"{owner}: calibrator artefact {_named(artefact)} does not fit this front door: {why}."
+    fit = (
+        "fit one for this setting with `taskcal calibrate --base-url URL --model NAME` (tool "
+        "decisions) or `taskcal fit`"
+    )
+    if strict:
+        msg = f"{head} It was refused (strict=True): {fit}, or pass strict=False to use it anyway."
+        raise ConfigurationError(msg)
+    msg = (
+        f"{head} It is still used, because it was chosen explicitly: {fit}, pass strict=True to "
+        "refuse it, or ignore CalibratorMismatchWarning to use it silently."
+    )
+    if msg not in _MISMATCH_WARNED:
+        _MISMATCH_WARNED.add(msg)
+        warnings.warn(msg, CalibratorMismatchWarning, stacklevel=stacklevel + 1)
+    return msg
+
+
+def check_artefact(
+    artefact: CalibratorArtefact,
+    task: Task | None,
+    served: ServedSettings,
+    *,
+    owner: str,
+    strict: bool = False,
+) -> str | None:
+    """Check an artefact the user chose against how the front door samples.
+
+    The rule ``calibrator="auto"`` applies to a shipped artefact (:func:`mismatch`), with
+    two differences: only what the front door knows is compared (an unknown model name
+    or temperature, ``None`` in ``served``, is left out), and only what the artefact
+    records (a ``record`` from ``taskcal calibrate``; else the model, N and temperature in
+    ``samples`` from ``taskcal fit``; an artefact that records neither is compared on its
+    α and task only). The artefact is still used when it does not fit: the user chose it.
+
+    Args:
+        artefact: The artefact chosen.
+        task: The runtime task, or ``None`` not to compare the belief.
+        served: How the front door samples.
+        owner: The front door's name, for the message.
+        strict: Refuse an artefact that does not fit instead of warning.
+
+    Returns:
+        ``None`` when it fits; else the message warned.
+
+    Warns:
+        CalibratorMismatchWarning: Once per message, when it does not fit (and not
+            ``strict``).
+
+    Raises:
+        ConfigurationError: If it does not fit and ``strict`` is true.
+    """
+    return _check_chosen(artefact, task, served, owner=owner, strict=strict, stacklevel=2)

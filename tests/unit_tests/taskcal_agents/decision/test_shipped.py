@@ -4,6 +4,7 @@ decision records, and ``taskcal calibrate`` that writes them."""
 from __future__ import annotations
 
 import json
+import logging
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -24,6 +25,8 @@ from taskcal_agents.decision._artefact import CalibratorArtefact, content_sha256
 from taskcal_agents.decision._shipped import (
     ServedSettings,
     UncalibratedWarning,
+    auto_artefact,
+    fitted_on,
     load_shipped,
     mismatch,
     pick_calibrator,
@@ -35,6 +38,7 @@ from taskcal_agents.langchain._decision_model import TaskCalibratedDecisionModel
 from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
 from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
 from taskcal_agents.parsing._relevance import RELEVANCE_FEATURES
+from taskcal_agents.sampling import served_settings
 from taskcal_agents.workflow._calibrate import calibrate_endpoint, calibrate_task
 from tests.unit_tests.taskcal_agents.helpers.calibration import MODEL, PROMPT, shipped_artefact
 from tests.unit_tests.taskcal_agents.helpers.chat_fakes import get_weather
@@ -97,6 +101,87 @@ def test_the_registry_models_calibrator_ships_and_a_front_door_takes_it(model: s
         decision = runnable.invoke([HumanMessage("What's the weather?")])
     assert runnable.decider.calibrator_id == decision.calibrator_id == artefact.content_id
     assert decision.relevance is not None and decision.calibrated != decision.probs
+
+
+UPSTREAM_15B = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
+NOTE_15B = (
+    "The calibrator ae5c92a0dd6da86d was fitted on the registry's quantised weights of "
+    "'qwen2.5-coder-1.5b-instruct' (GGUF, dequantised and served in bfloat16); this front "
+    "door serves 'Qwen/Qwen2.5-Coder-1.5B-Instruct', so its calibration on the "
+    "full-precision upstream weights is unmeasured."
+)
+
+
+def test_an_upstream_name_finds_the_registry_models_calibrator(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # `vllm serve Qwen/Qwen2.5-Coder-1.5B-Instruct`: the real package data, no warning, and
+    # one INFO line saying the map was fitted on the registry's quantised weights.
+    (artefact,) = [
+        a
+        for a in shipped.shipped_artefacts()
+        if a.metadata["record"]["model"] == "qwen2.5-coder-1.5b-instruct"
+    ]
+    shipped._WARNED.clear()
+    shipped._NOTED.clear()
+    with warnings.catch_warnings(), caplog.at_level(logging.INFO, logger=shipped.__name__):
+        warnings.simplefilter("error")
+        runnables = [
+            TaskCalibratedRunnable(
+                NamedModel(messages=replies(16), model_name=UPSTREAM_15B), presets.tool_decision()
+            )
+            for _ in range(2)
+        ]
+    assert all(r.decider.calibrator_id == artefact.content_id for r in runnables)
+    logged = [r for r in caplog.records if r.name == shipped.__name__]
+    assert [(r.levelno, r.getMessage()) for r in logged] == [(logging.INFO, NOTE_15B)]  # once
+    served = served_settings(
+        NamedModel(messages=replies(1), model_name=UPSTREAM_15B), n_samples=16, temperature=1.0
+    )
+    assert served.registry_model == "qwen2.5-coder-1.5b-instruct"
+    assert fitted_on(artefact, served) == NOTE_15B
+
+
+@pytest.mark.parametrize(
+    "name", ["/models/Qwen2.5-Coder-1.5B-Instruct", "qwen/qwen2.5-coder-1.5b-instruct"]
+)
+def test_a_path_ending_in_the_upstream_name_finds_it_too(name: str) -> None:
+    model = NamedModel(messages=replies(1), model_name=name)
+    served = served_settings(model, n_samples=16, temperature=1.0)
+    shipped._WARNED.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = auto_artefact(presets.tool_decision(), served, owner="X")
+    assert found is not None and found.content_id == "ae5c92a0dd6da86d"
+
+
+def test_a_quantised_upstream_variant_finds_none() -> None:
+    model = NamedModel(messages=replies(1), model_name=f"{UPSTREAM_15B}-AWQ")
+    served = served_settings(model, n_samples=16, temperature=1.0)
+    assert served.registry_model is None
+    shipped._WARNED.clear()
+    with pytest.warns(
+        UncalibratedWarning,
+        match=(
+            r"on model 'Qwen/Qwen2.5-Coder-1.5B-Instruct-AWQ' \(calibrators are shipped for "
+            r"qwen2.5-coder-0.5b-instruct, qwen2.5-coder-1.5b-instruct\)"
+        ),
+    ):
+        assert auto_artefact(presets.tool_decision(), served, owner="X") is None
+
+
+def test_the_note_is_only_for_an_upstream_name(ship: CalibratorArtefact) -> None:
+    upstream = SERVED._replace(model="Qwen/Qwen2.5-Coder-0.5B-Instruct", registry_model=MODEL)
+    assert mismatch(ship, presets.tool_decision(), upstream) is None
+    note = fitted_on(ship, upstream)
+    assert note is not None and note.startswith(f"The calibrator {ship.content_id} was fitted")
+    assert fitted_on(ship, SERVED) is None  # the registry name itself
+    assert fitted_on(ship, SERVED._replace(registry_model=MODEL)) is None
+    assert fitted_on(ship, SERVED._replace(model="other")) is None  # names no registry model
+    bare = CalibratorArtefact(calibrator=ship.calibrator, labels=ship.labels)
+    assert fitted_on(bare, upstream) is None  # no record
+    with pytest.warns(UncalibratedWarning, match=r"shipped calibrator \w{16} does not fit: it"):
+        auto_artefact(presets.tool_decision(), upstream._replace(n_samples=8), owner="X")
 
 
 def test_the_demo_prompts_as_the_shipped_calibrators_were_fitted() -> None:
@@ -162,7 +247,7 @@ def test_auto_picks_the_shipped_calibrator_and_decisions_name_it(ship: Calibrato
     decision = runnable.invoke([HumanMessage("What's the weather?")])
     assert decision.calibrator_id == ship.content_id
     assert decision.calibrated != decision.probs  # the shipped map decided
-    assert runnable.alpha == ship.alpha
+    assert runnable.decider.alpha == ship.alpha and runnable.alpha is None
     chat = TaskCalibratedChatModel(NamedModel(messages=replies(16)), presets.tool_decision())
     assert chat.runnable.decider.calibrator_id == ship.content_id
 
@@ -181,7 +266,7 @@ def test_auto_without_a_match_warns_once_and_decides_on_the_raw_belief(
         warnings.simplefilter("error")
         again = build()  # once per reason
     for r in (runnable, again):
-        assert r.calibrator is None and r.decider.calibrator_id is None
+        assert r.decider.calibrator is None and r.decider.calibrator_id is None
     decision = runnable.invoke([HumanMessage("What's the weather?")])
     assert decision.calibrated == decision.probs and decision.calibrator_id is None
     with warnings.catch_warnings():
@@ -210,12 +295,12 @@ def test_the_middleware_resolves_auto_for_the_requests_model(ship: CalibratorArt
         system_message=None, tool_choice=None, tools=[], response_format=None, state={},
         runtime=None,  # type: ignore[arg-type]
     )  # fmt: skip
-    decider, aid = middleware._in_force(request)
+    decider, aid, _ = _in_force(middleware, request)
     assert decider.calibrator_id == aid == ship.content_id
-    assert middleware._in_force(request)[0] is decider  # resolved once per setting
+    assert _in_force(middleware, request)[0] is decider  # resolved once per setting
     other = request.override(model=NamedModel(messages=replies(1), model_name="other"))
     with pytest.warns(UncalibratedWarning):
-        assert middleware._in_force(other)[0].calibrator_id is None
+        assert _in_force(middleware, other)[0].calibrator_id is None
     # what the agent binds per request counts: a shorter limit, a forced call, top_p
     for changed, why in (
         ({"model_settings": {"max_tokens": 16}}, "max_tokens 256"),
@@ -223,8 +308,13 @@ def test_the_middleware_resolves_auto_for_the_requests_model(ship: CalibratorArt
         ({"tools": [get_weather], "tool_choice": "any"}, "front door sets 'any'"),
     ):
         with pytest.warns(UncalibratedWarning, match=why):
-            assert middleware._in_force(request.override(**changed))[0].calibrator_id is None
-    assert middleware._in_force(request.override(tools=[get_weather]))[0] is decider
+            assert _in_force(middleware, request.override(**changed))[0].calibrator_id is None
+    assert _in_force(middleware, request.override(tools=[get_weather]))[0] is decider
+
+
+def _in_force(middleware: TaskCalibrationMiddleware[Any, Any], request: Any) -> Any:
+    """The Decider (and artefact id) the middleware begins ``request``'s decision with."""
+    return middleware._begin(request)[0].in_force
 
 
 def test_an_explicit_alpha_or_a_bound_setting_is_another_belief(ship: CalibratorArtefact) -> None:

@@ -27,6 +27,7 @@ from taskcal_agents.models import (
     get_model_spec,
     model_dir,
     prepare_model,
+    registry_name_of,
 )
 from taskcal_agents.models._prepare import recipe_id, verify_model_dir, write_manifest
 from taskcal_agents.models._registry import WheelPart
@@ -147,6 +148,37 @@ def test_the_registry_holds_the_default_and_the_two_qwen_models() -> None:
     assert get_model_spec(DEFAULT_MODEL_NAME).chat_template == "ours"
     assert all(spec.tool_call_parser == "hermes" for spec in MODELS.values())
     assert all(spec.served_name == name for name, spec in MODELS.items())
+
+
+def test_each_registry_model_names_its_upstream_model() -> None:
+    assert {name: spec.upstream for name, spec in MODELS.items()} == {
+        "smollm2-135m-instruct": ("HuggingFaceTB/SmolLM2-135M-Instruct",),
+        "qwen2.5-coder-0.5b-instruct": ("Qwen/Qwen2.5-Coder-0.5B-Instruct",),
+        "qwen2.5-coder-1.5b-instruct": ("Qwen/Qwen2.5-Coder-1.5B-Instruct",),
+    }
+
+
+@pytest.mark.parametrize(
+    ("served", "expected"),
+    [
+        ("qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-1.5b-instruct"),  # the registry name
+        ("Qwen/Qwen2.5-Coder-1.5B-Instruct", "qwen2.5-coder-1.5b-instruct"),  # upstream id
+        ("qwen/qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-1.5b-instruct"),  # any case
+        ("/models/Qwen2.5-Coder-1.5B-Instruct", "qwen2.5-coder-1.5b-instruct"),  # a path
+        ("/models/Qwen2.5-Coder-1.5B-Instruct/", "qwen2.5-coder-1.5b-instruct"),
+        ("Qwen2.5-Coder-0.5B-Instruct", "qwen2.5-coder-0.5b-instruct"),
+        ("HuggingFaceTB/SmolLM2-135M-Instruct", "smollm2-135m-instruct"),
+        ("Qwen/Qwen2.5-Coder-1.5B-Instruct-AWQ", None),  # quantised upstream variants
+        ("Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF", None),
+        ("/models/Qwen2.5-Coder-1.5B-Instruct-AWQ", None),
+        ("Qwen/Qwen2.5-Coder-7B-Instruct", None),
+        ("Qwen", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_registry_name_of_a_served_name(served: str | None, expected: str | None) -> None:
+    assert registry_name_of(served) == expected
 
 
 def test_an_unknown_name_is_refused_with_the_known_ones() -> None:
