@@ -4,7 +4,8 @@ Hierarchy::
 
     TaskCalError                      base of everything raised here
     ├── ConfigurationError (ValueError)     bad task / cost matrix / calibrator / option
-    │   └── LabelMismatchError               calibrator or data labels differ from the task's
+    │   ├── LabelMismatchError               calibrator or data labels differ from the task's
+    │   └── UnknownArgumentError (TypeError)  a front door got an argument it does not take
     ├── DataFileError (ValueError)           a bad line in a dataset, samples or artefact file
     ├── UnknownDecisionError (KeyError)      an outcome for a decision id not in the log
     ├── SamplingError (RuntimeError)         the model failed to produce samples
@@ -29,6 +30,20 @@ class TaskCalError(Exception):
 
 class ConfigurationError(TaskCalError, ValueError):
     """A task, cost matrix, calibrator or option is invalid."""
+
+
+class UnknownArgumentError(ConfigurationError, TypeError):
+    """A front door got an argument it does not take (a misspelt one, say).
+
+    Also a ``TypeError``, which Python raises for an unexpected keyword argument.
+
+    Attributes:
+        names: The arguments it does not take.
+    """
+
+    def __init__(self, message: str, *, names: list[str]) -> None:
+        super().__init__(message)
+        self.names = names
 
 
 class LabelMismatchError(ConfigurationError):
@@ -124,5 +139,6 @@ __all__ = [
     "ServerError",
     "ServerStartupError",
     "TaskCalError",
+    "UnknownArgumentError",
     "UnknownDecisionError",
 ]

@@ -17,7 +17,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
-from taskcal_agents.decision._belief import DEFAULT_ALPHA
 from taskcal_agents.decision._stopping_prior import StoppingPrior
 from taskcal_agents.errors import ConfigurationError
 
@@ -114,8 +113,8 @@ class SamplingOptions(BaseModel):
     Attributes:
         n_samples: The number of samples N per decision.
         temperature: Sampling temperature passed per call (``None``: the model's own).
-        alpha: Dirichlet smoothing prior of the belief (use the calibrator's fitting
-            value; a calibrator artefact records it).
+        alpha: Dirichlet smoothing prior of the belief; ``None``: the calibrator's fitting
+            value (an artefact records it; else ``DEFAULT_ALPHA``).
         adaptive: Adaptive N (draw in rounds, stop when settled), or ``None``: all N.
         on_error: After the retries fail: raise, or take the task's fallback action.
         max_retries: Retries of a failed draw (per round with adaptive N).
@@ -126,8 +125,10 @@ class SamplingOptions(BaseModel):
     """The number of samples N per decision."""
     temperature: float | None = Field(default=DEFAULT_TEMPERATURE, ge=0, allow_inf_nan=False)
     """Sampling temperature passed per call (``None``: the model's own setting)."""
-    alpha: float = Field(default=DEFAULT_ALPHA, ge=0, allow_inf_nan=False)
-    """Dirichlet smoothing prior of the belief (use the calibrator's fitting value)."""
+    alpha: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """Dirichlet smoothing prior of the belief; ``None`` (the default): the calibrator's
+    fitting value (an artefact records it; a bare calibrator or the raw belief
+    :data:`~taskcal_agents.decision.DEFAULT_ALPHA`). An explicit value overrides it."""
     adaptive: AdaptiveSampling | None = None
     """Adaptive N (:class:`AdaptiveSampling`, or its ``epsilon`` as a number): draw in rounds
     and stop once more samples would change the action with probability below ε;

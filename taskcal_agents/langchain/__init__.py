@@ -12,7 +12,10 @@ decided) and :class:`TaskCalibratedDecisionModel` (``langchain_core.decisions``)
 :data:`HITL_QUESTION_ID` for ``HumanInTheLoopMiddleware``.
 
 Names are imported on use (``_EXPORTS``): the middlewares need the ``agents`` extra
-(``langchain``), the node ``langgraph``. ``__all__`` is the public surface.
+(``langchain``), the node ``langgraph``. Every door decides through one
+:class:`DecisionSession` (built from its parameters, rebuilt for each copy), whose
+:meth:`~DecisionSession.begin` gives a :class:`PendingDecision`. ``__all__`` is the public
+surface.
 """
 
 from __future__ import annotations
@@ -39,12 +42,15 @@ if TYPE_CHECKING:
     from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
     from taskcal_agents.langchain._reply_guard import ToolReplyMiddleware
     from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
+    from taskcal_agents.langchain._session import DecisionSession, PendingDecision
     from taskcal_agents.langchain._trust_gate import trust_gate
 
 _EXPORTS: dict[str, str] = {
+    "DecisionSession": "taskcal_agents.langchain._session",
     "DecisionState": "taskcal_agents.langchain._graph_node",
     "HITL_QUESTION_ID": "taskcal_agents.langchain._interop",
     "MODEL_ROUTER_QUESTION_ID": "taskcal_agents.langchain._interop",
+    "PendingDecision": "taskcal_agents.langchain._session",
     "TaskCalibratedChatModel": "taskcal_agents.langchain._chat_model",
     "TaskCalibratedDecisionModel": "taskcal_agents.langchain._decision_model",
     "TaskCalibratedRunnable": "taskcal_agents.langchain._runnable",
@@ -61,7 +67,9 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "HITL_QUESTION_ID",
     "MODEL_ROUTER_QUESTION_ID",
+    "DecisionSession",
     "DecisionState",
+    "PendingDecision",
     "TaskCalibratedChatModel",
     "TaskCalibratedDecisionModel",
     "TaskCalibratedRunnable",

@@ -8,9 +8,8 @@ clarifying question or the abstention chosen by the calibrated MBR decision, wit
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import Any, Self
 
 from langchain_core.callbacks import (
     AsyncCallbackManager,
@@ -24,13 +23,18 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool
-from pydantic import ConfigDict
+from pydantic import ConfigDict, ValidationError
 from typing_extensions import override
 
 from taskcal_agents.decision import CalibratorLike, Decision, Task
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
-from taskcal_agents.production import DECISION_METADATA_KEY, DecisionSession
+from taskcal_agents.langchain._session import (
+    DECISION_METADATA_KEY,
+    configuration_error,
+    reply_for,
+    unknown_arguments,
+)
 from taskcal_agents.sampling import split_retry, unwrap_binding
 
 __all__ = ["DECISION_METADATA_KEY", "TaskCalibratedChatModel"]
@@ -38,22 +42,6 @@ __all__ = ["DECISION_METADATA_KEY", "TaskCalibratedChatModel"]
 _TOOL_KWARGS = frozenset({"tools", "tool_choice", "parallel_tool_calls", "strict"})
 _LS_KWARGS = frozenset({"model", "model_name", "temperature", "max_tokens"})
 """The call arguments a chat model's tracing parameters read (bound or per call)."""
-
-
-def _unknown_parameters(unknown: list[str], known: set[str]) -> ConfigurationError:
-    """The error for constructor arguments that are neither the runnable's nor the model's."""
-    names = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
-        names.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-    msg = (
-        f"TaskCalibratedChatModel got unknown parameter{'s' if len(names) > 1 else ''} "
-        f"{', '.join(names)}. It takes TaskCalibratedRunnable's options (n_samples, "
-        "temperature, seed, max_retries, ...) and BaseChatModel's fields (callbacks, tags, "
-        "...); set the wrapped model's own settings (max_tokens, timeout, stop, api_key, ...) "
-        "on that model, e.g. ChatOpenAI(max_tokens=...)."
-    )
-    return ConfigurationError(msg)
 
 
 _UNSET: Any = object()
@@ -75,8 +63,8 @@ class TaskCalibratedChatModel(BaseChatModel):
     file, as for the runnable.
 
     When the chosen action has no message to send (an action no sample expressed), the
-    reply is the one every front door gives (:meth:`DecisionSession.reply
-    <taskcal_agents.production.DecisionSession.reply>`): after a tool result a
+    reply is the one every front door gives (:meth:`PendingDecision.reply
+    <taskcal_agents.langchain.PendingDecision.reply>`): after a tool result a
     report of what the tools returned, else the decided label (a rating, a choice); the
     decision is in its metadata either way.
     Streaming yields the reply as one chunk once the decision is taken.
@@ -109,7 +97,8 @@ class TaskCalibratedChatModel(BaseChatModel):
         }
         unknown = sorted(set(kwargs) - own)
         if unknown:
-            raise _unknown_parameters(unknown, own | set(TaskCalibratedRunnable.model_fields))
+            known = own | set(TaskCalibratedRunnable.model_fields)
+            raise unknown_arguments(type(self).__name__, unknown, known)
         if runnable is None:
             if model is None or task is None:
                 msg = (
@@ -130,7 +119,39 @@ class TaskCalibratedChatModel(BaseChatModel):
             raise ConfigurationError(msg)
         # pydantic validates this model's fields; mypy types BaseChatModel's
         # dataclass-transform __init__ with its own fields only.
-        super().__init__(runnable=runnable, **kwargs)  # type: ignore[call-arg]
+        try:
+            super().__init__(runnable=runnable, **kwargs)  # type: ignore[call-arg]
+        except ValidationError as exc:
+            raise configuration_error(type(self).__name__, exc, own) from exc
+
+    @override
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A new chat model from this one's parameters with ``update`` applied.
+
+        ``update`` may name the runnable's parameters too (``calibrator``, ``n_samples``,
+        ``model``, ``task``, ...), as the constructor takes them: the runnable is then
+        rebuilt with them (:meth:`TaskCalibratedRunnable.model_copy`), so the copy's
+        calibrator is resolved anew for its settings.
+        """
+        update = dict(update or {})
+        own = set(type(self).model_fields)
+        inner = {k: update.pop(k) for k in list(update) if k not in own}
+        unknown = sorted(set(inner) - set(TaskCalibratedRunnable.model_fields))
+        if unknown:
+            known = own | set(TaskCalibratedRunnable.model_fields)
+            owner = f"{type(self).__name__}.model_copy"
+            raise unknown_arguments(owner, unknown, known)
+        if inner or deep:
+            runnable = update.get("runnable", self.runnable)
+            update["runnable"] = runnable.model_copy(update=inner, deep=deep)
+        params = {name: getattr(self, name) for name in self.model_fields_set}
+        return type(self)(**{**params, **update})
+
+    def __copy__(self) -> Self:
+        return self.model_copy()
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        return self.model_copy(deep=True)
 
     @property
     def task(self) -> Task:
@@ -146,13 +167,14 @@ class TaskCalibratedChatModel(BaseChatModel):
     @override
     def _identifying_params(self) -> dict[str, Any]:
         r = self.runnable
+        decider = r.decider
         return {
             "task": r.task.name,
             "model": type(r.model).__name__,
-            "calibrator": None if r.calibrator is None else type(r.calibrator).__name__,
+            "calibrator": None if decider.calibrator is None else type(decider.calibrator).__name__,
             "n_samples": r.n_samples,
             "temperature": r.temperature,
-            "alpha": r.alpha,
+            "alpha": decider.alpha,
         }
 
     @override
@@ -186,7 +208,7 @@ class TaskCalibratedChatModel(BaseChatModel):
 
     def _result(self, decision: Decision, messages: list[BaseMessage]) -> ChatResult:
         """The decision's reply (as every front door gives it), its record attached."""
-        message = DecisionSession.reply(decision, self.runnable.task, messages)
+        message = reply_for(decision, messages)
         return ChatResult(
             generations=[ChatGeneration(message=message)],
             llm_output={DECISION_METADATA_KEY: message.response_metadata[DECISION_METADATA_KEY]},
@@ -269,10 +291,12 @@ class TaskCalibratedChatModel(BaseChatModel):
         yield self._chunk(await self._agenerate(messages, stop, run_manager, **kwargs))
 
     def with_model(self, model: Runnable[Any, Any]) -> TaskCalibratedChatModel:
-        """Return a copy that wraps ``model`` instead (same task, calibrator, settings)."""
-        return self.model_copy(
-            update={"runnable": self.runnable.model_copy(update={"model": model})}
-        )
+        """Return a copy that wraps ``model`` instead (same task, calibrator, settings).
+
+        The copy's calibrator is resolved anew for ``model`` (``"auto"`` picks the one
+        shipped for its name and ``tool_choice``).
+        """
+        return self.model_copy(update={"model": model})
 
     @override
     def bind_tools(

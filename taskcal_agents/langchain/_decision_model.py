@@ -33,12 +33,13 @@ so q' ≥ 0.5 ⇔ q ≥ c_FP / (c_FP + c_FN) (see :mod:`taskcal_agents.langchain
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import math
 import os
 import threading
-from collections.abc import Generator, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Self
 
 from langchain_core.decisions import (
     BaseDecisionModel,
@@ -54,7 +55,7 @@ from langchain_core.decisions import (
 )
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
 from typing_extensions import override
 
 from taskcal_agents.decision import (
@@ -69,15 +70,15 @@ from taskcal_agents.decision import (
     as_artefact,
 )
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.parsing import LABEL_PARSER
-from taskcal_agents.production import DecisionSession, InForce, open_decision_log
-from taskcal_agents.sampling import (
-    adrive_rounds,
-    asample_messages,
-    bound_tools,
-    drive_rounds,
-    sample_messages,
+from taskcal_agents.langchain._session import (
+    DecisionSession,
+    PendingDecision,
+    configuration_error,
+    decided,
 )
+from taskcal_agents.parsing import LABEL_PARSER
+from taskcal_agents.production import open_decision_log
+from taskcal_agents.sampling import asample_messages, bound_tools, sample_messages
 
 __all__ = ["TaskCalibratedDecisionModel", "noul_probability", "render_state"]
 
@@ -156,6 +157,12 @@ def _question_labels(question: Question) -> tuple[list[str], list[str]]:
     raise ConfigurationError(msg)
 
 
+def _name_of(chat_model: Any) -> str:
+    """The name a decision model reports for ``chat_model`` when it is given none."""
+    name = getattr(chat_model, "model_name", None) or getattr(chat_model, "model", None)
+    return str(name or type(chat_model).__name__)
+
+
 class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     """Answer decision questions with calibrated, cost-aware sampling of a chat model.
 
@@ -198,29 +205,60 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     """Where each question's decision is logged (under the question ID as task name): a
     :class:`~taskcal_agents.production.DecisionLog` or a path (``.jsonl`` or
     ``.sqlite``/``.db``); ``None``: off. As the other front doors log theirs."""
+    strict_calibrator: bool = False
+    """Refuse an explicit artefact whose record does not match how the chat model is
+    sampled, instead of warning once and using it (as the other front doors)."""
 
-    _sessions: dict[str, tuple[Any, Task, DecisionSession]] = PrivateAttr(default_factory=dict)
+    _sessions: dict[str, tuple[Task, DecisionSession]] = PrivateAttr(default_factory=dict)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, **kwargs: Any) -> None:
         """Validate the fields; read the artefact files among ``calibrators``.
 
         Raises:
+            UnknownArgumentError: For an argument it does not take.
+            ConfigurationError: For an invalid argument.
             DataFileError: If an artefact path cannot be read.
         """
-        super().__init__(**kwargs)
-        if not self.reload_artefact:  # read now; reloaded ones are read by their reloader
-            self.calibrators = {qid: as_artefact(c) or c for qid, c in self.calibrators.items()}
+        try:
+            super().__init__(**kwargs)
+        except ValidationError as exc:
+            raise configuration_error(type(self).__name__, exc, type(self).model_fields) from exc
+        if not self.reload_artefact:  # a bad file fails here, not on the first question
+            for calibrator in self.calibrators.values():
+                as_artefact(calibrator)
         if self.decision_log is not None:
-            self.decision_log = open_decision_log(self.decision_log)
+            self.decision_log = open_decision_log(self.decision_log)  # shared by copies
+
+    @override
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A new decision model from this one's parameters with ``update`` applied.
+
+        As scikit-learn's ``clone``: built by the constructor, so each question's
+        calibrator is resolved anew (``"auto"`` for the new chat model); nothing derived
+        travels with it. The reported ``model`` name follows a new ``chat_model`` unless it
+        was given. The decision log stays the one this model opened.
+        """
+        update = dict(update or {})
+        params = {name: getattr(self, name) for name in self.model_fields_set}
+        derived = params.get("model") == _name_of(self.chat_model)
+        if "chat_model" in update and "model" not in update and derived:
+            params.pop("model")
+        if deep:
+            params = {k: v if k == "decision_log" else copy.deepcopy(v) for k, v in params.items()}
+        return type(self)(**{**params, **update})
+
+    def __copy__(self) -> Self:
+        return self.model_copy()
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        return self.model_copy(deep=True)
 
     @model_validator(mode="before")
     @classmethod
     def _default_model_name(cls, data: Any) -> Any:
         if isinstance(data, dict) and not data.get("model"):
-            chat_model = data.get("chat_model")
-            name = getattr(chat_model, "model_name", None) or getattr(chat_model, "model", None)
-            data = {**data, "model": str(name or type(chat_model).__name__)}
+            data = {**data, "model": _name_of(data.get("chat_model"))}
         return data
 
     @property
@@ -277,15 +315,13 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         """The decision's assembly for ``question``: its task, calibrator, options and log.
 
         Kept per question ID while the question's task stays the same (so a reloaded
-        artefact is watched across calls).
+        artefact is watched across calls). A copy of this model builds its own.
         """
         task = self.task_for(question_id, question)
         with self._lock:
             kept = self._sessions.get(question_id)
-        # A copy shares this cache (model_copy keeps private attributes): an entry serves
-        # the model that made it, for the same task.
-        if kept is not None and kept[0] is self and kept[1] == task:
-            return kept[2]
+        if kept is not None and kept[0] == task:
+            return kept[1]
         calibrator = self.calibrators.get(question_id, AUTO)
         reload = (
             self.reload_artefact
@@ -295,10 +331,10 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         session = DecisionSession(
             task, calibrator, options=self, model=None if reload else self.chat_model,
             owner=f"{type(self).__name__} question {question_id!r}", reload_artefact=reload,
-            decision_log=self.decision_log, shared_prior=True,
+            decision_log=self.decision_log, shared_prior=True, strict=self.strict_calibrator,
         )  # fmt: skip
         with self._lock:
-            self._sessions[question_id] = (self, task, session)
+            self._sessions[question_id] = (task, session)
         return session
 
     def _decider(self, question_id: str, question: Question) -> Decider:
@@ -342,48 +378,32 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         Returns:
             The decision (its ``action`` is the MBR label).
         """
-        session, in_force, protocol, prompt = self._protocol(state, question_id, question)
+        pending = self._begin(state, question_id, question)
 
         def draw(d: Draw) -> Drawn:
-            return [sample_messages(self.chat_model, prompt, **session.sample_args(d, seed, self))]
+            args = pending.sample_args(d, seed)
+            return [sample_messages(self.chat_model, pending.prompts[0], **args)]
 
-        result = drive_rounds(protocol, draw)[0]
-        return session.decided(result, in_force, model_name=self.model)
+        return decided(pending.run(draw, model_name=self.model)[0])
 
     async def adecide(
         self, state: State, question_id: str, question: Question, *, seed: int | None = None
     ) -> Decision:
         """Async :meth:`decide`."""
-        session, in_force, protocol, prompt = self._protocol(state, question_id, question)
+        pending = self._begin(state, question_id, question)
 
         async def draw(d: Draw) -> Drawn:
-            return [
-                await asample_messages(
-                    self.chat_model, prompt, **session.sample_args(d, seed, self)
-                )
-            ]
+            args = pending.sample_args(d, seed)
+            return [await asample_messages(self.chat_model, pending.prompts[0], **args)]
 
-        result = (await adrive_rounds(protocol, draw))[0]
-        return session.decided(result, in_force, model_name=self.model)
+        return decided((await pending.arun(draw, model_name=self.model))[0])
 
-    def _protocol(
-        self, state: State, question_id: str, question: Question
-    ) -> tuple[
-        DecisionSession,
-        InForce,
-        Generator[Draw, Drawn, list[Decision | BaseException]],
-        list[BaseMessage],
-    ]:
-        """The decision protocol of one question (rounds, retries, fallback), and its prompt."""
-        session = self._session(question_id, question)
-        in_force = session.in_force()
-        prompt = self.prompt_for(state, question)
-        tools = bound_tools(self.chat_model) if in_force.decider.task.grounding else None
-        protocol = session.protocol(
-            in_force, [session.item(in_force.decider.task, prompt, tools)], options=self,
+    def _begin(self, state: State, question_id: str, question: Question) -> PendingDecision:
+        """The decision of one question, begun (rounds, retries, fallback), with its prompt."""
+        return self._session(question_id, question).begin(
+            [self.prompt_for(state, question)], tools=bound_tools(self.chat_model),
             what=f"{type(self).__name__} could not sample {self.n_samples} completions",
         )  # fmt: skip
-        return session, in_force, protocol, prompt
 
     def _check(self, questions: Mapping[str, Question]) -> None:
         if not questions:

@@ -23,6 +23,8 @@ from typing import Annotated, Any
 
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
+from taskcal_agents.errors import ConfigurationError
+
 try:
     from langgraph.graph import MessagesState
 except ImportError as exc:
@@ -32,18 +34,21 @@ except ImportError as exc:
     )
     raise ImportError(_msg, name=exc.name) from exc
 
-from taskcal_agents.decision import RetryPolicy, SamplingOptions, Task
-from taskcal_agents.production import DecisionLogLike, DecisionSession, model_name_of
+from taskcal_agents.decision import Decision, Draw, Drawn, RetryPolicy, SamplingOptions, Task
+from taskcal_agents.langchain._session import (
+    DecisionSession,
+    PendingDecision,
+    decided,
+    unknown_arguments,
+)
+from taskcal_agents.production import DecisionLogLike, model_name_of
 from taskcal_agents.sampling import (
-    adrive_rounds,
     asample_batch,
     bound_tool_names,
     bound_tools,
     chat_model_of,
-    drive_rounds,
     sample_batch,
     split_retry,
-    with_task_prompt,
 )
 
 __all__ = ["DecisionState", "decision_node", "route_on_decision"]
@@ -60,6 +65,12 @@ def route_on_decision(state: dict[str, Any]) -> str:
     return str(state["taskcal_decisions"][-1]["action"])
 
 
+def _update(pending: PendingDecision, result: Decision | Exception) -> dict[str, Any]:
+    """The state update of a decision: its reply and its record."""
+    decision = decided(result)
+    return {"messages": [pending.reply(decision)], "taskcal_decisions": [decision.to_metadata()]}
+
+
 def decision_node(
     model: Runnable[Any, Any],
     task: Task | str | os.PathLike[str],
@@ -69,55 +80,56 @@ def decision_node(
     decision_log: DecisionLogLike | None = None,
     reload_artefact: bool = False,
     seed: int | None = None,
+    strict_calibrator: bool = False,
+    **unknown: Any,
 ) -> Runnable[dict[str, Any], dict[str, Any]]:
     """A node that decides on ``state["messages"]`` with ``model`` (sync and async).
 
     ``task`` is a task or a task file; ``calibrator``, ``options`` (N, temperature, adaptive
-    N, retries, ``on_error``),
-    ``decision_log``, ``reload_artefact`` and ``seed`` are those of the other front doors.
+    N, retries, ``on_error``), ``decision_log``, ``reload_artefact``, ``seed`` and
+    ``strict_calibrator`` are those of the other front doors. The node's model and
+    settings are fixed: build another node for other ones.
+
+    Raises:
+        UnknownArgumentError: For an argument the node does not take.
+        ConfigurationError: If an argument is invalid (as at the other front doors).
     """
+    if unknown:
+        known = ("options", "decision_log", "reload_artefact", "seed", "strict_calibrator")
+        owner = "decision_node"
+        raise unknown_arguments(owner, sorted(unknown), known)
+    if options is not None and not isinstance(options, SamplingOptions):
+        msg = (
+            f"decision_node parameter 'options' must be a SamplingOptions or None, got "
+            f"{options!r}; pass options=SamplingOptions(n_samples=..., ...)."
+        )
+        raise ConfigurationError(msg)
     model, retry = split_retry(model)  # sampled through the layer's policy, as the Runnable
     session = DecisionSession(
         task, calibrator, options=options or SamplingOptions(), owner="decision_node",
         model=None if reload_artefact else model, decision_log=decision_log,
-        reload_artefact=reload_artefact, seed=seed,
+        reload_artefact=reload_artefact, seed=seed, strict=strict_calibrator,
         retry=None if retry is None else RetryPolicy.of_runnable_retry(retry),
     )  # fmt: skip
-    task = session.task  # loaded from a file, or the artefact's
     name = model_name_of(chat_model_of(model) or model)
     tools, tool_names = bound_tools(model), bound_tool_names(model)  # the node's model is fixed
 
-    def start(state: dict[str, Any]) -> Any:
-        messages = list(state["messages"])
-        prompt = with_task_prompt(messages, task.prompt) if task.prompt else messages
-        in_force = session.in_force()
-        item = session.item(task, messages, tools)
-        protocol = session.protocol(in_force, [item], tool_names=tool_names)
-        return messages, prompt, in_force, protocol
-
-    def finish(messages: list[Any], in_force: Any, result: Any) -> dict[str, Any]:
-        decision = session.decided(result, in_force, model_name=name)
-        reply = session.reply(decision, task, messages)
-        return {"messages": [reply], "taskcal_decisions": [decision.to_metadata()]}
-
     def node(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        messages, prompt, in_force, protocol = start(state)
-        results = drive_rounds(
-            protocol,
-            lambda d: sample_batch(
-                model, [prompt] * len(d.items), config=config, **session.sample_args(d)
-            ),
-        )
-        return finish(messages, in_force, results[0])
+        pending = session.begin([list(state["messages"])], tools=tools, tool_names=tool_names)
+
+        def draw(d: Draw) -> Drawn:
+            return sample_batch(model, [pending.prompts[0]] * len(d.items), config=config,
+                                **pending.sample_args(d))  # fmt: skip
+
+        return _update(pending, pending.run(draw, model_name=name)[0])
 
     async def anode(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        messages, prompt, in_force, protocol = start(state)
+        pending = session.begin([list(state["messages"])], tools=tools, tool_names=tool_names)
 
-        async def draw(d: Any) -> Any:
-            return await asample_batch(
-                model, [prompt] * len(d.items), config=config, **session.sample_args(d)
-            )
+        async def draw(d: Draw) -> Drawn:
+            return await asample_batch(model, [pending.prompts[0]] * len(d.items),
+                                       config=config, **pending.sample_args(d))  # fmt: skip
 
-        return finish(messages, in_force, (await adrive_rounds(protocol, draw))[0])
+        return _update(pending, (await pending.arun(draw, model_name=name))[0])
 
     return RunnableLambda(node, afunc=anode, name="taskcal_decision")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
 from taskcal_agents._validation import check_int
@@ -20,6 +21,7 @@ from taskcal_agents.decision import (
     Task,
 )
 from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.langchain._session import unknown_arguments
 
 if TYPE_CHECKING:
     from taskcal_agents.langchain._middleware import ToolResultConfig
@@ -86,12 +88,15 @@ def migrated(
     options: SamplingOptions | None,
     tool_result: ToolResultConfig | Auto | None,
     old: dict[str, Any],
+    known: Iterable[str] = (),
 ) -> Migrated:
-    """The configuration the 0.1 keyword arguments ``old`` give, each with a warning."""
+    """The configuration the 0.1 keyword arguments ``old`` give, each with a warning.
+
+    A name that is none of them is an unknown argument (``known``: the current ones).
+    """
     unknown = sorted(set(old) - set(_REPLACEMENT))
     if unknown:
-        msg = f"{owner}.__init__() got an unexpected keyword argument {unknown[0]!r}"
-        raise TypeError(msg)
+        raise unknown_arguments(owner, unknown, {*known, *_REPLACEMENT})
     for name in old:
         warnings.warn(
             f"{owner}({name}=...) is deprecated and goes in the next release; use "

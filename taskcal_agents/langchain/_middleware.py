@@ -13,11 +13,14 @@ JSON-able dicts (safe for any checkpointer).
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
+import inspect
 import operator
 import os
-from collections.abc import Awaitable, Callable, Generator, Sequence
-from typing import Annotated, Any, Literal, NotRequired
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Annotated, Any, Literal, NotRequired, Self
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor, ensure_config
@@ -35,6 +38,7 @@ try:
         OmitFromSchema,
         ResponseT,
     )
+    from langgraph.runtime import Runtime
     from langgraph.types import Command
 except ImportError as exc:
     _msg = (
@@ -55,24 +59,24 @@ from taskcal_agents.decision import (
 )
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.langchain._legacy import DeprecatedArguments, migrated
+from taskcal_agents.langchain._session import (
+    DECISION_METADATA_KEY,
+    DecisionSession,
+    PendingDecision,
+    ToolResultConfig,
+    decided,
+    decision_from_message,
+    unknown_arguments,
+)
 from taskcal_agents.parsing import (
     GroundingContext,
     confirmation_message,
     sent_args,
     tool_names_of,
 )
-from taskcal_agents.production import (
-    DecisionLogLike,
-    DecisionSession,
-    InForce,
-    ToolResultConfig,
-    decision_from_message,
-    model_name_of,
-)
+from taskcal_agents.production import DecisionLogLike, model_name_of
 from taskcal_agents.sampling import (
-    adrive_rounds,
     asample_messages,
-    drive_rounds,
     is_malformed_choice,
     malformed_message,
     request_with_task_prompt,
@@ -176,6 +180,7 @@ class TaskCalibrationMiddleware(
         tool_result: ToolResultConfig | Auto | None = "auto",
         decision_log: DecisionLogLike | None = None,
         reload_artefact: bool = False,
+        strict_calibrator: bool = False,
         **deprecated: Unpack[DeprecatedArguments],
     ) -> None:
         """Validate and store the configuration.
@@ -214,18 +219,23 @@ class TaskCalibrationMiddleware(
                 ``decision_id`` is its id there; a failed write warns and counts).
             reload_artefact: Reload the artefact file given as ``calibrator`` when it is
                 replaced (:class:`~taskcal_agents.production.ArtefactReloader`).
+            strict_calibrator: Refuse an explicit artefact whose record does not match a
+                request's model and sampling settings, instead of warning once
+                (:class:`~taskcal_agents.decision.CalibratorMismatchWarning`) and using it.
             **deprecated: The keyword arguments of 0.1 (:class:`DeprecatedArguments`), for
                 one more release, each with a ``DeprecationWarning``.
 
         Raises:
             ConfigurationError: If a parameter is invalid.
+            UnknownArgumentError: For an unknown keyword argument (a ``ConfigurationError``
+                and a ``TypeError``).
             LabelMismatchError: If the calibrator's labels differ from the task's.
             DataFileError: If a task or artefact file cannot be read.
-            TypeError: For an unknown keyword argument.
         """
         super().__init__()
         owner = type(self).__name__
-        old = migrated(owner, options, tool_result, dict(deprecated))
+        known = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+        old = migrated(owner, options, tool_result, dict(deprecated), known[:-1])
         for name, value, allowed in (
             ("sampling", sampling, ("auto", "model", "handler")),
             ("decide_on", decide_on, ("user_turn", "every_call")),
@@ -233,63 +243,125 @@ class TaskCalibrationMiddleware(
             if value not in allowed:
                 msg = f"{owner} parameter {name!r} must be one of {allowed!r}, got {value!r}."
                 raise ConfigurationError(msg)
-        session = DecisionSession(
+        if not isinstance(old.options, SamplingOptions):
+            msg = (
+                f"{owner} parameter 'options' must be a SamplingOptions or None, got "
+                f"{old.options!r}; pass options=SamplingOptions(n_samples=..., ...)."
+            )
+            raise ConfigurationError(msg)
+        self._params: dict[str, Any] = {
+            "task": task, "calibrator": calibrator, "options": old.options,
+            "sampling": sampling, "decide_on": decide_on, "tool_result": old.tool_result,
+            "decision_log": decision_log, "reload_artefact": reload_artefact,
+            "strict_calibrator": strict_calibrator,
+        }  # fmt: skip
+        self._legacy = old  # the 0.1 arguments' settings, for copies (unwarned)
+        self.session: DecisionSession = DecisionSession(
             task, calibrator, options=old.options, owner=owner, judge=old.judge,
             task_prompt=old.use_task_prompt, reload_artefact=reload_artefact,
-            decision_log=decision_log, tool_result=old.tool_result,
+            decision_log=decision_log, tool_result=old.tool_result, strict=strict_calibrator,
         )  # fmt: skip
-        self._max_concurrency = old.max_concurrency
-        self.task: Task = session.task
-        """The task: labels, actions, cost matrix and parser."""
-        self.options = session.options = old.options.model_copy(
-            update={"alpha": session.resolved.alpha}
-        )
-        """N, temperature, α (the calibrator's unless given), adaptive N, retries and
-        ``on_error`` (see :class:`~taskcal_agents.decision.SamplingOptions`)."""
-        self.sampling: SamplingMode = sampling
-        """How samples are drawn (``"auto"``, ``"model"`` or ``"handler"``)."""
-        self.decide_on: DecideOn = decide_on
-        """When to decide (``"user_turn"`` or ``"every_call"``)."""
-        self.session: DecisionSession = session
         """The decision's assembly: the calibrator in force (``session.in_force()``), its
         risk limit, the task decided after a tool result, the decision log."""
+        self._max_concurrency = old.max_concurrency
+        self._offered: dict[str, Any] = {}  # the tools the agent offered, by name
+        self._offered_lock = threading.Lock()
 
-    def _in_force(self, request: ModelRequest[Any]) -> InForce:
-        """The Decider and artefact id of ``request``'s decision (``DecisionSession.in_force``)."""
+    @property
+    def task(self) -> Task:
+        """The task: labels, actions, cost matrix and parser."""
+        return self.session.task
+
+    @property
+    def options(self) -> SamplingOptions:
+        """N, temperature, α (``None``: the calibrator's), adaptive N, retries, ``on_error``."""
+        return self.session.options
+
+    @property
+    def sampling(self) -> SamplingMode:
+        """How samples are drawn (``"auto"``, ``"model"`` or ``"handler"``)."""
+        sampling: SamplingMode = self._params["sampling"]
+        return sampling
+
+    @property
+    def decide_on(self) -> DecideOn:
+        """When to decide (``"user_turn"`` or ``"every_call"``)."""
+        decide_on: DecideOn = self._params["decide_on"]
+        return decide_on
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A new middleware from this one's arguments with ``update`` applied.
+
+        As scikit-learn's ``clone`` (and the pydantic doors' ``model_copy``): the copy is
+        built by the constructor, so its calibrator, α and session are resolved anew for
+        the new arguments; nothing derived travels with it. The decision log stays the one
+        this middleware opened unless ``update`` names another.
+
+        Raises:
+            UnknownArgumentError: If ``update`` names an argument the constructor does not
+                take.
+        """
+        update = dict(update or {})
+        unknown = sorted(set(update) - set(self._params))
+        if unknown:
+            owner = f"{type(self).__name__}.model_copy"
+            raise unknown_arguments(owner, unknown, self._params)
+        params = {**self._params, "decision_log": self.session.log}
+        if deep:
+            params = {k: v if k == "decision_log" else copy.deepcopy(v) for k, v in params.items()}
+        made = type(self)(**{**params, **update})
+        made._legacy_from(self._legacy)
+        return made
+
+    def _legacy_from(self, legacy: Any) -> None:
+        """Take the 0.1 arguments' settings of the middleware this one copies."""
+        self._legacy = legacy
+        self._max_concurrency = legacy.max_concurrency
+        if legacy.judge is not None or not legacy.use_task_prompt:
+            self.session = DecisionSession(
+                self._params["task"], self._params["calibrator"], options=self.options,
+                owner=type(self).__name__, judge=legacy.judge,
+                task_prompt=legacy.use_task_prompt,
+                reload_artefact=self._params["reload_artefact"], decision_log=self.session.log,
+                tool_result=self._params["tool_result"],
+                strict=self._params["strict_calibrator"],
+            )  # fmt: skip
+
+    def __copy__(self) -> Self:
+        return self.model_copy()
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        return self.model_copy(deep=True)
+
+    def _begin(self, request: ModelRequest[Any]) -> tuple[PendingDecision, ModelRequest[Any]]:
+        """The decision of one call, begun, and the request to sample with.
+
+        The request's settings (its model, ``tool_choice``) pick the calibrator where it
+        depends on them. The sample request carries the task's prompt and the sampling
+        temperature.
+        """
+        session = self.session
         served = None
-        if self.session.per_call:
-            served = self.session.served_by(
+        if session.per_request:
+            served = session.served_by(
                 request.model, request_settings=request.model_settings,
                 tool_choice=request.tool_choice if request.tools else None,
             )  # fmt: skip
-        return self.session.in_force(served, request.messages)
-
-    def _start(
-        self, request: ModelRequest[Any]
-    ) -> tuple[Generator[Draw, Drawn, list[Decision | BaseException]], InForce, ModelRequest[Any]]:
-        """The decision protocol of one call, its Decider, and the request to sample with.
-
-        The sample request carries the task's prompt and the sampling temperature. One
-        artefact decides the whole call; the rounds, the retries and the fallback are
-        :func:`~taskcal_agents.decision._protocol.decide_in_rounds`'s.
-        """
-        in_force = self._in_force(request)
-        task = in_force.decider.task
         system = [request.system_message] if request.system_message is not None else []
-        protocol = self.session.protocol(
-            in_force, [self.session.item(task, [*system, *request.messages], request.tools)],
+        pending = session.begin(
+            [[*system, *request.messages]], tools=request.tools, served=served,
             tool_names=tool_names_of(request.tools),
             what=f"{type(self).__name__} could not sample {self.options.n_samples} completions",
         )  # fmt: skip
         overrides: dict[str, Any] = {}
-        if task.prompt and self.session.task_prompt:
+        if pending.task.prompt and session.task_prompt:
             overrides["system_message"], overrides["messages"] = request_with_task_prompt(
-                request.system_message, request.messages, task.prompt
+                request.system_message, request.messages, pending.task.prompt
             )
         if self.options.temperature is not None:
             settings = {**request.model_settings, "temperature": self.options.temperature}
             overrides["model_settings"] = settings
-        return protocol, in_force, request.override(**overrides) if overrides else request
+        return pending, request.override(**overrides) if overrides else request
 
     def _uses_handler(self, request: ModelRequest[Any]) -> bool:
         if self.sampling == "auto":
@@ -300,9 +372,7 @@ class TaskCalibrationMiddleware(
         limit = self._max_concurrency or ensure_config().get("max_concurrency")
         return min(n, limit or n)
 
-    def _model_call(
-        self, request: ModelRequest[Any], sample: ModelRequest[Any], n: int
-    ) -> dict[str, Any]:
+    def _model_call(self, request: ModelRequest[Any], pending: PendingDecision, n: int) -> Any:
         """``sample_messages``' arguments: the model, tools and settings bound as by the agent."""
         if request.tools:
             model = request.model.bind_tools(
@@ -310,9 +380,8 @@ class TaskCalibrationMiddleware(
             )
         else:
             model = request.model.bind(**request.model_settings)
-        system = [sample.system_message] if sample.system_message is not None else []
         return {
-            "model": model, "input": [*system, *sample.messages], "n": n,
+            "model": model, "input": pending.prompts[0], "n": n,
             "temperature": self.options.temperature,
             "config": {"max_concurrency": self._workers(n)},
         }  # fmt: skip
@@ -320,14 +389,13 @@ class TaskCalibrationMiddleware(
     def _finish(
         self,
         request: ModelRequest[Any],
-        result: Decision | BaseException,
+        pending: PendingDecision,
+        result: Decision | Exception,
         responses: Sequence[ModelResponse[Any]],
-        in_force: InForce,
     ) -> ExtendedModelResponse[Any]:
-        """Log the decision; its reply (and its sample's structured response), state update."""
-        name = functools.partial(model_name_of, request.model)  # called only when logged
-        decision = self.session.decided(result, in_force, model_name=name)
-        message = self.session.reply(decision, in_force.decider.task, request.messages)
+        """The decision's reply (and its sample's structured response), state update."""
+        decision = decided(result)
+        message = pending.reply(decision)
         structured = None
         if message.id is not None:  # the reply is a handler sample's: its structured response
             found = (r.structured_response for r in responses if _first_ai(r, message.id))
@@ -341,7 +409,7 @@ class TaskCalibrationMiddleware(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Any]
     ) -> ExtendedModelResponse[Any]:
         """Sample in rounds (``handler`` or the model, per ``sampling``), decide, respond."""
-        protocol, in_force, sample = self._start(request)
+        pending, sample = self._begin(request)
         responses: list[ModelResponse[Any]] = []
 
         def one(_: int) -> ModelResponse[Any]:
@@ -352,24 +420,26 @@ class TaskCalibrationMiddleware(
 
         def draw(d: Draw) -> Drawn:
             if not self._uses_handler(request):
-                return [sample_messages(**self._model_call(request, sample, d.n))]
+                return [sample_messages(**self._model_call(request, pending, d.n))]
             with ContextThreadPoolExecutor(max_workers=self._workers(d.n)) as pool:
                 drawn = list(pool.map(one, range(d.n)))
             responses.extend(drawn)
             return [_samples(drawn)]
 
-        return self._finish(request, drive_rounds(protocol, draw)[0], responses, in_force)
+        name = functools.partial(model_name_of, request.model)  # called only when logged
+        [result] = pending.run(draw, model_name=name)
+        return self._finish(request, pending, result, responses)
 
     async def _decide_async(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Awaitable[Any]]
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`_decide_sync`: the samples of a round are drawn concurrently."""
-        protocol, in_force, sample = self._start(request)
+        pending, sample = self._begin(request)
         responses: list[ModelResponse[Any]] = []
 
         async def draw(d: Draw) -> Drawn:
             if not self._uses_handler(request):
-                return [await asample_messages(**self._model_call(request, sample, d.n))]
+                return [await asample_messages(**self._model_call(request, pending, d.n))]
             semaphore = asyncio.Semaphore(self._workers(d.n))
 
             async def one() -> Any:
@@ -383,10 +453,19 @@ class TaskCalibrationMiddleware(
             responses.extend(drawn)
             return [_samples(drawn)]
 
-        result = (await adrive_rounds(protocol, draw))[0]
-        return self._finish(request, result, responses, in_force)
+        name = functools.partial(model_name_of, request.model)  # called only when logged
+        [result] = await pending.arun(draw, model_name=name)
+        return self._finish(request, pending, result, responses)
 
     # ------------------------------------------------------------------ hooks
+
+    def _note_tools(self, request: ModelRequest[Any]) -> None:
+        """Remember the tools the agent offers, by name (the trust check reads their schemas)."""
+        for tool in request.tools:
+            for name in tool_names_of([tool]):
+                if name not in self._offered:
+                    with self._offered_lock:
+                        self._offered.setdefault(name, tool)
 
     @override
     def wrap_model_call(
@@ -404,10 +483,12 @@ class TaskCalibrationMiddleware(
         Returns:
             The decision's message with the decision in its metadata, plus a state update
             appending the decision to ``taskcal_decisions``; the handler's response,
-            unchanged, on calls the middleware does not decide on.
+            unchanged, on calls the middleware does not decide on (:meth:`after_model`
+            holds their calls to the trust policy).
         """
+        self._note_tools(request)
         if self.decide_on == "user_turn" and not _is_user_turn(request.messages):
-            return self._trusted_only(request, handler(request))
+            return handler(request)
         return self._decide_sync(request, handler)
 
     @override
@@ -425,38 +506,61 @@ class TaskCalibrationMiddleware(
         Returns:
             As :meth:`wrap_model_call`.
         """
+        self._note_tools(request)
         if self.decide_on == "user_turn" and not _is_user_turn(request.messages):
-            return self._trusted_only(request, await handler(request))
+            return await handler(request)
         return await self._decide_async(request, handler)
 
-    def _trusted_only(
-        self, request: ModelRequest[ContextT], response: ModelResponse[ResponseT]
-    ) -> ModelResponse[ResponseT]:
-        """A passed-through reply, its calls held to the task's trust policy.
+    @override
+    def after_model(
+        self, state: TaskCalibrationState[ResponseT], runtime: Runtime[ContextT]
+    ) -> dict[str, Any] | None:
+        """Hold the calls of an undecided reply to the task's trust policy.
 
-        A call that takes a value no trusted source supplies is replaced by the question
-        that asks the user to confirm it (the trust policy holds on every model call, not
-        only on the decided ones); an optional argument no message supports is dropped, as
-        a decided call drops it. Without a policy the reply is returned unchanged.
+        A reply the middleware did not decide (after a tool result, with
+        ``decide_on="user_turn"``) whose call takes a value no trusted source supplies is
+        replaced by the question that asks the user to confirm that call (marked in its
+        metadata, so :class:`~taskcal_agents.langchain.ToolReplyMiddleware` leaves it
+        alone); an optional argument no message supports is dropped, as a decided call
+        drops it. As LangChain's ``HumanInTheLoopMiddleware``, the check reads the state:
+        it holds on every model call, in any middleware order. Without a policy, or for a
+        decided reply, nothing changes.
         """
-        trust = self.session.task.trust
-        if trust is None:
-            return response
-        context: GroundingContext | None = None
-        result = []
-        for message in response.result:
-            if not isinstance(message, AIMessage) or not message.tool_calls:
-                result.append(message)
-                continue
-            context = context or GroundingContext(request.tools, request.messages)
-            calls = []
-            for call in message.tool_calls:
-                checked = context.ground_call(call, trust)
-                if not checked.trusted:
-                    metadata = {"taskcal_trust": [v.to_dict() for v in checked.violations]}
-                    reply = confirmation_message(checked)
-                    reply.response_metadata.update(metadata)
-                    return ModelResponse(result=[reply])
-                calls.append({**call, "args": sent_args(checked)})
-            result.append(message.model_copy(update={"tool_calls": calls}))
-        return ModelResponse(result=result, structured_response=response.structured_response)
+        return self._trusted_only(state["messages"])
+
+    @override
+    async def aafter_model(
+        self, state: TaskCalibrationState[ResponseT], runtime: Runtime[ContextT]
+    ) -> dict[str, Any] | None:
+        """Async :meth:`after_model`."""
+        return self._trusted_only(state["messages"])
+
+    def _trusted_only(self, messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
+        """The state update that holds the last reply's calls to the trust policy, or ``None``."""
+        trust = self.task.trust
+        reply = messages[-1] if messages else None
+        if (
+            trust is None
+            or not isinstance(reply, AIMessage)
+            or not reply.tool_calls
+            or DECISION_METADATA_KEY in reply.response_metadata
+        ):
+            return None
+        with self._offered_lock:
+            tools = list(self._offered.values())
+        context = GroundingContext(tools, messages[:-1])
+        calls = []
+        for call in reply.tool_calls:
+            checked = context.ground_call(call, trust)
+            if not checked.trusted:
+                question = confirmation_message(checked)
+                metadata = {
+                    **question.response_metadata,
+                    "taskcal_trust": [v.to_dict() for v in checked.violations],
+                }
+                update = {"response_metadata": metadata, "id": reply.id}
+                return {"messages": [question.model_copy(update=update)]}
+            calls.append({**call, "args": sent_args(checked)})
+        if calls == list(reply.tool_calls):
+            return None
+        return {"messages": [reply.model_copy(update={"tool_calls": calls})]}

@@ -16,7 +16,8 @@ and looks after what that middleware does not decide:
   note), gets a closing message that reports what the tools returned; unless every one of
   those results is from a ``return_direct`` tool, whose result is the answer by design.
 
-Decided replies (``response_metadata["taskcal_decision"]``) are never touched. Put it last
+Decided replies (``response_metadata["taskcal_decision"]``) and the library's confirmation
+question (``response_metadata["taskcal_confirm"]``) are never touched. Put it last
 in ``middleware``, so that the other middlewares' ``after_model`` hooks see the vetted reply
 (a stream of the agent's updates shows the model's reply before the replacement).
 """
@@ -48,19 +49,24 @@ except ImportError as exc:
     )
     raise ImportError(_msg, name=exc.name) from exc
 
+from taskcal_agents.langchain._session import DECISION_METADATA_KEY
 from taskcal_agents.parsing import (
+    CONFIRM_METADATA_KEY,
     answered_tool_calls,
     canonical_tool_calls,
     is_tool_result_turn,
     tool_result_reply,
     unusable_reply,
 )
-from taskcal_agents.production import DECISION_METADATA_KEY
 
 __all__ = ["ToolReplyMiddleware", "vetted_reply"]
 
 _MARKS = ("taskcal_vetted", "taskcal_replaced_reply", "taskcal_dropped_repeats")
 """The ``response_metadata`` keys of a reply this middleware has seen."""
+_OWN = (DECISION_METADATA_KEY, CONFIRM_METADATA_KEY, *_MARKS)
+"""The marks of a reply never touched: a decided one, the library's confirmation question
+(:class:`~taskcal_agents.langchain.TaskCalibrationMiddleware` asks it when a passed-through
+call takes an untrusted value), and one already vetted."""
 
 
 def vetted_reply(reply: AIMessage, messages: Sequence[BaseMessage]) -> AIMessage:
@@ -113,8 +119,7 @@ class ToolReplyMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respo
         reply = messages[-1] if messages else None
         if (
             not isinstance(reply, AIMessage)
-            or DECISION_METADATA_KEY in reply.response_metadata
-            or any(k in reply.response_metadata for k in _MARKS)
+            or any(k in reply.response_metadata for k in _OWN)
             or not is_tool_result_turn(messages[:-1])
         ):
             return None
@@ -137,7 +142,7 @@ class ToolReplyMiddleware(AgentMiddleware[AgentState[ResponseT], ContextT, Respo
         if (
             isinstance(last, AIMessage)
             and not last.tool_calls
-            and not any(k in last.response_metadata for k in (DECISION_METADATA_KEY, *_MARKS))
+            and not any(k in last.response_metadata for k in _OWN)
             and isinstance(messages[-2], ToolMessage)
         ):
             return {"messages": [tool_result_reply(messages[:-1])]}

@@ -12,8 +12,9 @@ Wrap any chat model once and use the result anywhere a LangChain Runnable fits::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
-from typing import Any
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Self
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -26,7 +27,7 @@ from langchain_core.runnables import (
     RunnableSerializable,
 )
 from langchain_core.runnables.config import patch_config
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import ConfigDict, PrivateAttr, ValidationError
 from typing_extensions import override
 
 from taskcal_agents.decision import (
@@ -40,22 +41,20 @@ from taskcal_agents.decision import (
     Task,
 )
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.production import (
+from taskcal_agents.langchain._session import (
     DecisionSession,
-    InForce,
-    model_name_of,
+    PendingDecision,
+    configuration_error,
+    decided,
 )
+from taskcal_agents.production import model_name_of
 from taskcal_agents.sampling import (
-    adrive_rounds,
     asample_batch,
     bound_tool_names,
     bound_tools,
     chat_model_of,
-    drive_rounds,
     sample_batch,
     split_retry,
-    to_messages,
-    with_task_prompt,
 )
 
 __all__ = ["TaskCalibratedRunnable"]
@@ -66,12 +65,6 @@ _Configs = list[RunnableConfig]
 _Managers = list[CallbackManagerForChainRun]
 _AsyncManagers = list[AsyncCallbackManagerForChainRun]
 _Results = list[Decision | Exception]
-
-
-def _raise_or_return(result: Decision | Exception) -> Decision:
-    if isinstance(result, Exception):
-        raise result
-    return result
 
 
 class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision], SamplingOptions):
@@ -159,9 +152,14 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     replaced (atomically, e.g. by ``taskcal refit``): each decision stats the file and,
     when it changed, loads and checks it against the task and decides with it (and logs
     its artefact id) from then on. A replacement that cannot be loaded keeps the artefact
-    in force with one :class:`~taskcal_agents.errors.ArtefactReloadWarning`. ``calibrator``,
-    ``alpha`` and ``risk_control`` keep the values of the first artefact; :attr:`decider`
+    in force with one :class:`~taskcal_agents.errors.ArtefactReloadWarning`. :attr:`decider`
     is the one in force. See :class:`~taskcal_agents.production.ArtefactReloader`."""
+
+    strict_calibrator: bool = False
+    """Refuse (:class:`~taskcal_agents.errors.ConfigurationError`) an explicit artefact
+    whose record does not match how this runnable samples (model, N, temperature, ...),
+    instead of warning once (:class:`~taskcal_agents.decision.CalibratorMismatchWarning`)
+    and using it; see :func:`~taskcal_agents.decision.check_artefact`."""
 
     _session: DecisionSession = PrivateAttr()
 
@@ -174,18 +172,15 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     ) -> None:
         # pydantic validates this model's fields; mypy types RunnableSerializable's
         # dataclass-transform __init__ with its own fields only.
-        super().__init__(model=model, task=task, calibrator=calibrator, **kwargs)  # type: ignore[call-arg]
-        self._session = DecisionSession(
-            self.task, self.calibrator, options=self, owner=type(self).__name__,
-            model=None if self.reload_artefact else split_retry(self.model)[0],
-            task_prompt=self.use_task_prompt, judge=self.judge, risk_control=self.risk_control,
-            reload_artefact=self.reload_artefact, decision_log=self.decision_log,
-        )  # fmt: skip
-        resolved = self._session.resolved
-        self.calibrator, self.alpha = resolved.calibrator, resolved.alpha
-        if self.risk_control is None:
-            self.risk_control = resolved.risk_control
-        self.decision_log = self._session.log
+        try:
+            super().__init__(model=model, task=task, calibrator=calibrator, **kwargs)  # type: ignore[call-arg]
+        except ValidationError as exc:
+            raise configuration_error(type(self).__name__, exc, type(self).model_fields) from exc
+        self._session = self._new_session()
+        self.decision_log = self._session.log  # one opened log, shared by every copy
+
+    def _new_session(self) -> DecisionSession:
+        """The session these parameters make (built anew for every copy)."""
         sampled, retry = split_retry(self.model)
         if retry is not None and {"max_retries", "retry_wait"} & self.model_fields_set:
             msg = (
@@ -202,6 +197,34 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
                 "temperature=None and seed=None to sample it with its own settings."
             )
             raise ConfigurationError(msg)
+        return DecisionSession(
+            self.task, self.calibrator, options=self, owner=type(self).__name__,
+            model=None if self.reload_artefact else sampled, task_prompt=self.use_task_prompt,
+            judge=self.judge, risk_control=self.risk_control,
+            reload_artefact=self.reload_artefact, decision_log=self.decision_log,
+            retry=None if retry is None else RetryPolicy.of_runnable_retry(retry),
+            seed=self.seed, strict=self.strict_calibrator,
+        )  # fmt: skip
+
+    @override
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A new runnable from this one's parameters with ``update`` applied.
+
+        As scikit-learn's ``clone``: the copy is built by the constructor, so its
+        calibrator (``"auto"``'s pick for its model and settings, an artefact checked
+        against them), α, risk limit and session are resolved anew; nothing derived
+        travels with it. The decision log stays the one this runnable opened.
+        """
+        params = {name: getattr(self, name) for name in self.model_fields_set}
+        if deep:
+            params = {k: v if k == "decision_log" else copy.deepcopy(v) for k, v in params.items()}
+        return type(self)(**{**params, **(update or {})})
+
+    def __copy__(self) -> Self:
+        return self.model_copy()
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        return self.model_copy(deep=True)
 
     @property
     def decider(self) -> Decider:
@@ -220,39 +243,24 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
 
     # ------------------------------------------------------------------ helpers
 
-    def _prepare(self, input_: LanguageModelInput) -> LanguageModelInput:
-        if not self.task.prompt or not self.use_task_prompt:
-            return input_
-        return with_task_prompt(to_messages(input_), self.task.prompt)
-
-    def _protocol(
+    def _begin(
         self,
         inputs: list[LanguageModelInput],
         run_manager: Sequence[CallbackManagerForChainRun | AsyncCallbackManagerForChainRun],
         config: list[RunnableConfig],
         kwargs: dict[str, Any],
-    ) -> tuple[
-        Generator[Draw, Drawn, list[Decision | BaseException]],
-        Callable[[Draw], dict[str, Any]],
-        InForce,
-    ]:
-        """The decision protocol of a batch, and the ``sample_batch`` arguments of a draw.
+    ) -> tuple[PendingDecision, Callable[[Draw], dict[str, Any]]]:
+        """The decision of a batch, begun, and the ``sample_batch`` arguments of a draw.
 
         One artefact decides the whole batch. Each draw samples the inputs it names as one
         ``sample_batch`` call, so ``max_concurrency`` bounds them all; its child runs are
         tagged ``retry:attempt:<k>`` from the second attempt on, as ``with_retry()`` tags
         them; the seed moves on by the samples drawn so far.
         """
-        session, (sampled, retry) = self._session, split_retry(self.model)
-        in_force = session.in_force()
-        prepared = [self._prepare(x) for x in inputs]
-        tools = bound_tools(sampled) if self.task.grounding is not None else None
-        items = [session.item(self.task, to_messages(x), tools) for x in inputs]
-        protocol = session.protocol(
-            in_force, items, tool_names=bound_tool_names(sampled),
-            return_samples=self.return_samples, options=self,
-            retry=RetryPolicy.of(self.max_retries, self.retry_wait) if retry is None
-            else RetryPolicy.of_runnable_retry(retry),
+        sampled = split_retry(self.model)[0]
+        pending = self._session.begin(
+            inputs, tools=bound_tools(sampled), tool_names=bound_tool_names(sampled),
+            return_samples=self.return_samples,
             what=f"{type(self).__name__} could not sample {self.n_samples} completions from "
             f"{type(self.model).__name__}",
         )  # fmt: skip
@@ -261,21 +269,17 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             tag = f"retry:attempt:{draw.attempt}" if draw.attempt > 1 else None
             return {
                 "model": sampled,
-                "inputs": [prepared[i] for i in draw.items],
+                "inputs": [pending.prompts[i] for i in draw.items],
                 "config": [
                     patch_config(config[i], callbacks=run_manager[i].get_child(tag))
                     for i in draw.items
                 ],
-                **session.sample_args(draw, self.seed, self),
+                **pending.sample_args(draw),
                 "use_n": self.use_n,
                 **kwargs,
             }
 
-        return protocol, call, in_force
-
-    def _result(self, result: Decision | BaseException, in_force: InForce) -> Decision | Exception:
-        """A decision of the protocol, logged; or its error (a control-flow signal raised)."""
-        return self._session.finish(result, in_force, model_name=self._model_name)
+        return pending, call
 
     def _model_name(self) -> str | None:
         """The served model's name, for the decision log."""
@@ -291,7 +295,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         config: RunnableConfig,
         **kwargs: Any,
     ) -> Decision:
-        return _raise_or_return(self._batch([input_], [run_manager], [config], **kwargs)[0])
+        return decided(self._batch([input_], [run_manager], [config], **kwargs)[0])
 
     @override
     def invoke(
@@ -306,9 +310,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         config: RunnableConfig,
         **kwargs: Any,
     ) -> Decision:
-        return _raise_or_return(
-            (await self._abatch([input_], [run_manager], [config], **kwargs))[0]
-        )
+        return decided((await self._abatch([input_], [run_manager], [config], **kwargs))[0])
 
     @override
     async def ainvoke(
@@ -321,9 +323,8 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     def _batch(
         self, inputs: _Inputs, run_manager: _Managers, config: _Configs, **kwargs: Any
     ) -> _Results:
-        protocol, call, in_force = self._protocol(inputs, run_manager, config, kwargs)
-        results = drive_rounds(protocol, lambda draw: sample_batch(**call(draw)))
-        return [self._result(r, in_force) for r in results]
+        pending, call = self._begin(inputs, run_manager, config, kwargs)
+        return pending.run(lambda draw: sample_batch(**call(draw)), model_name=self._model_name)
 
     @override
     def batch(
@@ -342,13 +343,12 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     async def _abatch(
         self, inputs: _Inputs, run_manager: _AsyncManagers, config: _Configs, **kwargs: Any
     ) -> _Results:
-        protocol, call, in_force = self._protocol(inputs, run_manager, config, kwargs)
+        pending, call = self._begin(inputs, run_manager, config, kwargs)
 
         async def draw(request: Draw) -> Drawn:
             return await asample_batch(**call(request))
 
-        results = await adrive_rounds(protocol, draw)
-        return [self._result(r, in_force) for r in results]
+        return await pending.arun(draw, model_name=self._model_name)
 
     @override
     async def abatch(

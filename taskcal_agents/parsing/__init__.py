@@ -54,6 +54,7 @@ from taskcal_agents.parsing._labels import tool_names_of as tool_names_of
 from taskcal_agents.parsing._labels import unparsed_reason as unparsed_reason
 from taskcal_agents.parsing._labels import with_offered_tools as with_offered_tools
 from taskcal_agents.parsing._provenance import Source
+from taskcal_agents.parsing._questions import CONFIRM_METADATA_KEY as CONFIRM_METADATA_KEY
 from taskcal_agents.parsing._questions import confirmation_message as confirmation_message
 from taskcal_agents.parsing._registry import LABEL_PARSER as LABEL_PARSER
 from taskcal_agents.parsing._registry import get_parser, register_parser

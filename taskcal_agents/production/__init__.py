@@ -1,7 +1,6 @@
-"""After deployment: the front doors' core, the decision log, the monitor, refit, reload.
+"""After deployment: the decision log, the monitor, refit, reload.
 
-Every front door decides through a :class:`DecisionSession` (the calibrator in force, the
-protocol's rounds, the decision log, the reply). A :class:`DecisionLog`
+A :class:`DecisionLog`
 (:func:`open_decision_log`: JSONL or SQLite) keeps one record per decision, and
 :func:`record_outcome` attaches the true label later; :func:`monitor_log` watches the logged
 decisions for drift against the fit (a :class:`MonitorReport`); :func:`refit_from_records`
@@ -24,16 +23,11 @@ from taskcal_agents.production._monitor import monitor_log
 from taskcal_agents.production._monitor_report import MonitorReport
 from taskcal_agents.production._refit import RefitResult, refit_from_records
 from taskcal_agents.production._reload import ArtefactReloader
-from taskcal_agents.production._session import DECISION_METADATA_KEY as DECISION_METADATA_KEY
-from taskcal_agents.production._session import DecisionSession
-from taskcal_agents.production._session import InForce as InForce
-from taskcal_agents.production._session import ToolResultConfig as ToolResultConfig
-from taskcal_agents.production._session import decision_from_message as decision_from_message
+from taskcal_agents.production._reload import check_reload as check_reload
 
 __all__ = [
     "ArtefactReloader",
     "DecisionLog",
-    "DecisionSession",
     "MonitorReport",
     "RefitResult",
     "monitor_log",

@@ -209,6 +209,7 @@ class DecisionLog(ABC):
         task: Task | str | None = None,
         model_name: str | None = None,
         artefact_id: str | None = None,
+        artefact_note: str | None = None,
     ) -> str:
         """Write one decision and return its new id (on disk when this returns).
 
@@ -217,6 +218,8 @@ class DecisionLog(ABC):
             task: The task (or its name); default ``decision.task``.
             model_name: The sampled model's name.
             artefact_id: The calibrator artefact's id (:func:`artefact_id`).
+            artefact_note: Where the artefact was fitted, when that differs from what is
+                served (recorded as ``artefact_note`` only when given).
 
         Raises:
             OSError: The file cannot be written (see :meth:`safe_append`).
@@ -233,6 +236,8 @@ class DecisionLog(ABC):
             **decision.model_dump(mode="json", exclude=_EXCLUDED),
         }
         record["task"] = name
+        if artefact_note is not None:
+            record["artefact_note"] = artefact_note
         self._write_decision(record)
         return str(record["id"])
 
@@ -243,6 +248,7 @@ class DecisionLog(ABC):
         task: Task | str | None = None,
         model_name: str | None = None,
         artefact_id: str | None = None,
+        artefact_note: str | None = None,
     ) -> str | None:
         """:meth:`append`, but a failure to write warns and counts instead of raising.
 
@@ -253,7 +259,10 @@ class DecisionLog(ABC):
             DecisionLogWarning: Once per kind of error (type and errno) per log.
         """
         try:
-            return self.append(decision, task=task, model_name=model_name, artefact_id=artefact_id)
+            return self.append(
+                decision, task=task, model_name=model_name, artefact_id=artefact_id,
+                artefact_note=artefact_note,
+            )  # fmt: skip
         except (OSError, sqlite3.Error) as exc:
             with self._lock:
                 self.failures += 1
@@ -276,6 +285,7 @@ class DecisionLog(ABC):
         task: Task | str | None = None,
         model_name: str | None = None,
         artefact_id: str | None = None,
+        artefact_note: str | None = None,
     ) -> Decision:
         """:meth:`safe_append` and return the decision with its ``decision_id`` set.
 
@@ -283,7 +293,11 @@ class DecisionLog(ABC):
         ``decision_id`` ``None`` (and warns once per kind of error), never raises.
         """
         decision_id = self.safe_append(
-            decision, task=task, model_name=model_name, artefact_id=artefact_id
+            decision,
+            task=task,
+            model_name=model_name,
+            artefact_id=artefact_id,
+            artefact_note=artefact_note,
         )
         return decision.model_copy(update={"decision_id": decision_id})
 

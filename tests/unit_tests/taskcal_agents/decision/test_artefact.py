@@ -30,7 +30,7 @@ from taskcal_agents.langchain._chat_model import TaskCalibratedChatModel
 from taskcal_agents.langchain._decision_model import TaskCalibratedDecisionModel
 from taskcal_agents.langchain._middleware import TaskCalibrationMiddleware
 from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
-from taskcal_agents.workflow._fit import load_artefact, make_artefact
+from taskcal_agents.workflow._fit import make_artefact
 from tests.unit_tests.taskcal_agents.helpers.calibration import fitted
 
 TASK = tasks.tool_decision()
@@ -56,19 +56,18 @@ FrontDoor = Callable[[Any], tuple[Any, float]]
 
 
 def runnable(calibrator: Any) -> tuple[Any, float]:
-    r = TaskCalibratedRunnable(fake(), TASK, calibrator)
-    assert r.decider.calibrator is r.calibrator
-    return r.calibrator, r.alpha
+    decider = TaskCalibratedRunnable(fake(), TASK, calibrator).decider
+    return decider.calibrator, decider.alpha
 
 
 def chat_model(calibrator: Any) -> tuple[Any, float]:
-    c = TaskCalibratedChatModel(fake(), TASK, calibrator)
-    return c.runnable.calibrator, c.runnable.alpha
+    decider = TaskCalibratedChatModel(fake(), TASK, calibrator).runnable.decider
+    return decider.calibrator, decider.alpha
 
 
 def middleware(calibrator: Any) -> tuple[Any, float]:
-    mw = TaskCalibrationMiddleware(task=TASK, calibrator=calibrator)
-    return mw.session.resolved.calibrator, mw.options.alpha
+    decider = TaskCalibrationMiddleware(task=TASK, calibrator=calibrator).session.in_force().decider
+    return decider.calibrator, decider.alpha
 
 
 def decision_model(calibrator: Any) -> tuple[Any, float]:
@@ -132,9 +131,9 @@ def test_files_written_by_taskcal_fit_still_load(tmp_path: Path) -> None:
         None,
     )
     assert loaded.metadata["fit_metrics"] == {"n": 4}
-    calibrator, info = load_artefact(path, labels=LABELS)
-    assert type(calibrator) is TemperatureScaling
-    assert info == json.loads(path.read_text())
+    loaded.check_for(labels=LABELS)
+    assert type(loaded.calibrator) is TemperatureScaling
+    assert loaded.to_dict() == json.loads(path.read_text())
 
 
 def test_resolve_takes_the_explicit_alpha_first() -> None:

@@ -17,7 +17,7 @@ from scipy import stats
 
 from calibrators import mbr_actions
 from taskcal_agents.decision import _presets as tasks
-from taskcal_agents.decision._artefact import CalibratorArtefact
+from taskcal_agents.decision._artefact import CalibratorArtefact, CalibratorMismatchWarning
 from taskcal_agents.decision._decider import Decider
 from taskcal_agents.decision._options import SamplingOptions
 from taskcal_agents.decision._risk_control import (
@@ -419,13 +419,12 @@ def test_front_doors_apply_the_artefacts_risk_control(tmp_path: Path) -> None:
     path = _artefact(risk_control=RC).save(tmp_path / "cal.json")
     model = GenericFakeChatModel(messages=iter([CALL] * 8))
     runnable = TaskCalibratedRunnable(model, TOOL, path, n_samples=8)
-    assert runnable.risk_control == RC and runnable.decider.risk_control == RC
+    assert runnable.risk_control is None and runnable.decider.risk_control == RC
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         decision = runnable.invoke("What's the weather in Paris?")
     assert decision.guard == str(RC.spec) and decision.unguarded_action is not None
     middleware = TaskCalibrationMiddleware(task=TOOL, calibrator=path)
-    assert middleware.session.resolved.risk_control == RC
     assert middleware.session.in_force().decider.risk_control == RC
     explicit = TaskCalibratedRunnable(model, TOOL, None, risk_control=RC)
     assert explicit.decider.risk_control == RC
@@ -466,9 +465,13 @@ def test_front_doors_refuse_a_risk_limit_certified_for_another_task(
         TaskCalibratedRunnable(model, task, path, n_samples=4)
     with pytest.raises(ConfigurationError, match=pattern):
         TaskCalibrationMiddleware(task=task, calibrator=path)
-    # without the limit the same artefact fits the task (labels agree)
+    # without the limit the same artefact is used for the task (labels agree; where a belief
+    # field differs it warns, as the user chose it)
     plain = _artefact().save(tmp_path / "plain.json")
-    assert TaskCalibratedRunnable(model, task, plain, n_samples=4).risk_control is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibratorMismatchWarning)
+        runnable = TaskCalibratedRunnable(model, task, plain, n_samples=4)
+    assert runnable.decider.risk_control is None
 
 
 def test_front_doors_refuse_a_risk_limit_under_another_alpha(tmp_path: Path) -> None:
@@ -489,13 +492,20 @@ def test_front_doors_refuse_a_risk_limit_without_a_task_spec() -> None:
 
 
 def test_front_doors_warn_when_n_samples_differs_from_the_certified_n(tmp_path: Path) -> None:
+    # The map itself was fitted on N = 16 too: the artefact check says so as well.
     path = _artefact(risk_control=RC, metadata={"samples": {"n": 16}}).save(tmp_path / "cal.json")
     model = GenericFakeChatModel(messages=iter([]))
-    with pytest.warns(
-        RiskSettingsWarning, match="from 16 samples per item, but this front door draws 4"
+    with (
+        pytest.warns(CalibratorMismatchWarning, match="N = 16 samples, this front door draws 4"),
+        pytest.warns(
+            RiskSettingsWarning, match="from 16 samples per item, but this front door draws 4"
+        ),
     ):
         TaskCalibratedRunnable(model, TOOL, path, n_samples=4)
-    with pytest.warns(RiskSettingsWarning, match="draws 8"):
+    with (
+        pytest.warns(CalibratorMismatchWarning, match="draws 8"),
+        pytest.warns(RiskSettingsWarning, match="draws 8"),
+    ):
         TaskCalibrationMiddleware(task=TOOL, calibrator=path, options=SamplingOptions(n_samples=8))
     with warnings.catch_warnings():
         warnings.simplefilter("error", RiskSettingsWarning)

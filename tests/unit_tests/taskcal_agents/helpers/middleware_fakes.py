@@ -121,3 +121,30 @@ def run_hook(
     if mode == "sync":
         return mw.wrap_model_call(request, handler)
     return asyncio.run(mw.awrap_model_call(request, handler.acall))
+
+
+def passed_through(
+    mw: TaskCalibrationMiddleware[Any, Any],
+    handler: CountingHandler,
+    request: ModelRequest[Any],
+    mode: str,
+) -> AIMessage:
+    """The reply an agent keeps for a call the middleware passes through.
+
+    The model call (``wrap_model_call``), then ``after_model`` on the state it leaves (the
+    trust check of an undecided reply lives there), as ``create_agent`` runs them.
+    """
+    out = run_hook(mw, handler, request, mode)
+    [reply] = out.result
+    reply = reply.model_copy(update={"id": reply.id or "reply-1"})
+    state: Any = {"messages": [*request.messages, reply]}
+    hook = (
+        mw.after_model(state, Runtime())
+        if mode == "sync"
+        else asyncio.run(mw.aafter_model(state, Runtime()))
+    )
+    if hook is None:
+        return reply
+    [kept] = hook["messages"]
+    assert kept.id == reply.id  # replaces the reply in the agent's state
+    return kept

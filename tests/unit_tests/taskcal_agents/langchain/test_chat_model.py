@@ -17,8 +17,8 @@ from taskcal_agents.decision._decider import Decision
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
 from taskcal_agents.langchain._chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
 from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
+from taskcal_agents.langchain._session import reply_for
 from taskcal_agents.parsing._tool_turns import tool_result_reply
-from taskcal_agents.production._session import DecisionSession
 from tests.conftest import require_module
 from tests.unit_tests.taskcal_agents.helpers.calibration import FakeCalibrator
 from tests.unit_tests.taskcal_agents.helpers.chat_fakes import (
@@ -95,7 +95,7 @@ def test_a_decision_without_a_message_of_its_own_replies_as_every_door(mode: str
         task="t", action="direct_answer", probs={}, calibrated={}, expected_cost={},
         n_samples=0, n_unparsed=0,
     )  # fmt: skip
-    report = DecisionSession.reply(decision, tasks.after_tool_result(), turn)
+    report = reply_for(decision, turn)
     assert report.content == tool_result_reply(turn).content
     assert report.response_metadata[DECISION_METADATA_KEY]["action"] == "direct_answer"
 

@@ -33,7 +33,7 @@ from langchain_tests.unit_tests import ChatModelUnitTests
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from taskcal_agents.decision import _presets as tasks
-from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.errors import ConfigurationError, UnknownArgumentError
 from taskcal_agents.langchain._chat_model import DECISION_METADATA_KEY, TaskCalibratedChatModel
 from tests.unit_tests.taskcal_agents.helpers.chat_fakes import (
     RecordingChatModel,
@@ -112,26 +112,25 @@ class TestTaskCalibratedChatModelStandard(ChatModelUnitTests):
 def test_unknown_parameters_are_refused() -> None:
     model = RecordingChatModel(responses=["Which city?"])
     with pytest.raises(
-        ConfigurationError,
+        UnknownArgumentError,
         match=re.escape(
-            "TaskCalibratedChatModel got unknown parameters 'max_tokens', 'n_smaples' (did you "
-            "mean 'n_samples'?). It takes TaskCalibratedRunnable's options (n_samples, "
-            "temperature, seed, max_retries, ...) and BaseChatModel's fields (callbacks, tags, "
-            "...); set the wrapped model's own settings (max_tokens, timeout, stop, api_key, "
-            "...) on that model, e.g. ChatOpenAI(max_tokens=...)."
+            "TaskCalibratedChatModel got unknown arguments 'max_tokens', 'n_smaples' (did you "
+            "mean 'n_samples'?); pass only the arguments it documents (the wrapped model's own "
+            "settings, such as max_tokens, timeout or stop, are set on that model: "
+            "ChatOpenAI(max_tokens=...))."
         ),
     ):
         TaskCalibratedChatModel(model, TASK, n_smaples=3, max_tokens=5)
     with pytest.raises(
-        ConfigurationError, match=r"^TaskCalibratedChatModel got unknown parameter 'timeout'\. "
+        ConfigurationError, match=r"^TaskCalibratedChatModel got unknown argument 'timeout'; "
     ):
         TaskCalibratedChatModel(model, TASK, timeout=60)
     chat = TaskCalibratedChatModel(model, TASK)
     with pytest.raises(
-        ConfigurationError, match=r"unknown parameter 'temprature' \(did you mean 'temperature'\?\)"
+        ConfigurationError, match=r"unknown argument 'temprature' \(did you mean 'temperature'\?\)"
     ):
         TaskCalibratedChatModel(runnable=chat.runnable, temprature=0.5)
-    with pytest.raises(ValueError, match=r"unknown parameter 'n_smaples'"):  # pydantic's path too
+    with pytest.raises(ValueError, match=r"unknown argument 'n_smaples'"):  # pydantic's path too
         TaskCalibratedChatModel.model_validate({"runnable": chat.runnable, "n_smaples": 3})
 
 

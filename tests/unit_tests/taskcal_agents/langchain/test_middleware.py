@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 import threading
 import warnings
 from collections.abc import Sequence
@@ -458,13 +459,12 @@ def test_task_and_calibrator_from_files(tmp_path: Path) -> None:
     artefact = write_artefact(tmp_path / "cal.json", list(task.labels), alpha=0.5)
     mw = TaskCalibrationMiddleware(task=task_path, calibrator=str(artefact))
     assert mw.task == task
-    assert type(mw.session.resolved.calibrator).__name__ == "TemperatureScaling"
-    assert mw.options.alpha == 0.5
+    decider = mw.session.in_force().decider
+    assert type(decider.calibrator).__name__ == "TemperatureScaling"
+    assert decider.alpha == 0.5 and mw.options.alpha is None
     explicit = SamplingOptions(alpha=0.2)
-    assert (
-        TaskCalibrationMiddleware(task=task, calibrator=artefact, options=explicit).options.alpha
-        == 0.2
-    )
+    mw = TaskCalibrationMiddleware(task=task, calibrator=artefact, options=explicit)
+    assert mw.session.in_force().decider.alpha == mw.options.alpha == 0.2
 
 
 def test_task_may_come_from_the_artefact(tmp_path: Path) -> None:
@@ -603,7 +603,15 @@ def test_the_old_keyword_arguments_warn_and_mean_what_they_meant() -> None:
     )
     assert old.options == new.options
     assert old.session.tool_result_task is new.session.tool_result_task is None
-    with pytest.raises(TypeError, match="unexpected keyword argument 'n_sample'"):
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "TaskCalibrationMiddleware got unknown argument 'n_sample' (did you mean "
+            "'n_samples'?); pass only the arguments it documents (the wrapped model's own "
+            "settings, such as max_tokens, timeout or stop, are set on that model: "
+            "ChatOpenAI(max_tokens=...))."
+        ),
+    ):
         TaskCalibrationMiddleware(task=tool_decision(), n_sample=6)  # type: ignore[call-arg]
     with (
         pytest.warns(DeprecationWarning),
@@ -612,20 +620,20 @@ def test_the_old_keyword_arguments_warn_and_mean_what_they_meant() -> None:
         TaskCalibrationMiddleware(task=tool_decision(), options=SamplingOptions(), n_samples=6)
 
 
-def test_at_most_eight_constructor_arguments() -> None:
+def test_at_most_nine_constructor_arguments() -> None:
     """LangChain's middlewares take a few typed arguments; so does this one."""
     parameters = inspect.signature(TaskCalibrationMiddleware.__init__).parameters
     named = [p for p in parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
-    assert len(named) <= 8, [p.name for p in named]
+    assert len(named) <= 9, [p.name for p in named]
 
 
 def test_a_reply_of_its_own_carries_no_samples_structured_response() -> None:
     mw = TaskCalibrationMiddleware(task=tool_decision(grounding=None), calibrator=None)
-    in_force = mw.session.in_force()
-    decision = in_force.decider.fallback("no usable sample")  # the task's text, no sample's
+    pending, _ = mw._begin(make_request())
+    decision = pending.in_force.decider.fallback("no usable sample")  # the task's, no sample's
     sample = ModelResponse(
         result=[AIMessage("x", id="run-1")], structured_response={"from": "run-1"}
     )
-    out = mw._finish(make_request(), decision, [sample], in_force)
+    out = mw._finish(make_request(), pending, decision, [sample])
     assert out.model_response.result[0].id is None
     assert out.model_response.structured_response is None

@@ -16,12 +16,16 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableLambda, RunnableSerializable
 from langchain_core.runnables.retry import RunnableRetry
 from langchain_core.tracers.context import collect_runs
-from pydantic import ValidationError
 
 from taskcal_agents.decision import _presets as tasks
 from taskcal_agents.decision._decider import Decision, decide_from_messages
 from taskcal_agents.decision._protocol import RetryPolicy
-from taskcal_agents.errors import ConfigurationError, LabelMismatchError, SamplingError
+from taskcal_agents.errors import (
+    ConfigurationError,
+    LabelMismatchError,
+    SamplingError,
+    UnknownArgumentError,
+)
 from taskcal_agents.langchain._chat_model import TaskCalibratedChatModel
 from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
 from taskcal_agents.sampling import chat_model_of, split_retry
@@ -64,7 +68,15 @@ def test_is_runnable_serializable() -> None:
 
 def test_an_unknown_parameter_is_refused_by_name() -> None:
     # A misspelt option must not silently leave the default in force.
-    with pytest.raises(ValidationError, match=r"n_smaples\n  Extra inputs are not permitted"):
+    with pytest.raises(
+        UnknownArgumentError,
+        match=re.escape(
+            "TaskCalibratedRunnable got unknown argument 'n_smaples' (did you mean "
+            "'n_samples'?); pass only the arguments it documents (the wrapped model's own "
+            "settings, such as max_tokens, timeout or stop, are set on that model: "
+            "ChatOpenAI(max_tokens=...))."
+        ),
+    ):
         TaskCalibratedRunnable(generic([]), tasks.tool_decision(), n_smaples=3)
 
 
@@ -358,14 +370,15 @@ def test_non_chat_runnable_needs_temperature_none() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"n_samples": 0}, "Input should be greater than or equal to 1"),
-        ({"on_error": "ignore"}, "Input should be 'raise' or 'fallback'"),
-        ({"max_retries": -1}, "Input should be greater than or equal to 0"),
-        ({"temperature": -0.5}, "Input should be greater than or equal to 0"),
+        ({"n_samples": 0}, "n_samples: Input should be greater than or equal to 1 (got 0)"),
+        ({"on_error": "ignore"}, "on_error: Input should be 'raise' or 'fallback' (got 'ignore')"),
+        ({"max_retries": -1}, "max_retries: Input should be greater than or equal to 0 (got -1)"),
+        ({"temperature": -0.5}, "temperature: Input should be greater than or equal to 0"),
     ],
 )
 def test_field_validation(kwargs: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValidationError, match=re.escape(message)):
+    prefix = "TaskCalibratedRunnable got an invalid argument: "
+    with pytest.raises(ConfigurationError, match=re.escape(prefix + message)):
         TaskCalibratedRunnable(generic([]), tasks.tool_decision(), **kwargs)
 
 

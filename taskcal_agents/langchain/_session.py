@@ -1,0 +1,638 @@
+"""The front doors' shared core: each decision begun, driven and finished in one place.
+
+Every front door (the Runnable, the chat model over it, the agent middleware, the decision
+model, the LangGraph node) builds one :class:`DecisionSession` from its parameters, and
+builds it again whenever the door is copied or rebound (scikit-learn's rule: the
+constructor stores parameters; what is derived from them is rebuilt on a copy, never
+shared). A decision is then one sequence, the same at every door::
+
+    pending = session.begin(inputs, tools=..., served=...)   # settings in force → items
+    decisions = pending.run(draw, model_name=...)             # protocol, driven; logged
+    reply = pending.reply(decisions[0])                       # the message a door answers
+
+(``await pending.arun(adraw, ...)`` drives the same sans-IO protocol asynchronously.)
+Where the calibrator comes from is one :class:`CalibratorSource`: fixed (a fitted
+calibrator, an artefact, ``"auto"`` resolved for a model known up front), reloaded when
+its artefact file is replaced, or resolved per request for the settings each request
+names (an agent's request names its model and ``tool_choice``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import threading
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, TypedDict
+
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable
+from pydantic import ValidationError
+
+from taskcal_agents.decision import (
+    AUTO,
+    Auto,
+    CalibratorArtefact,
+    CalibratorLike,
+    Decider,
+    Decision,
+    DecisionInput,
+    Draw,
+    Drawn,
+    ResolvedCalibrator,
+    RetryPolicy,
+    SamplingOptions,
+    ServedSettings,
+    Task,
+    after_tool_result_for,
+    as_artefact,
+    auto_artefact,
+    check_adaptive,
+    check_artefact,
+    decide_in_rounds,
+    fitted_on,
+    resolve_calibrator,
+    shipped_artefacts,
+)
+from taskcal_agents.errors import ConfigurationError, UnknownArgumentError
+from taskcal_agents.parsing import (
+    GroundingContext,
+    answered_tool_calls,
+    is_tool_result_turn,
+    question_of,
+    tool_result_reply,
+)
+from taskcal_agents.production import (
+    ArtefactReloader,
+    DecisionLog,
+    DecisionLogLike,
+    artefact_id,
+    check_reload,
+    open_decision_log,
+)
+from taskcal_agents.sampling import (
+    adrive_rounds,
+    drive_rounds,
+    served_settings,
+    to_messages,
+    with_task_prompt,
+)
+
+__all__ = [
+    "DECISION_METADATA_KEY",
+    "CalibratorSource",
+    "DecisionSession",
+    "InForce",
+    "PendingDecision",
+    "ToolResultConfig",
+    "configuration_error",
+    "decision_from_message",
+    "reply_for",
+]
+
+DECISION_METADATA_KEY = "taskcal_decision"
+"""The ``response_metadata`` key of a reply message that holds its decision's record."""
+
+
+def decision_from_message(message: BaseMessage) -> Decision | None:
+    """Return the decision a front door attached to its reply message, or ``None``.
+
+    The rebuilt decision has no ``message`` and no ``samples``.
+    """
+    record = message.response_metadata.get(DECISION_METADATA_KEY)
+    return None if record is None else Decision.model_validate(record)
+
+
+def reply_for(decision: Decision, messages: Sequence[BaseMessage]) -> AIMessage:
+    """The message a front door answers with for ``decision``, its record attached.
+
+    The decision's own message (a sampled call, the question that asks, the refusal, an
+    answer); where it has none, after a tool result a report of what the tools returned
+    (an answer no sample wrote), else the decided label itself (a rating, a choice): never
+    an empty message. The record (``Decision.to_metadata()``) is under
+    :data:`DECISION_METADATA_KEY` in ``response_metadata``.
+    """
+    message = decision.message
+    if message is None and is_tool_result_turn(messages):
+        message = tool_result_reply(messages)
+    elif message is None:
+        message = AIMessage(content=decision.action)
+    metadata = {**message.response_metadata, DECISION_METADATA_KEY: decision.to_metadata()}
+    return message.model_copy(update={"response_metadata": metadata})
+
+
+def configuration_error(owner: str, exc: ValidationError, known: Iterable[str]) -> Exception:
+    """A door's construction error for pydantic's ``exc``: one error per mistake.
+
+    An unknown (or misspelt) argument is an :class:`UnknownArgumentError` naming the
+    closest known one; any other invalid value a :class:`ConfigurationError` listing
+    pydantic's findings.
+    """
+    known = sorted(known)
+    unknown = [str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden"]
+    if unknown:
+        return unknown_arguments(owner, unknown, known)
+    found = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']} (got {e.get('input')!r})"
+        for e in exc.errors()
+    )
+    msg = f"{owner} got an invalid argument: {found}."
+    return ConfigurationError(msg)
+
+
+def unknown_arguments(owner: str, unknown: Sequence[str], known: Iterable[str]) -> Exception:
+    """The error for arguments ``owner`` does not take (each with the closest known name)."""
+    names = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+        names.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    msg = (
+        f"{owner} got unknown argument{'s' if len(names) > 1 else ''} {', '.join(names)}; "
+        "pass only the arguments it documents (the wrapped model's own settings, such as "
+        "max_tokens, timeout or stop, are set on that model: ChatOpenAI(max_tokens=...))."
+    )
+    return UnknownArgumentError(msg, names=list(unknown))
+
+
+class InForce(NamedTuple):
+    """The Decider that takes a decision, the id of its artefact, and a note on its fit."""
+
+    decider: Decider
+    artefact_id: str | None
+    note: str | None = None
+    """Where the artefact was fitted when that differs from what is served (the registry's
+    quantised weights of a model served here under its upstream name); logged."""
+
+
+class ToolResultConfig(TypedDict, total=False):
+    """The decision right after a tool result (``tool_result=`` of the middleware)."""
+
+    task: Task | str | os.PathLike[str]
+    """Its task, or the path of a task file (absent: derived from the door's task)."""
+    calibrator: CalibratorLike | None
+    """Its calibrator (absent or ``None``: the raw belief)."""
+
+
+# ------------------------------------------------------------------ calibrator sources
+
+
+class CalibratorSource:
+    """Where a session's calibrator comes from: one object, asked once per decision.
+
+    :meth:`in_force` gives the Decider of the next decision for the settings a request
+    is served with (``None`` where the door knows none per request).
+    """
+
+    per_request: bool = False
+    """Whether :meth:`in_force` reads the request's settings (the door must compute them)."""
+
+    def in_force(self, served: ServedSettings | None) -> InForce:  # pragma: no cover
+        """The Decider (and artefact id) of the next decision."""
+        raise NotImplementedError
+
+
+class _Fixed(CalibratorSource):
+    """One calibrator for every decision (fitted, an artefact, ``"auto"`` for a known model)."""
+
+    def __init__(self, value: InForce) -> None:
+        self._value = value
+
+    def in_force(self, served: ServedSettings | None) -> InForce:
+        return self._value
+
+
+class _Reloading(CalibratorSource):
+    """An artefact file, reloaded when it is replaced."""
+
+    def __init__(self, reloader: ArtefactReloader[InForce]) -> None:
+        self.reloader = reloader
+
+    def in_force(self, served: ServedSettings | None) -> InForce:
+        return self.reloader.current()
+
+
+class _PerRequest(CalibratorSource):
+    """Resolved for each request's settings on first use, then kept per setting."""
+
+    per_request = True
+
+    def __init__(self, make: Callable[[ServedSettings], InForce], default: InForce) -> None:
+        self._make = make
+        self._default = default
+        self._kept: dict[ServedSettings, InForce] = {}
+        self._lock = threading.Lock()
+
+    def in_force(self, served: ServedSettings | None) -> InForce:
+        if served is None:
+            return self._default
+        found = self._kept.get(served)
+        if found is None:
+            made = self._make(served)
+            with self._lock:
+                found = self._kept.setdefault(served, made)
+        return found
+
+
+# ------------------------------------------------------------------ the session
+
+
+def _with_trust(after: Task, task: Task, owner: str) -> Task:
+    """The tool-result task under the main task's trust policy when it has none of its own.
+
+    After a tool result is where an injected value first appears, so the policy holds there.
+    """
+    if task.trust is None or after.trust is not None:
+        return after
+    if after.grounding is None:
+        msg = (
+            f"{owner} parameter 'tool_result': task {after.name!r} has no grounding, so the "
+            f"trust policy of task {task.name!r} cannot hold after a tool result; give it "
+            "'grounding' (and 'trust'), or drop the main task's 'trust'."
+        )
+        raise ConfigurationError(msg)
+    return Task.model_validate({**after.model_dump(mode="json"), "trust": task.trust})
+
+
+def _task_of(
+    task: Task | str | os.PathLike[str] | None, calibrator: Any, owner: str, name: str = "task"
+) -> Task:
+    """``task``, the task in the file at ``task``, or (``None``) the artefact's full task."""
+    if isinstance(task, str | os.PathLike):
+        return Task.from_file(task)
+    if isinstance(task, Task):
+        return task
+    artefact = as_artefact(calibrator) if task is None else None
+    if artefact is not None and artefact.task is not None:
+        return artefact.task
+    if task is None:
+        msg = (
+            f"{owner} parameter 'task' is required unless 'calibrator' is an artefact file "
+            "that holds the full task; got task=None; pass a Task or the path of a task file."
+        )
+    else:
+        msg = f"{owner} parameter {name!r} must be a Task or the path of a task file, got {task!r}."
+    raise ConfigurationError(msg)
+
+
+def _tool_result_task(
+    owner: str, task: Task, tool_result: ToolResultConfig | Auto | None
+) -> Task | None:
+    """The task decided right after a tool result (``None``: ``task`` itself)."""
+    if tool_result is None:
+        return None
+    config: ToolResultConfig = {} if tool_result == AUTO else tool_result  # type: ignore[assignment]
+    if (
+        not isinstance(config, dict)
+        or set(config) - {"task", "calibrator"}
+        or config.get("calibrator") == AUTO
+    ):
+        msg = (
+            f"{owner} parameter 'tool_result' must be 'auto', None or a ToolResultConfig "
+            f"(keys 'task', 'calibrator'; no shipped calibrator decides after a tool result, "
+            f"so its calibrator is not 'auto'), got {tool_result!r}."
+        )
+        raise ConfigurationError(msg)
+    if "task" in config:
+        return _with_trust(_task_of(config["task"], None, owner, "tool_result"), task, owner)
+    after = after_tool_result_for(task)
+    if after is None and config.get("calibrator") is not None:
+        msg = (
+            f"{owner} parameter 'tool_result' has a calibrator but no task, and task "
+            f"{task.name!r} derives none; pass the task the calibrator was fitted for."
+        )
+        raise ConfigurationError(msg)
+    return after
+
+
+ModelName = str | Callable[[], str | None] | None
+"""A served model's name, or a function that gives it when it is needed (for the log)."""
+
+
+class DecisionSession:
+    """A door's parameters, resolved: task, calibrator source, options, retries, seed, log.
+
+    Built once per door (and again for each copy of it); :meth:`begin` starts one decision.
+
+    Args:
+        task: The task, the path of a task file, or ``None``: the full task held by the
+            artefact given as ``calibrator``.
+        calibrator: A fitted calibrator, a
+            :class:`~taskcal_agents.decision.CalibratorArtefact`, an artefact path,
+            ``"auto"`` or ``None`` (the raw belief).
+        options: N, temperature, α (an explicit one overrides the calibrator's), adaptive
+            N, retries and ``on_error``.
+        owner: The front door's name, for messages.
+        model: The model the door samples, when it is known up front: ``"auto"`` is
+            resolved once, for it, and an explicit artefact is checked against it.
+            ``None``: both happen per request, for the settings :meth:`begin` is given.
+        task_prompt: Whether the door samples with the task's prompt (``"auto"`` matches it).
+        judge: The entailment judge of a clustering task (see
+            :class:`~taskcal_agents.decision.Decider`).
+        risk_control: An explicit risk limit (``None``: the artefact's).
+        reload_artefact: Watch the artefact file given as ``calibrator`` and reload it when
+            it is replaced (see :class:`~taskcal_agents.production.ArtefactReloader`).
+        decision_log: Where each decision is logged (a log or a path), or ``None``.
+        retry: The retry policy (``None``: ``options``' ``max_retries`` and ``retry_wait``).
+        seed: The base sampling seed (``None``: unseeded).
+        tool_result: The decision right after a tool result (:class:`ToolResultConfig`;
+            ``"auto"``: :func:`~taskcal_agents.decision.after_tool_result_for` the task;
+            ``None``: the task decides there too).
+        shared_prior: ``options.adaptive``'s prior serves tasks of other outcomes too (the
+            decision model's questions): for this task it is used only if it fits, never
+            refused.
+        strict: Refuse an explicit artefact whose record does not match how the door
+            samples (:func:`~taskcal_agents.decision.check_artefact`), instead of warning.
+
+    Raises:
+        ConfigurationError: If the task is missing or of the wrong type, the calibrator
+            does not fit the task, ``reload_artefact`` is set for a calibrator that is not
+            an artefact path, adaptive N does not fit the task, or (``strict``) an explicit
+            artefact does not match the door's sampling.
+        DataFileError: If a task or artefact file cannot be read.
+    """
+
+    def __init__(
+        self,
+        task: Task | str | os.PathLike[str] | None,
+        calibrator: CalibratorLike | str | None,
+        *,
+        options: SamplingOptions,
+        owner: str,
+        model: Runnable[Any, Any] | None = None,
+        task_prompt: bool = True,
+        judge: Any = None,
+        risk_control: Any = None,
+        reload_artefact: bool = False,
+        decision_log: DecisionLogLike | None = None,
+        retry: RetryPolicy | None = None,
+        seed: int | None = None,
+        tool_result: ToolResultConfig | Auto | None = None,
+        shared_prior: bool = False,
+        strict: bool = False,
+    ) -> None:
+        check_reload(calibrator, reload_artefact, owner)
+        if not reload_artefact:
+            calibrator = as_artefact(calibrator) or calibrator  # a path is read once
+        self.task: Task = _task_of(task, calibrator, owner)
+        """The task (loaded from its file, or the artefact's when none was given)."""
+        self.options = options
+        self.owner = owner
+        self.alpha: float | None = options.alpha
+        """The explicit Dirichlet prior, or ``None``: the calibrator's."""
+        self.task_prompt = task_prompt
+        self.seed = seed
+        self.retry: RetryPolicy = retry or RetryPolicy.of(options.max_retries, options.retry_wait)
+        """The retry policy of each draw."""
+        self._judge = judge
+        self._explicit_risk = risk_control
+        self._strict = strict
+        self.source: CalibratorSource = self._source(calibrator, model, reload_artefact)
+        """Where the calibrator of each decision comes from."""
+        self.tool_result_task: Task | None = _tool_result_task(owner, self.task, tool_result)
+        """The task decided right after a tool result, or ``None``: :attr:`task` decides there."""
+        self._after: InForce | None = None
+        if self.tool_result_task is not None:
+            after = resolve_calibrator(
+                tool_result.get("calibrator") if isinstance(tool_result, dict) else None,
+                self.tool_result_task, alpha=self.alpha, n_samples=options.n_samples,
+                owner=owner,
+            )  # fmt: skip
+            self._after = InForce(
+                Decider.from_resolved(self.tool_result_task, after), artefact_id(after.artefact)
+            )
+        if options.adaptive is not None:  # a shared prior for other outcomes is not used
+            check_adaptive(self.task, owner, None if shared_prior else options.adaptive)
+            if self.tool_result_task is not None:
+                check_adaptive(self.tool_result_task, owner)
+        self.log: DecisionLog | None = (
+            None if decision_log is None else open_decision_log(decision_log)
+        )
+        """The decision log, or ``None``."""
+
+    # -------------------------------------------------------------- the calibrator
+
+    def _source(
+        self, calibrator: Any, model: Runnable[Any, Any] | None, reload_artefact: bool
+    ) -> CalibratorSource:
+        task, n, owner = self.task, self.options.n_samples, self.owner
+        if reload_artefact:
+            reloader = ArtefactReloader(
+                calibrator, task, self._build, alpha=self.alpha, n_samples=n, owner=owner
+            )
+            return _Reloading(reloader)
+        if calibrator == AUTO and model is None:  # resolved per request: the model is its
+            shipped_artefacts()  # read the shipped files now, not on an async request
+            raw = self._build(resolve_calibrator(None, task, alpha=self.alpha, owner=owner))
+            return _PerRequest(self._auto, raw)
+        served = None if model is None else self.served_by(model)
+        if calibrator == AUTO:
+            assert served is not None
+            return _Fixed(self._auto(served))
+        resolved = resolve_calibrator(
+            calibrator, task, alpha=self.alpha, n_samples=n, owner=owner, served=served,
+            strict=self._strict,
+        )  # fmt: skip
+        value = self._build(resolved)
+        if model is None and resolved.artefact is not None:  # checked per request's model
+            artefact = resolved.artefact
+            return _PerRequest(lambda s: self._checked(artefact, s, value), value)
+        return _Fixed(value)
+
+    def _auto(self, served: ServedSettings | None) -> InForce:
+        """``"auto"``'s calibrator for ``served`` (the raw belief when none is shipped)."""
+        artefact = None if served is None else auto_artefact(self.task, served, owner=self.owner)
+        resolved = resolve_calibrator(
+            artefact, self.task, alpha=self.alpha, owner=self.owner,
+            n_samples=self.options.n_samples if served is None else served.n_samples,
+        )  # fmt: skip
+        return self._build(resolved, served)
+
+    def _checked(
+        self, artefact: CalibratorArtefact, served: ServedSettings, value: InForce
+    ) -> InForce:
+        """An explicit artefact, checked against one request's settings (warns once)."""
+        check_artefact(artefact, self.task, served, owner=self.owner, strict=self._strict)
+        note = fitted_on(artefact, served)
+        return value if note is None else value._replace(note=note)
+
+    def _build(self, resolved: ResolvedCalibrator, served: ServedSettings | None = None) -> InForce:
+        decider = Decider.from_resolved(
+            self.task, resolved, judge=self._judge, risk_control=self._explicit_risk
+        )
+        note = None
+        if resolved.artefact is not None and served is not None:
+            note = fitted_on(resolved.artefact, served)
+        return InForce(decider, artefact_id(resolved.artefact), note)
+
+    def served_by(
+        self,
+        model: Runnable[Any, Any],
+        *,
+        request_settings: Mapping[str, Any] | None = None,
+        tool_choice: Any = None,
+    ) -> ServedSettings:
+        """How this session samples ``model`` (and a request's settings): ``"auto"`` matches it."""
+        return served_settings(
+            model, n_samples=self.options.n_samples, temperature=self.options.temperature,
+            task_prompt=self.task_prompt, alpha=self.alpha,
+            request_settings=request_settings, tool_choice=tool_choice,
+        )  # fmt: skip
+
+    @property
+    def per_request(self) -> bool:
+        """Whether the calibrator depends on each request's settings (pass ``served``)."""
+        return self.source.per_request
+
+    def in_force(
+        self, served: ServedSettings | None = None, messages: Sequence[BaseMessage] = ()
+    ) -> InForce:
+        """The Decider (and artefact id) of the next decision.
+
+        Right after a tool result (the last of ``messages``), the :attr:`tool_result_task`'s
+        when there is one; else the :attr:`source`'s for ``served``.
+        """
+        if self._after is not None and is_tool_result_turn(messages):
+            return self._after
+        return self.source.in_force(served)
+
+    # -------------------------------------------------------------- one decision
+
+    def begin(
+        self,
+        inputs: Sequence[LanguageModelInput],
+        *,
+        tools: Sequence[Any] | None = None,
+        tool_names: Sequence[str] | None = None,
+        served: ServedSettings | None = None,
+        return_samples: bool = False,
+        what: str | None = None,
+    ) -> PendingDecision:
+        """Start the decision of each of ``inputs`` (one calibrator decides them all).
+
+        Args:
+            inputs: The conversations (chat-model input each).
+            tools: The offered tools (their schemas ground the sampled calls).
+            tool_names: The offered tools' names (``None``: any tool).
+            served: The request's settings, where the calibrator depends on them.
+            return_samples: Keep the samples and their labels in the decisions.
+            what: How a sampling error begins (who could not sample what).
+        """
+        conversations = [to_messages(x) for x in inputs]
+        in_force = self.in_force(served, conversations[0] if len(conversations) == 1 else ())
+        task = in_force.decider.task
+        prompted = bool(task.prompt) and self.task_prompt
+        prompts = [
+            with_task_prompt(m, task.prompt) if prompted else x
+            for x, m in zip(inputs, conversations, strict=True)
+        ]
+        items = [self.item(task, m, tools) for m in conversations]
+        protocol = decide_in_rounds(
+            in_force.decider, items, self.options, retry=self.retry, tool_names=tool_names,
+            on_error=self.options.on_error, return_samples=return_samples,
+            what=what or f"{self.owner} could not sample {self.options.n_samples} completions",
+        )  # fmt: skip
+        return PendingDecision(self, in_force, conversations, prompts, protocol)
+
+    @staticmethod
+    def item(
+        task: Task, messages: Sequence[BaseMessage], tools: Sequence[Any] | None
+    ) -> DecisionInput:
+        """What a decision of ``task`` on ``messages`` reads besides its samples.
+
+        The question under answer clustering, the tool calls the conversation already
+        answered, and for a task that grounds its calls the offered ``tools`` and the
+        conversation.
+        """
+        return DecisionInput(
+            None if task.answer_clusters is None else question_of(messages),
+            answered_tool_calls(messages),
+            None if task.grounding is None else GroundingContext(tools or (), messages),
+        )
+
+    def log_decision(
+        self, result: Decision | BaseException, in_force: InForce, *, model_name: ModelName
+    ) -> Decision | Exception:
+        """A decision of the protocol, logged (when a log is set); or its error.
+
+        ``model_name`` is called only when a log is set. A control-flow signal (a
+        ``BaseException`` that is not an ``Exception``) is raised.
+        """
+        if not isinstance(result, Decision):
+            if not isinstance(result, Exception):
+                raise result
+            return result
+        if self.log is None:
+            return result
+        return self.log.log(
+            result, task=in_force.decider.task,
+            model_name=model_name() if callable(model_name) else model_name,
+            artefact_id=in_force.artefact_id, artefact_note=in_force.note,
+        )  # fmt: skip
+
+
+@dataclass
+class PendingDecision:
+    """One begun decision: its Decider, prompts and protocol, until it is finished.
+
+    Drive :attr:`protocol` with :meth:`run` (or :meth:`arun`), which also logs; then
+    :meth:`reply` gives the message a door answers with.
+    """
+
+    session: DecisionSession
+    in_force: InForce
+    conversations: list[list[BaseMessage]]
+    """Each input as messages (without the task's prompt)."""
+    prompts: list[Any]
+    """Each input as it is sampled (with the task's prompt by the one policy)."""
+    protocol: Generator[Draw, Drawn, list[Decision | BaseException]] = field(repr=False)
+
+    @property
+    def task(self) -> Task:
+        """The task that decides (after a tool result, the tool-result task)."""
+        return self.in_force.decider.task
+
+    def sample_args(self, draw: Draw, seed: int | None = None) -> dict[str, Any]:
+        """N, the temperature and the seed of ``draw``.
+
+        The seed (``seed``, else the session's) moves on by the samples drawn so far, so a
+        later round draws new samples (and N concurrent calls get the seeds they would get
+        in one round).
+        """
+        base = self.session.seed if seed is None else seed
+        return {
+            "n": draw.n,
+            "temperature": self.session.options.temperature,
+            "seed": None if base is None else base + draw.drawn,
+        }
+
+    def finish(
+        self, results: Sequence[Decision | BaseException], *, model_name: ModelName
+    ) -> list[Decision | Exception]:
+        """Each input's decision, logged; or its error."""
+        log = self.session.log_decision
+        return [log(r, self.in_force, model_name=model_name) for r in results]
+
+    def run(
+        self, draw: Callable[[Draw], Drawn], *, model_name: ModelName
+    ) -> list[Decision | Exception]:
+        """Drive the protocol with ``draw`` and :meth:`finish`."""
+        return self.finish(drive_rounds(self.protocol, draw), model_name=model_name)
+
+    async def arun(
+        self, draw: Callable[[Draw], Awaitable[Drawn]], *, model_name: ModelName
+    ) -> list[Decision | Exception]:
+        """Async :meth:`run`."""
+        return self.finish(await adrive_rounds(self.protocol, draw), model_name=model_name)
+
+    def reply(self, decision: Decision, index: int = 0) -> AIMessage:
+        """The message a door answers with for ``decision`` (of input ``index``)."""
+        return reply_for(decision, self.conversations[index])
+
+
+def decided(result: Decision | Exception) -> Decision:
+    """``result``, or raise it when it is an error."""
+    if isinstance(result, Exception):
+        raise result
+    return result
