@@ -55,7 +55,7 @@ from langchain_core.decisions import (
 )
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from pydantic import Field, PrivateAttr, ValidationError, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 from typing_extensions import override
 
 from taskcal_agents.decision import (
@@ -180,6 +180,8 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     and its largest probability as confidence. Unparseable replies only count in the
     decision (see :meth:`decide`); with none parsed the distribution is uniform.
     """
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
     chat_model: BaseChatModel
     """The chat model that is sampled."""
