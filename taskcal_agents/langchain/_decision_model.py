@@ -77,7 +77,7 @@ from taskcal_agents.langchain._session import (
     decided,
 )
 from taskcal_agents.parsing import LABEL_PARSER
-from taskcal_agents.production import open_decision_log
+from taskcal_agents.production import model_name_of, open_decision_log
 from taskcal_agents.sampling import asample_messages, bound_tools, sample_messages
 
 __all__ = ["TaskCalibratedDecisionModel", "noul_probability", "render_state"]
@@ -274,8 +274,8 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         """Return the task that answers ``question`` (labels, costs, parser).
 
         Raises:
-            ConfigurationError: For a ``Box`` question or fewer than two labels.
-            pydantic.ValidationError: If the question's cost matrix is invalid.
+            ConfigurationError: For a ``Box`` question, fewer than two labels, or an invalid
+                cost matrix for the question.
         """
         labels, _ = _question_labels(question)
         if len(labels) < 2:
@@ -331,7 +331,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
             and isinstance(calibrator, str | os.PathLike)
         )
         session = DecisionSession(
-            task, calibrator, options=self, model=None if reload else self.chat_model,
+            task, calibrator, options=self, model=self.chat_model,
             owner=f"{type(self).__name__} question {question_id!r}", reload_artefact=reload,
             decision_log=self.decision_log, shared_prior=True, strict=self.strict_calibrator,
         )  # fmt: skip
@@ -386,7 +386,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
             args = pending.sample_args(d, seed)
             return [sample_messages(self.chat_model, pending.prompts[0], **args)]
 
-        return decided(pending.run(draw, model_name=self.model)[0])
+        return decided(pending.run(draw, model_name=self._sampled_name)[0])
 
     async def adecide(
         self, state: State, question_id: str, question: Question, *, seed: int | None = None
@@ -398,7 +398,11 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
             args = pending.sample_args(d, seed)
             return [await asample_messages(self.chat_model, pending.prompts[0], **args)]
 
-        return decided((await pending.arun(draw, model_name=self.model))[0])
+        return decided((await pending.arun(draw, model_name=self._sampled_name))[0])
+
+    def _sampled_name(self) -> str | None:
+        """The sampled chat model's name, for the decision log (``model`` may be another)."""
+        return model_name_of(self.chat_model)
 
     def _begin(self, state: State, question_id: str, question: Question) -> PendingDecision:
         """The decision of one question, begun (rounds, retries, fallback), with its prompt."""

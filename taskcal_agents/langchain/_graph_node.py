@@ -2,7 +2,7 @@
 
 ``decision_node(model, task)`` is a node for a ``StateGraph`` whose state has ``messages``
 (e.g. :class:`DecisionState`): it samples ``model`` on the conversation, decides through
-the front doors' core (:class:`~taskcal_agents.production.DecisionSession`) and
+the front doors' core (:class:`~taskcal_agents.langchain.DecisionSession`) and
 appends the reply (the sampled call, the question, the refusal) with the decision record
 in ``taskcal_decisions``. :func:`route_on_decision` returns the decided action, for
 ``add_conditional_edges``::
@@ -95,7 +95,10 @@ def decision_node(
         ConfigurationError: If an argument is invalid (as at the other front doors).
     """
     if unknown:
-        known = ("options", "decision_log", "reload_artefact", "seed", "strict_calibrator")
+        known = (
+            "model", "task", "calibrator", "options", "decision_log", "reload_artefact", "seed",
+            "strict_calibrator",
+        )  # fmt: skip
         owner = "decision_node"
         raise unknown_arguments(owner, sorted(unknown), known)
     if options is not None and not isinstance(options, SamplingOptions):
@@ -107,7 +110,7 @@ def decision_node(
     model, retry = split_retry(model)  # sampled through the layer's policy, as the Runnable
     session = DecisionSession(
         task, calibrator, options=options or SamplingOptions(), owner="decision_node",
-        model=None if reload_artefact else model, decision_log=decision_log,
+        model=model, decision_log=decision_log,
         reload_artefact=reload_artefact, seed=seed, strict=strict_calibrator,
         retry=None if retry is None else RetryPolicy.of_runnable_retry(retry),
     )  # fmt: skip

@@ -96,7 +96,8 @@ def migrated(
     """
     unknown = sorted(set(old) - set(_REPLACEMENT))
     if unknown:
-        raise unknown_arguments(owner, unknown, {*known, *_REPLACEMENT})
+        hints = {name: f"options=SamplingOptions({name}=...)" for name in _OPTIONS}
+        raise unknown_arguments(owner, unknown, {*known, *_REPLACEMENT} - set(_OPTIONS), hints)
     for name in old:
         warnings.warn(
             f"{owner}({name}=...) is deprecated and goes in the next release; use "

@@ -18,12 +18,12 @@ import functools
 import inspect
 import operator
 import os
-import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired, Self
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables.config import ContextThreadPoolExecutor, ensure_config
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ValidationError
 from typing_extensions import Unpack, override
 
@@ -92,6 +92,7 @@ __all__ = [
 ]
 
 _OMIT_FROM_INPUT = OmitFromSchema(input=True, output=False)
+_PRIVATE = OmitFromSchema(input=True, output=True)
 
 SamplingMode = Literal["auto", "model", "handler"]
 DecideOn = Literal["user_turn", "every_call"]
@@ -107,6 +108,14 @@ class TaskCalibrationState(AgentState[ResponseT]):
 
     # The reducer must come last in ``Annotated``: LangGraph reads the last item.
     taskcal_decisions: NotRequired[Annotated[list[dict[str, Any]], _OMIT_FROM_INPUT, operator.add]]
+    taskcal_offered_tools: NotRequired[Annotated[list[dict[str, Any]], _PRIVATE]]
+    """The OpenAI schemas of the tools the last undecided model call offered (under a trust
+    policy): what ``after_model`` grounds that reply's calls in."""
+
+
+def _schemas(tools: Sequence[Any]) -> list[dict[str, Any]]:
+    """The offered tools as OpenAI tool schemas (JSON-able, for the state)."""
+    return [convert_to_openai_tool(tool) for tool in tools]
 
 
 def _is_user_turn(messages: Sequence[BaseMessage]) -> bool:
@@ -264,8 +273,6 @@ class TaskCalibrationMiddleware(
         """The decision's assembly: the calibrator in force (``session.in_force()``), its
         risk limit, the task decided after a tool result, the decision log."""
         self._max_concurrency = old.max_concurrency
-        self._offered: dict[str, Any] = {}  # the tools the agent offered, by name
-        self._offered_lock = threading.Lock()
 
     @property
     def task(self) -> Task:
@@ -459,13 +466,22 @@ class TaskCalibrationMiddleware(
 
     # ------------------------------------------------------------------ hooks
 
-    def _note_tools(self, request: ModelRequest[Any]) -> None:
-        """Remember the tools the agent offers, by name (the trust check reads their schemas)."""
-        for tool in request.tools:
-            for name in tool_names_of([tool]):
-                if name not in self._offered:
-                    with self._offered_lock:
-                        self._offered.setdefault(name, tool)
+    def _passed(
+        self, request: ModelRequest[Any], response: ModelResponse[Any]
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """An undecided call's response; under a trust policy, with the tools it offered.
+
+        The offered tools' schemas go into the state (``taskcal_offered_tools``), where
+        :meth:`after_model` reads them to ground the reply's calls: the state is the
+        thread's own, so agents and threads never mix their tools.
+        """
+        if self.task.trust is None:
+            return response
+        offered = _schemas(request.tools)
+        if request.state.get("taskcal_offered_tools") == offered:
+            return response
+        update = {"taskcal_offered_tools": offered}
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
     @override
     def wrap_model_call(
@@ -486,9 +502,8 @@ class TaskCalibrationMiddleware(
             unchanged, on calls the middleware does not decide on (:meth:`after_model`
             holds their calls to the trust policy).
         """
-        self._note_tools(request)
         if self.decide_on == "user_turn" and not _is_user_turn(request.messages):
-            return handler(request)
+            return self._passed(request, handler(request))
         return self._decide_sync(request, handler)
 
     @override
@@ -506,9 +521,8 @@ class TaskCalibrationMiddleware(
         Returns:
             As :meth:`wrap_model_call`.
         """
-        self._note_tools(request)
         if self.decide_on == "user_turn" and not _is_user_turn(request.messages):
-            return await handler(request)
+            return self._passed(request, await handler(request))
         return await self._decide_async(request, handler)
 
     @override
@@ -522,21 +536,27 @@ class TaskCalibrationMiddleware(
         replaced by the question that asks the user to confirm that call (marked in its
         metadata, so :class:`~taskcal_agents.langchain.ToolReplyMiddleware` leaves it
         alone); an optional argument no message supports is dropped, as a decided call
-        drops it. As LangChain's ``HumanInTheLoopMiddleware``, the check reads the state:
-        it holds on every model call, in any middleware order. Without a policy, or for a
+        drops it. As LangChain's ``HumanInTheLoopMiddleware``, the check reads the state
+        (the offered tools' schemas are kept there by the model call), so it holds on every
+        model call, beside ``ToolReplyMiddleware`` in either order. ``after_model`` hooks run
+        from the last middleware to the first: listed after ``HumanInTheLoopMiddleware``
+        (last, as ``sampling="model"`` asks), this check runs before its interrupt, which
+        then never asks to approve a call the policy refuses. A stream of the agent's
+        updates shows the model's reply before it is replaced. Without a policy, or for a
         decided reply, nothing changes.
         """
-        return self._trusted_only(state["messages"])
+        return self._trusted_only(state)
 
     @override
     async def aafter_model(
         self, state: TaskCalibrationState[ResponseT], runtime: Runtime[ContextT]
     ) -> dict[str, Any] | None:
         """Async :meth:`after_model`."""
-        return self._trusted_only(state["messages"])
+        return self._trusted_only(state)
 
-    def _trusted_only(self, messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
+    def _trusted_only(self, state: TaskCalibrationState[Any]) -> dict[str, Any] | None:
         """The state update that holds the last reply's calls to the trust policy, or ``None``."""
+        messages = state["messages"]
         trust = self.task.trust
         reply = messages[-1] if messages else None
         if (
@@ -546,8 +566,11 @@ class TaskCalibrationMiddleware(
             or DECISION_METADATA_KEY in reply.response_metadata
         ):
             return None
-        with self._offered_lock:
-            tools = list(self._offered.values())
+        # A called tool whose schema is unknown counts by its name: no argument of it is
+        # dropped as unsupported (each one given is held to the policy as required).
+        tools: list[Any] = list(state.get("taskcal_offered_tools") or [])
+        known = set(tool_names_of(tools))
+        tools += sorted({c["name"] for c in reply.tool_calls} - known)
         context = GroundingContext(tools, messages[:-1])
         calls = []
         for call in reply.tool_calls:

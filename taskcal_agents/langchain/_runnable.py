@@ -182,7 +182,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     def _new_session(self) -> DecisionSession:
         """The session these parameters make (built anew for every copy)."""
         sampled, retry = split_retry(self.model)
-        if retry is not None and {"max_retries", "retry_wait"} & self.model_fields_set:
+        if retry is not None and (self.max_retries != 0 or self.retry_wait != 0):
             msg = (
                 "TaskCalibratedRunnable takes retries from 'max_retries'/'retry_wait' or from "
                 "the model's with_retry() layer, not both; drop one of them."
@@ -199,7 +199,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             raise ConfigurationError(msg)
         return DecisionSession(
             self.task, self.calibrator, options=self, owner=type(self).__name__,
-            model=None if self.reload_artefact else sampled, task_prompt=self.use_task_prompt,
+            model=sampled, task_prompt=self.use_task_prompt,
             judge=self.judge, risk_control=self.risk_control,
             reload_artefact=self.reload_artefact, decision_log=self.decision_log,
             retry=None if retry is None else RetryPolicy.of_runnable_retry(retry),
@@ -258,8 +258,11 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         them; the seed moves on by the samples drawn so far.
         """
         sampled = split_retry(self.model)[0]
+        # Per-call settings (invoke's keyword arguments, a .bind() over this runnable) are
+        # what is sampled: the calibrator is the one for them.
+        served = self._session.served_by(sampled, request_settings=kwargs) if kwargs else None
         pending = self._session.begin(
-            inputs, tools=bound_tools(sampled), tool_names=bound_tool_names(sampled),
+            inputs, tools=bound_tools(sampled), tool_names=bound_tool_names(sampled), served=served,
             return_samples=self.return_samples,
             what=f"{type(self).__name__} could not sample {self.n_samples} completions from "
             f"{type(self.model).__name__}",

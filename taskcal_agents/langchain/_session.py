@@ -135,19 +135,37 @@ def configuration_error(owner: str, exc: ValidationError, known: Iterable[str]) 
     if unknown:
         return unknown_arguments(owner, unknown, known)
     found = "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']} (got {e.get('input')!r})"
+        f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']} "
+        f"(got {_shown(e.get('input'))})"
         for e in exc.errors()
     )
     msg = f"{owner} got an invalid argument: {found}."
     return ConfigurationError(msg)
 
 
-def unknown_arguments(owner: str, unknown: Sequence[str], known: Iterable[str]) -> Exception:
-    """The error for arguments ``owner`` does not take (each with the closest known name)."""
+def _shown(value: Any, limit: int = 200) -> str:
+    """``repr(value)``, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+def unknown_arguments(
+    owner: str,
+    unknown: Sequence[str],
+    known: Iterable[str],
+    hints: Mapping[str, str] | None = None,
+) -> Exception:
+    """The error for arguments ``owner`` does not take (each with the closest known name).
+
+    ``hints`` maps a name that is said another way (an option that goes in ``options``) to
+    how to say it.
+    """
+    hints = hints or {}
     names = []
     for name in unknown:
-        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
-        names.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        close = difflib.get_close_matches(name, sorted({*known, *hints}), n=1, cutoff=0.75)
+        said = (hints.get(close[0]) or repr(close[0])) if close else None
+        names.append(f"{name!r}" + (f" (did you mean {said}?)" if said else ""))
     msg = (
         f"{owner} got unknown argument{'s' if len(names) > 1 else ''} {', '.join(names)}; "
         "pass only the arguments it documents (the wrapped model's own settings, such as "
@@ -204,24 +222,47 @@ class _Fixed(CalibratorSource):
 
 
 class _Reloading(CalibratorSource):
-    """An artefact file, reloaded when it is replaced."""
+    """An artefact file, reloaded when it is replaced (and checked per request's settings)."""
 
-    def __init__(self, reloader: ArtefactReloader[InForce]) -> None:
+    def __init__(
+        self,
+        reloader: ArtefactReloader[InForce],
+        check: Callable[[CalibratorArtefact, ServedSettings], str | None] | None = None,
+    ) -> None:
         self.reloader = reloader
+        self.per_request = check is not None
+        self._check = check
+        self._notes: dict[tuple[str | None, ServedSettings], str | None] = {}
 
     def in_force(self, served: ServedSettings | None) -> InForce:
-        return self.reloader.current()
+        value = self.reloader.current()
+        artefact = self.reloader.resolved.artefact
+        if served is None or self._check is None or artefact is None:
+            return value
+        key = (value.artefact_id, served)
+        if key not in self._notes:
+            self._notes[key] = self._check(artefact, served)
+        return value._replace(note=self._notes[key])
 
 
 class _PerRequest(CalibratorSource):
-    """Resolved for each request's settings on first use, then kept per setting."""
+    """Resolved for each request's settings on first use, then kept per setting.
 
-    per_request = True
+    ``default`` decides where a request names no settings; ``required``: the door must
+    name them (its model is known only per request).
+    """
 
-    def __init__(self, make: Callable[[ServedSettings], InForce], default: InForce) -> None:
+    def __init__(
+        self,
+        make: Callable[[ServedSettings], InForce],
+        default: InForce,
+        *,
+        served: ServedSettings | None = None,
+    ) -> None:
+        self.per_request = served is None
         self._make = make
         self._default = default
-        self._kept: dict[ServedSettings, InForce] = {}
+        self._kept: dict[ServedSettings, InForce] = {} if served is None else {served: default}
         self._lock = threading.Lock()
 
     def in_force(self, served: ServedSettings | None) -> InForce:
@@ -416,46 +457,54 @@ class DecisionSession:
     def _source(
         self, calibrator: Any, model: Runnable[Any, Any] | None, reload_artefact: bool
     ) -> CalibratorSource:
+        """Where the calibrator comes from.
+
+        With the model known up front (``model``), ``"auto"`` is resolved and an explicit
+        artefact checked for how the door samples it; a request that names other settings
+        (a per-call temperature, say) has them resolved again. Without it, both happen per
+        request.
+        """
         task, n, owner = self.task, self.options.n_samples, self.owner
+        served = None if model is None else self.served_by(model)
         if reload_artefact:
             reloader = ArtefactReloader(
-                calibrator, task, self._build, alpha=self.alpha, n_samples=n, owner=owner
-            )
-            return _Reloading(reloader)
-        if calibrator == AUTO and model is None:  # resolved per request: the model is its
-            shipped_artefacts()  # read the shipped files now, not on an async request
-            raw = self._build(resolve_calibrator(None, task, alpha=self.alpha, owner=owner))
-            return _PerRequest(self._auto, raw)
-        served = None if model is None else self.served_by(model)
+                calibrator, task, lambda r: self._build(r, served), alpha=self.alpha,
+                n_samples=n, owner=owner, served=served, strict=self._strict,
+            )  # fmt: skip
+            return _Reloading(reloader, self._check if served is None else None)
         if calibrator == AUTO:
-            assert served is not None
-            return _Fixed(self._auto(served))
+            shipped_artefacts()  # read the shipped files now, not on an async request
+            if served is None:  # the raw belief's until a request names its model
+                default = self._build(resolve_calibrator(None, task, alpha=self.alpha, owner=owner))
+            else:
+                default = self._auto(served)
+            return _PerRequest(self._auto, default, served=served)
         resolved = resolve_calibrator(
             calibrator, task, alpha=self.alpha, n_samples=n, owner=owner, served=served,
             strict=self._strict,
         )  # fmt: skip
-        value = self._build(resolved)
-        if model is None and resolved.artefact is not None:  # checked per request's model
-            artefact = resolved.artefact
-            return _PerRequest(lambda s: self._checked(artefact, s, value), value)
-        return _Fixed(value)
+        value = self._build(resolved, served)
+        artefact = resolved.artefact
+        if artefact is None:  # a fitted calibrator or the raw belief: nothing to check
+            return _Fixed(value)
 
-    def _auto(self, served: ServedSettings | None) -> InForce:
+        def checked(request: ServedSettings) -> InForce:
+            return value._replace(note=self._check(artefact, request))
+
+        return _PerRequest(checked, value, served=served)
+
+    def _auto(self, served: ServedSettings) -> InForce:
         """``"auto"``'s calibrator for ``served`` (the raw belief when none is shipped)."""
-        artefact = None if served is None else auto_artefact(self.task, served, owner=self.owner)
+        artefact = auto_artefact(self.task, served, owner=self.owner)
         resolved = resolve_calibrator(
-            artefact, self.task, alpha=self.alpha, owner=self.owner,
-            n_samples=self.options.n_samples if served is None else served.n_samples,
-        )  # fmt: skip
+            artefact, self.task, alpha=self.alpha, owner=self.owner, n_samples=served.n_samples
+        )
         return self._build(resolved, served)
 
-    def _checked(
-        self, artefact: CalibratorArtefact, served: ServedSettings, value: InForce
-    ) -> InForce:
-        """An explicit artefact, checked against one request's settings (warns once)."""
+    def _check(self, artefact: CalibratorArtefact, served: ServedSettings) -> str | None:
+        """Check an explicit artefact against one request's settings (warns once); its note."""
         check_artefact(artefact, self.task, served, owner=self.owner, strict=self._strict)
-        note = fitted_on(artefact, served)
-        return value if note is None else value._replace(note=note)
+        return fitted_on(artefact, served)
 
     def _build(self, resolved: ResolvedCalibrator, served: ServedSettings | None = None) -> InForce:
         decider = Decider.from_resolved(
@@ -473,9 +522,14 @@ class DecisionSession:
         request_settings: Mapping[str, Any] | None = None,
         tool_choice: Any = None,
     ) -> ServedSettings:
-        """How this session samples ``model`` (and a request's settings): ``"auto"`` matches it."""
+        """How this session samples ``model`` (and a request's settings): ``"auto"`` matches it.
+
+        A ``temperature`` among ``request_settings`` (a per-call one) is the one sampled at.
+        """
+        settings = request_settings or {}
+        temperature = settings.get("temperature", self.options.temperature)
         return served_settings(
-            model, n_samples=self.options.n_samples, temperature=self.options.temperature,
+            model, n_samples=self.options.n_samples, temperature=temperature,
             task_prompt=self.task_prompt, alpha=self.alpha,
             request_settings=request_settings, tool_choice=tool_choice,
         )  # fmt: skip

@@ -185,9 +185,11 @@ def registry_name_of(served_name: str | None) -> str | None:
     (``vllm serve Qwen/Qwen2.5-Coder-1.5B-Instruct``) or by the path it was given
     (``vllm serve /models/Qwen2.5-Coder-1.5B-Instruct``). The name names a registry model
     when it is that model's registry name, one of its :attr:`ModelSpec.upstream` ids
-    (case-insensitive), or a name or path whose last component is an upstream id's last
-    component (case-insensitive). A quantised upstream variant (``...-AWQ``, ``...-GGUF``)
-    names no registry model: its weights are neither the upstream ones nor the registry's.
+    (case-insensitive), or a local path or bare name whose last component is an upstream
+    id's last component (case-insensitive); another organisation's hub id with the same
+    model name (a fine-tune, say) names none. A quantised upstream variant (``...-AWQ``,
+    ``...-GGUF``) names no registry model: its weights are neither the upstream ones nor the
+    registry's.
 
     Args:
         served_name: The model name a client passes (``model_name`` / ``model``), or
@@ -198,13 +200,24 @@ def registry_name_of(served_name: str | None) -> str | None:
     """
     if not isinstance(served_name, str) or not served_name.strip():
         return None
-    if served_name in MODELS:
-        return served_name
-    last = _last_component(served_name.strip())  # an upstream id ends in it too
+    name = served_name.strip()
+    if name in MODELS:
+        return name
     for spec in MODELS.values():
-        if any(last == _last_component(upstream) for upstream in spec.upstream):
-            return spec.name
+        for upstream in spec.upstream:
+            if name.casefold() == upstream.casefold():
+                return spec.name
+            # A local path or a bare name ending in the upstream id's name; a hub id of
+            # another organisation ("myorg/Qwen2.5-Coder-1.5B-Instruct", a fine-tune, say)
+            # names other weights.
+            if _is_local(name) and _last_component(name) == _last_component(upstream):
+                return spec.name
     return None
+
+
+def _is_local(name: str) -> bool:
+    """Whether a served name is a local path or a bare name (not an ``org/model`` hub id)."""
+    return name.startswith(("/", ".", "~")) or name.count("/") != 1
 
 
 __all__ = [

@@ -16,7 +16,8 @@ Two backends with one interface (:class:`DecisionLog`):
   decision id and an ``outcomes`` table.
 
 A record holds: ``id`` (uuid4), ``time`` (UTC ISO 8601), ``task``, ``labels``,
-``model_name``, ``artefact_id`` (:func:`artefact_id`), and the decision's evidence
+``model_name``, ``artefact_id`` (:func:`artefact_id`), ``artefact_note`` (only where the
+artefact was fitted on other weights than the served ones), and the decision's evidence
 (``counts``, ``probs``, ``calibrated``, ``expected_cost``, ``action``, ``fallback``,
 ``fallback_reason``, the guard fields, ``n_samples``, ``n_unparsed``, ...). :meth:`read`
 yields them with ``outcome`` and ``outcome_time`` joined (``None`` until recorded).

@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar
 from taskcal_agents.decision import (
     CalibratorArtefact,
     ResolvedCalibrator,
+    ServedSettings,
     Task,
     resolve_calibrator,
 )
@@ -75,6 +76,10 @@ class ArtefactReloader(Generic[T]):
         alpha: The explicit Dirichlet prior, or ``None`` for the artefact's.
         n_samples: The samples drawn per decision (for the risk-limit check).
         owner: The front door's name, for messages.
+        served: How the front door samples, when it is known: each load is checked
+            against it (:func:`~taskcal_agents.decision.check_artefact`).
+        strict: Refuse a load that does not match ``served`` (a replacement is then not
+            swapped in) instead of warning.
 
     Attributes:
         path: The artefact file.
@@ -91,6 +96,8 @@ class ArtefactReloader(Generic[T]):
         alpha: float | None = None,
         n_samples: int | None = None,
         owner: str,
+        served: ServedSettings | None = None,
+        strict: bool = False,
     ) -> None:
         self.path = Path(path)
         self.reloads = 0
@@ -100,6 +107,8 @@ class ArtefactReloader(Generic[T]):
         self._alpha = alpha
         self._n_samples = n_samples
         self._owner = owner
+        self._served = served
+        self._strict = strict
         self._lock = threading.Lock()
         key = _stat_key(self.path)  # before loading: a replacement during the load is seen
         resolved = self._resolve()
@@ -113,7 +122,8 @@ class ArtefactReloader(Generic[T]):
     def _resolve(self) -> ResolvedCalibrator:
         return resolve_calibrator(
             CalibratorArtefact.load(self.path), self._task, alpha=self._alpha,
-            n_samples=self._n_samples, owner=self._owner,
+            n_samples=self._n_samples, owner=self._owner, served=self._served,
+            strict=self._strict,
         )  # fmt: skip
 
     @property

@@ -135,9 +135,13 @@ def passed_through(
     trust check of an undecided reply lives there), as ``create_agent`` runs them.
     """
     out = run_hook(mw, handler, request, mode)
+    update: dict[str, Any] = {}
+    if isinstance(out, ExtendedModelResponse):  # the state update the agent applies
+        update = dict(out.command.update) if out.command is not None else {}
+        out = out.model_response
     [reply] = out.result
     reply = reply.model_copy(update={"id": reply.id or "reply-1"})
-    state: Any = {"messages": [*request.messages, reply]}
+    state: Any = {**update, "messages": [*request.messages, reply]}
     hook = (
         mw.after_model(state, Runtime())
         if mode == "sync"

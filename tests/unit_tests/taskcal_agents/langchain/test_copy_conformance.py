@@ -26,7 +26,7 @@ from langchain_core.runnables import ConfigurableField
 from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
-from taskcal_agents.decision import UncalibratedWarning
+from taskcal_agents.decision import SamplingOptions, UncalibratedWarning
 from taskcal_agents.decision._presets import tool_decision
 from taskcal_agents.langchain import (
     TaskCalibratedChatModel,
@@ -160,6 +160,13 @@ def _chat_copies(setting: str, value: Any) -> dict[str, Callable[[], Any]]:
     }
 
 
+def _decide_chat_with(door: Any, kwargs: dict[str, Any], mode: str) -> Any:
+    messages = [HumanMessage(USER)]
+    if mode == "async":
+        return asyncio.run(door.ainvoke(messages, **kwargs))
+    return door.invoke(messages, **kwargs)
+
+
 def _decide_chat(door: Any, mode: str) -> dict[str, Any]:
     messages = [HumanMessage(USER)]
     reply = _run(door.ainvoke(messages) if mode == "async" else door.invoke(messages), mode)
@@ -178,8 +185,6 @@ def _request(name: str = SHIPPED_FOR, tool_choice: str | None = None) -> ModelRe
 
 
 def _middleware_args(setting: str | None = None, value: Any = None) -> dict[str, Any]:
-    from taskcal_agents.decision import SamplingOptions
-
     options = {"n_samples": BASE["n_samples"], "temperature": BASE["temperature"]}
     args: dict[str, Any] = {"task": tool_decision(), "calibrator": "auto", "sampling": "model"}
     if setting in ("alpha", "n_samples"):
@@ -301,3 +306,53 @@ def test_a_copied_decision_model_decides_as_a_fresh_one(setting: str, mode: str)
     assert copied == fresh, f"model_copy of the decision model with {setting} changed"
     if setting != "chat_model":  # no calibrator is shipped for this question on either
         assert fresh != base, "the change must move the decision record"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_per_call_settings_pick_the_calibrator_for_what_is_sampled(mode: str) -> None:
+    """A temperature or ``tool_choice`` given per call is what the samples are drawn at."""
+    runnable = _quiet(lambda: TaskCalibratedRunnable(**_runnable_settings()))
+    assert runnable.decider.calibrator_id is not None  # the shipped one, for T = 1.0
+    chat = TaskCalibratedChatModel(runnable=runnable)
+    messages = [HumanMessage(USER)]
+    for kwargs in ({"temperature": 0.2}, {"tool_choice": "required"}):
+        reply = _quiet(lambda kw=kwargs: _decide_chat_with(chat, kw, mode))  # warned once
+        assert reply.response_metadata[DECISION_METADATA_KEY]["calibrator_id"] is None
+        bound = runnable.bind(**kwargs)
+        decision = _quiet(
+            lambda b=bound: _run(
+                b.ainvoke(messages) if mode == "async" else b.invoke(messages), mode
+            )
+        )
+        assert decision.calibrator_id is None
+    same = _quiet(lambda: runnable.invoke(messages, temperature=1.0))
+    assert same.calibrator_id == runnable.decider.calibrator_id
+
+
+def test_configurable_fields_rebuild_a_runnable_over_a_retry_layer() -> None:
+    model = _bound().with_retry(stop_after_attempt=2)
+    runnable = _quiet(lambda: TaskCalibratedRunnable(model, tool_decision(), None, n_samples=4))
+    configurable = runnable.configurable_fields(n_samples=ConfigurableField(id="n"))
+    decision = configurable.with_config(configurable={"n": 8}).invoke([HumanMessage(USER)])
+    assert decision.n_samples == 8
+
+
+def test_a_reloaded_artefact_is_checked_against_the_door(tmp_path: Any) -> None:
+    """``reload_artefact`` checks each load as a fixed artefact is checked."""
+    from taskcal_agents.decision import CalibratorMismatchWarning, shipped_artefacts
+    from taskcal_agents.errors import ConfigurationError
+
+    [ship] = [a for a in shipped_artefacts() if a.metadata["record"]["model"] == SHIPPED_FOR]
+    path = ship.save(tmp_path / "shipped.json")
+    args = {"model": _bound("my-own-model"), "task": tool_decision(), "calibrator": path,
+            "n_samples": 16, "temperature": 1.0, "reload_artefact": True}  # fmt: skip
+    with pytest.warns(CalibratorMismatchWarning, match="my-own-model"):
+        TaskCalibratedRunnable(**args)
+    with pytest.raises(ConfigurationError, match="my-own-model"):
+        TaskCalibratedRunnable(**args, strict_calibrator=True)
+    mw = TaskCalibrationMiddleware(
+        task=tool_decision(), calibrator=path, reload_artefact=True, sampling="model",
+        options=SamplingOptions(n_samples=16, temperature=1.0),
+    )  # fmt: skip
+    with pytest.warns(CalibratorMismatchWarning, match="my-own-model"):
+        _decide_middleware(mw, _request("my-own-model"), "sync")

@@ -607,7 +607,8 @@ def test_the_old_keyword_arguments_warn_and_mean_what_they_meant() -> None:
         TypeError,
         match=re.escape(
             "TaskCalibrationMiddleware got unknown argument 'n_sample' (did you mean "
-            "'n_samples'?); pass only the arguments it documents (the wrapped model's own "
+            "options=SamplingOptions(n_samples=...)?); pass only the arguments it documents "
+            "(the wrapped model's own "
             "settings, such as max_tokens, timeout or stop, are set on that model: "
             "ChatOpenAI(max_tokens=...))."
         ),

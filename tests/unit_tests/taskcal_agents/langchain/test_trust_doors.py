@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -209,3 +210,17 @@ def test_an_agent_asks_to_confirm_an_injected_call_in_either_middleware_order(or
     assert "taskcal_replaced_reply" not in last.response_metadata
     sent = [m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == "send_money"]
     assert sent == []
+
+
+def test_after_model_never_drops_an_argument_of_a_tool_it_has_no_schema_for() -> None:
+    """Without the offered tools in the state, a call's given arguments all count."""
+    from langgraph.runtime import Runtime
+
+    messages = [HumanMessage("Mail alice@example.com that the report is done.")]
+    args = {"recipients": ["alice@example.com"], "body": "Quarterly numbers attached."}
+    call = {"name": "send_email", "id": "e", "args": args}
+    reply = AIMessage("", tool_calls=[call], id="r1")
+    state: Any = {"messages": [*messages, reply]}  # no taskcal_offered_tools
+    update = middleware(task=policy_task(), calibrator=None).after_model(state, Runtime())
+    kept = reply if update is None else update["messages"][0]
+    assert kept.tool_calls and kept.tool_calls[0]["args"] == call["args"]

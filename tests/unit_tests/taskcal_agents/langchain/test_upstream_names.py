@@ -95,3 +95,18 @@ def test_the_middleware_finds_it_per_request(tmp_path: Path) -> None:
         mw.wrap_model_call(request, lambda _: None)  # type: ignore[arg-type, return-value]
     [record] = list(open_decision_log(log).read())
     assert record["artefact_id"] == _shipped_id() and REGISTRY in record["artefact_note"]
+
+
+def test_an_explicit_shipped_artefact_logs_the_note_too(tmp_path: Path) -> None:
+    [ship] = [a for a in shipped_artefacts() if a.metadata["record"]["model"] == REGISTRY]
+    path = ship.save(tmp_path / "shipped.json")
+    log = tmp_path / "decisions.jsonl"
+    model = NamedModel(responses=[CALL]).bind_tools([get_weather])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the upstream name matches: no mismatch warning
+        runnable = TaskCalibratedRunnable(
+            model, tool_decision(), path, n_samples=16, temperature=1.0, decision_log=log
+        )
+        runnable.invoke("What's the weather in Paris?")
+    [record] = list(open_decision_log(log).read())
+    assert REGISTRY in record["artefact_note"] and UPSTREAM in record["artefact_note"]

@@ -172,6 +172,8 @@ def test_each_registry_model_names_its_upstream_model() -> None:
         ("Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF", None),
         ("/models/Qwen2.5-Coder-1.5B-Instruct-AWQ", None),
         ("Qwen/Qwen2.5-Coder-7B-Instruct", None),
+        ("myorg/Qwen2.5-Coder-1.5B-Instruct", None),  # another hub id: other weights
+        ("./Qwen2.5-Coder-1.5B-Instruct", "qwen2.5-coder-1.5b-instruct"),  # a relative path
         ("Qwen", None),
         ("", None),
         (None, None),
