@@ -21,12 +21,22 @@ from taskcal_agents.errors import ConfigurationError
 __all__ = ["check_int", "check_number", "describe_validation_error"]
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """``"<field.path>: <problem>; ..."`` for each error (``(record)`` for the whole object)."""
+def describe_validation_error(
+    exc: ValidationError, *, whole: str = "(record)", with_input: bool = False
+) -> str:
+    """``"<field.path>: <problem>; ..."`` for each error (``whole`` for the whole object).
+
+    With ``with_input``, each problem ends with the value that arrived, ``(got ...)`` (its
+    ``repr`` cut to 200 characters).
+    """
     parts = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(record)"
-        parts.append(f"{loc}: {err['msg']}")
+        loc = ".".join(str(p) for p in err["loc"]) or whole
+        part = f"{loc}: {err['msg']}"
+        if with_input:
+            shown = repr(err.get("input"))
+            part += f" (got {shown if len(shown) <= 200 else shown[:197] + '...'})"
+        parts.append(part)
     return "; ".join(parts)
 
 

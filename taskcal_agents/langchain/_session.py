@@ -31,6 +31,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 from pydantic import ValidationError
 
+from taskcal_agents._validation import describe_validation_error
 from taskcal_agents.decision import (
     AUTO,
     Auto,
@@ -134,19 +135,9 @@ def configuration_error(owner: str, exc: ValidationError, known: Iterable[str]) 
     unknown = [str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden"]
     if unknown:
         return unknown_arguments(owner, unknown, known)
-    found = "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']} "
-        f"(got {_shown(e.get('input'))})"
-        for e in exc.errors()
-    )
+    found = describe_validation_error(exc, whole="input", with_input=True)
     msg = f"{owner} got an invalid argument: {found}."
     return ConfigurationError(msg)
-
-
-def _shown(value: Any, limit: int = 200) -> str:
-    """``repr(value)``, cut to ``limit`` characters."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def unknown_arguments(
