@@ -348,10 +348,13 @@ class TaskCalibrationMiddleware(
         temperature.
         """
         session = self.session
+        settings = dict(request.model_settings)  # as sampled: the options' temperature wins
+        if self.options.temperature is not None:
+            settings["temperature"] = self.options.temperature
         served = None
         if session.per_request:
             served = session.served_by(
-                request.model, request_settings=request.model_settings,
+                request.model, request_settings=settings,
                 tool_choice=request.tool_choice if request.tools else None,
             )  # fmt: skip
         system = [request.system_message] if request.system_message is not None else []
@@ -365,8 +368,7 @@ class TaskCalibrationMiddleware(
             overrides["system_message"], overrides["messages"] = request_with_task_prompt(
                 request.system_message, request.messages, pending.task.prompt
             )
-        if self.options.temperature is not None:
-            settings = {**request.model_settings, "temperature": self.options.temperature}
+        if settings != request.model_settings:
             overrides["model_settings"] = settings
         return pending, request.override(**overrides) if overrides else request
 

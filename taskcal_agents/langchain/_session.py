@@ -22,9 +22,10 @@ from __future__ import annotations
 import difflib
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, Generic, NamedTuple, TypedDict, TypeVar
 
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
@@ -92,6 +93,9 @@ __all__ = [
     "decision_from_message",
     "reply_for",
 ]
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 DECISION_METADATA_KEY = "taskcal_decision"
 """The ``response_metadata`` key of a reply message that holds its decision's record."""
@@ -212,35 +216,60 @@ class _Fixed(CalibratorSource):
         return self._value
 
 
+_KEPT = 128
+"""How many request settings a source keeps its calibrator for (the least recent go)."""
+
+
+class _Kept(Generic[K, V]):
+    """A small thread-safe memo that forgets the least recently used entry past ``_KEPT``."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K, make: Callable[[], V]) -> V:
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key]
+        made = make()  # outside the lock: it may read files or warn
+        with self._lock:
+            found = self._entries.setdefault(key, made)
+            self._entries.move_to_end(key)
+            while len(self._entries) > _KEPT:
+                self._entries.popitem(last=False)
+        return found
+
+
 class _Reloading(CalibratorSource):
-    """An artefact file, reloaded when it is replaced (and checked per request's settings)."""
+    """An artefact file, reloaded when it is replaced, and checked per request's settings."""
 
     def __init__(
         self,
         reloader: ArtefactReloader[InForce],
-        check: Callable[[CalibratorArtefact, ServedSettings], str | None] | None = None,
+        check: Callable[[CalibratorArtefact, ServedSettings], str | None],
+        *,
+        per_request: bool,
     ) -> None:
         self.reloader = reloader
-        self.per_request = check is not None
+        self.per_request = per_request
         self._check = check
-        self._notes: dict[tuple[str | None, ServedSettings], str | None] = {}
+        self._notes: _Kept[tuple[str | None, ServedSettings], str | None] = _Kept()
 
     def in_force(self, served: ServedSettings | None) -> InForce:
-        value = self.reloader.current()
-        artefact = self.reloader.resolved.artefact
-        if served is None or self._check is None or artefact is None:
+        value, resolved = self.reloader.current_with_resolved()  # one load's pair
+        artefact = resolved.artefact
+        if served is None or artefact is None:
             return value
-        key = (value.artefact_id, served)
-        if key not in self._notes:
-            self._notes[key] = self._check(artefact, served)
-        return value._replace(note=self._notes[key])
+        note = self._notes.get((value.artefact_id, served), lambda: self._check(artefact, served))
+        return value._replace(note=note)
 
 
 class _PerRequest(CalibratorSource):
     """Resolved for each request's settings on first use, then kept per setting.
 
-    ``default`` decides where a request names no settings; ``required``: the door must
-    name them (its model is known only per request).
+    ``default`` decides where a request names no settings; ``served`` is the door's own
+    settings when its model is known up front (else each request must name them).
     """
 
     def __init__(
@@ -253,18 +282,13 @@ class _PerRequest(CalibratorSource):
         self.per_request = served is None
         self._make = make
         self._default = default
-        self._kept: dict[ServedSettings, InForce] = {} if served is None else {served: default}
-        self._lock = threading.Lock()
+        self._served = served
+        self._kept: _Kept[ServedSettings, InForce] = _Kept()
 
     def in_force(self, served: ServedSettings | None) -> InForce:
-        if served is None:
+        if served is None or served == self._served:
             return self._default
-        found = self._kept.get(served)
-        if found is None:
-            made = self._make(served)
-            with self._lock:
-                found = self._kept.setdefault(served, made)
-        return found
+        return self._kept.get(served, lambda: self._make(served))
 
 
 # ------------------------------------------------------------------ the session
@@ -462,7 +486,7 @@ class DecisionSession:
                 calibrator, task, lambda r: self._build(r, served), alpha=self.alpha,
                 n_samples=n, owner=owner, served=served, strict=self._strict,
             )  # fmt: skip
-            return _Reloading(reloader, self._check if served is None else None)
+            return _Reloading(reloader, self._check, per_request=served is None)
         if calibrator == AUTO:
             shipped_artefacts()  # read the shipped files now, not on an async request
             if served is None:  # the raw belief's until a request names its model

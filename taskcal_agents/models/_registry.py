@@ -185,11 +185,11 @@ def registry_name_of(served_name: str | None) -> str | None:
     (``vllm serve Qwen/Qwen2.5-Coder-1.5B-Instruct``) or by the path it was given
     (``vllm serve /models/Qwen2.5-Coder-1.5B-Instruct``). The name names a registry model
     when it is that model's registry name, one of its :attr:`ModelSpec.upstream` ids
-    (case-insensitive), or a local path or bare name whose last component is an upstream
-    id's last component (case-insensitive); another organisation's hub id with the same
-    model name (a fine-tune, say) names none. A quantised upstream variant (``...-AWQ``,
-    ``...-GGUF``) names no registry model: its weights are neither the upstream ones nor the
-    registry's.
+    (case-insensitive, also behind a provider's prefix), or a local path (absolute, ``./``,
+    ``~/``) or bare name whose last component is an upstream id's model name; another
+    organisation's hub id with the same model name (a fine-tune, say) names none. A
+    quantised upstream variant (``...-AWQ``, ``...-GGUF``) names no registry model: its
+    weights are neither the upstream ones nor the registry's.
 
     Args:
         served_name: The model name a client passes (``model_name`` / ``model``), or
@@ -205,19 +205,24 @@ def registry_name_of(served_name: str | None) -> str | None:
         return name
     for spec in MODELS.values():
         for upstream in spec.upstream:
-            if name.casefold() == upstream.casefold():
-                return spec.name
-            # A local path or a bare name ending in the upstream id's name; a hub id of
-            # another organisation ("myorg/Qwen2.5-Coder-1.5B-Instruct", a fine-tune, say)
-            # names other weights.
-            if _is_local(name) and _last_component(name) == _last_component(upstream):
+            if _names_upstream(name, upstream):
                 return spec.name
     return None
 
 
-def _is_local(name: str) -> bool:
-    """Whether a served name is a local path or a bare name (not an ``org/model`` hub id)."""
-    return name.startswith(("/", ".", "~")) or name.count("/") != 1
+def _names_upstream(name: str, upstream: str) -> bool:
+    """Whether a served ``name`` names the ``upstream`` id's weights (case-insensitive).
+
+    The id itself, the id behind a provider's prefix (``hosted_vllm/Qwen/...``), a local
+    path whose folder is the id's model name (``/models/...``, ``./...``, ``~/...``,
+    a Windows path), or that model name alone. Another organisation's id with the same model
+    name (``myorg/...``, a fine-tune, say) names other weights.
+    """
+    name, upstream = name.casefold(), upstream.casefold()
+    if name == upstream or name.endswith("/" + upstream):
+        return True
+    local = name.startswith(("/", ".", "~")) or "\\" in name or name[1:3] == ":\\"
+    return (local or "/" not in name) and _last_component(name) == _last_component(upstream)
 
 
 __all__ = [

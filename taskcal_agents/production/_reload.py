@@ -133,14 +133,22 @@ class ArtefactReloader(Generic[T]):
 
     def current(self) -> T:
         """The value in force, reloaded first if the file was replaced (never raises)."""
+        return self.current_with_resolved()[0]
+
+    def current_with_resolved(self) -> tuple[T, ResolvedCalibrator]:
+        """The value in force and the resolved calibrator it was built from, as one pair.
+
+        Reloaded first if the file was replaced (never raises); the pair comes from one
+        load, whatever other threads swap in meanwhile.
+        """
         key = _stat_key(self.path)
         state = self._state
         if key == state[0] or key == self._failed:
-            return state[1]
+            return state[1], state[2]
         with self._lock:
             state = self._state
             if key == state[0] or key == self._failed:
-                return state[1]
+                return state[1], state[2]
             try:
                 if key is None:
                     msg = "the file is missing or cannot be read"
@@ -156,9 +164,9 @@ class ArtefactReloader(Generic[T]):
                     "Replace the file atomically with a valid artefact for this task (e.g. "
                     "`taskcal refit`)."
                 )
-                warnings.warn(msg, ArtefactReloadWarning, stacklevel=3)
-                return state[1]
+                warnings.warn(msg, ArtefactReloadWarning, stacklevel=4)
+                return state[1], state[2]
             self._state = (key, value, resolved)
             self._failed = _UNSET
             self.reloads += 1
-            return value
+            return value, resolved

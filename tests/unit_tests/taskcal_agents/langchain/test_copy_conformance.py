@@ -356,3 +356,41 @@ def test_a_reloaded_artefact_is_checked_against_the_door(tmp_path: Any) -> None:
     )  # fmt: skip
     with pytest.warns(CalibratorMismatchWarning, match="my-own-model"):
         _decide_middleware(mw, _request("my-own-model"), "sync")
+
+
+def test_the_middleware_picks_for_the_temperature_it_samples_at() -> None:
+    """The options' temperature is what the samples are drawn at, not the request's own."""
+    mw = TaskCalibrationMiddleware(**_middleware_args())  # T = 1.0 in its options
+    request = _request().override(model_settings={"temperature": 0.3})
+    record = _quiet(lambda: _decide_middleware(mw, request, "sync"))
+    assert record["calibrator_id"] is not None  # the shipped one, fitted at T = 1.0
+    assert {c.get("temperature") for c in request.model.calls} == {1.0}  # type: ignore[attr-defined]
+
+
+def test_a_reloaded_artefact_is_checked_for_per_call_settings(tmp_path: Any) -> None:
+    from taskcal_agents.decision import CalibratorMismatchWarning, shipped_artefacts
+    from taskcal_agents.errors import ConfigurationError
+
+    [ship] = [a for a in shipped_artefacts() if a.metadata["record"]["model"] == SHIPPED_FOR]
+    path = ship.save(tmp_path / "shipped.json")
+    for reload in (False, True):
+        runnable = TaskCalibratedRunnable(
+            _bound(), tool_decision(), path, n_samples=16, temperature=1.0, reload_artefact=reload
+        )
+        with pytest.warns(CalibratorMismatchWarning, match="temperature"):
+            runnable.invoke([HumanMessage(USER)], temperature=0.25 + reload / 8)
+        strict = TaskCalibratedRunnable(
+            _bound(), tool_decision(), path, n_samples=16, temperature=1.0,
+            reload_artefact=reload, strict_calibrator=True,
+        )  # fmt: skip
+        with pytest.raises(ConfigurationError, match="temperature"):
+            strict.invoke([HumanMessage(USER)], temperature=0.5 + reload / 8)
+
+
+def test_a_door_keeps_at_most_128_settings() -> None:
+    from taskcal_agents.langchain import _session
+
+    runnable = _quiet(lambda: TaskCalibratedRunnable(**_runnable_settings()))
+    for i in range(140):
+        runnable.invoke([HumanMessage(USER)], max_tokens=300 + i)  # each another setting
+    assert len(runnable.session.source._kept._entries) <= _session._KEPT  # type: ignore[attr-defined]

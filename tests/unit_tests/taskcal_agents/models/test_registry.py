@@ -173,6 +173,10 @@ def test_each_registry_model_names_its_upstream_model() -> None:
         ("/models/Qwen2.5-Coder-1.5B-Instruct-AWQ", None),
         ("Qwen/Qwen2.5-Coder-7B-Instruct", None),
         ("myorg/Qwen2.5-Coder-1.5B-Instruct", None),  # another hub id: other weights
+        ("hosted_vllm/Qwen/Qwen2.5-Coder-1.5B-Instruct", "qwen2.5-coder-1.5b-instruct"),
+        ("hosted_vllm/myorg/Qwen2.5-Coder-1.5B-Instruct", None),  # a prefix changes nothing
+        ("models/Qwen2.5-Coder-1.5B-Instruct", None),  # reads as a hub id: say ./models/...
+        ("~/m/Qwen2.5-Coder-1.5B-Instruct", "qwen2.5-coder-1.5b-instruct"),
         ("./Qwen2.5-Coder-1.5B-Instruct", "qwen2.5-coder-1.5b-instruct"),  # a relative path
         ("Qwen", None),
         ("", None),
