@@ -75,7 +75,6 @@ from taskcal_agents.decision._shipped import ServedSettings as ServedSettings
 from taskcal_agents.decision._shipped import UncalibratedWarning
 from taskcal_agents.decision._shipped import auto_artefact as auto_artefact
 from taskcal_agents.decision._shipped import fitted_on as fitted_on
-from taskcal_agents.decision._shipped import pick_calibrator as pick_calibrator
 from taskcal_agents.decision._shipped import shipped_artefacts as shipped_artefacts
 from taskcal_agents.decision._stopping_prior import FEW_ITEMS as FEW_ITEMS
 from taskcal_agents.decision._stopping_prior import StoppingPrior as StoppingPrior

@@ -591,7 +591,7 @@ def resolve_calibrator(
         calibrator: A fitted calibrator, a :class:`CalibratorArtefact`, the path of an
             artefact file, or ``None``. (A front door's ``"auto"`` is first turned into
             the shipped artefact it picks, or ``None``, by
-            :func:`~taskcal_agents.decision._shipped.pick_calibrator`.)
+            :func:`~taskcal_agents.decision._shipped.auto_artefact`.)
         task: The task it must fit.
         alpha: The Dirichlet prior given explicitly, or ``None`` to take the artefact's.
         n_samples: The samples the front door draws per decision, or ``None``; compared
@@ -621,7 +621,7 @@ def resolve_calibrator(
     if calibrator == "auto":
         msg = (
             f"{owner}: calibrator 'auto' must be resolved by the front door "
-            "(taskcal_agents.decision._shipped.pick_calibrator) before resolve_calibrator."
+            "(taskcal_agents.decision.auto_artefact) before resolve_calibrator."
         )
         raise ConfigurationError(msg)
     artefact = as_artefact(calibrator)

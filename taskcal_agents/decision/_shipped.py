@@ -95,7 +95,6 @@ __all__ = [
     "fitted_on",
     "load_shipped",
     "mismatch",
-    "pick_calibrator",
     "shipped_artefacts",
 ]
 
@@ -262,13 +261,3 @@ def auto_artefact(task: Task, served: ServedSettings, *, owner: str) -> Calibrat
         _WARNED.add(msg)
         warnings.warn(msg, UncalibratedWarning, stacklevel=3)
     return None
-
-
-def pick_calibrator(calibrator: Any, task: Task, served: ServedSettings, *, owner: str) -> Any:
-    """A front door's ``calibrator`` as ``resolve_calibrator`` takes it.
-
-    For ``"auto"``, the shipped artefact :func:`auto_artefact` picks (``None``: the raw
-    belief, after its warning); anything else as it is
-    (:func:`~taskcal_agents.decision._artefact.resolve_calibrator` then checks it).
-    """
-    return auto_artefact(task, served, owner=owner) if calibrator == AUTO else calibrator

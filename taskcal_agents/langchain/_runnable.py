@@ -99,10 +99,19 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
             :class:`~taskcal_agents.decision.SamplingOptions` (``n_samples``,
             ``temperature``, ``alpha``, ``adaptive``).
 
+    A copy (``model_copy``, ``configurable_fields``, a chat model's ``with_model`` or
+    ``bind_tools``) is built by the constructor from its parameters, so it decides exactly
+    as a runnable built fresh with them. Settings given per call (``invoke``'s keyword
+    arguments, a ``.bind(...)``: a temperature, a ``tool_choice``) are what is sampled, and
+    the calibrator is picked (``"auto"``) or checked (an artefact) for them.
+
     Raises:
-        ConfigurationError: If the calibrator does not match the task, temperature/seed
-            are set for a model that is not a chat model, or retries are set both here
-            and by ``with_retry()``.
+        UnknownArgumentError: For an argument it does not take (a ``ConfigurationError``
+            and a ``TypeError``), naming the closest one.
+        ConfigurationError: If an argument is invalid, the calibrator does not match the
+            task, temperature/seed are set for a model that is not a chat model, retries
+            are set both here and by ``with_retry()``, or (``strict_calibrator``) an
+            explicit artefact does not match how the runnable samples.
         LabelMismatchError: If the calibrator's (artefact's) labels differ from the task's.
         DataFileError: If an artefact path cannot be read.
     """

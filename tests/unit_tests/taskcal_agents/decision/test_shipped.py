@@ -29,7 +29,6 @@ from taskcal_agents.decision._shipped import (
     fitted_on,
     load_shipped,
     mismatch,
-    pick_calibrator,
 )
 from taskcal_agents.decision._task import GroundingSpec
 from taskcal_agents.errors import ConfigurationError, DataFileError
@@ -283,7 +282,7 @@ def test_another_model_is_told_which_models_have_calibrators(ship: CalibratorArt
                                presets.tool_decision())  # fmt: skip
     shipped._WARNED.clear()
     with pytest.warns(UncalibratedWarning, match="task 'rating'"):
-        assert pick_calibrator("auto", presets.rating(), SERVED, owner="X") is None
+        assert auto_artefact(presets.rating(), SERVED, owner="X") is None
     with pytest.raises(ConfigurationError, match="must be resolved by the front door"):
         resolve_calibrator("auto", presets.rating(), owner="X")
 
