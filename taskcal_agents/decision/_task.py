@@ -19,9 +19,10 @@ An answer-or-abstain task on free-form questions may cluster its N answers by me
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self
 
@@ -205,6 +206,15 @@ def _invalid_task(data: Any, exc: ValidationError) -> ConfigurationError:
     return ConfigurationError(f"{who} is invalid ({count}): {'; '.join(problems)}.")
 
 
+@contextlib.contextmanager
+def _invalid_as_configuration(data: Any) -> Iterator[None]:
+    """Turn pydantic's ``ValidationError`` for a task built from ``data`` into ours."""
+    try:
+        yield
+    except ValidationError as exc:
+        raise _invalid_task(data, exc) from exc
+
+
 def _answer_abstain(
     task: str, parser_name: str, parser: Parser, labels: Sequence[str]
 ) -> tuple[str, str]:
@@ -305,10 +315,8 @@ class Task(BaseModel):
     if not TYPE_CHECKING:  # type checkers keep the field signature pydantic gives them
 
         def __init__(self, /, **data: Any) -> None:
-            try:
+            with _invalid_as_configuration(data):
                 super().__init__(**data)
-            except ValidationError as exc:
-                raise _invalid_task(data, exc) from exc
 
         # pydantic's mark for its own __init__: validation of a dict (model_validate, a
         # nested task) keeps calling the validator, not this wrapper.
@@ -324,10 +332,8 @@ class Task(BaseModel):
         Raises:
             ConfigurationError: The task is invalid (chained from pydantic's error).
         """
-        try:
+        with _invalid_as_configuration(obj):
             return super().model_validate(obj, **kwargs)
-        except ValidationError as exc:
-            raise _invalid_task(obj, exc) from exc
 
     @classmethod
     @override
@@ -340,10 +346,8 @@ class Task(BaseModel):
             ConfigurationError: The JSON is malformed or the task is invalid (chained from
                 pydantic's error).
         """
-        try:
+        with _invalid_as_configuration(json_data):
             return super().model_validate_json(json_data, **kwargs)
-        except ValidationError as exc:
-            raise _invalid_task(json_data, exc) from exc
 
     @classmethod
     @override
@@ -355,10 +359,8 @@ class Task(BaseModel):
         Raises:
             ConfigurationError: The task is invalid (chained from pydantic's error).
         """
-        try:
+        with _invalid_as_configuration(obj):
             return super().model_validate_strings(obj, **kwargs)
-        except ValidationError as exc:
-            raise _invalid_task(obj, exc) from exc
 
     _cost: NDArray[np.float64] = PrivateAttr()
     _parser: Parser = PrivateAttr()

@@ -32,6 +32,7 @@ from taskcal_agents.langchain._runnable import TaskCalibratedRunnable
 from taskcal_agents.langchain._session import (
     DECISION_METADATA_KEY,
     configuration_error,
+    rebuilt,
     reply_for,
     unknown_arguments,
 )
@@ -144,8 +145,7 @@ class TaskCalibratedChatModel(BaseChatModel):
         if inner or deep:
             runnable = update.get("runnable", self.runnable)
             update["runnable"] = runnable.model_copy(update=inner, deep=deep)
-        params = {name: getattr(self, name) for name in self.model_fields_set}
-        return type(self)(**{**params, **update})
+        return rebuilt(self, update)
 
     def __copy__(self) -> Self:
         return self.model_copy()

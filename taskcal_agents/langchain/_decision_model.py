@@ -33,7 +33,6 @@ so q' ≥ 0.5 ⇔ q ≥ c_FP / (c_FP + c_FN) (see :mod:`taskcal_agents.langchain
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import math
 import os
@@ -75,6 +74,7 @@ from taskcal_agents.langchain._session import (
     PendingDecision,
     configuration_error,
     decided,
+    rebuilt,
 )
 from taskcal_agents.parsing import LABEL_PARSER
 from taskcal_agents.production import model_name_of, open_decision_log
@@ -246,9 +246,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         derived = params.get("model") == _name_of(self.chat_model)
         if "chat_model" in update and "model" not in update and derived:
             params.pop("model")
-        if deep:
-            params = {k: v if k == "decision_log" else copy.deepcopy(v) for k, v in params.items()}
-        return type(self)(**{**params, **update})
+        return rebuilt(self, update, deep=deep, params=params)
 
     def __copy__(self) -> Self:
         return self.model_copy()

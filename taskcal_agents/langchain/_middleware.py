@@ -13,7 +13,6 @@ JSON-able dicts (safe for any checkpointer).
 from __future__ import annotations
 
 import asyncio
-import copy
 import functools
 import inspect
 import operator
@@ -58,7 +57,7 @@ from taskcal_agents.decision import (
     Task,
 )
 from taskcal_agents.errors import ConfigurationError, SamplingError
-from taskcal_agents.langchain._legacy import DeprecatedArguments, migrated
+from taskcal_agents.langchain._legacy import DeprecatedArguments, Migrated, migrated
 from taskcal_agents.langchain._session import (
     DECISION_METADATA_KEY,
     DecisionSession,
@@ -66,6 +65,7 @@ from taskcal_agents.langchain._session import (
     ToolResultConfig,
     decided,
     decision_from_message,
+    rebuilt,
     unknown_arguments,
 )
 from taskcal_agents.parsing import (
@@ -264,15 +264,24 @@ class TaskCalibrationMiddleware(
             "decision_log": decision_log, "reload_artefact": reload_artefact,
             "strict_calibrator": strict_calibrator,
         }  # fmt: skip
-        self._legacy = old  # the 0.1 arguments' settings, for copies (unwarned)
+        self._assemble(old)
+
+    def _assemble(self, legacy: Migrated) -> None:
+        """Build the session from the arguments and the 0.1 arguments' settings ``legacy``.
+
+        The one place the middleware's session is made (for a copy too).
+        """
+        params = self._params
+        self._legacy = legacy  # kept for copies, which take it without a warning
+        self._max_concurrency = legacy.max_concurrency
         self.session: DecisionSession = DecisionSession(
-            task, calibrator, options=old.options, owner=owner, judge=old.judge,
-            task_prompt=old.use_task_prompt, reload_artefact=reload_artefact,
-            decision_log=decision_log, tool_result=old.tool_result, strict=strict_calibrator,
+            params["task"], params["calibrator"], options=params["options"],
+            owner=type(self).__name__, judge=legacy.judge, task_prompt=legacy.use_task_prompt,
+            reload_artefact=params["reload_artefact"], decision_log=params["decision_log"],
+            tool_result=params["tool_result"], strict=params["strict_calibrator"],
         )  # fmt: skip
         """The decision's assembly: the calibrator in force (``session.in_force()``), its
         risk limit, the task decided after a tool result, the decision log."""
-        self._max_concurrency = old.max_concurrency
 
     @property
     def task(self) -> Task:
@@ -314,25 +323,10 @@ class TaskCalibrationMiddleware(
             owner = f"{type(self).__name__}.model_copy"
             raise unknown_arguments(owner, unknown, self._params)
         params = {**self._params, "decision_log": self.session.log}
-        if deep:
-            params = {k: v if k == "decision_log" else copy.deepcopy(v) for k, v in params.items()}
-        made = type(self)(**{**params, **update})
-        made._legacy_from(self._legacy)
+        made = rebuilt(self, update, deep=deep, params=params)
+        if self._legacy != made._legacy:  # 0.1 arguments (judge, use_task_prompt, ...)
+            made._assemble(self._legacy)
         return made
-
-    def _legacy_from(self, legacy: Any) -> None:
-        """Take the 0.1 arguments' settings of the middleware this one copies."""
-        self._legacy = legacy
-        self._max_concurrency = legacy.max_concurrency
-        if legacy.judge is not None or not legacy.use_task_prompt:
-            self.session = DecisionSession(
-                self._params["task"], self._params["calibrator"], options=self.options,
-                owner=type(self).__name__, judge=legacy.judge,
-                task_prompt=legacy.use_task_prompt,
-                reload_artefact=self._params["reload_artefact"], decision_log=self.session.log,
-                tool_result=self._params["tool_result"],
-                strict=self._params["strict_calibrator"],
-            )  # fmt: skip
 
     def __copy__(self) -> Self:
         return self.model_copy()

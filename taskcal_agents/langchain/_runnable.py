@@ -12,7 +12,6 @@ Wrap any chat model once and use the result anywhere a LangChain Runnable fits::
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Self
 
@@ -46,6 +45,7 @@ from taskcal_agents.langchain._session import (
     PendingDecision,
     configuration_error,
     decided,
+    rebuilt,
 )
 from taskcal_agents.production import model_name_of
 from taskcal_agents.sampling import (
@@ -224,10 +224,7 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         against them), α, risk limit and session are resolved anew; nothing derived
         travels with it. The decision log stays the one this runnable opened.
         """
-        params = {name: getattr(self, name) for name in self.model_fields_set}
-        if deep:
-            params = {k: v if k == "decision_log" else copy.deepcopy(v) for k, v in params.items()}
-        return type(self)(**{**params, **(update or {})})
+        return rebuilt(self, update, deep=deep)
 
     def __copy__(self) -> Self:
         return self.model_copy()

@@ -19,6 +19,7 @@ names (an agent's request names its model and ``tool_choice``).
 
 from __future__ import annotations
 
+import copy
 import difflib
 import os
 import threading
@@ -91,9 +92,11 @@ __all__ = [
     "ToolResultConfig",
     "configuration_error",
     "decision_from_message",
+    "rebuilt",
     "reply_for",
 ]
 
+D = TypeVar("D")
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -126,6 +129,27 @@ def reply_for(decision: Decision, messages: Sequence[BaseMessage]) -> AIMessage:
         message = AIMessage(content=decision.action)
     metadata = {**message.response_metadata, DECISION_METADATA_KEY: decision.to_metadata()}
     return message.model_copy(update={"response_metadata": metadata})
+
+
+def rebuilt(
+    door: D,
+    update: Mapping[str, Any] | None = None,
+    *,
+    deep: bool = False,
+    params: Mapping[str, Any] | None = None,
+) -> D:
+    """A copy of ``door`` built anew by its constructor, with ``update`` applied.
+
+    scikit-learn's ``clone`` rule: the constructor gets the parameters (``params``; by
+    default a pydantic door's fields that were set), so nothing derived travels with the
+    copy. With ``deep`` the parameters are deep-copied, but an opened decision log stays
+    shared.
+    """
+    if params is None:
+        params = {name: getattr(door, name) for name in door.model_fields_set}  # type: ignore[attr-defined]
+    if deep:
+        params = {k: v if k == "decision_log" else copy.deepcopy(v) for k, v in params.items()}
+    return type(door)(**{**params, **(update or {})})
 
 
 def configuration_error(owner: str, exc: ValidationError, known: Iterable[str]) -> Exception:

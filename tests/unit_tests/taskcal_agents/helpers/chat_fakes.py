@@ -100,6 +100,12 @@ class RecordingChatModel(BaseChatModel):
         return "recording"
 
 
+class NamedChatModel(RecordingChatModel):
+    """A recording chat model with a served model name (what ``calibrator="auto"`` matches)."""
+
+    model_name: str = "recording"
+
+
 def tool_call_message(name: str = "get_weather", **args: Any) -> AIMessage:
     return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"id_{name}"}])
 

@@ -23,7 +23,6 @@ from langchain.agents.middleware.types import ExtendedModelResponse, ModelReques
 from langchain_core.decisions import Choice
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import ConfigurableField
-from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
 from taskcal_agents.decision import SamplingOptions, UncalibratedWarning
@@ -36,16 +35,10 @@ from taskcal_agents.langchain import (
 )
 from taskcal_agents.langchain._session import DECISION_METADATA_KEY
 from tests.unit_tests.taskcal_agents.helpers.calibration import fitted
-from tests.unit_tests.taskcal_agents.helpers.chat_fakes import RecordingChatModel
+from tests.unit_tests.taskcal_agents.helpers.chat_fakes import NamedChatModel, get_weather
 
 SHIPPED_FOR = "qwen2.5-coder-0.5b-instruct"
 """A registry model with a shipped tool-decision calibrator (N = 16, T = 1.0)."""
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Get the current weather for a city."""
-    return f"Sunny in {city}."
 
 
 USER = "What's the weather in Paris right now?"
@@ -58,14 +51,8 @@ OTHER_COST = [[0, 1, 2], [6, 0, 6], [9, 1, 0]]
 """Another deployment's cost matrix (the task changed, its belief fields not)."""
 
 
-class NamedModel(RecordingChatModel):
-    """A recording chat model with a served model name (what ``"auto"`` matches)."""
-
-    model_name: str = SHIPPED_FOR
-
-
-def _model(name: str = SHIPPED_FOR) -> NamedModel:
-    return NamedModel(responses=list(REPLIES), model_name=name)
+def _model(name: str = SHIPPED_FOR) -> NamedChatModel:
+    return NamedChatModel(responses=list(REPLIES), model_name=name)
 
 
 def _view(record: dict[str, Any]) -> dict[str, Any]:
@@ -280,7 +267,7 @@ DECISION_MODEL_CHANGES: dict[str, Any] = {
     "alpha": 5.0,
     "n_samples": 8,
     "costs": {"team": [[0, 1, 1], [4, 0, 4], [1, 1, 0]]},
-    "chat_model": NamedModel(responses=TEAM_REPLIES, model_name="my-own-model"),
+    "chat_model": NamedChatModel(responses=TEAM_REPLIES, model_name="my-own-model"),
 }
 """The decision model's settings: its task is the question's, with its ``costs``."""
 
@@ -291,7 +278,10 @@ def test_a_copied_decision_model_decides_as_a_fresh_one(setting: str, mode: str)
     value = DECISION_MODEL_CHANGES[setting]
 
     def build(**update: Any) -> TaskCalibratedDecisionModel:
-        args: dict[str, Any] = {"chat_model": NamedModel(responses=TEAM_REPLIES), "n_samples": 16}
+        args: dict[str, Any] = {
+            "chat_model": NamedChatModel(responses=TEAM_REPLIES, model_name=SHIPPED_FOR),
+            "n_samples": 16,
+        }
         return TaskCalibratedDecisionModel(**{**args, **update})
 
     def decide(model: TaskCalibratedDecisionModel) -> dict[str, Any]:

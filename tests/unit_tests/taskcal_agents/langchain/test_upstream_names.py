@@ -15,31 +15,20 @@ from typing import Any
 import pytest
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
 from taskcal_agents.decision import SamplingOptions, _shipped, shipped_artefacts, tool_decision
 from taskcal_agents.langchain import TaskCalibratedRunnable, TaskCalibrationMiddleware
 from taskcal_agents.production import open_decision_log
-from tests.unit_tests.taskcal_agents.helpers.chat_fakes import RecordingChatModel
+from tests.unit_tests.taskcal_agents.helpers.chat_fakes import NamedChatModel, get_weather
 
 UPSTREAM = "Qwen/Qwen2.5-Coder-0.5B-Instruct"
 REGISTRY = "qwen2.5-coder-0.5b-instruct"
 
 
-@tool
-def get_weather(city: str) -> str:
-    """Get the current weather for a city."""
-    return f"Sunny in {city}."
-
-
 CALL = AIMessage(
     content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c1"}]
 )
-
-
-class NamedModel(RecordingChatModel):
-    model_name: str = UPSTREAM
 
 
 def _shipped_id() -> str:
@@ -53,7 +42,7 @@ def test_the_runnable_finds_the_calibrator_under_the_upstream_name(
 ) -> None:
     monkeypatch.setattr(_shipped, "_NOTED", set())  # the note is logged once per process
     log = tmp_path / "decisions.jsonl"
-    model = NamedModel(responses=[CALL], model_name=served).bind_tools([get_weather])
+    model = NamedChatModel(responses=[CALL], model_name=served).bind_tools([get_weather])
     with warnings.catch_warnings(), caplog.at_level(logging.INFO):
         warnings.simplefilter("error")  # no UncalibratedWarning, no mismatch warning
         runnable = TaskCalibratedRunnable(
@@ -70,7 +59,7 @@ def test_the_runnable_finds_the_calibrator_under_the_upstream_name(
 
 def test_the_registry_name_logs_no_note(tmp_path: Path) -> None:
     log = tmp_path / "decisions.jsonl"
-    model = NamedModel(responses=[CALL], model_name=REGISTRY).bind_tools([get_weather])
+    model = NamedChatModel(responses=[CALL], model_name=REGISTRY).bind_tools([get_weather])
     runnable = TaskCalibratedRunnable(
         model, tool_decision(), n_samples=16, temperature=1.0, decision_log=log
     )
@@ -86,10 +75,14 @@ def test_the_middleware_finds_it_per_request(tmp_path: Path) -> None:
         sampling="model", decision_log=log,
     )  # fmt: skip
     messages: list[Any] = [HumanMessage("What's the weather in Paris?")]
+    model = NamedChatModel(responses=[CALL], model_name=UPSTREAM)
     request = ModelRequest(
-        model=NamedModel(responses=[CALL]), messages=messages, tools=[get_weather],
-        state={"messages": messages}, runtime=Runtime(),
-    )  # fmt: skip
+        model=model,
+        messages=messages,
+        tools=[get_weather],
+        state={"messages": messages},
+        runtime=Runtime(),
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         mw.wrap_model_call(request, lambda _: None)  # type: ignore[arg-type, return-value]
@@ -101,7 +94,7 @@ def test_an_explicit_shipped_artefact_logs_the_note_too(tmp_path: Path) -> None:
     [ship] = [a for a in shipped_artefacts() if a.metadata["record"]["model"] == REGISTRY]
     path = ship.save(tmp_path / "shipped.json")
     log = tmp_path / "decisions.jsonl"
-    model = NamedModel(responses=[CALL]).bind_tools([get_weather])
+    model = NamedChatModel(responses=[CALL], model_name=UPSTREAM).bind_tools([get_weather])
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the upstream name matches: no mismatch warning
         runnable = TaskCalibratedRunnable(
