@@ -23,8 +23,9 @@ first shipped artefact whose record matches:
 
 - the served model's name is the record's ``model``, or names the same registry model
   (:attr:`ServedSettings.registry_model`: an upstream id such as
-  ``Qwen/Qwen2.5-Coder-1.5B-Instruct``, or a path ending in one; a quantised upstream
-  variant, ``...-AWQ`` or ``...-GGUF``, does not);
+  ``Qwen/Qwen2.5-Coder-1.5B-Instruct``, or a local folder named like one; a quantised
+  upstream variant, ``...-AWQ`` or ``...-GGUF``, and another organisation's model of the
+  same name do not);
 - N and the temperature are the record's; the completion length limit is the record's
   ``max_tokens`` or longer, or unset (a longer limit only lets a completion finish that
   the record's limit would have cut off);

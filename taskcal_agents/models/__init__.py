@@ -4,8 +4,8 @@
 default, and Qwen2.5-Coder-0.5B/1.5B-Instruct); ``prepare_model(name)`` builds (once) a
 verified safetensors folder of one, ``prepare_default_model()`` of the default;
 ``registry_name_of(name)`` says which registry model a served name names (the registry
-name, an upstream id such as ``Qwen/Qwen2.5-Coder-1.5B-Instruct``, or a path ending in
-one). Serving (:class:`~taskcal_agents.serving.VLLMServer`) and offline sampling both start
+name, an upstream id such as ``Qwen/Qwen2.5-Coder-1.5B-Instruct``, or a local folder named
+like one). Serving (:class:`~taskcal_agents.serving.VLLMServer`) and offline sampling both start
 from here.
 """
 

@@ -93,7 +93,7 @@ def served_settings(
     parameters it sets (bound, per request in ``request_settings`` / ``tool_choice``, or its
     own), and ``temperature`` when given, else the model's own. The registry model the name
     names (:func:`~taskcal_agents.models.registry_name_of`: the registry name, an upstream
-    id, or a path ending in one) is its ``registry_model``.
+    id, or a local folder named like one) is its ``registry_model``.
     """
     from taskcal_agents.decision import ServedSettings
     from taskcal_agents.models import registry_name_of
