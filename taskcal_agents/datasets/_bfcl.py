@@ -31,7 +31,11 @@ category in the same shares. Within each split and category each request plays o
 most: the asks are dealt first, in a seeded order, to the requests with a qualifying phrase,
 then calls and no-fits in turn (a no-fit takes tools of its own split), an item whose words
 repeat another's is dropped, and each label is cut to the least frequent one's count. Within
-a split the labels are interleaved, so any prefix is balanced.
+a split the labels are interleaved, so any prefix is balanced. Each split then ends with its
+``near_miss`` no-fits (the request's own service's other tools) and as many ``generic_name``
+calls (the right tool under a generic name), pair by pair
+(:mod:`~taskcal_agents.datasets._bfcl_hard`): a request's words shared with the tools, or not,
+say nothing of the label.
 
 The source is the ``bfcl_eval`` wheel itself (``pip download --no-deps
 bfcl-eval==2026.3.23``; its bytes are read, never installed or imported, and a pinned
@@ -51,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from taskcal_agents.datasets._bfcl_asks import delete_argument
+from taskcal_agents.datasets._bfcl_hard import hard_items
 from taskcal_agents.datasets._bfcl_negatives import hard_negatives, tool_text
 from taskcal_agents.datasets._bfcl_source import BFCL_CATEGORIES, Request, read_requests
 from taskcal_agents.datasets._format import DatasetItem
@@ -190,7 +195,13 @@ def build_corpus(source: Path, seed: int = CORPUS_SEED) -> list[DatasetItem]:
                 if k < len(per_label[label]):
                     item = per_label[label][k]
                     items.append(item.model_copy(update={"meta": {**item.meta, "split": split}}))
-    return items
+    # Then, in each split after its first items, the near misses and the generic names.
+    hard = hard_items(unique, split_of, items, _tools, str(source), seed)
+    return [
+        item
+        for split in SPLITS
+        for item in [*(i for i in items if i.meta["split"] == split), *hard.get(split, [])]
+    ]
 
 
 def _tool_set_key(names: Iterable[str]) -> str:
