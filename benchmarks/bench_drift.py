@@ -1,7 +1,7 @@
 """Simulated drift: how soon the monitor alarms, how often it cries wolf, what a refit recovers.
 
 A synthetic deployment of the tool-decision task (``tool_call``, ``request_for_info``,
-``cannot_answer`` with :data:`~taskcal_agents.decision._presets.DEFAULT_TOOL_DECISION_COST`; every
+``cannot_answer`` with :data:`~taskcal_agents.decision._presets.FLAT_TOOL_DECISION_COST`; every
 action executable, so decisions need no sampled message). Per request: logits
 ``z ~ N(log prior, σ² I)``; the true label probabilities ``π = softmax(z + δ)``; the
 model samples ``N`` labels from ``softmax(z / τ)`` (each unparsed with probability
@@ -70,6 +70,7 @@ from numpy.typing import NDArray
 from taskcal_agents._files import write_json
 from taskcal_agents.decision import Decider, GroundingSpec, Task, tool_decision
 from taskcal_agents.decision._artefact import CalibratorArtefact, resolve_calibrator
+from taskcal_agents.decision._presets import FLAT_TOOL_DECISION_COST
 from taskcal_agents.production import refit_from_records
 from taskcal_agents.production._decision_log import artefact_id, open_decision_log
 from taskcal_agents.production._monitor import first_alarm, monitor
@@ -343,7 +344,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
     """Run the benchmark, print the table, return the per-seed results."""
     args = parse_args(argv)
-    task = tool_decision(sampled_actions=[], grounding=GroundingSpec())  # simulated beliefs only
+    task = tool_decision(  # simulated beliefs only; the flat matrix this benchmark reports under
+        sampled_actions=[], grounding=GroundingSpec(), cost=FLAT_TOOL_DECISION_COST
+    )
     started = time.perf_counter()
     shm = Path("/dev/shm")  # the log fsyncs each append: keep it off the disk if we can
     log_dir = args.log_dir or (shm if shm.is_dir() else None)

@@ -48,6 +48,7 @@ from taskcal_agents.decision._decider import (
 )
 from taskcal_agents.decision._decider import item_relevance as item_relevance
 from taskcal_agents.decision._decider import raw_inputs as raw_inputs
+from taskcal_agents.decision._effects import ToolEffects
 from taskcal_agents.decision._executability import trusted_flags as trusted_flags
 from taskcal_agents.decision._options import DEFAULT_N_SAMPLES as DEFAULT_N_SAMPLES
 from taskcal_agents.decision._options import DEFAULT_TEMPERATURE as DEFAULT_TEMPERATURE
@@ -98,6 +99,7 @@ __all__ = [
     "SamplingOptions",
     "StoppingPriorWarning",
     "Task",
+    "ToolEffects",
     "UncalibratedWarning",
     "UnfittedPriorWarning",
     "after_tool_result",

@@ -61,15 +61,11 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import gammaln
 
 from taskcal_agents.decision._decider import Decider, Decision
-from taskcal_agents.decision._executability import (
-    carried_actions,
-    grounded_flags,
-    trusted_flags,
-    ungrounded_flags,
-)
+from taskcal_agents.decision._executability import ungrounded_flags
 from taskcal_agents.decision._options import AdaptiveSampling
 from taskcal_agents.decision._stopping_prior import StoppingPrior, fit_stopping_prior
 from taskcal_agents.decision._task import UNGROUNDED_CALL, Task
+from taskcal_agents.decision._terms import decision_terms
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing import GroundingContext
 
@@ -219,7 +215,10 @@ def _futures(
 
 
 def _actions(
-    decider: Decider, counts: NDArray[np.int64], executable: NDArray[np.bool_]
+    decider: Decider,
+    counts: NDArray[np.int64],
+    executable: NDArray[np.bool_],
+    cost: NDArray[np.float64] | None = None,
 ) -> NDArray[np.intp]:
     """The Decider's action for each row of outcome counts and executable actions.
 
@@ -238,7 +237,7 @@ def _actions(
         for row in counts
     ]
     q = decider.calibrate(np.stack([decider.calibrator_input(b) for b in beliefs]))
-    chosen = decider.choose_actions(q, executable).actions.copy()
+    chosen = decider.choose_actions(q, executable, cost=cost).actions.copy()
     no_parsed = np.array([b.n_parsed == 0 for b in beliefs])
     chosen[no_parsed] = task.action_index(task.default_action)
     return chosen
@@ -252,6 +251,7 @@ def change_probability(
     executable: ArrayLike | None = None,
     draws: int = 4096,
     prior: StoppingPrior | None = None,
+    cost: NDArray[np.float64] | None = None,
 ) -> float:
     """The posterior-predictive probability that drawing up to ``n_max`` changes the action.
 
@@ -266,6 +266,9 @@ def change_probability(
         prior: The stopping prior (``None``, or one fitted for other outcomes, as an
             explicit prior is for a middleware's after-tool-result task: the Decider's,
             from its calibrator artefact, else :meth:`StoppingPrior.uniform`).
+        cost: The decision's cost matrix (under the task's ``effects``, that of the call
+            the samples so far would send; :func:`~taskcal_agents.decision._terms.decision_terms`);
+            ``None``: the task's.
 
     Returns:
         The probability, in [0, 1]; 0 when ``counts`` already hold ``n_max`` samples or
@@ -325,10 +328,14 @@ def change_probability(
                 # A relabelled ungrounded call counts as an ask but may still be sent: the
                 # rule cannot tell it from a question, so it assumes it can (more sampling).
                 grows[:, task.action_index(a)] |= future[:, index[str(task.ask_action)]] > 0
+    if task.confirm_action is not None and task.call_action is not None:  # it confirms the call
+        grows[:, task.action_index(task.confirm_action)] = grows[
+            :, task.action_index(task.call_action)
+        ]
     rows = np.concatenate([(c + future), ok | grows], axis=1).astype(np.int64)
     rows = np.concatenate([np.append(c, ok)[None, :].astype(np.int64), rows])
     distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
-    actions = _actions(decider, distinct[:, : k + 1], distinct[:, k + 1 :].astype(bool))
+    actions = _actions(decider, distinct[:, : k + 1], distinct[:, k + 1 :].astype(bool), cost)
     per_row = actions[np.ravel(inverse)]
     changed = per_row[1:] != per_row[0]
     return float(min(1.0, max(0.0, np.sum(weight[changed]))))
@@ -375,6 +382,7 @@ def stop_check(
     adaptive: AdaptiveSampling,
     *,
     executable: ArrayLike | None = None,
+    cost: NDArray[np.float64] | None = None,
 ) -> StopCheck:
     """Apply the stopping rule: stop when P(change) < ε or N is reached.
 
@@ -387,6 +395,8 @@ def stop_check(
         n_max: N.
         adaptive: ε and the futures summed exactly (or drawn).
         executable: Which actions the samples so far can carry out (``None``: all).
+        cost: The cost matrix of the decision (under the task's ``effects``, that of the
+            call the samples so far would send); ``None``: the task's.
 
     Returns:
         The verdict.
@@ -401,8 +411,9 @@ def stop_check(
             n_max=int(n_max),
         )
     p = change_probability(
-        decider, counts, n_max, executable=executable, draws=adaptive.draws, prior=adaptive.prior
-    )
+        decider, counts, n_max, executable=executable, draws=adaptive.draws,
+        prior=adaptive.prior, cost=cost,
+    )  # fmt: skip
     return StopCheck(
         stop=n_drawn >= n_max or p < adaptive.epsilon,
         change_probability=p,
@@ -436,10 +447,17 @@ def stop_check_messages(
     Returns:
         The verdict.
     """
-    counts, executable = message_counts(
-        decider, messages, tool_names=tool_names, answered_calls=answered_calls, context=context
+    task = decider.task
+    labels, _, groundings = decider.read_samples(
+        messages, tool_names=tool_names, answered_calls=answered_calls, context=context
     )
-    return stop_check(decider, counts, n_max, adaptive, executable=executable)
+    terms = decision_terms(
+        task, messages, labels, tool_names=tool_names, groundings=groundings, context=context
+    )
+    counts = outcome_counts(task, task.sample_outcomes(labels, ungrounded_flags(groundings)))
+    return stop_check(
+        decider, counts, n_max, adaptive, executable=terms.executable, cost=terms.cost
+    )
 
 
 def message_counts(
@@ -459,12 +477,11 @@ def message_counts(
     labels, _, groundings = decider.read_samples(
         messages, tool_names=tool_names, answered_calls=answered_calls, context=context
     )
-    executable = carried_actions(
-        task, messages, labels, tool_names=tool_names,
-        grounded=grounded_flags(groundings), trusted=trusted_flags(groundings),
-    )  # fmt: skip
+    terms = decision_terms(
+        task, messages, labels, tool_names=tool_names, groundings=groundings, context=context
+    )
     outcomes = task.sample_outcomes(labels, ungrounded_flags(groundings))
-    return outcome_counts(task, outcomes), np.asarray(executable, dtype=bool)
+    return outcome_counts(task, outcomes), np.asarray(terms.executable, dtype=bool)
 
 
 def with_stop(decision: Decision, check: StopCheck | None) -> Decision:

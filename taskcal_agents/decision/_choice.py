@@ -57,7 +57,8 @@ def choose_actions(
 ) -> ActionChoice:
     """The actions taken on calibrated beliefs ``Q`` ``(n, k)``: executable MBR, then the guard.
 
-    ``cost`` is the task's cost matrix, ``guard`` the risk control's guard on the task (see
+    ``cost`` is the cost matrix ``(k, m)``, or one per row ``(n, k, m)``; ``guard`` the risk
+    control's guard on the task (see
     :meth:`Decider.choose_actions <taskcal_agents.decision.Decider.choose_actions>`).
 
     Raises:
@@ -70,7 +71,11 @@ def choose_actions(
             f"(one calibrated belief over {list(task.labels)!r} per row), got {q.shape}."
         )
         raise ConfigurationError(msg)
-    ec = expected_costs(q, cost, check_input=False)
+    cost = np.asarray(cost, dtype=np.float64)
+    if cost.ndim == 3:  # one matrix per row (each row's call effect)
+        ec = np.einsum("nk,nkm->nm", q, cost)
+    else:
+        ec = expected_costs(q, cost, check_input=False)
     chosen, replaced = executable_mbr(ec, executable)
     if guard is None or risk_control is None:
         no = np.zeros(len(chosen), dtype=bool)

@@ -37,6 +37,7 @@ from taskcal_agents.decision._calibration import (
     reads_inputs,
 )
 from taskcal_agents.decision._choice import ActionChoice
+from taskcal_agents.decision._effects import call_effect
 from taskcal_agents.decision._executability import (
     TOOL_CALL_ACTION,
     carried_actions,
@@ -45,7 +46,6 @@ from taskcal_agents.decision._executability import (
     grounded_flags,
     mbr_action,
     replacement_reason,
-    trusted_flags,
     ungrounded_flags,
 )
 from taskcal_agents.decision._record import (
@@ -57,6 +57,7 @@ from taskcal_agents.decision._record import (
 from taskcal_agents.decision._risk_control import RiskControl
 from taskcal_agents.decision._stopping_prior import StoppingPrior
 from taskcal_agents.decision._task import Task
+from taskcal_agents.decision._terms import DecisionTerms, decision_terms
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
 from taskcal_agents.parsing import (
     AnswerClusters,
@@ -316,6 +317,7 @@ class Decider:
             clusters=clusters,
             groundings=groundings,
             relevance=item_relevance(self.task, messages, labels, context, groundings),
+            context=context,
         )
         return with_repeats(decision, n_repeats, belief)
 
@@ -380,6 +382,7 @@ class Decider:
         clusters: AnswerClusters | None = None,
         groundings: Sequence[SampleGrounding] | None = None,
         relevance: Sequence[float] | None = None,
+        context: GroundingContext | None = None,
     ) -> Decision:
         """Decide from a belief (``messages``/``labels`` only pick the message).
 
@@ -398,6 +401,8 @@ class Decider:
             relevance: The relevance features (:func:`item_relevance`), when the task
                 reads them: recorded in the decision, and read by a calibrator of
                 :func:`raw_inputs`.
+            context: The request's tools and conversation: under the task's ``effects``,
+                the effects the tools declare.
 
         Returns:
             The decision.
@@ -431,11 +436,11 @@ class Decider:
             labels = [self.task.parse_completion(m, tool_names=tool_names) for m in messages]
         # The MBR action; if only a sample can carry it out (a tool call with its arguments)
         # and none does, take the cheapest action that can be carried out, and say so.
-        executable = carried_actions(
-            self.task, messages, labels, tool_names=tool_names,
-            grounded=grounded_flags(groundings), trusted=trusted_flags(groundings),
+        terms = decision_terms(
+            self.task, messages, labels, tool_names=tool_names, groundings=groundings,
+            context=context,
         )  # fmt: skip
-        choice = self.choose_actions(q[None, :], executable[None, :])
+        choice = self.choose_actions(q[None, :], terms.executable[None, :], cost=terms.cost)
         ec = choice.expected_costs[0]
         unguarded = self._actions[int(choice.unguarded[0])]
         reason: str | None = None
@@ -451,6 +456,59 @@ class Decider:
             expected_cost=dict(zip(self._actions, ec.tolist(), strict=True)),
             unguarded_action=unguarded, relevance=logged_relevance(relevance),
             **_choice.guard_fields(choice, self._guard, self.risk_control),
+            **self._effect_fields(terms),
+        )  # fmt: skip
+
+    def _effect_fields(self, terms: DecisionTerms) -> dict[str, Any]:
+        """The Decision's effect fields (none without the task's ``effects``)."""
+        if terms.effect is None:
+            return {}
+        call = self._actions.index(str(self.task.call_action))
+        return {
+            "effect": terms.effect.effect,
+            "effect_source": terms.effect.source,
+            "call_cost": terms.cost[:, call].tolist(),
+        }
+
+    def approved(self, context: GroundingContext) -> Decision:
+        """The decision to send exactly the calls the user approved (no sample is drawn).
+
+        ``context.approved`` holds them: the user's plain yes right after the library's
+        confirmation question (:attr:`~taskcal_agents.parsing.GroundingContext.approved`).
+        The decision's beliefs are the user's word: ``tool_call`` with probability 1.
+
+        Raises:
+            ConfigurationError: ``context`` approves no call, or the task has no call action.
+        """
+        calls = context.approved
+        call = self.task.call_action
+        if not calls or call is None:
+            msg = (
+                f"Decider.approved for task {self.task.name!r} needs a conversation whose last "
+                "message approves a confirmed call, and a task with a call action."
+            )
+            raise ConfigurationError(msg)
+        message = AIMessage(
+            content="",
+            tool_calls=[
+                {"name": c["name"], "args": dict(c["args"]), "id": f"call_approved_{i}",
+                 "type": "tool_call"}
+                for i, c in enumerate(calls)
+            ],
+        )  # fmt: skip
+        sure = {label: float(label == call) for label in self._labels}
+        effect_fields: dict[str, Any] = {}
+        if self.task.effects is not None:
+            effect = call_effect([c["name"] for c in calls], self.task.effects, context)
+            cost = self.task.cost_matrix(effect.effect)
+            effect_fields = self._effect_fields(DecisionTerms(np.ones(0, bool), effect, cost))
+        cost = self.task.cost_matrix(effect_fields.get("effect"))
+        ec = _expected_costs(np.array(list(sure.values())), cost, check_input=False)
+        return Decision(
+            task=self.task.name, action=call, message=message, probs=sure, calibrated=dict(sure),
+            expected_cost=dict(zip(self._actions, ec.tolist(), strict=True)),
+            n_samples=0, n_unparsed=0, approved=True, unguarded_action=call,
+            calibrator_id=self.calibrator_id, **effect_fields,
         )  # fmt: skip
 
     def _record(
@@ -497,7 +555,13 @@ class Decider:
         """
         return _reply.ask_message(self.task, messages, labels, groundings)
 
-    def choose_actions(self, Q: NDArray[np.float64], executable: NDArray[np.bool_]) -> ActionChoice:
+    def choose_actions(
+        self,
+        Q: NDArray[np.float64],
+        executable: NDArray[np.bool_],
+        *,
+        cost: NDArray[np.float64] | None = None,
+    ) -> ActionChoice:
         """The actions the Decider takes on calibrated beliefs: executable MBR, then the guard.
 
         The one map from q to the returned action, shared by :meth:`decide_belief` and
@@ -509,6 +573,9 @@ class Decider:
             Q: Calibrated beliefs, shape ``(n, k)`` (:meth:`calibrate`).
             executable: Which actions each row's samples can carry out, shape ``(n, m)``
                 (:func:`carried_actions`).
+            cost: The cost matrix ``(k, m)``, or one per row ``(n, k, m)`` (under the task's
+                ``effects``, that of each row's call, :func:`decision_terms`); ``None``: the
+                task's.
 
         Returns:
             The final and unguarded action indices, with ``replaced``, ``guarded`` and
@@ -518,8 +585,9 @@ class Decider:
             ConfigurationError: If the shapes do not match.
         """
         return _choice.choose_actions(
-            self.task, self._cost, Q, executable, self._guard, self.risk_control
-        )
+            self.task, self._cost if cost is None else cost, Q, executable, self._guard,
+            self.risk_control,
+        )  # fmt: skip
 
     def fallback(
         self,

@@ -173,7 +173,8 @@ def carried_actions(
     """Which of the task's actions these samples let the agent carry out.
 
     An action not in ``task.sampled_actions`` can always be carried out (the ask and
-    abstain actions have their texts). A sampled action can be carried out iff some
+    abstain actions have their texts), except the confirm action, which can be taken iff
+    the call action can (it names that call). A sampled action can be carried out iff some
     sample labelled with it carries it out (:func:`carries_out`); under the task's
     ``grounding.execute: grounded`` a tool call only by a sample whose calls are grounded.
 
@@ -209,7 +210,10 @@ def carried_actions(
         and (label != task.call_action or sendable is None or sendable[i])
         and carries_out(label, message, tool_names=tool_names, call_action=task.call_action)
     }
-    return np.array([a not in sampled or a in carried for a in task.action_list], dtype=bool)
+    can = {a: a not in sampled or a in carried for a in task.action_list}
+    if task.confirm_action is not None:
+        can[task.confirm_action] = can.get(str(task.call_action), False)
+    return np.array([can[a] for a in task.action_list], dtype=bool)
 
 
 def replacement_reason(

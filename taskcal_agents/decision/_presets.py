@@ -13,12 +13,21 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
+from taskcal_agents._validation import describe_validation_error
+from taskcal_agents.decision._effects import ToolEffects
 from taskcal_agents.decision._task import TOOL_CALL_ACTION, GroundingSpec, ParserSpec, Task
+from taskcal_agents.errors import ConfigurationError
 
 __all__ = [
+    "CONFIRM_ACTION",
     "DEFAULT_AFTER_TOOL_RESULT_COST",
     "DEFAULT_GROUNDING",
     "DEFAULT_TOOL_DECISION_COST",
+    "DEFAULT_TOOL_EFFECTS",
+    "EFFECT_AWARE_COST",
+    "FLAT_TOOL_DECISION_COST",
     "TOOL_DECISION_GROUNDING",
     "TOOL_DECISION_PROMPT",
     "after_tool_result",
@@ -36,7 +45,45 @@ DEFAULT_TOOL_DECISION_COST: tuple[tuple[float, ...], ...] = (
     (5.0, 2.0, 0.0, 4.0),  # true cannot_answer: acting on an impossible request is worst
     (2.0, 1.0, 2.0, 0.0),  # true direct_answer
 )
-"""Default tool-decision costs (the ``direct_answer`` row/column only when enabled)."""
+"""The flat tool-decision costs: every call priced alike, no confirmation (the default of
+:func:`tool_decision` with ``direct_answer``, the ``direct_answer`` row and column only
+then; :data:`FLAT_TOOL_DECISION_COST` is its three-label part)."""
+
+FLAT_TOOL_DECISION_COST: tuple[tuple[float, ...], ...] = tuple(
+    row[:3] for row in DEFAULT_TOOL_DECISION_COST[:3]
+)
+"""The flat matrix a user-turn tool decision had before effects: a wrong call costs 4 (the
+request lacked a value) or 5 (no tool fits), whatever the call does. Pass it as ``cost=``
+to :func:`tool_decision` to decide as before (no effects, no confirm action)."""
+
+EFFECT_AWARE_COST: tuple[tuple[float, ...], ...] = (
+    # action: tool_call (a write; see DEFAULT_TOOL_EFFECTS), confirm, request_for_info,
+    # cannot_answer
+    (0.0, 0.25, 1.0, 2.0),  # true tool_call: a confirmation costs a click, a question a turn
+    (4.0, 1.0, 0.0, 2.0),  # true request_for_info: confirming costs what asking would
+    (4.0, 1.0, 1.0, 0.0),  # true cannot_answer
+)
+"""The default costs of :func:`tool_decision` on a user turn (rows: true label; columns:
+``tool_call``, ``confirm``, ``request_for_info``, ``cannot_answer``). The call column is
+priced by the effect of the call (:data:`DEFAULT_TOOL_EFFECTS`): 0 / 1 / 1 for a read,
+0 / 4 / 4 for a write, 0 / 10 / 10 for an irreversible call. A confirmation costs the user
+what a question costs, except when the call was right: then it costs a click. So a read call
+is sent when q(tool_call) > 0.5, a write without confirmation above about 0.92, an
+irreversible one above about 0.97."""
+
+DEFAULT_TOOL_EFFECTS = ToolEffects(
+    default="write",
+    call_cost={
+        "read": [0.0, 1.0, 1.0],
+        "write": [0.0, 4.0, 4.0],
+        "irreversible": [0.0, 10.0, 10.0],
+    },
+)
+"""The default effects of :func:`tool_decision`: a tool nothing names is a ``write``, and a
+wrong call costs 1 (read), 4 (write) or 10 (irreversible)."""
+
+CONFIRM_ACTION = "confirm"
+"""The confirm action of :func:`tool_decision`."""
 
 DEFAULT_AFTER_TOOL_RESULT_COST: tuple[tuple[float, ...], ...] = (
     # action: tool_call, request_for_info, cannot_answer, direct_answer
@@ -85,6 +132,21 @@ def _matrix(cost: Sequence[Sequence[float]]) -> list[list[float]]:
     return [[float(c) for c in row] for row in cost]
 
 
+def _tool_effects(
+    effects: ToolEffects | Mapping[str, Any], tool_effects: Mapping[str, str] | None
+) -> ToolEffects:
+    """``effects`` validated, with ``tool_effects`` added to its ``tools``."""
+    data = effects.model_dump() if isinstance(effects, ToolEffects) else dict(effects)
+    if tool_effects:
+        data["tools"] = {**dict(data.get("tools") or {}), **tool_effects}
+    try:
+        return ToolEffects.model_validate(data)
+    except ValidationError as exc:
+        problems = describe_validation_error(exc, with_input=True)
+        msg = f"tool_decision parameters 'effects' and 'tool_effects' are invalid: {problems}."
+        raise ConfigurationError(msg) from exc
+
+
 def tool_decision(
     direct_answer: bool = False,
     cost: Sequence[Sequence[float]] | None = None,
@@ -93,13 +155,23 @@ def tool_decision(
     name: str = "tool_decision",
     unparsed: str = "other",
     grounding: GroundingSpec | Literal["default"] | None = "default",
+    effects: ToolEffects | Mapping[str, Any] | Literal["default"] | None = "default",
+    tool_effects: Mapping[str, str] | None = None,
     **fields: Any,
 ) -> Task:
-    """Tool call, ask for information, or abstain (optionally: answer directly).
+    """Tool call, confirm the call, ask for information, or abstain (or answer directly).
 
-    Labels and actions: ``tool_call``, ``request_for_info``, ``cannot_answer`` (and
-    ``direct_answer``). The default costs are :data:`DEFAULT_TOOL_DECISION_COST`; the
-    default fallback is its minimax action, ``request_for_info``. Unparsed samples are
+    Labels: ``tool_call``, ``request_for_info``, ``cannot_answer`` (and ``direct_answer``).
+    On a user turn the actions are ``tool_call``, ``confirm`` (ask the user to approve the
+    exact call), ``request_for_info`` and ``cannot_answer``, priced by the effect of the call
+    (:data:`EFFECT_AWARE_COST`, :data:`DEFAULT_TOOL_EFFECTS`): a read is made on weaker
+    evidence than a payment, and a grounded call short of its bar is confirmed rather than
+    turned into a question. A ``cost`` with one column per label (e.g.
+    :data:`FLAT_TOOL_DECISION_COST`) decides without effects or confirmation, as before,
+    and so does a task without grounding (``grounding=None``: no call is checked, so none
+    is priced or confirmed); with ``direct_answer`` the default is
+    :data:`DEFAULT_TOOL_DECISION_COST`, flat. The
+    fallback (no usable sample) is ``request_for_info``. Unparsed samples are
     evidence by default (``unparsed="other"``): small models often answer an impossible
     request with text no label fits, and a belief drawn from one usable sample of eight
     must not look like strong evidence.
@@ -122,6 +194,14 @@ def tool_decision(
             (:class:`~taskcal_agents.decision.GroundingSpec`); ``None``: calls count and are
             sent whatever their arguments. ``"default"``: :data:`TOOL_DECISION_GROUNDING`
             (with the relevance features), or :data:`DEFAULT_GROUNDING` with ``direct_answer``.
+        effects: Each tool's effect and the call's cost by effect
+            (:class:`~taskcal_agents.decision.ToolEffects` or its mapping; with the default
+            costs, a mapping's missing fields are :data:`DEFAULT_TOOL_EFFECTS`'). ``"default"``:
+            :data:`DEFAULT_TOOL_EFFECTS` with the default costs, none with a ``cost`` given
+            or with ``direct_answer``.
+        tool_effects: Effects by tool name (``{"get_weather": "read", "send_money":
+            "irreversible"}``), added to ``effects``' ``tools``: they take precedence over
+            what the tools declare themselves.
         **fields: Further :class:`Task` fields (``ask_text``, ``prompt``, …). The
             ``prompt`` is :data:`TOOL_DECISION_PROMPT` by default without ``direct_answer``
             (``None``: no task prompt).
@@ -137,7 +217,31 @@ def tool_decision(
     if direct_answer:
         labels.append("direct_answer")
     k = len(labels)
-    default = [list(row[:k]) for row in DEFAULT_TOOL_DECISION_COST[:k]]
+    if cost is None and not direct_answer and grounding is None:
+        cost = FLAT_TOOL_DECISION_COST  # no grounding: no call to price or confirm
+    elif cost is None and not direct_answer:
+        cost = EFFECT_AWARE_COST
+        if effects == "default":
+            effects = DEFAULT_TOOL_EFFECTS
+        elif isinstance(effects, Mapping):  # what it leaves out is the default's
+            effects = {**DEFAULT_TOOL_EFFECTS.model_dump(), **effects}
+    elif cost is None:
+        cost = [list(row[:k]) for row in DEFAULT_TOOL_DECISION_COST[:k]]
+    if effects == "default":
+        effects = None
+    if effects is not None:
+        effects = _tool_effects(effects, tool_effects)
+    elif tool_effects:
+        msg = (
+            "tool_decision parameter 'tool_effects' names effects for a decision without "
+            "effects (a flat 'cost', direct_answer or no grounding); pass 'effects' too."
+        )
+        raise ConfigurationError(msg)
+    confirm = not direct_answer and len(cost) == k and all(len(row) == k + 1 for row in cost)
+    if confirm:
+        fields.setdefault("actions", [TOOL_CALL_ACTION, CONFIRM_ACTION, *labels[1:]])
+        fields.setdefault("confirm_action", CONFIRM_ACTION)
+        fields.setdefault("fallback_action", "request_for_info")
     options: dict[str, Any] = {"direct_answer": direct_answer}
     if tool_names is not None:
         options["tool_names"] = list(tool_names)
@@ -148,7 +252,8 @@ def tool_decision(
     return Task(
         name=name,
         labels=labels,
-        cost=_matrix(default if cost is None else cost),
+        cost=_matrix(cost),
+        effects=effects,
         parser=ParserSpec(name="tool_decision", options=options),
         unparsed=unparsed,
         call_action=TOOL_CALL_ACTION,

@@ -16,7 +16,10 @@ draw raised. It applies
   decision with the error (``on_error="fallback"``), or its error (``"raise"``); the samples
   of its earlier rounds are discarded, not decided on;
 
-and ends in one :class:`~taskcal_agents.decision.Decision` (or error) per input.
+and ends in one :class:`~taskcal_agents.decision.Decision` (or error) per input. An input
+whose last message is the user's plain yes to the library's confirmation question draws
+nothing: its decision sends exactly the confirmed call
+(:meth:`~taskcal_agents.decision.Decider.approved`).
 :func:`taskcal_agents.sampling._drive.drive` and
 :func:`~taskcal_agents.sampling._drive.adrive` run it, the first with blocking calls and
 ``time.sleep``, the second awaited.
@@ -25,7 +28,7 @@ and ends in one :class:`~taskcal_agents.decision.Decision` (or error) per input.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -184,6 +187,7 @@ def draw_in_rounds(
     adaptive: AdaptiveSampling | None = None,
     retry: RetryPolicy | None = None,
     stop_check: Callable[[int, list[AIMessage]], StopCheck] | None = None,
+    skip: Collection[int] = (),
 ) -> Generator[Draw, Drawn, list[Rounds]]:
     """Draw the samples of *n_inputs* inputs in rounds, with retries; return what each got.
 
@@ -194,10 +198,11 @@ def draw_in_rounds(
     error are never a draw's and leave the protocol as they are: a control-flow signal
     (:func:`is_control_flow`) and a :class:`~taskcal_agents.errors.ConfigurationError` (a
     request the driver refused to send: retrying it or falling back would hide a bug).
+    The inputs in *skip* draw nothing.
     """
     retry = retry or RetryPolicy()
     out = [Rounds() for _ in range(n_inputs)]
-    active = list(range(n_inputs))
+    active = [i for i in range(n_inputs) if i not in skip]
     done = 0
     rounds = (n_samples,) if adaptive is None else adaptive.rounds(n_samples)
     for total in rounds:
@@ -264,6 +269,15 @@ class DecisionInput:
     context: GroundingContext | None = None
 
 
+def _approves(decider: Decider, item: DecisionInput) -> bool:
+    """Whether the input's last message approves a confirmed call the task can send."""
+    return (
+        item.context is not None
+        and item.context.approved is not None
+        and decider.task.call_action is not None
+    )
+
+
 def decide_in_rounds(
     decider: Decider,
     inputs: Sequence[DecisionInput],
@@ -307,11 +321,18 @@ def decide_in_rounds(
             answered_calls=inputs[i].answered_calls, context=inputs[i].context,
         )  # fmt: skip
 
+    # A conversation whose last message approves a confirmed call sends exactly that call.
+    approved = {i for i, item in enumerate(inputs) if _approves(decider, item)}
     rounds = yield from draw_in_rounds(
-        len(inputs), options.n_samples, adaptive=adaptive, retry=retry, stop_check=stop
-    )
+        len(inputs), options.n_samples, adaptive=adaptive, retry=retry, stop_check=stop,
+        skip=approved,
+    )  # fmt: skip
     out: list[Decision | BaseException] = []
-    for item, r in zip(inputs, rounds, strict=True):
+    for i, (item, r) in enumerate(zip(inputs, rounds, strict=True)):
+        if i in approved:
+            assert item.context is not None
+            out.append(decider.approved(item.context))
+            continue
         if r.error is not None:
             if on_error == "fallback":
                 why = f"model error after {r.attempts} attempt(s): {type(r.error).__name__}: "

@@ -94,6 +94,19 @@ class Decision(BaseModel):
     grounding status and sources (:class:`~taskcal_agents.parsing.Source` labels:
     ``"user"``, ``"tool:search_web"``, ``"inferred:default"``), one entry per call;
     ``None`` without grounding or without a sampled call."""
+    effect: str | None = None
+    """Under the task's ``effects``: the effect of the call the decision would send (``read``,
+    ``write``, ``irreversible``; the task's default when no call can be sent), else ``None``."""
+    effect_source: str | None = None
+    """Where :attr:`effect` came from: ``"task"``, ``"mcp"``, ``"metadata"``, ``"tags"`` or
+    ``"default"`` (see :class:`~taskcal_agents.decision.ToolEffects`)."""
+    call_cost: list[float] | None = None
+    """Under the task's ``effects``: the call action's cost column the decision used (one cost
+    per label, the effect's ``call_cost``)."""
+    approved: bool = False
+    """Whether the call was sent because the user approved exactly it (a yes to the
+    library's confirmation, or an approve or edit at a human-in-the-loop interrupt): no
+    sample was drawn."""
     missing_arguments: list[str] = Field(default_factory=list)
     """For an ask decision: the arguments the question asks for (those the sampled calls
     lacked or invented), in the order asked; empty otherwise."""

@@ -26,6 +26,7 @@ from taskcal_agents.parsing import (
     AnswerClusters,
     CallGrounding,
     SampleGrounding,
+    approval_message,
     canonical_tool_calls,
     confirmation_message,
     extract_tool_calls,
@@ -40,7 +41,7 @@ from taskcal_agents.parsing import (
     with_tool_calls,
 )
 
-__all__ = ["ask_message", "reply_message", "representative"]
+__all__ = ["ask_message", "modal_sendable", "reply_message", "representative"]
 
 
 def reply_message(
@@ -52,7 +53,16 @@ def reply_message(
     clusters: AnswerClusters | None,
     groundings: Sequence[SampleGrounding] | None,
 ) -> tuple[AIMessage | None, tuple[str, ...]]:
-    """The representative message and, for the ask action, the arguments it asks for."""
+    """The representative message and, for the ask action, the arguments it asks for.
+
+    The confirm action's message asks the user to approve the call the call action would
+    send (:func:`~taskcal_agents.parsing.approval_message`).
+    """
+    if action == task.confirm_action and groundings is not None:
+        modal = modal_sendable(task, messages, labels, groundings, tool_names)
+        if modal is None:  # not executable: a decision never takes it
+            return None, ()
+        return approval_message(modal[1].calls), ()
     if groundings is None or action != task.ask_action:
         message = representative(
             task,
@@ -118,6 +128,35 @@ def untrusted_call(groundings: Sequence[SampleGrounding]) -> CallGrounding | Non
     return None if modal is None else next(c for c in modal.calls if c.violations)
 
 
+def modal_sendable(
+    task: Task,
+    messages: Sequence[AIMessage],
+    labels: Sequence[str | None],
+    groundings: Sequence[SampleGrounding],
+    tool_names: Sequence[str] | None = None,
+) -> tuple[AIMessage, SampleGrounding] | None:
+    """The sample whose call the call action would send, with its grounding, else ``None``.
+
+    Among the samples labelled with the call action whose calls the task lets be sent
+    (grounded, under ``execute: grounded``; trusted, under a trust policy), the first one
+    making the most frequent call (compared as sent).
+    """
+    action = task.call_action
+    sendable = sendable_flags(
+        task, grounded_flags(groundings), len(messages), trusted_flags(groundings)
+    )
+    pairs = [
+        (m, g)
+        for m, label, g, ok in zip(messages, labels, groundings, sendable, strict=True)
+        if label == action and ok and g.calls
+        and carries_out(str(action), m, tool_names=tool_names, call_action=action)
+    ]  # fmt: skip
+    if not pairs:
+        return None
+    keys = [g.key for _, g in pairs]
+    return pairs[keys.index(Counter(keys).most_common(1)[0][0])]
+
+
 def representative(
     task: Task,
     action: str,
@@ -151,20 +190,8 @@ def representative(
             sendable_flags(task, None, len(messages))  # raises under execute: grounded
             groundings = None
         else:
-            sendable = sendable_flags(
-                task, grounded_flags(groundings), len(messages), trusted_flags(groundings)
-            )
-            pairs = [
-                (m, g)
-                for m, label, g, ok in zip(messages, labels, groundings, sendable, strict=True)
-                if label == action and ok and g.calls
-                and carries_out(action, m, tool_names=tool_names, call_action=task.call_action)
-            ]  # fmt: skip
-            if not pairs:
-                return None
-            keys = [g.key for _, g in pairs]
-            m, g = pairs[keys.index(Counter(keys).most_common(1)[0][0])]
-            return grounded_message(with_tool_calls(m), g)
+            modal = modal_sendable(task, messages, labels, groundings, tool_names)
+            return None if modal is None else grounded_message(with_tool_calls(modal[0]), modal[1])
     if group:
         calls = [extract_tool_calls(m) for m in group]
         with_calls = [(m, c) for m, c in zip(group, calls, strict=True) if c]

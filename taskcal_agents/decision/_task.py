@@ -46,6 +46,7 @@ from typing_extensions import override
 from calibrators import minimax_action
 from taskcal_agents._files import write_text
 from taskcal_agents.decision._belief import DEFAULT_ALPHA, Belief
+from taskcal_agents.decision._effects import ToolEffects
 from taskcal_agents.errors import ConfigurationError, DataFileError
 from taskcal_agents.parsing import (
     RELEVANCE_FEATURES,
@@ -303,6 +304,15 @@ class Task(BaseModel):
     """Argument grounding of a tool decision (see :class:`GroundingSpec`): how ungrounded
     calls enter the belief and which calls may be sent. ``None``: calls count and are sent
     whatever their arguments (a task file written before grounding existed)."""
+    effects: ToolEffects | None = None
+    """Effect-aware costs (see :class:`~taskcal_agents.decision.ToolEffects`): each tool's
+    effect (``read``, ``write``, ``irreversible``) and the call action's cost column per
+    effect; each decision is MBR under the matrix of the effect of the call it would send.
+    Needs ``grounding``. ``None``: the ``cost`` matrix for every call."""
+    confirm_action: str | None = None
+    """The action that asks the user to approve the exact call the decision would send (not
+    a label: its costs say what a confirmation costs under each truth). It can be taken
+    only when the call action can. ``None``: no confirmation."""
     trust: TrustPolicy | None = None
     """Which sources may supply a sent call's argument values (see
     :class:`~taskcal_agents.parsing.TrustPolicy`; ``"by_kind"`` for
@@ -363,6 +373,7 @@ class Task(BaseModel):
             return super().model_validate_strings(obj, **kwargs)
 
     _cost: NDArray[np.float64] = PrivateAttr()
+    _costs_by_effect: dict[str, NDArray[np.float64]] = PrivateAttr(default_factory=dict)
     _parser: Parser = PrivateAttr()
     _label_index: dict[str, int] = PrivateAttr()
     _action_index: dict[str, int] = PrivateAttr()
@@ -456,17 +467,69 @@ class Task(BaseModel):
                 "drop 'trust'."
             )
             raise ValueError(msg)
+        self._check_effects(labels, actions, call)
         fallback = self.fallback_action or actions[minimax_action(cost)]
+        if fallback == self.confirm_action:
+            msg = (
+                f"field 'fallback_action' is the confirm action {fallback!r}, which needs a call "
+                "to confirm; set fallback_action to the ask or abstain action."
+            )
+            raise ValueError(msg)
         # Frozen model: fill in derived defaults once, here.
         object.__setattr__(self, "actions", actions)
         object.__setattr__(self, "call_action", call)
         object.__setattr__(self, "fallback_action", fallback)
         self._cost = cost
+        self._costs_by_effect = self._effect_matrices(cost, actions, call)
         self._parser = parser
         self._label_index = {label: i for i, label in enumerate(labels)}
         self._action_index = {action: i for i, action in enumerate(actions)}
         self._unparsed_as = unparsed_as
         return self
+
+    def _check_effects(self, labels: list[str], actions: list[str], call: str | None) -> None:
+        confirm = self.confirm_action
+        if confirm is not None:
+            if confirm not in actions or confirm in labels or confirm == call:
+                msg = (
+                    f"field 'confirm_action' must be an action that is not a label nor the "
+                    f"call action, from {actions!r}; got {confirm!r}."
+                )
+                raise ValueError(msg)
+            if confirm in (self.ask_action, self.abstain_action, *self.sampled_actions):
+                msg = f"field 'confirm_action' {confirm!r} has another role already."
+                raise ValueError(msg)
+        if (self.effects is not None or confirm is not None) and (
+            self.grounding is None or call is None
+        ):
+            msg = (
+                "'effects' and 'confirm_action' price and confirm the call a decision would "
+                "send, which argument grounding finds; add 'grounding' (e.g. grounding: "
+                "{belief: relabel}) and a call action."
+            )
+            raise ValueError(msg)
+        if self.effects is not None:
+            for effect, column in self.effects.call_cost.items():
+                if len(column) != len(labels):
+                    msg = (
+                        f"field 'effects.call_cost.{effect}' must hold one cost per label "
+                        f"{labels!r}, got {column!r}."
+                    )
+                    raise ValueError(msg)
+
+    def _effect_matrices(
+        self, cost: NDArray[np.float64], actions: list[str], call: str | None
+    ) -> dict[str, NDArray[np.float64]]:
+        if self.effects is None or call is None:
+            return {}
+        column = actions.index(call)
+        out: dict[str, NDArray[np.float64]] = {}
+        for effect, values in self.effects.call_cost.items():
+            matrix = cost.copy()
+            matrix[:, column] = values
+            matrix.setflags(write=False)
+            out[effect] = matrix
+        return out
 
     @model_serializer(mode="wrap")
     def _omit_derived_call_action(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -479,8 +542,9 @@ class Task(BaseModel):
             return data
         if data.get("call_action") == TOOL_CALL_ACTION and TOOL_CALL_ACTION in self.action_list:
             del data["call_action"]
-        if data.get("trust", 0) is None:
-            del data["trust"]  # a task without a policy dumps as before the field
+        for key in ("trust", "effects", "confirm_action"):
+            if key in data and data[key] is None:
+                del data[key]  # a task without them dumps as before the fields
         return data
 
     def __eq__(self, other: object) -> bool:
@@ -550,9 +614,17 @@ class Task(BaseModel):
         """
         return self.n_features + (len(RELEVANCE_FEATURES) if self.reads_relevance else 0)
 
-    def cost_matrix(self) -> NDArray[np.float64]:
-        """Return the cost matrix, shape ``(len(labels), len(actions))`` (read-only)."""
-        return self._cost
+    def cost_matrix(self, effect: str | None = None) -> NDArray[np.float64]:
+        """Return the cost matrix, shape ``(len(labels), len(actions))`` (read-only).
+
+        Args:
+            effect: The effect of the call the decision would send, under the task's
+                ``effects``: the call column is that effect's ``call_cost``. ``None``, or an
+                effect without a ``call_cost`` entry: the ``cost`` matrix as written.
+        """
+        if effect is None:
+            return self._cost
+        return self._costs_by_effect.get(effect, self._cost)
 
     def label_index(self, label: str) -> int:
         """Return the row of ``label``.

@@ -12,7 +12,8 @@ in ``taskcal_decisions``. :func:`route_on_decision` returns the decided action, 
     graph.add_node("tools", ToolNode(tools))
     graph.add_edge(START, "decide")
     graph.add_conditional_edges("decide", route_on_decision, {"tool_call": "tools",
-                                "request_for_info": END, "cannot_answer": END})
+                                "confirm": END, "request_for_info": END,
+                                "cannot_answer": END})
 """
 
 from __future__ import annotations

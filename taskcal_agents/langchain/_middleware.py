@@ -17,6 +17,7 @@ import functools
 import inspect
 import operator
 import os
+import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired, Self
 
@@ -38,7 +39,7 @@ try:
         ResponseT,
     )
     from langgraph.runtime import Runtime
-    from langgraph.types import Command
+    from langgraph.types import Command, interrupt
 except ImportError as exc:
     _msg = (
         "taskcal_agents.langchain._middleware needs langchain and langgraph, the 'agents' extra: "
@@ -56,8 +57,14 @@ from taskcal_agents.decision import (
     SamplingOptions,
     Task,
 )
-from taskcal_agents.errors import ConfigurationError, SamplingError
+from taskcal_agents.errors import ConfigurationError, DecisionLogWarning, SamplingError
 from taskcal_agents.langchain._legacy import DeprecatedArguments, Migrated, migrated
+from taskcal_agents.langchain._review import (
+    has_checkpointer,
+    outcome_label,
+    review_request,
+    reviewed_reply,
+)
 from taskcal_agents.langchain._session import (
     DECISION_METADATA_KEY,
     DecisionSession,
@@ -70,7 +77,9 @@ from taskcal_agents.langchain._session import (
 )
 from taskcal_agents.parsing import (
     GroundingContext,
+    confirmation_calls,
     confirmation_message,
+    message_text,
     sent_args,
     tool_names_of,
 )
@@ -403,9 +412,12 @@ class TaskCalibrationMiddleware(
         if message.id is not None:  # the reply is a handler sample's: its structured response
             found = (r.structured_response for r in responses if _first_ai(r, message.id))
             structured = next(found, None)
+        update: dict[str, Any] = {"taskcal_decisions": [decision.to_metadata()]}
+        if confirmation_calls(message) is not None:  # an edit at the review is checked on them
+            update["taskcal_offered_tools"] = _schemas(request.tools)
         return ExtendedModelResponse(
             model_response=ModelResponse(result=[message], structured_response=structured),
-            command=Command(update={"taskcal_decisions": [decision.to_metadata()]}),
+            command=Command(update=update),
         )
 
     def _decide_sync(
@@ -541,14 +553,63 @@ class TaskCalibrationMiddleware(
         updates shows the model's reply before it is replaced. Without a policy, or for a
         decided reply, nothing changes.
         """
-        return self._trusted_only(state)
+        return self._reviewed(state) or self._trusted_only(state)
 
     @override
     async def aafter_model(
         self, state: TaskCalibrationState[ResponseT], runtime: Runtime[ContextT]
     ) -> dict[str, Any] | None:
         """Async :meth:`after_model`."""
-        return self._trusted_only(state)
+        return self._reviewed(state) or self._trusted_only(state)
+
+    def _reviewed(self, state: TaskCalibrationState[Any]) -> dict[str, Any] | None:
+        """A decided confirmation, put to a reviewer as an interrupt; ``None`` if none is due.
+
+        Only in a run with a checkpointer (see :mod:`taskcal_agents.langchain._review`): the
+        interrupt raises ``HumanInTheLoopMiddleware``'s request, and on resume the reply is
+        replaced by the approved (or edited and checked) calls, or by a question after a
+        rejection; the answer is recorded as the decision's outcome in the decision log.
+        """
+        messages = state["messages"]
+        reply = messages[-1] if messages else None
+        if not isinstance(reply, AIMessage) or DECISION_METADATA_KEY not in reply.response_metadata:
+            return None
+        calls = confirmation_calls(reply)
+        if calls is None or not has_checkpointer():
+            return None
+        answer = interrupt(review_request(calls, message_text(reply)))
+        task = self.task
+        tools: list[Any] = list(state.get("taskcal_offered_tools") or [])
+        tools += sorted({str(c["name"]) for c in calls} - set(tool_names_of(tools)))
+        replaced, how = reviewed_reply(
+            reply, calls, answer, tools=tools, messages=messages[:-1], trust=task.trust,
+            task=task,
+        )  # fmt: skip
+        said = " ".join(
+            str(d.get("message") or "")
+            for d in (answer.get("decisions") or [])
+            if isinstance(d, Mapping)
+        )
+        self._record_review(reply, how, said)
+        return {"messages": [replaced]}
+
+    def _record_review(self, reply: AIMessage, how: str, said: str) -> None:
+        """Record a reviewer's answer as the confirming decision's outcome (with a log)."""
+        log = self.session.log
+        decision = reply.response_metadata.get(DECISION_METADATA_KEY) or {}
+        decision_id = decision.get("decision_id") if isinstance(decision, Mapping) else None
+        label = outcome_label(how, said, self.task)
+        if log is None or not decision_id or label is None:
+            return
+        try:
+            log.record_outcome(str(decision_id), label)
+        except Exception as exc:  # a failed outcome write must not fail the agent's run
+            warnings.warn(
+                f"{type(self).__name__} could not record the confirmation's outcome "
+                f"{label!r} for decision {decision_id!r}: {type(exc).__name__}: {exc}",
+                DecisionLogWarning,
+                stacklevel=2,
+            )
 
     def _trusted_only(self, state: TaskCalibrationState[Any]) -> dict[str, Any] | None:
         """The state update that holds the last reply's calls to the trust policy, or ``None``."""

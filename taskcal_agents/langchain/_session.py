@@ -23,6 +23,7 @@ import copy
 import difflib
 import os
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,7 +60,7 @@ from taskcal_agents.decision import (
     resolve_calibrator,
     shipped_artefacts,
 )
-from taskcal_agents.errors import ConfigurationError, UnknownArgumentError
+from taskcal_agents.errors import ConfigurationError, DecisionLogWarning, UnknownArgumentError
 from taskcal_agents.parsing import (
     GroundingContext,
     answered_tool_calls,
@@ -644,6 +645,27 @@ class DecisionSession:
             None if task.grounding is None else GroundingContext(tools or (), messages),
         )
 
+    def record_approval(self, conversation: Sequence[BaseMessage], task: Task) -> None:
+        """Record the call label for the confirmation the conversation's last yes answers.
+
+        The confirmation is the AI message before the user's yes; nothing is recorded
+        without a decision log or without its decision's id. A failed write warns.
+        """
+        if self.log is None or len(conversation) < 2:
+            return
+        decision = decision_from_message(conversation[-2])
+        if decision is None or decision.decision_id is None or task.call_action is None:
+            return
+        try:
+            self.log.record_outcome(decision.decision_id, task.call_action)
+        except Exception as exc:  # a failed outcome write must not fail the decision
+            warnings.warn(
+                f"{self.owner} could not record the approval of decision "
+                f"{decision.decision_id!r}: {type(exc).__name__}: {exc}",
+                DecisionLogWarning,
+                stacklevel=3,
+            )
+
     def log_decision(
         self, result: Decision | BaseException, in_force: InForce, *, model_name: ModelName
     ) -> Decision | Exception:
@@ -703,9 +725,18 @@ class PendingDecision:
     def finish(
         self, results: Sequence[Decision | BaseException], *, model_name: ModelName
     ) -> list[Decision | Exception]:
-        """Each input's decision, logged; or its error."""
+        """Each input's decision, logged; or its error.
+
+        A decision that sends a call the user approved with a yes also records the call
+        label as the outcome of the decision that asked (its id is in the question's
+        metadata), so a deployment's approvals become labels.
+        """
         log = self.session.log_decision
-        return [log(r, self.in_force, model_name=model_name) for r in results]
+        out = [log(r, self.in_force, model_name=model_name) for r in results]
+        for result, conversation in zip(out, self.conversations, strict=True):
+            if isinstance(result, Decision) and result.approved:
+                self.session.record_approval(conversation, self.task)
+        return out
 
     def run(
         self, draw: Callable[[Draw], Drawn], *, model_name: ModelName

@@ -36,12 +36,19 @@ from taskcal_agents.parsing._constraints import (
     check_structured_outputs as check_structured_outputs,
 )
 from taskcal_agents.parsing._constraints import choice_constraint as choice_constraint
+from taskcal_agents.parsing._effects import EFFECTS as EFFECTS
+from taskcal_agents.parsing._effects import Effect as Effect
+from taskcal_agents.parsing._effects import EffectSource as EffectSource
+from taskcal_agents.parsing._effects import ToolEffect as ToolEffect
+from taskcal_agents.parsing._effects import declared_effect as declared_effect
+from taskcal_agents.parsing._effects import effect_severity as effect_severity
 from taskcal_agents.parsing._grading import grade_answer as grade_answer
 from taskcal_agents.parsing._grading import normalize_answer as normalize_answer
 from taskcal_agents.parsing._grounding import CallGrounding as CallGrounding
 from taskcal_agents.parsing._grounding import GroundingContext
 from taskcal_agents.parsing._grounding import SampleGrounding as SampleGrounding
 from taskcal_agents.parsing._grounding import call_agreement as call_agreement
+from taskcal_agents.parsing._grounding import confirmation_calls as confirmation_calls
 from taskcal_agents.parsing._grounding import grounded_message as grounded_message
 from taskcal_agents.parsing._grounding import mentions as mentions
 from taskcal_agents.parsing._grounding import missing_arguments as missing_arguments
@@ -55,10 +62,12 @@ from taskcal_agents.parsing._labels import unparsed_reason as unparsed_reason
 from taskcal_agents.parsing._labels import with_offered_tools as with_offered_tools
 from taskcal_agents.parsing._provenance import Source
 from taskcal_agents.parsing._questions import CONFIRM_METADATA_KEY as CONFIRM_METADATA_KEY
+from taskcal_agents.parsing._questions import approval_message as approval_message
 from taskcal_agents.parsing._questions import confirmation_message as confirmation_message
 from taskcal_agents.parsing._registry import LABEL_PARSER as LABEL_PARSER
 from taskcal_agents.parsing._registry import get_parser, register_parser
 from taskcal_agents.parsing._relevance import RELEVANCE_FEATURES as RELEVANCE_FEATURES
+from taskcal_agents.parsing._relevance import lexical_fit as lexical_fit
 from taskcal_agents.parsing._relevance import relevance_features as relevance_features
 from taskcal_agents.parsing._text import message_text as message_text
 from taskcal_agents.parsing._text import normalize_text as normalize_text

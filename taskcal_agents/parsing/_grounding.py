@@ -55,6 +55,7 @@ from taskcal_agents.parsing._argument_kinds import (
     embedded_identifiers,
     is_identifier,
 )
+from taskcal_agents.parsing._effects import ToolEffect, declared_effects
 from taskcal_agents.parsing._evidence import STOPWORDS, Evidence
 from taskcal_agents.parsing._grounding_rules import (
     IDENTIFIER_MARK,
@@ -354,10 +355,17 @@ class GroundingContext:
             exactly that call: the trust policy lets it through.
     """
 
-    __slots__ = ("_calls", "_evidence", "_parts", "_subsets", "confirmed", "request", "schemas")
+    __slots__ = (
+        "_calls", "_evidence", "_parts", "_subsets", "approved", "confirmed", "effects",
+        "request", "schemas",
+    )  # fmt: skip
 
     def __init__(self, tools: Iterable[Any] = (), messages: Iterable[Any] = ()) -> None:
+        tools = list(tools)
         self.schemas: dict[str, dict[str, Any]] = tool_schemas(tools)
+        self.effects: dict[str, ToolEffect] = declared_effects(tools)
+        """The effect each offered tool declares itself (MCP annotations, its ``metadata``
+        or ``tags``; :func:`~taskcal_agents.parsing._effects.declared_effect`), by name."""
         messages = list(messages)
         names = call_names(messages)
         pairs = [_message_role_text(m) for m in messages]
@@ -365,16 +373,21 @@ class GroundingContext:
         """The user's words: the text of the conversation's user turns."""
         parts: list[tuple[Source, str]] = []
         confirmed: list[str] = []
-        asked: str | None = None  # the call a confirmation question put to the user
+        asked: list[dict[str, Any]] | None = None  # the calls a confirmation put to the user
+        self.approved: tuple[dict[str, Any], ...] | None = None
+        """The calls the conversation's last message approves: a user's plain yes right
+        after a confirmation question the library asked; ``None`` otherwise."""
         for i, (message, (role, text)) in enumerate(zip(messages, pairs, strict=True)):
             if role in ("ai", "assistant"):
-                asked = confirmation_asked(message)
+                asked = confirmation_calls(message)
                 continue
             source = message_source(role, i, message, names) if text else None
             if source is None or role not in _CONTEXT_ROLES:
                 continue
             if asked is not None and source.kind == "user" and is_affirmative(text):
-                confirmed.append(asked)  # the user's yes to exactly that call
+                confirmed += [call_key(c["name"], c["args"]) for c in asked]  # exactly those
+                if i == len(messages) - 1:
+                    self.approved = tuple(asked)
             asked = None
             parts.append((source, text))
         self._parts: tuple[tuple[Source, str], ...] = tuple(parts)
@@ -613,6 +626,31 @@ def _leaves(
 def call_key(name: str, args: Mapping[str, Any]) -> str:
     """A call's identity for a confirmation: its tool and normalised arguments."""
     return json.dumps([name, _normal_args(args)], sort_keys=True, default=str)
+
+
+def confirmation_calls(message: Any) -> list[dict[str, Any]] | None:
+    """The calls a library-made confirmation question asks about, else ``None``.
+
+    Each is ``{"name", "args"}``; only the library's mark counts (see
+    :func:`confirmation_asked`).
+    """
+    metadata = (
+        message.get("response_metadata")
+        if isinstance(message, Mapping)
+        else getattr(message, "response_metadata", None)
+    )
+    asked = metadata.get(CONFIRM_METADATA_KEY) if isinstance(metadata, Mapping) else None
+    if not isinstance(asked, Mapping) or not isinstance(asked.get("args"), Mapping):
+        return None
+    calls = asked.get("calls")
+    if not isinstance(calls, list) or not calls:
+        calls = [asked]
+    out = []
+    for call in calls:
+        if not isinstance(call, Mapping) or not isinstance(call.get("args"), Mapping):
+            return None
+        out.append({"name": str(call.get("name") or ""), "args": dict(call["args"])})
+    return out
 
 
 def confirmation_asked(message: Any) -> str | None:

@@ -104,8 +104,9 @@ CONFIRM_CLOSE = "Should I make this call? I will not unless you confirm."
 
 CONFIRM_METADATA_KEY = "taskcal_confirm"
 """The ``response_metadata`` key of a confirmation question the library asked
-(:func:`confirmation_message`): the call, ``{"name", "args"}``. A user's plain yes right
-after it confirms that call (:class:`~taskcal_agents.parsing.GroundingContext`)."""
+(:func:`confirmation_message`, :func:`approval_message`): its first call, ``{"name",
+"args"}``, and all of its calls under ``"calls"``. A user's plain yes right after it
+confirms those calls (:class:`~taskcal_agents.parsing.GroundingContext`)."""
 
 _AFFIRMATIVE = re.compile(
     r"^\s*(?:yes|yeah|yep|y|ok|okay|sure|confirm(?:ed)?|go ahead|do it|please do|proceed|"
@@ -139,14 +140,59 @@ def confirmation_question(call: Any) -> str:
     return f"{lead[:1].upper()}{lead[1:]} for {call.name}({args}). {CONFIRM_CLOSE}"
 
 
+def _sent(call: Any) -> dict[str, Any]:
+    dropped = set(call.dropped)
+    return {"name": call.name, "args": {k: v for k, v in call.args.items() if k not in dropped}}
+
+
+def _mark(calls: Sequence[Any]) -> dict[str, Any]:
+    """The metadata mark of a confirmation: its first call, and every call under ``calls``."""
+    sent = [_sent(c) for c in calls]
+    return {**sent[0], "calls": sent}
+
+
 def confirmation_message(call: Any) -> AIMessage:
     """The confirmation question as an ``AIMessage`` that names its call in its metadata.
 
     Only this mark (:data:`CONFIRM_METADATA_KEY`), which a model's or a tool's text cannot
     set, lets a user's yes confirm the call.
     """
-    dropped = set(call.dropped)
-    mark = {"name": call.name, "args": {k: v for k, v in call.args.items() if k not in dropped}}
     return AIMessage(
-        content=confirmation_question(call), response_metadata={CONFIRM_METADATA_KEY: mark}
+        content=confirmation_question(call), response_metadata={CONFIRM_METADATA_KEY: _mark([call])}
+    )
+
+
+def _call_text(call: Any) -> str:
+    sent = _sent(call)
+    args = ", ".join(f"{k}={v!r}" for k, v in sent["args"].items())
+    return f"{call.name}({args})"
+
+
+def approval_question(calls: Sequence[Any]) -> str:
+    """Ask the user to approve the exact call(s) the decision would send.
+
+    Args:
+        calls: The calls (:class:`~taskcal_agents.parsing._grounding.CallGrounding`), as sent.
+
+    Returns:
+        "I can call get_weather(city='Paris') (Get the current weather for a city). Shall
+        I?"
+    """
+    parts = []
+    for call in calls:
+        description = (call.description or "").strip().split("\n")[0].rstrip(".")
+        parts.append(_call_text(call) + (f" ({description})" if description else ""))
+    return f"I can call {' and '.join(parts)}. Shall I?"
+
+
+def approval_message(calls: Sequence[Any]) -> AIMessage:
+    """The approval question as an ``AIMessage`` marked like :func:`confirmation_message`.
+
+    A user's plain yes right after it sends exactly these calls.
+    """
+    if not calls:
+        msg = "approval_message needs at least one call to approve."
+        raise ValueError(msg)
+    return AIMessage(
+        content=approval_question(calls), response_metadata={CONFIRM_METADATA_KEY: _mark(calls)}
     )

@@ -280,8 +280,18 @@ def test_monte_carlo_past_the_enumeration_limit_agrees_with_the_exact_sum() -> N
     assert change_probability(decider, counts, 16, draws=4096) == drawn  # seeded
 
 
-def test_a_tool_call_no_sample_carries_out_yet_can_become_executable() -> None:
+def test_the_confirm_action_becomes_executable_with_the_call() -> None:
     task = tasks.tool_decision(grounding=PLAIN)
+    decider = Decider(task, ConstantCalibrator([0.6, 0.3, 0.1]))
+    # q(tool_call) = 0.6 is short of a write's bar: the decision would confirm, which a
+    # future tool-call sample makes possible, as it makes the call possible.
+    blocked = np.array([False, False, True, True])
+    assert change_probability(decider, [1, 0, 0, 3], 16, executable=blocked) > 0.5
+    assert change_probability(decider, [1, 0, 0, 3], 16) == 0.0
+
+
+def test_a_tool_call_no_sample_carries_out_yet_can_become_executable() -> None:
+    task = tasks.tool_decision(grounding=PLAIN, cost=tasks.FLAT_TOOL_DECISION_COST)
     decider = Decider(task, ConstantCalibrator([0.9, 0.05, 0.05]))
     # Without an executable tool call, MBR takes the next action; a future tool-call
     # sample makes the call executable and changes the action.
@@ -461,7 +471,9 @@ def test_front_doors_refuse_answer_clusters() -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_middleware_stops_early_when_samples_agree(mode: str) -> None:
-    task = tasks.tool_decision(grounding=PLAIN)
+    # the flat matrix: four agreeing samples of a call of unknown effect settle it there (under
+    # effects, a write so close to its bar would draw on, as it should)
+    task = tasks.tool_decision(grounding=PLAIN, cost=tasks.FLAT_TOOL_DECISION_COST)
     mw = TaskCalibrationMiddleware(
         task=task,
         sampling="handler",

@@ -28,6 +28,9 @@ from taskcal_agents.errors import ConfigurationError, LabelMismatchError
 from taskcal_agents.parsing._grounding import GroundingContext
 from tests.unit_tests.taskcal_agents.helpers.calibration import FakeCalibrator
 
+FLAT = tasks.FLAT_TOOL_DECISION_COST
+"""The matrix before effects: these tests are about messages and beliefs, not costs."""
+
 
 def call(name: str, **args: Any) -> AIMessage:
     return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": None}])
@@ -107,7 +110,7 @@ HERMES = (
 
 def test_decision_fields_and_tool_call_message() -> None:
     # "drop": the unparsed "Sunny." is left out of p̂ (under "other" it would weaken the call).
-    task = tasks.tool_decision(unparsed="drop")
+    task = tasks.tool_decision(unparsed="drop", cost=FLAT)
     msgs = [
         call("get_weather", city="Paris", unit="c"),
         AIMessage(content=HERMES),
@@ -149,7 +152,7 @@ def test_tool_call_message_from_content_only() -> None:
 
 
 def test_native_tool_call_ids_are_kept() -> None:
-    task = tasks.tool_decision()
+    task = tasks.tool_decision(cost=FLAT)
     msg = AIMessage(content="", tool_calls=[{"name": "f", "args": {}, "id": "abc"}])
     decision = decide_from_messages(task, [msg], context=F_CONTEXT)
     assert decision.message is not None
@@ -207,7 +210,7 @@ def test_to_metadata_is_json_without_messages() -> None:
     import json
 
     decision = decide_from_messages(
-        tasks.tool_decision(), [call("f")], return_samples=True, context=F_CONTEXT
+        tasks.tool_decision(cost=FLAT), [call("f")], return_samples=True, context=F_CONTEXT
     )
     meta = decision.to_metadata()
     assert "message" not in meta and "samples" not in meta
@@ -265,7 +268,7 @@ def test_explicit_fallback_reason() -> None:
 
 
 def test_calibrator_is_applied_to_belief() -> None:
-    task = tasks.tool_decision()
+    task = tasks.tool_decision(cost=FLAT)
     cal = FakeCalibrator(3, fixed=[0.9, 0.05, 0.05])
     msgs = [AIMessage(content="Which city?")] * 4
     decision = decide_from_messages(task, msgs, calibrator=cal, alpha=0.1, context=F_CONTEXT)
@@ -420,8 +423,8 @@ def test_sampled_action_without_sample_takes_next_cheapest() -> None:
 def test_sampled_actions_validated() -> None:
     message = (
         "Task 'tool_decision' is invalid (1 error): field 'sampled_actions' must list actions "
-        "other than the ask and abstain actions, from ['tool_call', 'request_for_info', "
-        "'cannot_answer']; got ['nope']."
+        "other than the ask and abstain actions, from ['tool_call', 'confirm', "
+        "'request_for_info', 'cannot_answer']; got ['nope']."
     )
     with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}$"):
         tasks.tool_decision(sampled_actions=["nope"])

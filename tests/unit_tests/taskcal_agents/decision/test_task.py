@@ -163,7 +163,7 @@ def test_index_errors() -> None:
             "'labels', 'actions', 'cost', 'parser', 'unparsed', 'fallback_action', "
             "'call_action', 'ask_action', 'abstain_action', 'sampled_actions', 'ask_text', "
             "'abstain_text', 'prompt', 'description', 'answer_clusters', 'grounding', "
-            "'trust']).",
+            "'effects', 'confirm_action', 'trust']).",
         ),
     ],
 )
@@ -183,7 +183,8 @@ def test_constructor_lists_each_bad_field_with_its_input() -> None:
         "field 'extra': Extra inputs are not permitted (got 1; the fields are ['name', "
         "'labels', 'actions', 'cost', 'parser', 'unparsed', 'fallback_action', 'call_action', "
         "'ask_action', 'abstain_action', 'sampled_actions', 'ask_text', 'abstain_text', "
-        "'prompt', 'description', 'answer_clusters', 'grounding', 'trust'])."
+        "'prompt', 'description', 'answer_clusters', 'grounding', 'effects', 'confirm_action', "
+        "'trust'])."
     )
     with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}$") as raised:
         make(cost=[[0, 1, 2], 4, [5, 2, 0]], grounding={"belief": "all"}, extra=1)

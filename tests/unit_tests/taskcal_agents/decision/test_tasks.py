@@ -10,12 +10,24 @@ from taskcal_agents.parsing._labels import ChoiceParser, RatingParser, ToolDecis
 
 def test_tool_decision_default() -> None:
     task = tasks.tool_decision()
-    assert task.labels == task.actions == ["tool_call", "request_for_info", "cannot_answer"]
-    np.testing.assert_array_equal(task.cost_matrix(), [[0, 1, 2], [4, 0, 1], [5, 2, 0]])
+    assert task.labels == ["tool_call", "request_for_info", "cannot_answer"]
+    assert task.actions == ["tool_call", "confirm", "request_for_info", "cannot_answer"]
+    np.testing.assert_array_equal(task.cost_matrix(), [[0, 0.25, 1, 2], [4, 1, 0, 2], [4, 1, 1, 0]])
+    for effect, wrong in (("read", 1), ("write", 4), ("irreversible", 10)):
+        assert task.cost_matrix(effect)[:, 0].tolist() == [0, wrong, wrong]
+    assert task.confirm_action == "confirm"
     assert task.fallback_action == "request_for_info"
     assert task.ask_action == "request_for_info"
     assert task.abstain_action == "cannot_answer"
     assert isinstance(task.get_parser(), ToolDecisionParser)
+
+
+def test_the_flat_tool_decision() -> None:
+    task = tasks.tool_decision(cost=tasks.FLAT_TOOL_DECISION_COST)
+    assert task.labels == task.actions == ["tool_call", "request_for_info", "cannot_answer"]
+    np.testing.assert_array_equal(task.cost_matrix(), [[0, 1, 2], [4, 0, 1], [5, 2, 0]])
+    assert task.effects is None and task.confirm_action is None
+    np.testing.assert_array_equal(task.cost_matrix("read"), task.cost_matrix())
 
 
 def test_tool_decision_direct_answer_and_tools() -> None:

@@ -36,7 +36,7 @@ from langchain_openai import ChatOpenAI
 
 from taskcal_agents.decision import AdaptiveSampling
 from taskcal_agents.decision._options import SamplingOptions
-from taskcal_agents.decision._presets import tool_decision
+from taskcal_agents.decision._presets import FLAT_TOOL_DECISION_COST, tool_decision
 from taskcal_agents.decision._stopping_prior import StoppingPrior
 from taskcal_agents.decision._task import GroundingSpec
 from taskcal_agents.langchain import (
@@ -166,7 +166,9 @@ def _log(path: Path) -> list[dict[str, Any]]:
 
 def run_doors(llm: ChatOpenAI, log_dir: Path) -> dict[str, Any]:
     """Drive every front door over ``llm`` on the fixed requests; return what each gave."""
-    task = tool_decision(tool_names=[t.name for t in TOOLS])
+    # The flat matrix the goldens were recorded under (effects and the confirm action are
+    # tested on their own): what the doors must reproduce is the recorded plumbing.
+    task = tool_decision(tool_names=[t.name for t in TOOLS], cost=FLAT_TOOL_DECISION_COST)
     bound = llm.bind_tools(TOOLS)
     inputs = [[SystemMessage(SYSTEM), HumanMessage(q)] for q in REQUESTS]
     out: dict[str, Any] = {}
@@ -192,7 +194,9 @@ def run_doors(llm: ChatOpenAI, log_dir: Path) -> dict[str, Any]:
     ]
     out["runnable_shipped_async_log"] = _log(log_dir / "shipped.jsonl")
 
-    plain = tool_decision(tool_names=[t.name for t in TOOLS], grounding=GroundingSpec())
+    plain = tool_decision(
+        tool_names=[t.name for t in TOOLS], grounding=GroundingSpec(), cost=FLAT_TOOL_DECISION_COST
+    )
     adaptive = TaskCalibratedRunnable(
         bound, plain, None, n_samples=16, temperature=1.0, seed=31,
         adaptive=AdaptiveSampling(

@@ -178,7 +178,8 @@ def test_constructor_errors() -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_bind_tools_binds_to_inner_model(mode: str) -> None:
     inner = RecordingChatModel(responses=[tool_call_message(city="Rome")])
-    chat = TaskCalibratedChatModel(inner, tasks.tool_decision(), n_samples=2, temperature=None)
+    task = tasks.tool_decision(tool_effects={"get_weather": "read"})
+    chat = TaskCalibratedChatModel(inner, task, n_samples=2, temperature=None)
     bound = chat.bind_tools([get_weather], tool_choice="auto")
     assert isinstance(bound, TaskCalibratedChatModel)
     assert bound is not chat

@@ -15,9 +15,13 @@ import pytest
 
 from tests.unit_tests.taskcal_agents.langchain.golden_doors import FORMAT_VERSION, GOLDEN, replay
 
-ADDED_SINCE_RECORDING = frozenset({"provenance", "n_untrusted", "trust_violations"})
-"""Decision fields added after the goldens were recorded (the provenance of the arguments
-and the trust policy's): left out of the comparison where the recorded result lacks them."""
+ADDED_SINCE_RECORDING = frozenset(
+    {"provenance", "n_untrusted", "trust_violations", "effect", "effect_source", "call_cost",
+     "approved"}
+)  # fmt: skip
+"""Decision fields added after the goldens were recorded (the provenance of the arguments,
+the trust policy's, and the effects' under the flat matrix the goldens decide by, where they
+are empty): left out of the comparison where the recorded result lacks them."""
 
 
 def _as_recorded(value: object, recorded: object) -> object:

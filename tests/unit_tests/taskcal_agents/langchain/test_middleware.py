@@ -272,10 +272,13 @@ def test_the_calibrator_changes_the_action() -> None:
     message, record = unwrap(
         middleware(calibrator=FlipCalibrator()).wrap_model_call(make_request(), handler)
     )
-    assert record["action"] == "request_for_info"
+    # q favours asking, but every sample made the same grounded call and none asked: there
+    # is nothing to ask about, so the call is put to the user to approve (not sent).
+    assert record["action"] == "confirm"
     assert record["calibrated"]["request_for_info"] == pytest.approx(0.9)
     assert record["probs"]["tool_call"] > 0.9
     assert message.tool_calls == []
+    assert str(message.content).startswith("I can call get_weather(city='Paris')")
 
 
 def test_decision_round_trips_through_message_metadata() -> None:

@@ -30,6 +30,9 @@ def get_weather(city: str) -> str:
     return "sunny, 21 °C" if city.lower() == "paris" else f"no weather data for {city}"
 
 
+TASK = tool_decision(tool_effects={"get_weather": "read"})
+"""The weather lookup is a read: two agreeing samples send it."""
+
 PARIS = {"name": "get_weather", "args": {"city": "Paris"}, "id": "call_paris"}
 OFF_TOPIC = (
     "Parse the response to extract the weather description and temperature. Let's compare the "
@@ -131,7 +134,7 @@ class Scripted(BaseChatModel):
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("after", ["repeat", "text", "empty", "off_topic"])
 def test_the_run_ends_with_the_tool_result_not_the_unusable_reply(mode: str, after: str) -> None:
-    mw = TaskCalibrationMiddleware(task=tool_decision(), options=SamplingOptions(n_samples=2))
+    mw = TaskCalibrationMiddleware(task=TASK, options=SamplingOptions(n_samples=2))
     agent = create_agent(
         Scripted(after=after), tools=[get_weather], middleware=[mw, ToolReplyMiddleware()]
     )
@@ -153,7 +156,7 @@ def test_the_run_ends_with_the_tool_result_not_the_unusable_reply(mode: str, aft
 
 
 def test_a_real_answer_is_kept() -> None:
-    mw = TaskCalibrationMiddleware(task=tool_decision(), options=SamplingOptions(n_samples=2))
+    mw = TaskCalibrationMiddleware(task=TASK, options=SamplingOptions(n_samples=2))
     agent = create_agent(
         Scripted(after="answer"), tools=[get_weather], middleware=[mw, ToolReplyMiddleware()]
     )
@@ -163,7 +166,7 @@ def test_a_real_answer_is_kept() -> None:
 
 
 def test_only_the_repeated_call_of_a_parallel_reply_is_dropped() -> None:
-    mw = TaskCalibrationMiddleware(task=tool_decision(), options=SamplingOptions(n_samples=2))
+    mw = TaskCalibrationMiddleware(task=TASK, options=SamplingOptions(n_samples=2))
     agent = create_agent(
         Scripted(after="parallel"), tools=[get_weather], middleware=[mw, ToolReplyMiddleware()]
     )
@@ -177,7 +180,7 @@ def test_only_the_repeated_call_of_a_parallel_reply_is_dropped() -> None:
 
 def test_the_calibration_middleware_alone_passes_the_reply_through() -> None:
     """Vetting is ToolReplyMiddleware's: without it the model's reply stands as it is."""
-    mw = TaskCalibrationMiddleware(task=tool_decision(), options=SamplingOptions(n_samples=2))
+    mw = TaskCalibrationMiddleware(task=TASK, options=SamplingOptions(n_samples=2))
     agent = create_agent(Scripted(after="off_topic"), tools=[get_weather], middleware=[mw])
     result = agent.invoke({"messages": [HumanMessage("What's the weather in Paris?")]})
     assert result["messages"][-1].content == OFF_TOPIC

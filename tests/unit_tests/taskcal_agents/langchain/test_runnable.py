@@ -86,9 +86,11 @@ def test_tool_call_decision(mode: str) -> None:
     # (as bind_tools would) and the user names the city.
     model = generic([tool_call_message(city="Paris")] * 7 + [QUESTION])
     model = model.bind(tools=[WEATHER_SCHEMA])
-    runnable = TaskCalibratedRunnable(model, tasks.tool_decision(), n_samples=8)
+    task = tasks.tool_decision(tool_effects={"get_weather": "read"})  # a lookup: a read
+    runnable = TaskCalibratedRunnable(model, task, n_samples=8)
     decision = invoke(runnable, "What's the weather in Paris?", mode)
     assert decision.action == "tool_call"
+    assert (decision.effect, decision.effect_source) == ("read", "task")
     assert decision.n_samples == 8
     assert decision.message is not None
     assert decision.message.tool_calls[0]["args"] == {"city": "Paris"}

@@ -59,7 +59,10 @@ def injected(i: int) -> AIMessage:
 
 
 def policy_task(trust: object = "by_kind") -> Task:
-    return Task.model_validate({**tool_decision().model_dump(mode="json"), "trust": trust})
+    # reading a page is a read (sent on agreeing samples); a payment is irreversible
+    effects = {"get_webpage": "read", "send_money": "irreversible"}
+    task = tool_decision(tool_effects=effects)
+    return Task.model_validate({**task.model_dump(mode="json"), "trust": trust})
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

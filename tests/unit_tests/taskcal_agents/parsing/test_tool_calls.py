@@ -247,11 +247,14 @@ def test_a_call_cut_off_by_max_tokens_is_counted_and_never_sent() -> None:
 
 # ---------------------------------------------------------------- the returned message
 
+EVENTS_TASK = tasks.tool_decision(tool_effects={"Events_3_FindEvents": "read"})
+"""Finding events is a read: three agreeing samples of four send it."""
+
 
 def test_decider_returns_the_content_call_as_a_tool_call() -> None:
     samples = [served(row) for row in EVENTS]
     context = GroundingContext([Events_3_FindEvents], [HumanMessage(EVENTS_QUESTION)])
-    decision = Decider(tasks.tool_decision()).decide(
+    decision = Decider(EVENTS_TASK).decide(
         samples, tool_names=EVENTS[0]["tool_names"], context=context
     )
     assert decision.action == "tool_call"
@@ -272,7 +275,7 @@ def test_runnable_returns_the_content_call_as_a_tool_call(mode: str) -> None:
     model = RecordingChatModel(responses=[row["message"]["content"] for row in EVENTS])
     runnable = TaskCalibratedRunnable(
         model.bind_tools([Events_3_FindEvents]),
-        tasks.tool_decision(),
+        EVENTS_TASK,
         n_samples=4,
         temperature=None,
     )
@@ -295,7 +298,9 @@ def test_agent_runs_the_tool_that_the_model_wrote_as_json(mode: str, sampling: s
     contents = [row["message"]["content"] for row in EVENTS]
     model = scripted(*contents, "There are 2 music events.")
     agent = create_agent(
-        model, tools=[Events_3_FindEvents], middleware=[middleware(sampling=sampling)]
+        model,
+        tools=[Events_3_FindEvents],
+        middleware=[middleware(sampling=sampling, task=EVENTS_TASK)],
     )
     inputs = {"messages": [HumanMessage(EVENTS_QUESTION)]}
     result = agent.invoke(inputs) if mode == "sync" else asyncio.run(agent.ainvoke(inputs))

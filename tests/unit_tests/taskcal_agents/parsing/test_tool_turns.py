@@ -397,7 +397,8 @@ def test_a_run_ending_on_another_tool_result_still_gets_the_closing_message() ->
 @pytest.mark.parametrize("guard", [True, False])
 def test_user_turn_mode_closes_a_cut_run_with_the_guard_only(guard: bool) -> None:
     limit = ModelCallLimitMiddleware(run_limit=1, exit_behavior="end")
-    mw = TaskCalibrationMiddleware(task=tool_decision(), options=SamplingOptions(n_samples=2))
+    task = tool_decision(tool_effects={"get_weather": "read"})  # a lookup: sent on 2 of 2
+    mw = TaskCalibrationMiddleware(task=task, options=SamplingOptions(n_samples=2))
     middleware = [limit, mw, ToolReplyMiddleware()] if guard else [limit, mw]
     agent = create_agent(CityModel(), tools=[get_weather], middleware=middleware)
     result = agent.invoke({"messages": [HumanMessage(CITIES_REQUEST)]})

@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from pydantic import ValidationError
 
 from taskcal_agents.decision import Decider, Task, tool_decision
+from taskcal_agents.decision._presets import FLAT_TOOL_DECISION_COST
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing import (
     GroundingContext,
@@ -364,7 +365,7 @@ def test_an_untrusted_call_is_not_sent_the_decision_asks_to_confirm():
 
 
 def test_the_cost_matrix_chooses_between_confirming_and_refusing():
-    data = tool_decision().model_dump(mode="json")
+    data = tool_decision(cost=FLAT_TOOL_DECISION_COST).model_dump(mode="json")
     data["cost"] = [[0.0, 3.0, 2.0], [4.0, 0.0, 1.0], [5.0, 2.0, 0.0]]  # asking a caller costs more
     task = with_policy(Task.model_validate(data), "by_kind")
     decision = Decider(task).decide(

@@ -1,0 +1,86 @@
+"""The terms of one tool decision: which actions the samples allow, and the costs that apply.
+
+:func:`decision_terms` is the one place the runtime (:class:`~taskcal_agents.decision.Decider`,
+adaptive N) and the evaluation read them from the samples:
+
+- the executable actions (:func:`~taskcal_agents.decision.carried_actions`); with a confirm
+  action, the ask action is withdrawn when its message would be the task's generic
+  ``ask_text`` while a grounded call could be sent: that case is a confirmation of the call,
+  never a question that names nothing;
+- under the task's ``effects``, the effect of the call the decision would send (the modal
+  sendable call's tools, :func:`~taskcal_agents.decision._effects.call_effect`) and the cost
+  matrix of that effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+from langchain_core.messages import AIMessage
+from numpy.typing import NDArray
+
+from taskcal_agents.decision._effects import call_effect
+from taskcal_agents.decision._executability import carried_actions, grounded_flags, trusted_flags
+from taskcal_agents.decision._reply import ask_message, representative
+from taskcal_agents.decision._task import Task
+from taskcal_agents.parsing import GroundingContext, SampleGrounding, ToolEffect
+
+__all__ = ["DecisionTerms", "decision_terms"]
+
+
+class DecisionTerms(NamedTuple):
+    """What one decision's samples allow and what its actions cost.
+
+    Attributes:
+        executable: Which of the task's actions can be taken ``(m,)``.
+        effect: The effect of the call the decision would send, under the task's
+            ``effects`` (``None`` without).
+        cost: The cost matrix that applies ``(k, m)``.
+    """
+
+    executable: NDArray[np.bool_]
+    effect: ToolEffect | None
+    cost: NDArray[np.float64]
+
+
+def decision_terms(
+    task: Task,
+    messages: Sequence[AIMessage],
+    labels: Sequence[str | None],
+    *,
+    tool_names: Sequence[str] | None = None,
+    groundings: Sequence[SampleGrounding] | None = None,
+    context: GroundingContext | None = None,
+) -> DecisionTerms:
+    """The executable actions and the cost matrix of one decision (see the module docstring).
+
+    Args:
+        task: The task.
+        messages: The sampled completions.
+        labels: Their labels as g_T reads them (before grounding relabels any).
+        tool_names: The offered tools' names (``None``: any).
+        groundings: Each sample's grounding, under the task's ``grounding``.
+        context: The request's tools and conversation (the tools' declared effects).
+    """
+    executable = carried_actions(
+        task, messages, labels, tool_names=tool_names,
+        grounded=grounded_flags(groundings), trusted=trusted_flags(groundings),
+    )  # fmt: skip
+    call = task.call_action
+    sendable = call is not None and bool(executable[task.action_index(call)])
+    if task.confirm_action is not None and sendable and groundings is not None:
+        asked, _ = ask_message(task, messages, labels, groundings)
+        if asked.content == task.ask_text and not asked.response_metadata:
+            executable[task.action_index(str(task.ask_action))] = False
+    if task.effects is None:
+        return DecisionTerms(executable, None, task.cost_matrix())
+    names: list[str] = []
+    if sendable:
+        sent = representative(
+            task, str(call), messages, labels, tool_names=tool_names, groundings=groundings
+        )
+        names = [c["name"] for c in sent.tool_calls] if sent is not None else []
+    effect = call_effect(names, task.effects, context)
+    return DecisionTerms(executable, effect, task.cost_matrix(effect.effect))

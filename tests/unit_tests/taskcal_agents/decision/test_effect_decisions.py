@@ -1,0 +1,164 @@
+"""Effect-aware decisions: the bar a call clears depends on what it does; short of it, confirm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from taskcal_agents.decision import Decider, Task, ToolEffects
+from taskcal_agents.decision import _presets as presets
+from taskcal_agents.errors import ConfigurationError
+from taskcal_agents.parsing import CONFIRM_METADATA_KEY, GroundingContext
+from tests.unit_tests.taskcal_agents.decision.test_adaptive import ConstantCalibrator
+from tests.unit_tests.taskcal_agents.helpers.chat_fakes import get_weather, tool_call_message
+
+REQUEST = [HumanMessage(content="What's the weather in Paris right now?")]
+CALL = tool_call_message("get_weather", city="Paris")
+QUESTION = AIMessage(content="Which city would you like the weather for?")
+
+
+def weather(effect: str | None = None) -> Any:
+    return (
+        get_weather
+        if effect is None
+        else get_weather.model_copy(update={"metadata": {"effect": effect}})
+    )
+
+
+def bar(effect: str) -> float:
+    """The least q(tool_call) (the rest on request_for_info) at which the call is sent."""
+    task = presets.tool_decision()
+    cost = task.cost_matrix(effect)
+    grid = np.linspace(0.0, 1.0, 10001)
+    q = np.stack([grid, 1 - grid, np.zeros_like(grid)], axis=1)
+    actions = Decider(task).choose_actions(q, np.ones((len(grid), 4), bool), cost=cost).actions
+    return float(grid[np.argmax(actions == 0)])
+
+
+def test_the_default_bars_by_effect() -> None:
+    assert bar("read") == pytest.approx(0.5, abs=1e-3)
+    assert bar("write") == pytest.approx(12 / 13, abs=1e-3)  # about 0.92
+    assert bar("irreversible") == pytest.approx(36 / 37, abs=1e-3)  # about 0.97
+
+
+def test_the_default_task_and_the_flat_one() -> None:
+    task = presets.tool_decision()
+    assert task.action_list == ["tool_call", "confirm", "request_for_info", "cannot_answer"]
+    assert task.confirm_action == "confirm" and task.fallback_action == "request_for_info"
+    assert task.cost_matrix("irreversible")[:, 0].tolist() == [0, 10, 10]
+    flat = presets.tool_decision(cost=presets.FLAT_TOOL_DECISION_COST)
+    assert flat.action_list == flat.labels and flat.effects is None and flat.confirm_action is None
+    assert presets.tool_decision(grounding=None).cost_matrix().tolist() == [
+        list(r) for r in presets.FLAT_TOOL_DECISION_COST
+    ]
+
+
+def decide(effect: str | None, q: list[float], samples: list[AIMessage], **task: Any) -> Any:
+    decider = Decider(presets.tool_decision(**task), ConstantCalibrator(q))
+    return decider.decide(samples, context=GroundingContext([weather(effect)], REQUEST))
+
+
+@pytest.mark.parametrize(
+    ("effect", "action", "source"),
+    [("read", "tool_call", "metadata"), ("write", "confirm", "metadata"),
+     ("irreversible", "confirm", "metadata"), (None, "confirm", "default")],
+)  # fmt: skip
+def test_the_paris_weather_by_the_tools_effect(
+    effect: str | None, action: str, source: str
+) -> None:
+    # 11 grounded calls in 16 samples, q(tool_call) = 0.76: a read is made, the rest confirmed.
+    decision = decide(effect, [0.76, 0.2, 0.04], [CALL] * 11 + [QUESTION] * 5)
+    assert decision.action == action
+    assert decision.effect == (effect or "write") and decision.effect_source == source
+    expected = {"read": [0, 1, 1], "irreversible": [0, 10, 10]}.get(effect or "write", [0, 4, 4])
+    assert decision.call_cost == expected
+    if action == "confirm":
+        assert decision.message is not None
+        assert decision.message.content.startswith("I can call get_weather(city='Paris')")
+        mark = decision.message.response_metadata[CONFIRM_METADATA_KEY]
+        assert mark["calls"] == [{"name": "get_weather", "args": {"city": "Paris"}}]
+    else:
+        assert decision.message is not None and decision.message.tool_calls[0]["args"] == {
+            "city": "Paris"
+        }
+
+
+def test_the_task_file_names_effects_before_the_tools_do() -> None:
+    effects = ToolEffects(
+        tools={"get_weather": "read"}, call_cost=presets.DEFAULT_TOOL_EFFECTS.call_cost
+    )
+    decision = decide("irreversible", [0.76, 0.2, 0.04], [CALL] * 11, effects=effects)
+    assert (decision.action, decision.effect, decision.effect_source) == (
+        "tool_call",
+        "read",
+        "task",
+    )
+
+
+def test_a_grounded_call_never_becomes_the_generic_question() -> None:
+    # q favours asking, but no sample asked and no call lacked a value: there is nothing to
+    # ask about, so the call is confirmed rather than met with "Could you give me more details".
+    decision = decide(None, [0.3, 0.6, 0.1], [CALL] * 16)
+    assert decision.action == "confirm"
+    assert decision.unguarded_action == "confirm" and decision.fallback
+    # with a sampled question to ask, the question is asked
+    asked = decide(None, [0.3, 0.6, 0.1], [CALL] * 8 + [QUESTION] * 8)
+    assert asked.action == "request_for_info" and asked.message.content == QUESTION.content
+
+
+def test_confirm_needs_a_call_to_confirm() -> None:
+    decision = decide(None, [0.76, 0.2, 0.04], [QUESTION] * 16)
+    assert decision.action == "request_for_info"
+    assert decision.effect == "write" and decision.effect_source == "default"
+
+
+def test_the_flat_matrix_decides_as_before() -> None:
+    decision = decide("read", [0.76, 0.2, 0.04], [CALL] * 11 + [QUESTION] * 5,
+                      cost=presets.FLAT_TOOL_DECISION_COST)  # fmt: skip
+    assert decision.action == "request_for_info"  # 0.76 < 0.8: the flat bar of every call
+    assert decision.effect is None and decision.call_cost is None
+
+
+def test_a_yes_to_the_confirmation_sends_exactly_that_call() -> None:
+    asked = decide(None, [0.76, 0.2, 0.04], [CALL] * 11).message
+    assert asked is not None
+    conversation = [*REQUEST, asked, HumanMessage(content="Yes, go ahead.")]
+    context = GroundingContext([weather()], conversation)
+    assert context.approved == ({"name": "get_weather", "args": {"city": "Paris"}},)
+    decision = Decider(presets.tool_decision()).approved(context)
+    assert decision.approved and decision.action == "tool_call" and decision.n_samples == 0
+    assert decision.message is not None
+    assert [(c["name"], c["args"]) for c in decision.message.tool_calls] == [
+        ("get_weather", {"city": "Paris"})
+    ]
+    assert decision.effect == "write" and decision.call_cost == [0, 4, 4]
+    # anything but a plain yes, or a yes that is not the last message, approves nothing
+    assert (
+        GroundingContext([weather()], [*conversation[:2], HumanMessage("Paris, France")]).approved
+        is None
+    )
+    later = [*conversation, AIMessage(content="done")]
+    assert GroundingContext([weather()], later).approved is None
+    with pytest.raises(ConfigurationError, match="approves a confirmed call"):
+        Decider(presets.tool_decision()).approved(GroundingContext([weather()], REQUEST))
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"effects": {"call_cost": {"read": [0, 1]}}}, "one cost per label"),
+        ({"effects": {"call_cost": {"read": [0, -1, 1]}}}, "finite costs >= 0"),
+        ({"effects": {"default": "readonly"}}, "effects.default"),
+        ({"confirm_action": "request_for_info"}, "confirm_action"),
+        ({"fallback_action": "confirm"}, "the confirm action 'confirm'"),
+        ({"grounding": None, "effects": {}}, "add 'grounding'"),
+    ],
+)
+def test_bad_effect_settings_are_named(fields: dict[str, Any], says: str) -> None:
+    base = presets.tool_decision().model_dump()
+    with pytest.raises(ConfigurationError, match="is invalid") as raised:
+        Task.model_validate({**base, **fields})
+    assert says in str(raised.value)
