@@ -114,15 +114,23 @@ def _print_decisions(result: DemoResult, console: Console) -> None:
         table.add_column("label / action", no_wrap=True)
         for header in ("p̂ (raw)", "q (calibrated)", "expected cost"):
             table.add_column(header, justify="right", overflow="fold")
-        for label in decision.probs:
+        names = list(dict.fromkeys([*decision.probs, *decision.expected_cost]))
+        for name in names:  # the labels (with their beliefs), then actions that are not labels
             table.add_row(
-                label + ("  ← action" if label == decision.action else ""),
-                f"{decision.probs[label]:.3f}",
-                f"{decision.calibrated[label]:.3f}",
-                f"{decision.expected_cost.get(label, float('nan')):.3f}",
+                name + ("  ← action" if name == decision.action else ""),
+                f"{decision.probs[name]:.3f}" if name in decision.probs else "",
+                f"{decision.calibrated[name]:.3f}" if name in decision.calibrated else "",
+                f"{decision.expected_cost.get(name, float('nan')):.3f}",
             )
         console.print(table)
         console.print(f"  samples: {_sample_summary(decision)}", highlight=False)
+        if decision.effect is not None and shown.bar is not None:
+            q = decision.calibrated.get("tool_call", float("nan"))
+            console.print(
+                f"  effect of the call: {decision.effect} (from the {decision.effect_source}); "
+                f"sent unconfirmed when q(tool_call) > {shown.bar:.2f}; q(tool_call) = {q:.2f}",
+                highlight=False,
+            )
         if decision.message is None:
             console.print(f"  next: the agent takes the {decision.action} action")
         elif decision.message.tool_calls:
@@ -279,7 +287,9 @@ def demo(
         int, typer.Option(min=0, help="Label shuffles of each part's test (0: skip).")
     ] = DEMO_PERMUTATIONS,
     folds: Annotated[int, typer.Option(min=2, help="Cross-fitting folds.")] = 5,
-    show: Annotated[int, typer.Option(min=0, help="Tool-use requests decided live.")] = 3,
+    show: Annotated[
+        int, typer.Option(min=0, max=4, help="Requests decided live (of four, one per outcome).")
+    ] = 4,
     concurrency: Annotated[
         int, typer.Option(min=1, help="Items sampled at once.")
     ] = DEMO_CONCURRENCY,

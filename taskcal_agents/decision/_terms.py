@@ -27,7 +27,7 @@ from taskcal_agents.decision._reply import ask_message, representative
 from taskcal_agents.decision._task import Task
 from taskcal_agents.parsing import GroundingContext, SampleGrounding, ToolEffect
 
-__all__ = ["DecisionTerms", "decision_terms"]
+__all__ = ["DecisionTerms", "call_bar", "decision_terms"]
 
 
 class DecisionTerms(NamedTuple):
@@ -84,3 +84,23 @@ def decision_terms(
         names = [c["name"] for c in sent.tool_calls] if sent is not None else []
     effect = call_effect(names, task.effects, context)
     return DecisionTerms(executable, effect, task.cost_matrix(effect.effect))
+
+
+def call_bar(task: Task, effect: str | None = None, *, resolution: int = 10_000) -> float | None:
+    """The least q(tool_call) at which a call of ``effect`` is sent, the rest on asking.
+
+    Under the task's cost matrix for ``effect`` (:meth:`Task.cost_matrix`), with the belief
+    ``(q, 1 − q, 0, …)`` over the labels (the call label first, the ask label second)
+    and every action executable: the bar the demo prints beside q. ``None`` when no such
+    q sends it, or the task has no call and ask labels.
+    """
+    call, ask = task.call_action, task.ask_action
+    if call is None or ask is None or call not in task.labels or ask not in task.labels:
+        return None
+    grid = np.linspace(0.0, 1.0, resolution + 1)
+    Q = np.zeros((grid.size, len(task.labels)))
+    Q[:, task.label_index(call)] = grid
+    Q[:, task.label_index(ask)] += 1.0 - grid
+    chosen = np.argmin(Q @ task.cost_matrix(effect), axis=1)  # ties: the first action
+    sends = np.flatnonzero(chosen == task.action_index(call))
+    return None if sends.size == 0 else round(float(grid[sends[0]]), 6)

@@ -13,11 +13,13 @@ evaluate``: paired savings and a label-shuffle test):
    tools and true label, decided as call / ask / refuse (:func:`demo_task`) from
    :data:`DEMO_N` completions sampled with the tools, whose calls are checked against the
    tools' schemas and the request (argument grounding, :mod:`taskcal_agents.parsing._grounding`).
-   A few of them are then decided live through the runtime path: N fresh completions →
-   :meth:`~taskcal_agents.decision.Decider.decide` with the request's
-   :class:`~taskcal_agents.parsing.GroundingContext`, under a Dirichlet map fitted on
-   the other requests; a call decision sends a grounded call, an ask decision a question
-   that names the missing argument.
+   Four requests, one per outcome (:func:`demo_live_items`), are then decided live through
+   the runtime path: N fresh completions → :meth:`~taskcal_agents.decision.Decider.decide`
+   with the request's :class:`~taskcal_agents.parsing.GroundingContext`, under the
+   effect-aware task (:func:`demo_live_task`: a read is made on weaker evidence than a
+   payment, which is confirmed with the exact call) and the calibrator shipped for the
+   model, else a Dirichlet map fitted on the tool-use requests; a call decision sends a
+   grounded call, an ask decision a question that names the missing argument.
 
 :class:`StepTimer` records where the time goes; :func:`run_demo` stores it, with both
 evaluations and the decisions, in ``demo.json``.
@@ -37,7 +39,6 @@ from taskcal_agents.workflow._demo_live import (
     ShownDecision,
     decide_live,
     live_calibrator,
-    shown_items,
 )
 from taskcal_agents.workflow._demo_parts import evaluate_part, sample_part
 from taskcal_agents.workflow._demo_tasks import (
@@ -47,6 +48,8 @@ from taskcal_agents.workflow._demo_tasks import (
     STSB_PROMPT,
     STSB_SEED,
     demo_items,
+    demo_live_items,
+    demo_live_task,
     demo_task,
     stsb_items,
     stsb_task,
@@ -80,6 +83,8 @@ __all__ = [
     "ShownDecision",
     "StepTimer",
     "demo_items",
+    "demo_live_items",
+    "demo_live_task",
     "demo_task",
     "run_demo",
     "stsb_items",
@@ -231,6 +236,7 @@ class DemoResult:
                     "decision": shown.decision.to_metadata(),
                     "reply": shown.reply,
                     "calibrator": shown.calibrator,
+                    "bar": shown.bar,
                 }
                 for shown in self.decisions
             ],
@@ -284,7 +290,7 @@ def run_demo(
     stsb: Sequence[DatasetItem] | None = None,
     folds: int = 5,
     permutations: int = DEMO_PERMUTATIONS,
-    show: int = 3,
+    show: int = 4,
     concurrency: int = DEMO_CONCURRENCY,
     timer: StepTimer | None = None,
     release: Callable[[], None] | None = None,
@@ -307,7 +313,7 @@ def run_demo(
         stsb: The STS-B items (:func:`stsb_items`); ``None`` runs the tool-use part only.
         folds: Cross-fitting folds.
         permutations: Label shuffles of each part's test (0 skips it).
-        show: Requests decided live at the end (the task's labels in turn).
+        show: Requests decided live at the end, of the four of :func:`demo_live_items`.
         concurrency: Items sampled at once.
         timer: Records the steps (``<part>_sampling``, ``decisions``, ``server_stop``,
             ``<part>_evaluation`` and its ``<part>_shuffle_test``); a new one by default.
@@ -409,7 +415,8 @@ def run_demo(
             if key == "tool_use":  # one request alone takes about one round in flight
                 per_request = seconds / -(-sampled[key] // concurrency)
     key, _, task, items, settings, _ = plan[-1]
-    shipped = live_calibrator(task, model)
+    live_task = demo_live_task()
+    shipped = live_calibrator(live_task, model)
     if shipped is not None:  # more completions per live request than per tool-use item
         per_request *= shipped.metadata["record"]["sampling"]["n"] / settings.n
     if on_estimate is not None and per_item:  # every part with items left was timed
@@ -418,7 +425,7 @@ def run_demo(
         sampled[key] += sample(key, task, items, settings, dataset)
     with timer.step("decisions"):
         decisions = decide_live(
-            task, items, shown_items(task, items, show), paths[key], sampler, settings,
+            live_task, items, demo_live_items()[:show], paths[key], sampler, settings,
             shipped=shipped,
         )  # fmt: skip
     if release is not None:

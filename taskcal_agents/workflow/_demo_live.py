@@ -46,6 +46,10 @@ class ShownDecision:
     calibrator: str = ""
     """Which map decided: the shipped calibrator (by its content id), or the Dirichlet map
     fitted on the other requests where none is shipped for the model."""
+    bar: float | None = None
+    """The q(tool_call) above which the effect of the decision's call sends it unconfirmed,
+    the rest of the belief on asking (:func:`~taskcal_agents.decision._terms.call_bar`);
+    ``None`` without effects."""
 
     @property
     def reply(self) -> str | None:
@@ -113,6 +117,7 @@ def decide_live(
     shipped calibrator the completions are drawn under its record's N, temperature and
     length limit and it decides (:meth:`Decider.from_resolved`, as ``calibrator="auto"``);
     otherwise the workflow's Dirichlet map fitted on the other requests' samples decides.
+    Each decision carries the bar its call's effect had to clear (:attr:`ShownDecision.bar`).
     """
     import dataclasses
     from concurrent.futures import ThreadPoolExecutor
@@ -120,6 +125,7 @@ def decide_live(
     import numpy as np
 
     from taskcal_agents.decision import Decider, resolve_calibrator
+    from taskcal_agents.decision._terms import call_bar
     from taskcal_agents.workflow._calibrator_specs import (
         default_factory,
     )
@@ -171,5 +177,6 @@ def decide_live(
             samples, tool_names=names, context=item_context(task, item)
         )
         text, truth = str(item.messages[-1]["content"]), str(item.label)
-        out.append(ShownDecision(text, truth, names, decision, label))
+        bar = call_bar(task, decision.effect) if decision.effect is not None else None
+        out.append(ShownDecision(text, truth, names, decision, label, bar))
     return out

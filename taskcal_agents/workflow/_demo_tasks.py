@@ -22,11 +22,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEMO_COST",
+    "DEMO_EFFECTS",
     "DEMO_PROMPT",
     "STSB_ITEMS",
     "STSB_PROMPT",
     "STSB_SEED",
     "demo_items",
+    "demo_live_items",
+    "demo_live_task",
     "demo_task",
     "stsb_items",
     "stsb_task",
@@ -35,6 +38,17 @@ __all__ = [
 DEMO_COST: list[list[float]] = [[0, 1, 2], [4, 0, 2], [4, 1, 0]]
 """Row = truth, column = action, order tool_call, request_for_info, cannot_answer: a wrong
 tool call costs 4, a needless question 1, a wrong abstention 2."""
+
+DEMO_EFFECTS: dict[str, str] = {
+    "get_weather": "read",
+    "convert_currency": "read",
+    "translate_text": "read",
+    "set_timer": "write",
+    "send_email": "irreversible",
+    "book_flight": "irreversible",
+    "send_money": "irreversible",
+}
+"""What the demo's tools do, as a deployment's task file would say it (``effects.tools``)."""
 
 DEMO_PROMPT = (
     "You are an assistant with tools. If a tool fits the request and every required "
@@ -75,6 +89,31 @@ def demo_task() -> Task:
     from taskcal_agents.decision import tool_decision
 
     return tool_decision(cost=DEMO_COST, name="demo_tool_use", prompt=DEMO_PROMPT)
+
+
+def demo_live_task() -> Task:
+    """The live decisions' task: ``tool_decision()``'s effect-aware default.
+
+    With the confirm action, the demo's tools' effects (:data:`DEMO_EFFECTS`) and
+    :data:`DEMO_PROMPT`.
+    """
+    from taskcal_agents.decision import tool_decision
+
+    return tool_decision(name="demo_tool_use", prompt=DEMO_PROMPT, tool_effects=DEMO_EFFECTS)
+
+
+def demo_live_items() -> list[DatasetItem]:
+    """The four requests decided live, one per outcome.
+
+    The Paris weather (a read: made), a payment (irreversible: confirmed unless q clears
+    its bar), "What's the weather like?" (asks for the city) and a table on the Moon (no
+    tool fits: refused).
+    """
+    from taskcal_agents.datasets import read_dataset
+
+    source = resources.files("taskcal_agents") / "data" / "demo_live_requests.jsonl"
+    with resources.as_file(source) as path:
+        return read_dataset(path, labels=demo_task().labels)
 
 
 def demo_items() -> list[DatasetItem]:

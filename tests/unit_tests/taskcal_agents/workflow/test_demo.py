@@ -34,7 +34,6 @@ from taskcal_agents.sampling import OpenAISampler
 from taskcal_agents.serving import DtypeChoice
 from taskcal_agents.workflow import read_samples
 from taskcal_agents.workflow._calibrate import CALIBRATE_MAX_TOKENS
-from taskcal_agents.workflow._data import eval_arrays
 from taskcal_agents.workflow._demo import (
     DEMO_FORMAT,
     DEMO_MAX_TOKENS,
@@ -42,7 +41,8 @@ from taskcal_agents.workflow._demo import (
     WARMUP_ITEMS,
     Estimate,
     demo_items,
-    demo_task,
+    demo_live_items,
+    demo_live_task,
     run_demo,
     stsb_items,
 )
@@ -53,6 +53,12 @@ CALLS = Path(__file__).resolve().parents[3] / "data" / "grounding" / "calls.json
 QUESTION = "Could you tell me more about what you need?"
 REFUSAL = "I'm sorry, I cannot help with that."
 UNOFFERED = {"name": "do_it", "args": {"request": "what the user asked"}}
+PAYMENT = "Send 50 EUR to DE89 3704 0044 0532 0130 00."
+PAYMENT_CALL = {
+    "name": "send_money",
+    "args": {"amount": 50, "currency": "EUR", "iban": "DE89 3704 0044 0532 0130 00"},
+}
+MOON = "Book me a table for two at a restaurant on the Moon tonight."
 """A call to a tool no request is offered (the real model's way to say no tool fits)."""
 
 
@@ -85,6 +91,11 @@ class FakeServer:
             row = json.loads(line)
             if row["dataset"] == "demo":
                 self.calls.setdefault(by_id[row["item_id"]], []).append(row["call"])
+        # The live requests: the Paris weather and "What's the weather like?" are demo
+        # requests (their captured calls); the payment gets its exact call, the Moon none.
+        self.truth |= {str(i.messages[-1]["content"]): str(i.label) for i in demo_live_items()}
+        self.calls[PAYMENT] = [PAYMENT_CALL]
+        self.calls[MOON] = []
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
@@ -189,7 +200,7 @@ def test_run_demo_evaluates_both_parts_decides_live_and_resumes(
     )
 
     # One request per item and per live decision, the server released after the last.
-    assert len(server.requests) == N_STSB + 36 + 3
+    assert len(server.requests) == N_STSB + 36 + 4
     assert released == [len(server.requests)]
     assert [part.key for part in result.parts] == ["stsb", "tool_use"]
     assert [p.n_sampled_now for p in result.parts] == [N_STSB, 36]
@@ -232,30 +243,38 @@ def test_run_demo_evaluates_both_parts_decides_live_and_resumes(
     }
 
     # The live decisions go through the runtime (fresh samples, Decider.decide with the
-    # request's grounding context) and see what the stored samples say.
-    task = demo_task()
-    data = eval_arrays(task, read_samples(result.parts[1].samples_path))
-    live = server.requests[-3:]
+    # request's grounding context) under the effect-aware task.
+    task = demo_live_task()
+    live = server.requests[-4:]
     assert all(r["n"] == DEMO_N and r["tools"] and "structured_outputs" not in r for r in live)
-    assert [d.truth for d in result.decisions] == list(task.labels)
+    assert [d.truth for d in result.decisions] == [
+        "tool_call", "tool_call", "request_for_info", "cannot_answer"
+    ]  # fmt: skip
     for shown in result.decisions:
-        row = data.ids.index(
-            next(i.id for i in demo_items() if i.messages[-1]["content"] == shown.text)
-        )
-        np.testing.assert_allclose(list(shown.decision.probs.values()), data.P[row])
         decision = shown.decision
         q = np.array(list(decision.calibrated.values()))
-        expected = q @ task.cost_matrix()
+        expected = q @ task.cost_matrix(decision.effect)
         np.testing.assert_allclose(list(decision.expected_cost.values()), expected)
-        assert decision.action == task.action_list[int(np.argmin(expected))]
         assert not decision.fallback
         assert q.sum() == pytest.approx(1.0)
         assert shown.tools
-    # The fake's signal is plain, so each request gets its right action: the Paris
-    # request's grounded call, a question for the city, a refusal.
-    call, ask, refuse = result.decisions
-    assert [d.decision.action for d in result.decisions] == list(task.labels)
-    assert call.reply == "get_weather(city='Paris', unit='celsius')"
+        bars = {"read": 0.5, "write": 0.9231, "irreversible": 0.973}
+        assert shown.bar == pytest.approx(bars[str(decision.effect)])
+    # The fake's signal is plain: the Paris read is made; the payment (irreversible) is
+    # confirmed with the exact call unless its q clears 0.97 (on the fake's plain samples
+    # the fitted map is sure of it); a question for the city; a refusal.
+    weather, payment, ask, refuse = result.decisions
+    assert [d.decision.action for d in (weather, ask, refuse)] == [
+        "tool_call", "request_for_info", "cannot_answer"
+    ]  # fmt: skip
+    assert weather.reply == "get_weather(city='Paris', unit='celsius')"
+    assert (weather.decision.effect, weather.decision.effect_source) == ("read", "task")
+    assert weather.bar == 0.5
+    assert payment.decision.effect == "irreversible" and payment.bar == pytest.approx(0.973)
+    sure = payment.decision.calibrated["tool_call"] >= payment.bar
+    assert payment.decision.action == ("tool_call" if sure else "confirm")
+    call = "send_money(amount=50, currency='EUR', iban='DE89 3704 0044 0532 0130 00')"
+    assert payment.reply == call if sure else str(payment.reply).startswith(f"I can call {call}")
     assert ask.decision.missing_arguments == ["city"]
     assert ask.decision.n_ungrounded
     assert "city" in str(ask.reply)
@@ -279,7 +298,7 @@ def test_run_demo_evaluates_both_parts_decides_live_and_resumes(
         stsb=stsb_items(N_STSB),
         permutations=0,
     )
-    assert len(server.requests) - before == 3
+    assert len(server.requests) - before == 4
     assert [p.n_sampled_now for p in again.parts] == [0, 0]
     assert again.parts[0].evaluation["permutation_test"] is None
     assert "stsb_shuffle_test" not in again.timings
@@ -349,6 +368,9 @@ def test_cli_demo_with_a_running_server(fake_cli: FakeServer, tmp_path: Path) ->
         shown = decided["reply"] if action == "tool_call" else repr(decided["reply"])
         assert prefix + shown in text
     assert "ungrounded call(s)" in text
+    for effect, bar in (("read", "0.50"), ("irreversible", "0.97")):
+        line = f"effect of the call: {effect} (from the task); sent unconfirmed when "
+        assert f"{line}q(tool_call) > {bar}" in text
     assert "model_preparation" not in saved["timings_s"]
 
 
