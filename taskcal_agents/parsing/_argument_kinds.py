@@ -99,12 +99,20 @@ def name_words(name: str) -> tuple[str, ...]:
     return tuple(w for w in re.split(r"[^a-z0-9]+", _CAMEL.sub("_", name).lower()) if w)
 
 
+_TIME_ZONE_NAME = re.compile(
+    r"^(?:Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian|Pacific|Etc)"
+    r"(?:/[A-Za-z_+-]+){1,2}$"
+)
+"""An IANA time zone name, ``Area/City`` ("Europe/Berlin", "America/Argentina/Salta")."""
+
+
 def identifier_shape(value: str) -> str | None:
     """The identifier kind a string's shape shows, ``None`` for words.
 
     An e-mail address, an IBAN or a phone number is a ``"recipient"`` (where data or money
     goes), a web address a ``"url"``, a file path a ``"path"``, a code of eight or more
-    letters and digits (with at least one digit) an ``"identifier"``.
+    letters and digits (with at least one digit) an ``"identifier"``. A date and a time
+    zone name ("Asia/Tokyo") are words.
     """
     text = value.strip()
     if not text or len(text) > 2048:
@@ -113,8 +121,8 @@ def identifier_shape(value: str) -> str | None:
         return "recipient"
     if _WEB.match(text) or _BARE_DOMAIN.match(text):
         return "url"
-    if _DATE_LIKE.match(text):
-        return None
+    if _DATE_LIKE.match(text) or _TIME_ZONE_NAME.match(text):
+        return None  # a date, or a time zone ("Asia/Tokyo"), is words, not a path
     if _IBAN.match(text):
         return "recipient"
     if _CODE.match(text):

@@ -77,6 +77,30 @@ _LANGUAGE_CODES: dict[str, tuple[str, ...]] = {
 """ISO 639-1 codes, each stated by the language's name; one direction only: a code in the
 text ("de", "it", "hi") is too often a word to state a language named in a call."""
 
+_US_STATES: dict[str, tuple[str, ...]] = {
+    code: (name,)
+    for code, name in (
+        ("al", "alabama"), ("ak", "alaska"), ("az", "arizona"), ("ar", "arkansas"),
+        ("ca", "california"), ("co", "colorado"), ("ct", "connecticut"), ("de", "delaware"),
+        ("fl", "florida"), ("ga", "georgia"), ("hi", "hawaii"), ("id", "idaho"),
+        ("il", "illinois"), ("in", "indiana"), ("ia", "iowa"), ("ks", "kansas"),
+        ("ky", "kentucky"), ("la", "louisiana"), ("me", "maine"), ("md", "maryland"),
+        ("ma", "massachusetts"), ("mi", "michigan"), ("mn", "minnesota"),
+        ("ms", "mississippi"), ("mo", "missouri"), ("mt", "montana"), ("ne", "nebraska"),
+        ("nv", "nevada"), ("nh", "new hampshire"), ("nj", "new jersey"),
+        ("nm", "new mexico"), ("ny", "new york"), ("nc", "north carolina"),
+        ("nd", "north dakota"), ("oh", "ohio"), ("ok", "oklahoma"), ("or", "oregon"),
+        ("pa", "pennsylvania"), ("ri", "rhode island"), ("sc", "south carolina"),
+        ("sd", "south dakota"), ("tn", "tennessee"), ("tx", "texas"), ("ut", "utah"),
+        ("vt", "vermont"), ("va", "virginia"), ("wa", "washington"),
+        ("wv", "west virginia"), ("wi", "wisconsin"), ("wy", "wyoming"),
+        ("dc", "district of columbia"),
+    )
+}  # fmt: skip
+"""US state codes, each stated by the state's name; one direction only, as language codes:
+a code in the text ("in", "me", "or", "ok") is too often a word to state a state named in a
+call."""
+
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’.-]*|\d+")
 _TIME_OF_DAY = re.compile(
     r"\b(\d{1,2})(?:[:.](\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)|\b(\d{1,2}):(\d{2})\b"
@@ -169,9 +193,16 @@ class Evidence:
         return bool(tokens) and all(t in self.tokens or stem(t) in self._stems for t in tokens)
 
     def has_alias(self, value: str) -> bool:
-        """Whether the text states ``value`` by an alias or, for a language code, its name."""
+        """Whether the text states ``value`` by an alias or, for a code, what it names.
+
+        A language code by the language's name; a US state's code (written in capitals,
+        "CA") by the state's name ("California").
+        """
         key = normalize_answer(value).replace(" ", "")
-        words = _ALIASES.get(key, ()) + _LANGUAGE_CODES.get(key, ())
+        codes = _LANGUAGE_CODES.get(key, ()) + (
+            _US_STATES.get(key, ()) if value.strip().isupper() else ()  # "CA", not "ca"
+        )
+        words = _ALIASES.get(key, ()) + codes
         if any(self.has_phrase(p) for p in words):
             return True
         norm = normalize_answer(value)

@@ -59,6 +59,7 @@ from taskcal_agents.parsing._effects import ToolEffect, declared_effects
 from taskcal_agents.parsing._evidence import STOPWORDS, Evidence
 from taskcal_agents.parsing._grounding_rules import (
     IDENTIFIER_MARK,
+    NAME_MARK,
     ArgumentStatus,
     check_value,
     is_empty,
@@ -469,6 +470,7 @@ class GroundingContext:
             if is_identifier(kind, value):
                 prop = {**prop, IDENTIFIER_MARK: True}
             marked[arg] = prop
+            prop = {**prop, NAME_MARK: str(arg)}  # what the rules read of the argument's name
             is_required = arg in required or bool((schema or {}).get("x-unknown-schema"))
             if is_empty(value):
                 if is_required:

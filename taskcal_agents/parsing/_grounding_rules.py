@@ -7,10 +7,11 @@ rule that decides wins:
 
 - :data:`VALUE_RULES`, for any value against its schema property: a boolean, the schema's
   default or a "no preference" value it names, an optional argument's enum value are
-  inferable; an identifier (an account number, an e-mail address, a URL, a path, an ID) is
-  stated only where the text holds its whole value; a list and an object are as supported
-  as their least supported member; a number must be stated. A value no rule decides is
-  checked as a string.
+  inferable; an enum value is stated by a form of its word ("add" for ``addition``); an
+  identifier (an account number, an e-mail address, a URL, a path, an ID) is stated only
+  where the text holds its whole value; a count of one is implied by "a" where the text
+  states no other count; a list and an object are as supported as their least supported
+  member; a number must be stated. A value no rule decides is checked as a string.
 - :data:`STRING_RULES`, for a string against the conversation (the look-ups of
   :class:`~taskcal_agents.parsing._evidence.Evidence`): a date or clock time, a value
   without words, the value's tokens as they stand, an alias, an acronym, a place with a
@@ -36,6 +37,9 @@ Verdict = tuple[ArgumentStatus, str]
 
 _ABSENT: Verdict = ("unsupported", "absent")
 
+NAME_MARK = "x-taskcal-name"
+"""The key under which the grounding context gives a value rule the argument's name."""
+
 IDENTIFIER_MARK = "x-taskcal-identifier"
 """The key that marks a schema property as an identifier's (set by the grounding context
 from the argument's kind, :func:`~taskcal_agents.parsing._argument_kinds.is_identifier`)."""
@@ -50,6 +54,17 @@ _MONTH_NAMES = (
 _ISO_DATE = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ][\d:.]+Z?)?\s*$")
 _NUMERIC_DATE = re.compile(r"^\s*(\d{1,2})[/.](\d{1,2})(?:[/.](\d{2,4}))?\s*$")
 _CLOCK = re.compile(r"^\s*(\d{1,2}):(\d{2})(?::\d{2})?\s*(am|pm)?\s*$", re.IGNORECASE)
+_HOUR = re.compile(r"^\s*(\d{1,2})\s*(am|pm|a\.m\.|p\.m\.)\s*$", re.IGNORECASE)
+_NAMED_DATE = re.compile(
+    r"^\s*(?:[A-Za-z]+,?\s+)?(?:(\d{1,2})(?:st|nd|rd|th)?\s+([A-Za-z]+)|([A-Za-z]+)\s+"
+    r"(\d{1,2})(?:st|nd|rd|th)?)(?:,?\s+(\d{4}))?\s*$"
+)
+_TIME_ZONE = re.compile(r"^\s*[A-Z][A-Za-z]+(?:/[A-Za-z_-]+){1,2}\s*$")
+_COUNT_NAME = re.compile(
+    r"(?:^|_)(?:quantity|qty|count|num|number|tickets?|seats?|rooms?|guests?|people|persons?|"
+    r"passengers?|travell?ers?|adults?|copies|items?|units?|nights?|pieces?)(?:$|_)"
+)
+_ONE_WORD = re.compile(r"\b(?:a|an|one|single)\b")
 
 _SENTINELS = frozenset(("any", "dontcare", "don't care", "all", "none", "n/a"))
 
@@ -201,12 +216,60 @@ def _number(
     return _ABSENT
 
 
+def _enum_word(
+    evidence: Evidence, value: Any, prop: Mapping[str, Any], required: bool
+) -> Verdict | None:
+    """An enum value named by a form of its word.
+
+    "add" for ``"addition"``, "adding" for ``"add"``, "sorted" for ``"SORT"``. Only for a
+    value the schema lists (the call picks among its options), each of whose words of three
+    letters or more starts a word of the text or starts with one (of three letters or more).
+    """
+    enum = prop.get("enum")
+    if not isinstance(value, str) or not isinstance(enum, list):
+        return None
+    if not any(_same(value, e) for e in enum):
+        return None
+    parts = re.split(r"[\s_/-]+|(?<=[a-z])(?=[A-Z])", value)
+    words = [w.lower() for w in parts if len(w) >= 3]
+    if words and all(_word_form(w, evidence.tokens) for w in words):
+        return "stated", "enum_word"
+    return None
+
+
+def _word_form(word: str, tokens: frozenset[str]) -> bool:
+    """Whether a token is a form of ``word``: one is the other's start, three letters at least."""
+    return any(
+        len(t) >= 3 and t.isalpha() and (t.startswith(word) or word.startswith(t)) for t in tokens
+    )
+
+
+def _implied_one(
+    evidence: Evidence, value: Any, prop: Mapping[str, Any], required: bool
+) -> Verdict | None:
+    """A count of one implied by "a", "an" or "single" ("book a room": ``rooms=1``).
+
+    Only for an argument named as a count (``quantity``, ``tickets``, ``num_rooms``, ...)
+    and only where the text states no other count (no number from 2 to 99).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != 1:
+        return None
+    name = str(prop.get(NAME_MARK) or "").lower()
+    if not _COUNT_NAME.search(name) or not _ONE_WORD.search(evidence.lower):
+        return None
+    if any(t.isdigit() and 2 <= int(t) <= 99 for t in evidence.tokens):
+        return None
+    return "inferable", "implied_one"
+
+
 VALUE_RULES: tuple[Rule, ...] = (
     Rule("boolean", _boolean),
     Rule("schema_default", _schema_default),
     Rule("no_preference", _no_preference),
     Rule("optional_enum", _optional_enum),
+    Rule("enum_word", _enum_word),
     Rule("whole_identifier", _whole_identifier),
+    Rule("implied_one", _implied_one),
     Rule("list", _each_item),
     Rule("object", _each_field),
     Rule("number", _number),
@@ -222,8 +285,12 @@ def _date(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | No
     iso = _ISO_DATE.match(value)
     numeric = _NUMERIC_DATE.match(value) if iso is None else None
     clock = _CLOCK.match(value) if iso is None and numeric is None else None
+    hour = _HOUR.match(value) if iso is None and numeric is None and clock is None else None
+    if hour is not None:  # "3pm": a time of day, stated as "3 pm", "15:00" or "3:00 pm"
+        h = hour24(int(hour.group(1)), hour.group(2).lower())
+        return ("stated", "date") if (h, 0) in evidence.clock else _ABSENT
     if iso is None and numeric is None and clock is None:
-        return None
+        return _named_date(evidence, value)
     if iso is not None:
         if evidence.has_run([str(int(g)) for g in iso.groups()]) or evidence.has_run(tokens):
             return "stated", "date"  # "2025-06-14" written as it stands
@@ -257,6 +324,40 @@ def _date(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | No
     if evidence.relative:
         return "inferable", "relative_date"
     return _ABSENT
+
+
+def _named_date(evidence: Evidence, value: str) -> Verdict | None:
+    """A date with its month named ("March 8, 2023"), stated in another form.
+
+    "2023-03-08", "8 March", "3/8/2023"; ``None`` for a value that is no such date.
+    """
+    match = _NAMED_DATE.match(value)
+    if match is None:
+        return None
+    day_s, month_s = (match.group(1), match.group(2)) if match.group(1) else (
+        match.group(4), match.group(3))  # fmt: skip
+    month_name = month_s.lower()
+    months = [m for m in _MONTH_NAMES if len(month_name) >= 3 and m.startswith(month_name)]
+    day = int(day_s)
+    if len(months) != 1 or not 1 <= day <= 31:
+        return None
+    month = _MONTH_NAMES.index(months[0]) + 1
+    year = match.group(5)
+    forms = [[str(day), months[0]], [f"{month:02d}", f"{day:02d}"], [str(month), str(day)]]
+    if year is not None:
+        forms += [[year, f"{month:02d}", f"{day:02d}"], [year, str(month), str(day)]]
+    if any(evidence.has_run(f) for f in forms):
+        return "stated", "date"
+    return ("inferable", "relative_date") if evidence.relative else _ABSENT
+
+
+def _time_zone(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | None:
+    """A time zone named by its city ("Asia/Tokyo", "America/New_York") with the city stated."""
+    if not _TIME_ZONE.match(value):
+        return None
+    city = value.strip().rsplit("/", 1)[-1].replace("_", " ")
+    verdict = check_string(evidence, city)
+    return ("stated", "time_zone") if verdict[0] == "stated" else None
 
 
 def _without_words(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | None:
@@ -320,6 +421,7 @@ STRING_RULES: tuple[Rule, ...] = (
     Rule("as_written", _as_written),
     Rule("alias", _alias),
     Rule("acronym", _acronym),
+    Rule("time_zone", _time_zone),
     Rule("qualified", _qualified),
     Rule("content_tokens", _content_tokens),
 )

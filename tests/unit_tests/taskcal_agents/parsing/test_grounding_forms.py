@@ -1,0 +1,98 @@
+"""Values a request states in another form: each rule grounds them, and still refuses inventions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from taskcal_agents.parsing import GroundingContext
+
+
+def tool(**props: dict[str, Any]) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": props, "required": list(props)}
+    return {
+        "type": "function",
+        "function": {"name": "f", "description": "d", "parameters": parameters},
+    }
+
+
+def how(text: str, schema: dict[str, Any], **args: Any) -> dict[str, tuple[str, str]]:
+    call = GroundingContext([schema], [HumanMessage(text)]).ground_call({"name": "f", "args": args})
+    return {a.name: (a.status, a.how) for a in call.arguments}
+
+
+STR = {"type": "string"}
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "expected"),
+    [
+        ("Find hotels in San Diego, California.", "CA", ("stated", "alias")),
+        ("Find hotels in Austin, Texas.", "CA", ("unsupported", "absent")),  # another state
+        ("Is it cold in Maine or in Ohio?", "ME", ("stated", "alias")),
+        ("Vermont is home.", "VT", ("stated", "alias")),
+        ("Vermont is home.", "IN", ("unsupported", "absent")),  # Indiana is not named
+    ],
+)
+def test_a_us_state_code_is_stated_by_the_states_name(text: str, value: str, expected: Any) -> None:
+    assert how(text, tool(state=STR), state=value)["state"] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "expected"),
+    [
+        ("What time is it in Tokyo?", "Asia/Tokyo", ("stated", "time_zone")),
+        ("Set up a call for 5pm New York time.", "America/New_York", ("stated", "time_zone")),
+        ("What time is it in Paris?", "Asia/Tokyo", ("unsupported", "absent")),
+    ],
+)
+def test_a_time_zone_is_stated_by_its_city(text: str, value: str, expected: Any) -> None:
+    assert how(text, tool(timezone=STR), timezone=value)["timezone"] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "expected"),
+    [
+        ("Book it for 2023-03-08.", "March 8, 2023", ("stated", "date")),
+        ("Book it for 2023-03-08.", "8th March 2023", ("stated", "date")),
+        ("Book it for March 8th 2023.", "2023-03-08", ("stated", "date")),
+        ("Book it for 3/8/2023.", "March 8", ("stated", "date")),
+        ("Book it for 2023-03-09.", "March 8, 2023", ("unsupported", "absent")),
+        ("Meet at 3pm.", "15:00", ("stated", "date")),
+        ("Meet at 15:00.", "3pm", ("stated", "date")),
+        ("Meet at 4pm.", "3pm", ("unsupported", "absent")),
+    ],
+)
+def test_a_date_or_time_restated_in_another_format(text: str, value: str, expected: Any) -> None:
+    assert how(text, tool(when=STR), when=value)["when"] == expected
+
+
+def test_an_enum_value_is_stated_by_a_form_of_its_word() -> None:
+    schema = tool(operation={"type": "string", "enum": ["addition", "subtraction"]})
+    assert how("Please add 5 and 3.", schema, operation="addition")["operation"] == (
+        "stated",
+        "enum_word",
+    )
+    assert how("Please add 5 and 3.", schema, operation="subtraction")["operation"][0] == (
+        "unsupported"
+    )
+    # a value the schema does not list gets no such help
+    free = tool(operation=STR)
+    assert how("Please add 5 and 3.", free, operation="addition")["operation"][0] == "unsupported"
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "value", "expected"),
+    [
+        ("Book a room at the Hilton.", "rooms", 1, ("inferable", "implied_one")),
+        ("Buy a ticket to the concert.", "quantity", 1, ("inferable", "implied_one")),
+        ("Book 3 rooms at the Hilton.", "rooms", 1, ("unsupported", "absent")),  # another count
+        ("Book a room at the Hilton.", "rooms", 2, ("unsupported", "absent")),  # not one
+        ("Book a room at the Hilton.", "price", 1, ("unsupported", "absent")),  # not a count
+    ],
+)
+def test_an_implied_quantity_of_one(text: str, name: str, value: int, expected: Any) -> None:
+    schema = tool(hotel=STR, **{name: {"type": "integer"}})
+    assert how(text, schema, hotel="Hilton", **{name: value})[name] == expected
