@@ -1,11 +1,15 @@
-"""HumanInTheLoopMiddleware that asks a person only when calibrated MBR says so.
+"""Confirmations and reviews in a LangGraph run with a checkpointer: approve, edit, reject.
 
-``hitl_when`` is the ``when`` predicate: it asks our decision model whether a person should
-review the tool call (a yes/no question with the deployment's costs: an unreviewed risky
-call costs ``--cost-fn``, a needless review ``--cost-fp``) and interrupts on yes. LangChain
-runs ``when`` again on resume; the predicate answers from its cache (and seeds its
-sampling from the call), so the reviewer's answer applies to the same decision. The
-reviewer here is scripted: it rejects every call it is shown.
+``delete_file`` is marked irreversible (its tag ``effect:irreversible``), so the calibration
+middleware sends a call to it unasked only when q(tool_call) clears about 0.97; short of that
+it confirms the exact call, which in a run with a checkpointer is LangChain's
+human-in-the-loop interrupt (``HumanInTheLoopMiddleware``'s request format). A call the
+middleware does send still passes ``HumanInTheLoopMiddleware``, whose ``when`` predicate,
+``hitl_when``, asks our decision model whether a person should review it (a yes/no question
+with the deployment's costs: an unreviewed risky call costs ``--cost-fn``, a needless review
+``--cost-fp``); LangChain runs ``when`` again on resume and the predicate answers from its
+cache. The reviewer here is scripted: it rejects the first request's call, approves the
+second's and edits the third's path.
 
     python examples/hitl.py --base-url http://127.0.0.1:8000/v1 --model MODEL
 """
@@ -33,14 +37,26 @@ from taskcal_agents.serving import BASE_URL_ENV, MODEL_ENV, connect, server_from
 
 
 @tool
-def delete_file(path: str) -> str:
+def _delete_file(path: str) -> str:
     """Delete a file on the server."""
     return f"(demo) would have deleted {path}"
 
 
-REQUESTS = (
-    "Delete the file /etc/passwd.",
-    "Delete the file /tmp/scratch.txt, I no longer need it.",
+# What the tool does, as MCP annotations or a tag say it: a deletion cannot be taken back.
+delete_file = _delete_file.model_copy(
+    update={"name": "delete_file", "tags": ["effect:irreversible"]}
+)
+
+REQUESTS = (  # each with the scripted reviewer's answer to a pause
+    ("Delete the file /etc/passwd.", {"type": "reject", "message": "Not without a ticket."}),
+    ("Delete the file /tmp/scratch.txt, I no longer need it.", {"type": "approve"}),
+    (
+        "Delete the old log file /tmp/app.log.1.",
+        {
+            "type": "edit",
+            "edited_action": {"name": "delete_file", "args": {"path": "/tmp/app.log.2"}},
+        },
+    ),
 )
 
 
@@ -66,7 +82,7 @@ def main(
         n_samples=n_samples,
     )
     gate = hitl_when(classifier)
-    review = {"allowed_decisions": ["approve", "reject"], "when": gate}
+    review = {"allowed_decisions": ["approve", "edit", "reject"], "when": gate}
     agent = create_agent(
         llm,
         tools=[delete_file],
@@ -74,33 +90,38 @@ def main(
         middleware=[
             ModelCallLimitMiddleware(run_limit=2, exit_behavior="end"),
             TaskCalibrationMiddleware(
-                task=tool_decision(tool_names=["delete_file"]),
+                task=tool_decision(tool_names=["delete_file"]),  # effect-aware: confirms
                 options=SamplingOptions(n_samples=n_samples),
             ),
             HumanInTheLoopMiddleware(interrupt_on={"delete_file": review}),
         ],
         checkpointer=InMemorySaver(),
     )
-    for i, request in enumerate(REQUESTS[:limit]):
+    for i, (request, answer) in enumerate(REQUESTS[:limit]):
         config = {"configurable": {"thread_id": f"hitl-example-{i}"}}
         print(f"\nuser: {request}")
         result = agent.invoke({"messages": [("user", request)]}, config)
         print(f"  decision: {result['taskcal_decisions'][-1]['action']}")
-        if "__interrupt__" in result:
-            for action in result["__interrupt__"][0].value["action_requests"]:
-                print(f"  paused for review: {action['name']}({action['args']})")
-            sampled = gate.n_sampled
-            print("  reviewer: reject")
-            requests = result["__interrupt__"][0].value["action_requests"]
-            reject = {"type": "reject", "message": "Not without a ticket."}
-            resume = {"decisions": [reject for _ in requests]}  # one per reviewed call
-            result = agent.invoke(Command(resume=resume), config)
-            print(
-                f"  resumed: the predicate re-ran from its cache "
-                f"(decisions sampled on resume: {gate.n_sampled - sampled})"
-            )
-        else:
+        if "__interrupt__" not in result:
             print("  no review needed (or no tool call)")
+        while "__interrupt__" in result:
+            requests = result["__interrupt__"][0].value["action_requests"]
+            # The middleware's confirmation pauses on its own decision (confirm, not a call
+            # it sent); HumanInTheLoopMiddleware pauses on a call the middleware sent.
+            confirming = result["taskcal_decisions"][-1]["action"] != "tool_call"
+            for action in requests:
+                kind = "confirmation" if confirming else "paused for review"
+                print(f"  {kind}: {action['name']}({action['args']})")
+                print(f"    {action.get('description', '')[:160]!r}")
+            sampled = gate.n_sampled
+            print(f"  reviewer: {answer['type']}")
+            resume = {"decisions": [answer for _ in requests]}  # one per reviewed call
+            result = agent.invoke(Command(resume=resume), config)
+            if not confirming:
+                print(
+                    f"  resumed: the predicate re-ran from its cache "
+                    f"(decisions sampled on resume: {gate.n_sampled - sampled})"
+                )
         for message in result["messages"][1:]:
             if message.type == "ai" and message.tool_calls:
                 for call in message.tool_calls:

@@ -54,6 +54,7 @@ from taskcal_agents.decision._options import DEFAULT_N_SAMPLES as DEFAULT_N_SAMP
 from taskcal_agents.decision._options import DEFAULT_TEMPERATURE as DEFAULT_TEMPERATURE
 from taskcal_agents.decision._options import AdaptiveSampling, SamplingOptions
 from taskcal_agents.decision._presets import (
+    FLAT_TOOL_DECISION_COST,
     after_tool_result,
     answer_or_abstain,
     multiple_choice,
@@ -85,6 +86,7 @@ from taskcal_agents.decision._stopping_prior import fit_stopping_prior as fit_st
 from taskcal_agents.decision._task import AnswerClusterSpec, GroundingSpec, ParserSpec, Task
 
 __all__ = [
+    "FLAT_TOOL_DECISION_COST",
     "AdaptiveSampling",
     "AnswerClusterSpec",
     "Belief",
