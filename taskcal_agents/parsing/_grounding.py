@@ -633,8 +633,9 @@ def call_key(name: str, args: Mapping[str, Any]) -> str:
 def confirmation_calls(message: Any) -> list[dict[str, Any]] | None:
     """The calls a library-made confirmation question asks about, else ``None``.
 
-    Each is ``{"name", "args"}``; only the library's mark counts (see
-    :func:`confirmation_asked`).
+    Each is ``{"name", "args"}``. Only the metadata the library sets marks one
+    (:data:`CONFIRM_METADATA_KEY`); a model's or a tool's text that merely reads like the
+    question does not.
     """
     metadata = (
         message.get("response_metadata")
@@ -653,23 +654,6 @@ def confirmation_calls(message: Any) -> list[dict[str, Any]] | None:
             return None
         out.append({"name": str(call.get("name") or ""), "args": dict(call["args"])})
     return out
-
-
-def confirmation_asked(message: Any) -> str | None:
-    """The key of the call a library-made confirmation question asks about, else ``None``.
-
-    Only the metadata the library sets marks one (:data:`CONFIRM_METADATA_KEY`); a model's
-    or a tool's text that merely reads like the question does not.
-    """
-    metadata = (
-        message.get("response_metadata")
-        if isinstance(message, Mapping)
-        else getattr(message, "response_metadata", None)
-    )
-    asked = metadata.get(CONFIRM_METADATA_KEY) if isinstance(metadata, Mapping) else None
-    if not isinstance(asked, Mapping) or not isinstance(asked.get("args"), Mapping):
-        return None
-    return call_key(str(asked.get("name") or ""), asked["args"])
 
 
 def _normal_args(args: Mapping[str, Any]) -> Any:
