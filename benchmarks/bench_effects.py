@@ -1,273 +1,33 @@
 """Effect-aware tool decisions on recorded samples: three decoders under the effect-aware matrix.
 
-Each record of a samples file (``taskcal sample`` output: an item's N completions with its
-tools and conversation) is decided by the runtime's own decision path,
-:meth:`Decider.decide <taskcal_agents.decision.Decider.decide>` with the item's tools and
-conversation as a front door passes them, under three tasks with the same calibrator (an
-artefact, as served):
-
-- ``flat``: ``tool_decision(cost=FLAT_TOOL_DECISION_COST)``: execute / ask / refuse, every
-  call priced alike (the decision before effects);
-- ``effects``: the effect-aware costs without the confirm action;
-- ``confirm``: ``tool_decision()``'s default, the effect-aware costs with the confirm action;
-
-and, for reference, ``raw confirm`` (the default task on the raw belief) and the best
-constant action (asking or refusing for every item, whichever costs less on the set). Every
-decision is scored under the effect-aware default matrix (:data:`~taskcal_agents.decision.
-_presets.EFFECT_AWARE_COST`, :data:`~taskcal_agents.decision._presets.DEFAULT_TOOL_EFFECTS`)
-with the effect of the call it sends. The items' tools carry no annotations: each tool's
-effect is the written rule's (:func:`~taskcal_agents.datasets._effects.effect_by_rule`),
-given to the decision as the task file's ``effects.tools`` would be.
-
-Reported per decoder: the mean cost with its paired differences (and SEs) against the best
-constant, raw MBR and the flat decision; the label-shuffle test of the saving over the best
-constant (labels permuted over the items, the decisions fixed); right calls executed (all,
-and where the right tool is a read), right calls executed or confirmed, wrong calls executed
-by the effect of the call sent, ``cannot_answer`` recall, and the generic asks (the task's
-``ask_text``) given while a sample made a grounded call.
+The rows of :mod:`taskcal_agents.workflow._effect_rows` (the runtime's ``Decider.decide`` on
+each record under the flat, effect-aware and confirming tasks, scored under the effect-aware
+default matrix, with paired SEs, the label-shuffle test and the call metrics), with one
+served calibrator artefact deciding every record. The items' tools carry no annotations:
+each tool's effect is the written rule's
+(:func:`~taskcal_agents.datasets._effects.effect_by_rule`), given to the decision as the task
+file's ``effects.tools`` would be.
 
 Run: .venv/bin/python benchmarks/bench_effects.py SAMPLES.jsonl --artefact ARTEFACT.json
-     [--permutations 200] [--out JSON]
+     [--data DATA.jsonl] [--permutations 200] [--out JSON]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
 from taskcal_agents._files import write_json
-from taskcal_agents._stats import paired_difference
 from taskcal_agents.datasets._effects import EFFECT_RULE_VERSION, tool_effects_by_rule
 from taskcal_agents.decision import Decider, Task, resolve_calibrator, tool_decision
-from taskcal_agents.decision._presets import (
-    DEFAULT_TOOL_EFFECTS,
-    EFFECT_AWARE_COST,
-    FLAT_TOOL_DECISION_COST,
-)
-from taskcal_agents.parsing import GroundingContext
-from taskcal_agents.workflow._runner import message_from_dict
+from taskcal_agents.workflow._effect_rows import DECODERS, decide_records, summary, table
 from taskcal_agents.workflow._store import read_samples
 
-DECODERS = ("constant", "raw confirm", "flat", "effects", "confirm")
-SCORED_ACTIONS = ("tool_call", "confirm", "request_for_info", "cannot_answer")
-
-
-def scoring_cost(effect: str) -> NDArray[np.float64]:
-    """The effect-aware default matrix (k × 4: execute, confirm, ask, refuse) for ``effect``."""
-    cost = np.array(EFFECT_AWARE_COST, dtype=np.float64)
-    cost[:, 0] = DEFAULT_TOOL_EFFECTS.call_cost[effect]  # type: ignore[index]
-    return cost
-
-
-def tasks_for(effects: Mapping[str, str]) -> dict[str, Task]:
-    """The three decision tasks of one item, its tools' effects named as a task file would."""
-    no_confirm = [[row[0], row[2], row[3]] for row in EFFECT_AWARE_COST]
-    return {
-        "flat": tool_decision(cost=FLAT_TOOL_DECISION_COST),
-        "effects": tool_decision(cost=no_confirm, effects={**DEFAULT_TOOL_EFFECTS.model_dump(),
-                                                           "tools": dict(effects)}),
-        "confirm": tool_decision(tool_effects=effects),
-    }  # fmt: skip
-
-
-def target_tool(record: Mapping[str, Any], item: Mapping[str, Any] | None) -> str | None:
-    """The right tool's name: the item's ``target_tool`` (a name, or When2Call's JSON)."""
-    meta = (item or {}).get("meta") or {}
-    target = meta.get("target_tool")
-    if isinstance(target, str) and target.startswith("{"):
-        try:
-            return str(json.loads(target).get("name"))
-        except ValueError:
-            return None
-    if isinstance(target, str):
-        return target
-    names = record.get("tool_names") or []
-    return str(names[0]) if len(names) == 1 else None
-
-
-def decide_records(path: Path, artefact: str, data: Path | None) -> list[dict[str, Any]]:
-    """Each record decided by every decoder (action, effect of its call, generic ask)."""
-    samples = read_samples(path)
-    items = {}
-    if data is not None:
-        items = {json.loads(line)["id"]: json.loads(line) for line in data.open(encoding="utf-8")}
-    resolved = resolve_calibrator(artefact, tool_decision(), owner="bench_effects")
-    rows = []
-    for key in sorted(samples.records):
-        record = samples.records[key]
-        messages = [message_from_dict(m) for m in record.get("samples", [])]
-        effects = tool_effects_by_rule(record.get("tools") or [])
-        offered = record.get("tool_names")
-        row: dict[str, Any] = {"id": record["id"], "label": record["label"], "decisions": {}}
-        target = target_tool(record, items.get(record["id"]))
-        row["target_effect"] = effects.get(target) if target else None
-        tasks = tasks_for(effects)
-        deciders = {name: Decider.from_resolved(task, resolved) for name, task in tasks.items()}
-        deciders["raw confirm"] = Decider(tasks["confirm"])
-        context = GroundingContext(record.get("tools") or [], record.get("messages") or [])
-        grounded = any(g.calls and g.grounded for g in context.ground_samples(messages))
-        for name, decider in deciders.items():
-            decision = decider.decide(messages, tool_names=offered, context=context)
-            sent = (
-                decision.message.tool_calls
-                if decision.action == "tool_call" and decision.message
-                else []
-            )
-            effect = max((effects.get(c["name"], "write") for c in sent),
-                         key=["read", "write", "irreversible"].index, default="write")  # fmt: skip
-            generic = (  # the task's ask text, while a sample made a grounded call
-                decision.action == "request_for_info"
-                and decision.message is not None
-                and decision.message.content == decider.task.ask_text
-                and grounded
-            )
-            row["decisions"][name] = {"action": decision.action, "effect": effect,
-                                      "generic_ask": generic}  # fmt: skip
-        rows.append(row)
-    return rows
-
-
-def costs(
-    rows: Sequence[Mapping[str, Any]], labels: Sequence[str]
-) -> dict[str, NDArray[np.float64]]:
-    """Per decoder, each item's cost under the effect-aware matrix (``labels``: the truth)."""
-    k = {label: i for i, label in enumerate(("tool_call", "request_for_info", "cannot_answer"))}
-    out = {}
-    for name in DECODERS[1:]:
-        out[name] = np.array([
-            scoring_cost(r["decisions"][name]["effect"])[
-                k[y], SCORED_ACTIONS.index(r["decisions"][name]["action"])]
-            for r, y in zip(rows, labels, strict=True)
-        ])  # fmt: skip
-    ask_or_refuse = ("request_for_info", "cannot_answer")
-    write = scoring_cost("write")  # asking and refusing cost alike whatever the effect
-    constants = {
-        a: np.array([write[k[y], SCORED_ACTIONS.index(a)] for y in labels]) for a in ask_or_refuse
-    }
-    out["constant"] = min(constants.values(), key=lambda c: float(c.mean()))
-    return out
-
-
-def shuffle_p(rows: Sequence[Mapping[str, Any]], name: str, permutations: int, seed: int) -> float:
-    """The label-shuffle test of ``name``'s saving over the best constant (one-sided)."""
-    labels = [r["label"] for r in rows]
-    observed = costs(rows, labels)
-    gap = float(observed["constant"].mean() - observed[name].mean())
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for _ in range(permutations):
-        shuffled = list(rng.permutation(labels))
-        c = costs(rows, shuffled)
-        hits += float(c["constant"].mean() - c[name].mean()) >= gap
-    return (hits + 1) / (permutations + 1)
-
-
-def _share(group: Sequence[Mapping[str, Any]], name: str, test: Any) -> float:
-    """The share of ``group``'s items whose ``name`` decision passes ``test``."""
-    if not group:
-        return math.nan
-    return sum(bool(test(r["decisions"][name])) for r in group) / len(group)
-
-
-def _executed(d: Mapping[str, Any]) -> bool:
-    return d["action"] == "tool_call"
-
-
-def _executed_or_confirmed(d: Mapping[str, Any]) -> bool:
-    return d["action"] in ("tool_call", "confirm")
-
-
-def _executed_read(d: Mapping[str, Any]) -> bool:
-    return d["action"] == "tool_call" and d["effect"] == "read"
-
-
-def _executed_write(d: Mapping[str, Any]) -> bool:
-    return d["action"] == "tool_call" and d["effect"] != "read"
-
-
-def _refused(d: Mapping[str, Any]) -> bool:
-    return d["action"] == "cannot_answer"
-
-
-def summary(rows: Sequence[Mapping[str, Any]], permutations: int) -> list[dict[str, Any]]:
-    """Per decoder: cost, paired differences, the call metrics and the label-shuffle test."""
-    labels = [r["label"] for r in rows]
-    c = costs(rows, labels)
-    calls = [r for r in rows if r["label"] == "tool_call"]
-    reads = [r for r in calls if r["target_effect"] == "read"]
-    wrong = [r for r in rows if r["label"] != "tool_call"]
-    refuse = [r for r in rows if r["label"] == "cannot_answer"]
-    out = []
-    for name in DECODERS:
-        entry: dict[str, Any] = {"decoder": name, "cost": float(c[name].mean())}
-        for base in ("constant", "raw confirm", "flat"):
-            if base != name:
-                entry[f"vs {base}"] = paired_difference(c[base], c[name])
-        if name != "constant":
-            entry.update(
-                calls_executed=_share(calls, name, _executed),
-                read_calls_executed=_share(reads, name, _executed),
-                calls_executed_or_confirmed=_share(calls, name, _executed_or_confirmed),
-                wrong_read_executed=_share(wrong, name, _executed_read),
-                wrong_write_executed=_share(wrong, name, _executed_write),
-                cannot_answer_recall=_share(refuse, name, _refused),
-                generic_asks=sum(r["decisions"][name]["generic_ask"] for r in rows),
-                shuffle_p=shuffle_p(rows, name, permutations, seed=0) if permutations else None,
-            )
-        out.append(entry)
-    return out
-
-
-def _diff(entry: Mapping[str, Any], key: str) -> str:
-    if key not in entry:
-        return "–"
-    mean, se = entry[key]
-    return f"{mean:+.3f} ± {se:.3f}" if se is not None else f"{mean:+.3f}"
-
-
-def _pct(entry: Mapping[str, Any], key: str) -> str:
-    value = entry.get(key)
-    return "–" if value is None or value != value else f"{100 * value:.1f} %"
-
-
-def _p(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
-
-
-def table(
-    path: Path, rows: Sequence[Mapping[str, Any]], entries: Sequence[Mapping[str, Any]]
-) -> str:
-    """The set's table: one row per decoder."""
-    effects = Counter(str(r["target_effect"]) for r in rows if r["label"] == "tool_call")
-    by_effect = ", ".join(f"{k} {v}" for k, v in sorted(effects.items()))
-    lines = [
-        f"{path.name}: {len(rows)} items; the right calls' tools by effect "
-        f"(rule v{EFFECT_RULE_VERSION}): {by_effect}",
-        "",
-        "| decoder | cost | saving vs constant | vs raw MBR | vs flat | calls executed | "
-        "read calls executed | executed or confirmed | wrong read / write executed | "
-        "cannot_answer recall | generic asks | shuffle p |",
-        "|---" * 12 + "|",
-    ]
-    for e in entries:
-        lines.append(
-            f"| {e['decoder']} | {e['cost']:.3f} | {_diff(e, 'vs constant')} | "
-            f"{_diff(e, 'vs raw confirm')} | {_diff(e, 'vs flat')} | "
-            f"{_pct(e, 'calls_executed')} | {_pct(e, 'read_calls_executed')} | "
-            f"{_pct(e, 'calls_executed_or_confirmed')} | {_pct(e, 'wrong_read_executed')} / "
-            f"{_pct(e, 'wrong_write_executed')} | {_pct(e, 'cannot_answer_recall')} | "
-            f"{e.get('generic_asks', '–')} | {_p(e.get('shuffle_p'))} |"
-        )
-    return "\n".join(lines)
+__all__ = ["DECODERS", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -280,12 +40,26 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--permutations", type=int, default=200)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    resolved = resolve_calibrator(args.artefact, tool_decision(), owner="bench_effects")
+
+    def calibrator_for(_: str, task: Task) -> Decider:
+        return Decider.from_resolved(task, resolved)
+
+    def effects_of(record: dict[str, Any]) -> dict[str, str]:
+        return tool_effects_by_rule(record.get("tools") or [])
+
     report: dict[str, Any] = {"effect_rule_version": EFFECT_RULE_VERSION, "sets": {}}
     for i, path in enumerate(args.samples):
-        data = args.data[i] if i < len(args.data) else None
-        rows = decide_records(path, args.artefact, data)
+        samples = read_samples(path)
+        items = {}
+        if i < len(args.data):
+            lines = args.data[i].read_text(encoding="utf-8").splitlines()
+            items = {json.loads(line)["id"]: json.loads(line) for line in lines if line.strip()}
+        records = [samples.records[key] for key in sorted(samples.records)]
+        rows = decide_records(records, calibrator_for, effects_of=effects_of, items=items)
         entries = summary(rows, args.permutations)
-        print(table(path, rows, entries), end="\n\n")
+        title = f"{path.name} (effects by rule v{EFFECT_RULE_VERSION})"
+        print(table(title, rows, entries), end="\n\n")
         report["sets"][str(path)] = {"summary": entries, "items": rows}
     if args.out is not None:
         write_json(report, args.out)

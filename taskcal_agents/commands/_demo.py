@@ -91,7 +91,36 @@ def _print_part(part: DemoPart, console: Console) -> None:
     columns = ("expected_cost", "saving_vs_constant", "saving_vs_raw", "accuracy", "nll", "ece")
     console.print(rich_table(part.evaluation, title=title, columns=columns, actions=False))
     console.print(verdict(part.evaluation), highlight=False)
+    if part.evaluation.get("effect_rows"):
+        _print_effect_rows(part.evaluation["effect_rows"], console)
     console.print(f"evaluation: {part.evaluation_path}; samples: {part.samples_path}\n")
+
+
+def _print_effect_rows(entries: list[dict[str, Any]], console: Console) -> None:
+    """The same samples decided per effect (cross-fitted Dirichlet), under the effect matrix."""
+    from rich.table import Table
+
+    table = Table(
+        title="The same requests decided by their tools' effects (cost: effect-aware matrix)",
+        title_justify="left",
+    )
+    for header in ("decoder", "cost", "saving vs constant", "calls made", "made or confirmed",
+                   "wrong calls made", "generic asks"):  # fmt: skip
+        table.add_column(header, justify="right" if header != "decoder" else "left")
+    for e in entries:
+        saving = e.get("vs constant")
+        made = e.get("calls_executed")
+        wrong = [e.get("wrong_read_executed"), e.get("wrong_write_executed")]
+        table.add_row(
+            e["decoder"],
+            f"{e['cost']:.3f}",
+            "" if saving is None else f"{saving[0]:+.3f} ± {saving[1] or 0:.3f}",
+            "" if made is None else f"{100 * made:.0f} %",
+            "" if made is None else f"{100 * e['calls_executed_or_confirmed']:.0f} %",
+            "" if made is None else f"{100 * sum(w or 0 for w in wrong):.0f} %",
+            "" if made is None else str(e["generic_asks"]),
+        )
+    console.print(table)
 
 
 def _print_decisions(result: DemoResult, console: Console) -> None:

@@ -138,5 +138,12 @@ def evaluate_part(
         },
         include_items=True,
     )
+    if key == "tool_use":  # the effect-aware rows: the same samples, decided per effect
+        from taskcal_agents.workflow._demo_tasks import DEMO_EFFECTS
+        from taskcal_agents.workflow._effect_rows import crossfit_rows
+
+        result["effect_rows"] = crossfit_rows(
+            task, samples, effects=DEMO_EFFECTS, folds=folds, permutations=permutations
+        )
     evaluation_path = write_json(result, out_dir / f"{key}.evaluation.json")
     return result, evaluation_path

@@ -241,6 +241,11 @@ def test_run_demo_evaluates_both_parts_decides_live_and_resumes(
     assert {"mbr_raw", "mbr_raw_any", "mbr_dirichlet"} <= {
         r["decoder"] for r in tool_use["decoders"]
     }
+    # ... and its effect-aware rows: the same samples decided per effect (cross-fitted), the
+    # flat decision beside the effect-aware ones, scored under one matrix
+    rows = {r["decoder"]: r for r in tool_use["effect_rows"]}
+    assert list(rows) == ["constant", "raw confirm", "flat", "effects", "confirm"]
+    assert rows["confirm"]["generic_asks"] == 0
 
     # The live decisions go through the runtime (fresh samples, Decider.decide with the
     # request's grounding context) under the effect-aware task.
@@ -368,6 +373,7 @@ def test_cli_demo_with_a_running_server(fake_cli: FakeServer, tmp_path: Path) ->
         shown = decided["reply"] if action == "tool_call" else repr(decided["reply"])
         assert prefix + shown in text
     assert "ungrounded call(s)" in text
+    assert "The same requests decided by their tools' effects" in text
     for effect, bar in (("read", "0.50"), ("irreversible", "0.97")):
         line = f"effect of the call: {effect} (from the task); sent unconfirmed when "
         assert f"{line}q(tool_call) > {bar}" in text
