@@ -285,9 +285,9 @@ def _date(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | No
     iso = _ISO_DATE.match(value)
     numeric = _NUMERIC_DATE.match(value) if iso is None else None
     clock = _CLOCK.match(value) if iso is None and numeric is None else None
-    hour = _HOUR.match(value) if iso is None and numeric is None and clock is None else None
-    if hour is not None:  # "3pm": a time of day, stated as "3 pm", "15:00" or "3:00 pm"
-        h = hour24(int(hour.group(1)), hour.group(2).lower())
+    bare = _HOUR.match(value) if iso is None and numeric is None and clock is None else None
+    if bare is not None:  # "3pm": a time of day, stated as "3 pm", "15:00" or "3:00 pm"
+        h = hour24(int(bare.group(1)), bare.group(2).lower())
         return ("stated", "date") if (h, 0) in evidence.clock else _ABSENT
     if iso is None and numeric is None and clock is None:
         return _named_date(evidence, value)
