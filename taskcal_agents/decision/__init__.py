@@ -53,6 +53,8 @@ from taskcal_agents.decision._executability import trusted_flags as trusted_flag
 from taskcal_agents.decision._options import DEFAULT_N_SAMPLES as DEFAULT_N_SAMPLES
 from taskcal_agents.decision._options import DEFAULT_TEMPERATURE as DEFAULT_TEMPERATURE
 from taskcal_agents.decision._options import AdaptiveSampling, SamplingOptions
+from taskcal_agents.decision._presets import DEFAULT_TOOL_EFFECTS as DEFAULT_TOOL_EFFECTS
+from taskcal_agents.decision._presets import EFFECT_AWARE_COST as EFFECT_AWARE_COST
 from taskcal_agents.decision._presets import (
     FLAT_TOOL_DECISION_COST,
     after_tool_result,
@@ -84,6 +86,7 @@ from taskcal_agents.decision._stopping_prior import StoppingPriorWarning
 from taskcal_agents.decision._stopping_prior import few_items_message as few_items_message
 from taskcal_agents.decision._stopping_prior import fit_stopping_prior as fit_stopping_prior
 from taskcal_agents.decision._task import AnswerClusterSpec, GroundingSpec, ParserSpec, Task
+from taskcal_agents.decision._terms import call_bar as call_bar
 
 __all__ = [
     "FLAT_TOOL_DECISION_COST",

@@ -124,8 +124,7 @@ def decide_live(
 
     import numpy as np
 
-    from taskcal_agents.decision import Decider, resolve_calibrator
-    from taskcal_agents.decision._terms import call_bar
+    from taskcal_agents.decision import Decider, call_bar, resolve_calibrator
     from taskcal_agents.workflow._calibrator_specs import (
         default_factory,
     )

@@ -36,8 +36,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from taskcal_agents._stats import paired_difference
-from taskcal_agents.decision import FLAT_TOOL_DECISION_COST, Decider, Task, tool_decision
-from taskcal_agents.decision._presets import DEFAULT_TOOL_EFFECTS, EFFECT_AWARE_COST
+from taskcal_agents.decision import (
+    DEFAULT_TOOL_EFFECTS,
+    EFFECT_AWARE_COST,
+    FLAT_TOOL_DECISION_COST,
+    Decider,
+    Task,
+    tool_decision,
+)
 from taskcal_agents.parsing import GroundingContext
 from taskcal_agents.workflow._runner import message_from_dict
 
