@@ -93,7 +93,7 @@ def hard_items(
     Args:
         requests: The corpus's de-duplicated requests.
         split_of: Each request's split.
-        made: The corpus's first items (the median lexical fit of each split's calls).
+        made: The corpus's first items (the lower quartile of each split's calls' lexical fit).
         tools: ``_tools(functions, source)``: BFCL functions as the items' OpenAI tools.
         source: The source path, as the items record it.
         seed: The corpus seed.

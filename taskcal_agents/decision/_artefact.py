@@ -569,6 +569,14 @@ def as_artefact(calibrator: CalibratorLike | None) -> CalibratorArtefact | None:
     return calibrator if isinstance(calibrator, CalibratorArtefact) else None
 
 
+def _effect_costs(task: Task) -> Any:
+    """A task's effects and confirm action as compared for a risk limit (``None``: none)."""
+    if task.effects is None and task.confirm_action is None:
+        return None
+    effects = None if task.effects is None else task.effects.model_dump(mode="json")
+    return {"effects": effects, "confirm_action": task.confirm_action}
+
+
 def resolve_calibrator(
     calibrator: CalibratorLike | None,
     task: Task,
@@ -685,6 +693,8 @@ def _check_risk_setting(
         for what, ours, theirs in (
             ("actions", task.action_list, fitted.action_list),
             ("cost matrix", task.cost_matrix().tolist(), fitted.cost_matrix().tolist()),
+            # costs by effect: a limit certified under one pricing holds for no other
+            ("effects", _effect_costs(task), _effect_costs(fitted)),
             ("ask action", task.ask_action, fitted.ask_action),
             ("abstain action", task.abstain_action, fitted.abstain_action),
             ("fallback action", task.default_action, fitted.default_action),

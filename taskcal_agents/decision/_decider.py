@@ -18,6 +18,7 @@ representative.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -57,7 +58,7 @@ from taskcal_agents.decision._record import (
 from taskcal_agents.decision._risk_control import RiskControl
 from taskcal_agents.decision._stopping_prior import StoppingPrior
 from taskcal_agents.decision._task import Task
-from taskcal_agents.decision._terms import DecisionTerms, decision_terms
+from taskcal_agents.decision._terms import DecisionTerms, approvable, decision_terms
 from taskcal_agents.errors import ConfigurationError, LabelMismatchError
 from taskcal_agents.parsing import (
     AnswerClusters,
@@ -447,8 +448,11 @@ class Decider:
         if choice.replaced[0]:
             unrestricted = self._actions[int(least_cost_actions(ec[None, :])[0])]
             reason = replacement_reason(unrestricted, unguarded, groundings, self.task.call_action)
+        action = self._actions[int(choice.actions[0])]
+        if action == self.task.ask_action and terms.nothing_to_ask:
+            action = str(self.task.confirm_action)  # nothing to ask: confirm the call instead
         return self._record(
-            self._actions[int(choice.actions[0])], belief, messages, labels,
+            action, belief, messages, labels,
             tool_names=tool_names, return_samples=return_samples, clusters=clusters,
             groundings=groundings, fallback=reason is not None, fallback_reason=reason,
             probs=dict(zip(self._labels, p.tolist(), strict=True)),
@@ -470,7 +474,9 @@ class Decider:
             "call_cost": terms.cost[:, call].tolist(),
         }
 
-    def approved(self, context: GroundingContext) -> Decision:
+    def approved(
+        self, context: GroundingContext, *, tool_names: Sequence[str] | None = None
+    ) -> Decision:
         """The decision to send exactly the calls the user approved (no sample is drawn).
 
         ``context.approved`` holds them: the user's plain yes right after the library's
@@ -478,22 +484,25 @@ class Decider:
         The decision's beliefs are the user's word: ``tool_call`` with probability 1.
 
         Raises:
-            ConfigurationError: ``context`` approves no call, or the task has no call action.
+            ConfigurationError: ``context`` approves no call the task may send as it is
+                (:func:`~taskcal_agents.decision._terms.approvable`: each call to an offered
+                tool, grounded and trusted), or the task has no call action.
         """
         calls = context.approved
         call = self.task.call_action
-        if not calls or call is None:
+        if not calls or call is None or not approvable(self.task, context, tool_names):
             msg = (
                 f"Decider.approved for task {self.task.name!r} needs a conversation whose last "
-                "message approves a confirmed call, and a task with a call action."
+                "message approves a confirmed call to an offered tool, grounded and trusted, "
+                "and a task with a call action."
             )
             raise ConfigurationError(msg)
         message = AIMessage(
             content="",
             tool_calls=[
-                {"name": c["name"], "args": dict(c["args"]), "id": f"call_approved_{i}",
-                 "type": "tool_call"}
-                for i, c in enumerate(calls)
+                {"name": c["name"], "args": dict(c["args"]),
+                 "id": f"call_{uuid.uuid4().hex[:24]}", "type": "tool_call"}
+                for c in calls
             ],
         )  # fmt: skip
         sure = {label: float(label == call) for label in self._labels}

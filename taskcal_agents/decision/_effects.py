@@ -63,7 +63,7 @@ def tool_effect(name: str, effects: ToolEffects, context: GroundingContext | Non
     """The effect of tool ``name``: the task's entry, the tool's own, else the default."""
     if name in effects.tools:
         return ToolEffect(effects.tools[name], "task")
-    declared = None if context is None else context.effects.get(name)
+    declared = None if context is None else context.declared_effect(name)
     return declared if declared is not None else ToolEffect(effects.default, "default")
 
 

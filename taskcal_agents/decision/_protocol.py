@@ -45,6 +45,7 @@ from taskcal_agents.decision._adaptive import (
 )
 from taskcal_agents.decision._decider import Decider, Decision
 from taskcal_agents.decision._options import AdaptiveSampling, SamplingOptions
+from taskcal_agents.decision._terms import approvable
 from taskcal_agents.errors import (
     ConfigurationError,
     SamplingError,
@@ -269,13 +270,12 @@ class DecisionInput:
     context: GroundingContext | None = None
 
 
-def _approves(decider: Decider, item: DecisionInput) -> bool:
-    """Whether the input's last message approves a confirmed call the task can send."""
-    return (
-        item.context is not None
-        and item.context.approved is not None
-        and decider.task.call_action is not None
-    )
+def _approves(decider: Decider, item: DecisionInput, tool_names: Sequence[str] | None) -> bool:
+    """Whether the input's last message approves confirmed calls the task may send as they are.
+
+    :func:`~taskcal_agents.decision._terms.approvable`: offered, grounded and trusted.
+    """
+    return approvable(decider.task, item.context, tool_names)
 
 
 def decide_in_rounds(
@@ -322,7 +322,7 @@ def decide_in_rounds(
         )  # fmt: skip
 
     # A conversation whose last message approves a confirmed call sends exactly that call.
-    approved = {i for i, item in enumerate(inputs) if _approves(decider, item)}
+    approved = {i for i, item in enumerate(inputs) if _approves(decider, item, tool_names)}
     rounds = yield from draw_in_rounds(
         len(inputs), options.n_samples, adaptive=adaptive, retry=retry, stop_check=stop,
         skip=approved,
@@ -331,7 +331,7 @@ def decide_in_rounds(
     for i, (item, r) in enumerate(zip(inputs, rounds, strict=True)):
         if i in approved:
             assert item.context is not None
-            out.append(decider.approved(item.context))
+            out.append(decider.approved(item.context, tool_names=tool_names))
             continue
         if r.error is not None:
             if on_error == "fallback":

@@ -3,10 +3,10 @@
 :func:`decision_terms` is the one place the runtime (:class:`~taskcal_agents.decision.Decider`,
 adaptive N) and the evaluation read them from the samples:
 
-- the executable actions (:func:`~taskcal_agents.decision.carried_actions`); with a confirm
-  action, the ask action is withdrawn when its message would be the task's generic
-  ``ask_text`` while a grounded call could be sent: that case is a confirmation of the call,
-  never a question that names nothing;
+- the executable actions (:func:`~taskcal_agents.decision.carried_actions`), and, with a
+  confirm action, whether the ask action's message would be the task's generic ``ask_text``
+  while a grounded call could be sent (an ask decision then confirms the call: never a
+  question that names nothing);
 - under the task's ``effects``, the effect of the call the decision would send (the modal
   sendable call's tools, :func:`~taskcal_agents.decision._effects.call_effect`) and the cost
   matrix of that effect.
@@ -27,7 +27,7 @@ from taskcal_agents.decision._reply import ask_message, representative
 from taskcal_agents.decision._task import Task
 from taskcal_agents.parsing import GroundingContext, SampleGrounding, ToolEffect
 
-__all__ = ["DecisionTerms", "call_bar", "decision_terms"]
+__all__ = ["DecisionTerms", "approvable", "call_bar", "decision_terms"]
 
 
 class DecisionTerms(NamedTuple):
@@ -38,11 +38,15 @@ class DecisionTerms(NamedTuple):
         effect: The effect of the call the decision would send, under the task's
             ``effects`` (``None`` without).
         cost: The cost matrix that applies ``(k, m)``.
+        nothing_to_ask: Whether the ask action's message would be the task's generic
+            ``ask_text`` while a grounded call could be sent and confirmed: an ask decision
+            then confirms the call instead (:meth:`~taskcal_agents.decision.Decider.decide`).
     """
 
     executable: NDArray[np.bool_]
     effect: ToolEffect | None
     cost: NDArray[np.float64]
+    nothing_to_ask: bool = False
 
 
 def decision_terms(
@@ -70,12 +74,12 @@ def decision_terms(
     )  # fmt: skip
     call = task.call_action
     sendable = call is not None and bool(executable[task.action_index(call)])
+    nothing_to_ask = False
     if task.confirm_action is not None and sendable and groundings is not None:
         asked, _ = ask_message(task, messages, labels, groundings)
-        if asked.content == task.ask_text and not asked.response_metadata:
-            executable[task.action_index(str(task.ask_action))] = False
+        nothing_to_ask = asked.content == task.ask_text and not asked.response_metadata
     if task.effects is None:
-        return DecisionTerms(executable, None, task.cost_matrix())
+        return DecisionTerms(executable, None, task.cost_matrix(), nothing_to_ask)
     names: list[str] = []
     if sendable:
         sent = representative(
@@ -83,7 +87,7 @@ def decision_terms(
         )
         names = [c["name"] for c in sent.tool_calls] if sent is not None else []
     effect = call_effect(names, task.effects, context)
-    return DecisionTerms(executable, effect, task.cost_matrix(effect.effect))
+    return DecisionTerms(executable, effect, task.cost_matrix(effect.effect), nothing_to_ask)
 
 
 def call_bar(task: Task, effect: str | None = None, *, resolution: int = 10_000) -> float | None:
@@ -104,3 +108,28 @@ def call_bar(task: Task, effect: str | None = None, *, resolution: int = 10_000)
     chosen = np.argmin(Q @ task.cost_matrix(effect), axis=1)  # ties: the first action
     sends = np.flatnonzero(chosen == task.action_index(call))
     return None if sends.size == 0 else round(float(grid[sends[0]]), 6)
+
+
+def approvable(
+    task: Task, context: GroundingContext | None, tool_names: Sequence[str] | None = None
+) -> bool:
+    """Whether the conversation's last message approves calls the task may send as they are.
+
+    The user's plain yes to the library's confirmation
+    (:attr:`~taskcal_agents.parsing.GroundingContext.approved`), for a task with a call
+    action, where every approved call is to an offered tool (in ``tool_names`` when given,
+    and with a known schema) and is grounded and, under the task's trust policy, trusted
+    (a confirmed call's values are: the user confirmed them). A mark that names anything
+    else (a forged or stale one) approves nothing: the turn is decided from samples.
+    """
+    calls = None if context is None else context.approved
+    if not calls or task.call_action is None or context is None:
+        return False
+    for call in calls:
+        name = call["name"]
+        if (tool_names is not None and name not in tool_names) or name not in context.schemas:
+            return False
+        checked = context.ground_call(call, task.trust)
+        if not (checked.grounded and checked.trusted):
+            return False
+    return True

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,7 +31,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from taskcal_agents.decision import Task
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.parsing import GroundingContext, TrustPolicy, question_for, sent_args
+from taskcal_agents.parsing import (
+    CONFIRM_METADATA_KEY,
+    GroundingContext,
+    TrustPolicy,
+    question_for,
+    sent_args,
+)
 
 __all__ = [
     "REJECTED_TEXT",
@@ -121,7 +128,9 @@ def reviewed_reply(
         ConfigurationError: The answer is not one decision per call of the allowed types.
     """
     decisions = _decisions(answer, len(calls))
-    metadata = dict(reply.response_metadata)
+    # The question is answered: the reply keeps the decision's record, never the mark that
+    # would let a later "ok" approve the call again (after a rejection, the rejected call).
+    metadata = {k: v for k, v in reply.response_metadata.items() if k != CONFIRM_METADATA_KEY}
     if any(d["type"] == "reject" for d in decisions):
         said = next((str(d.get("message") or "") for d in decisions if d["type"] == "reject"), "")
         text = REJECTED_TEXT if not said else f"{REJECTED_TEXT} (You said: {said})"
@@ -140,9 +149,10 @@ def reviewed_reply(
                              response_metadata=metadata), "reject"  # fmt: skip
         sent.append(checked)
     tool_calls = [
-        {"name": c["name"], "args": c["args"], "id": f"call_confirmed_{i}", "type": "tool_call"}
-        for i, c in enumerate(sent)
-    ]
+        {"name": c["name"], "args": c["args"], "id": f"call_{uuid.uuid4().hex[:24]}",
+         "type": "tool_call"}
+        for c in sent
+    ]  # fmt: skip
     message = AIMessage(content="", tool_calls=tool_calls, id=reply.id, response_metadata=metadata)
     return message, "edit" if edited else "approve"
 

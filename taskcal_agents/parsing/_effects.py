@@ -30,6 +30,7 @@ __all__ = [
     "declared_effect",
     "declared_effects",
     "effect_severity",
+    "tool_name",
 ]
 
 Effect = Literal["read", "write", "irreversible"]
@@ -89,7 +90,8 @@ def _mcp_effect(annotations: Mapping[str, Any], tool: str) -> Effect | None:
     return "write" if destructive is False else "irreversible"
 
 
-def _name_of(tool: Any) -> str | None:
+def tool_name(tool: Any) -> str | None:
+    """The name of an offered tool (a LangChain tool, a function, an OpenAI or MCP dict)."""
     if isinstance(tool, Mapping):
         function = tool.get("function")
         name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
@@ -108,7 +110,7 @@ def declared_effect(tool: Any) -> ToolEffect | None:
     Raises:
         ConfigurationError: A declared value is not an effect.
     """
-    name = _name_of(tool) or repr(tool)
+    name = tool_name(tool) or repr(tool)
     if isinstance(tool, Mapping):
         metadata = tool.get("metadata")
         annotations = tool.get("annotations")
@@ -139,7 +141,7 @@ def declared_effects(tools: Iterable[Any]) -> dict[str, ToolEffect]:
     """:func:`declared_effect` of each offered tool that declares one, by tool name."""
     out: dict[str, ToolEffect] = {}
     for tool in tools:
-        name = _name_of(tool)
+        name = tool_name(tool)
         effect = declared_effect(tool)
         if name is not None and effect is not None:
             out[name] = effect

@@ -55,7 +55,7 @@ from taskcal_agents.parsing._argument_kinds import (
     embedded_identifiers,
     is_identifier,
 )
-from taskcal_agents.parsing._effects import ToolEffect, declared_effects
+from taskcal_agents.parsing._effects import ToolEffect, declared_effect, tool_name
 from taskcal_agents.parsing._evidence import STOPWORDS, Evidence
 from taskcal_agents.parsing._grounding_rules import (
     IDENTIFIER_MARK,
@@ -357,16 +357,15 @@ class GroundingContext:
     """
 
     __slots__ = (
-        "_calls", "_evidence", "_parts", "_subsets", "approved", "confirmed", "effects",
-        "request", "schemas",
+        "_calls", "_declared", "_evidence", "_parts", "_subsets", "_tools", "approved",
+        "confirmed", "request", "schemas",
     )  # fmt: skip
 
     def __init__(self, tools: Iterable[Any] = (), messages: Iterable[Any] = ()) -> None:
         tools = list(tools)
         self.schemas: dict[str, dict[str, Any]] = tool_schemas(tools)
-        self.effects: dict[str, ToolEffect] = declared_effects(tools)
-        """The effect each offered tool declares itself (MCP annotations, its ``metadata``
-        or ``tags``; :func:`~taskcal_agents.parsing._effects.declared_effect`), by name."""
+        self._tools = tools
+        self._declared: dict[str, ToolEffect | None] = {}
         messages = list(messages)
         names = call_names(messages)
         pairs = [_message_role_text(m) for m in messages]
@@ -397,6 +396,28 @@ class GroundingContext:
         self._evidence = Evidence("\n".join(t for _, t in parts))
         self._subsets: dict[tuple[int, ...], Evidence] = {}
         self._calls: dict[tuple[str, int], tuple[TrustPolicy | None, CallGrounding]] = {}
+
+    def declared_effect(self, name: str) -> ToolEffect | None:
+        """The effect the offered tool ``name`` declares itself, else ``None``.
+
+        MCP annotations, its ``metadata`` or ``tags``
+        (:func:`~taskcal_agents.parsing._effects.declared_effect`); read only when asked, so a
+        tool's declaration is checked only where a decision needs it.
+
+        Raises:
+            ConfigurationError: The tool declares a value that is not an effect.
+        """
+        if name not in self._declared:
+            found = [t for t in self._tools if tool_name(t) == name]
+            self._declared[name] = next(
+                (e for e in (declared_effect(t) for t in found) if e is not None), None
+            )
+        return self._declared[name]
+
+    @property
+    def effects(self) -> dict[str, ToolEffect]:
+        """The effect each offered tool declares itself, by name (see :meth:`declared_effect`)."""
+        return {n: e for n in self.schemas if (e := self.declared_effect(n)) is not None}
 
     @property
     def sources(self) -> tuple[Source, ...]:

@@ -223,25 +223,38 @@ def _enum_word(
 
     "add" for ``"addition"``, "adding" for ``"add"``, "sorted" for ``"SORT"``. Only for a
     value the schema lists (the call picks among its options), each of whose words of three
-    letters or more starts a word of the text or starts with one (of three letters or more).
+    letters or more is a form of a word of the text (:func:`_word_form`), and only when no
+    other listed value is: a text that names two options names neither.
     """
     enum = prop.get("enum")
     if not isinstance(value, str) or not isinstance(enum, list):
         return None
     if not any(_same(value, e) for e in enum):
         return None
-    parts = re.split(r"[\s_/-]+|(?<=[a-z])(?=[A-Z])", value)
-    words = [w.lower() for w in parts if len(w) >= 3]
-    if words and all(_word_form(w, evidence.tokens) for w in words):
+    named = [e for e in enum if isinstance(e, str) and _names_option(e, evidence.tokens)]
+    if len(named) == 1 and _same(value, named[0]):
         return "stated", "enum_word"
     return None
 
 
+def _names_option(option: str, tokens: frozenset[str]) -> bool:
+    parts = re.split(r"[\s_/-]+|(?<=[a-z])(?=[A-Z])", option)
+    words = [w.lower() for w in parts if len(w) >= 3]
+    return bool(words) and all(_word_form(w, tokens) for w in words)
+
+
 def _word_form(word: str, tokens: frozenset[str]) -> bool:
-    """Whether a token is a form of ``word``: one is the other's start, three letters at least."""
+    """Whether a word of the text is a form of ``word``.
+
+    It starts with ``word`` ("adding" for "add"), or ``word`` starts with it and runs at most
+    five letters longer ("add" for "addition"); three letters at least, never a stop word
+    ("can" is no form of "cancel").
+    """
     return any(
-        len(t) >= 3 and t.isalpha() and (t.startswith(word) or word.startswith(t)) for t in tokens
-    )
+        t.isalpha() and t not in STOPWORDS and len(t) >= 3
+        and (t.startswith(word) or (word.startswith(t) and len(word) - len(t) <= 5))
+        for t in tokens
+    )  # fmt: skip
 
 
 def _implied_one(

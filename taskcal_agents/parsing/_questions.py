@@ -109,14 +109,19 @@ CONFIRM_METADATA_KEY = "taskcal_confirm"
 confirms those calls (:class:`~taskcal_agents.parsing.GroundingContext`)."""
 
 _AFFIRMATIVE = re.compile(
-    r"^\s*(?:yes|yeah|yep|y|ok|okay|sure|confirm(?:ed)?|go ahead|do it|please do|proceed|"
-    r"approved?)\b[\s.!,]*(?:please|thanks|thank you|do it|go ahead)?[\s.!]*$",
+    r"^\s*(?:yes|yeah|yep|yup|y|ok|okay|sure|confirm(?:ed)?|go ahead|do it|please do|proceed|"
+    r"approved?|correct)\b[\s.!,]*(?:(?:please|thanks|thank you|do it|do that|go ahead|"
+    r"send it|go for it|proceed|yes|sure|that's right|sounds good)\b[\s.!,]*){0,3}$",
     re.IGNORECASE,
 )
 
 
 def is_affirmative(text: str) -> bool:
-    """Whether a user's reply is a plain yes ("yes", "ok, go ahead", "confirm")."""
+    """Whether a user's reply is a plain yes ("yes", "ok, go ahead", "Yes, send it.").
+
+    A yes followed by nothing but a few words of assent; a reply that adds anything ("yes,
+    but to Rome") is not one.
+    """
     return bool(_AFFIRMATIVE.match(text))
 
 

@@ -301,6 +301,10 @@ def _rows(
             sendable = counts.get(action, 0.0) - (n_ungrounded if action == task.call_action else 0)
             if action in sampled and (sendable if unsent else counts.get(action, 0.0)) <= 0:
                 executable[row, j] = False
+        if task.confirm_action is not None and task.call_action is not None:
+            # the confirm action names the call: it could be taken exactly when the call could
+            call_column = actions.index(task.call_action)
+            executable[row, actions.index(task.confirm_action)] = executable[row, call_column]
         if r.get("fallback"):  # served + fallback: the MBR action could not be carried out
             ec = r.get("expected_cost") or {}
             try:

@@ -152,3 +152,20 @@ def test_without_a_checkpointer_a_yes_on_the_next_turn_sends_exactly_that_call(
     assert len(model.calls) == calls_before + 1  # only the reply after the tool result
     records = list(open_decision_log(log).read())
     assert [r["outcome"] for r in records] == ["tool_call", None]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_after_a_rejection_an_ok_approves_nothing(mode: str, tmp_path: Path) -> None:
+    log = tmp_path / "decisions.jsonl"
+    DELETED.clear()
+    model = scripted(*[call()] * 4, *["Which file do you mean?"] * 8)
+    graph = agent(model, log)
+    config = {"configurable": {"thread_id": f"reject-ok-{mode}"}}
+    run(graph, {"messages": [HumanMessage(REQUEST)]}, mode, config)
+    no = {"type": "reject", "message": "No, I can't lose that file."}
+    rejected = run(graph, Command(resume={"decisions": [no]}), mode, config)
+    assert CONFIRM_METADATA_KEY not in rejected["messages"][-1].response_metadata
+    run(graph, {"messages": [HumanMessage("ok")]}, mode, config)
+    assert DELETED == []  # the rejected call is not sent by a later "ok"
+    outcomes = [r["outcome"] for r in open_decision_log(log).read()]
+    assert outcomes[0] == "cannot_answer" and "tool_call" not in outcomes

@@ -96,3 +96,18 @@ def test_an_enum_value_is_stated_by_a_form_of_its_word() -> None:
 def test_an_implied_quantity_of_one(text: str, name: str, value: int, expected: Any) -> None:
     schema = tool(hotel=STR, **{name: {"type": "integer"}})
     assert how(text, schema, hotel="Hilton", **{name: value})[name] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "options", "value"),
+    [
+        ("Can you renew my premium plan?", ["renew", "cancel"], "cancel"),  # "can" is no form
+        ("Set the gear for me please", ["forward", "reverse"], "forward"),  # nor is "for"
+        ("Add or subtract, whichever.", ["addition", "subtraction"], "addition"),  # both named
+    ],
+)
+def test_a_stop_word_or_a_text_naming_two_options_states_no_enum_value(
+    text: str, options: list[str], value: str
+) -> None:
+    schema = tool(option={"type": "string", "enum": options})
+    assert how(text, schema, option=value)["option"][0] == "unsupported"
