@@ -450,7 +450,14 @@ class Decider:
             reason = replacement_reason(unrestricted, unguarded, groundings, self.task.call_action)
         action = self._actions[int(choice.actions[0])]
         if action == self.task.ask_action and terms.nothing_to_ask:
-            action = str(self.task.confirm_action)  # nothing to ask: confirm the call instead
+            # Nothing to ask about: the cheapest action that can be taken other than asking
+            # or sending the call unasked (confirming it, or refusing).
+            others = [
+                i for i, a in enumerate(self._actions)
+                if terms.executable[i] and a not in (self.task.ask_action, self.task.call_action)
+            ]  # fmt: skip
+            if others:
+                action = self._actions[min(others, key=lambda i: (ec[i], i))]
         return self._record(
             action, belief, messages, labels,
             tool_names=tool_names, return_samples=return_samples, clusters=clusters,

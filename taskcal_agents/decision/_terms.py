@@ -118,8 +118,9 @@ def approvable(
     The user's plain yes to the library's confirmation
     (:attr:`~taskcal_agents.parsing.GroundingContext.approved`), for a task with a call
     action, where every approved call is to an offered tool (in ``tool_names`` when given,
-    and with a known schema) and is grounded and, under the task's trust policy, trusted
-    (a confirmed call's values are: the user confirmed them). A mark that names anything
+    and with a known schema), is grounded (under ``execute: any``: gives every required
+    argument) and, under the task's trust policy, trusted (a confirmed call's values are:
+    the user confirmed them). A mark that names anything
     else (a forged or stale one) approves nothing: the turn is decided from samples.
     """
     calls = None if context is None else context.approved
@@ -130,6 +131,8 @@ def approvable(
         if (tool_names is not None and name not in tool_names) or name not in context.schemas:
             return False
         checked = context.ground_call(call, task.trust)
-        if not (checked.grounded and checked.trusted):
+        grounded_only = task.grounding is not None and task.grounding.execute == "grounded"
+        sendable = checked.grounded if grounded_only else checked.offered and not checked.missing
+        if not (sendable and checked.trusted):
             return False
     return True

@@ -243,18 +243,27 @@ def _names_option(option: str, tokens: frozenset[str]) -> bool:
     return bool(words) and all(_word_form(w, tokens) for w in words)
 
 
-def _word_form(word: str, tokens: frozenset[str]) -> bool:
-    """Whether a word of the text is a form of ``word``.
+_FORM_ENDINGS = ("s", "es", "ed", "ing", "ion", "ions", "ition", "itions", "ation", "ations")
+"""The endings that make one word a form of another ("adds", "added", "adding", "addition")."""
 
-    It starts with ``word`` ("adding" for "add"), or ``word`` starts with it and runs at most
-    five letters longer ("add" for "addition"); three letters at least, never a stop word
-    ("can" is no form of "cancel").
+
+def _word_form(word: str, tokens: frozenset[str]) -> bool:
+    """Whether a word of the text is ``word`` with one of :data:`_FORM_ENDINGS`, or the reverse.
+
+    "adding" for "add", "add" for "addition", "running" for "run" (a doubled last consonant);
+    three letters at least, never a stop word ("can" is no form of "cancel", "address" none
+    of "add", "player" none of "play").
     """
-    return any(
-        t.isalpha() and t not in STOPWORDS and len(t) >= 3
-        and (t.startswith(word) or (word.startswith(t) and len(word) - len(t) <= 5))
-        for t in tokens
-    )  # fmt: skip
+    for t in tokens:
+        if not t.isalpha() or t in STOPWORDS or len(t) < 3:
+            continue
+        short, long = (word, t) if len(word) <= len(t) else (t, word)
+        if short == long:
+            return True
+        for base in (short, short + short[-1]):
+            if long.startswith(base) and long[len(base) :] in _FORM_ENDINGS:
+                return True
+    return False
 
 
 def _implied_one(

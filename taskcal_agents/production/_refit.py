@@ -177,6 +177,9 @@ class _Rows:
     age_days: NDArray[np.float64]
     n_samples: NDArray[np.intp]
     inputs: NDArray[np.float64] | None = None
+    costs: NDArray[np.float64] | None = None
+    """Under the task's ``effects``, each record's cost matrix: that of the effect it logged
+    (``None`` without effects)."""
 
 
 def _relevance(record: Mapping[str, Any], source: str) -> tuple[float, ...]:
@@ -331,7 +334,10 @@ def _rows(
                 inputs[row] = raw_inputs(task, belief, _relevance(r, source))
         age[row] = max((ref - times[i]).total_seconds() / _DAY_S, 0.0)
         n_samples[row] = n_drawn
-    return _Rows(P, X, y, executable, age, n_samples, inputs)
+    costs = None
+    if task.effects is not None:  # each decision priced by the effect of its call, as served
+        costs = np.stack([task.cost_matrix(records[i].get("effect")) for i in order])
+    return _Rows(P, X, y, executable, age, n_samples, inputs, costs)
 
 
 def _eval_arrays(rows: _Rows, sel: NDArray[np.intp], task: Task) -> EvalArrays:
@@ -354,17 +360,23 @@ def _eval_arrays(rows: _Rows, sel: NDArray[np.intp], task: Task) -> EvalArrays:
 
 
 def _runtime(
-    decider: Decider, data: EvalArrays
+    decider: Decider, data: EvalArrays, costs: NDArray[np.float64] | None = None
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Per item: realised cost of the runtime's action, NLL; and the calibrated beliefs."""
+    """Per item: realised cost of the runtime's action, NLL; and the calibrated beliefs.
+
+    ``costs``: each item's cost matrix (under the task's effects), else ``data.cost``.
+    """
     if decider.reads_inputs and data.inputs is not None:
         X = data.inputs
     else:
         X = data.X if decider.reads_features and data.X is not None else data.P
     Q = np.atleast_2d(decider.calibrate(X))
     assert data.executable is not None
-    actions = decider.choose_actions(Q, data.executable).actions
-    cost = data.cost[data.y, actions]
+    actions = decider.choose_actions(Q, data.executable, cost=costs).actions
+    if costs is None:
+        cost = data.cost[data.y, actions]
+    else:
+        cost = costs[np.arange(data.n), data.y, actions]
     nll = -np.log(np.maximum(Q[np.arange(data.n), data.y], _EPS))
     return cost, nll, Q
 
@@ -526,8 +538,9 @@ def refit_from_records(
         result.reason = f"kept the old artefact: the refit failed: {exc}"
         return result
     data = _eval_arrays(rows, hold, task)
-    old_cost, old_nll, _ = _runtime(Decider(task, old.calibrator, alpha=alpha), data)
-    new_cost, new_nll, _ = _runtime(Decider(task, new_cal, alpha=alpha), data)
+    held_costs = None if rows.costs is None else rows.costs[hold]
+    old_cost, old_nll, _ = _runtime(Decider(task, old.calibrator, alpha=alpha), data, held_costs)
+    new_cost, new_nll, _ = _runtime(Decider(task, new_cal, alpha=alpha), data, held_costs)
     result.old_cost, result.new_cost = float(old_cost.mean()), float(new_cost.mean())
     result.cost_diff, result.cost_diff_se = paired_difference(new_cost, old_cost)
     result.old_nll, result.new_nll = float(old_nll.mean()), float(new_nll.mean())

@@ -14,7 +14,8 @@ and, for reference, ``raw confirm`` (the default task on the raw belief) and the
 constant action (asking or refusing for every item, whichever costs less on the set). Every
 decision is scored under the effect-aware default matrix (:data:`~taskcal_agents.decision.
 _presets.EFFECT_AWARE_COST`, :data:`~taskcal_agents.decision._presets.DEFAULT_TOOL_EFFECTS`)
-with the effect of the call it sends. :func:`summary` reports per decoder the mean cost with
+with the effect of the call it sends (a call to another tool than the item's right one, where
+it is known, is scored as a wrong call). :func:`summary` reports per decoder the mean cost with
 its paired differences (and SEs) against the best constant, raw MBR and the flat decision;
 the label-shuffle test of the saving over the best constant (labels permuted over the items,
 the decisions fixed); right calls executed (all, and where the right tool is a read), right
@@ -131,8 +132,12 @@ def decide_records(
                 and decision.message.content == decider.task.ask_text
                 and grounded
             )
+            # a call to another tool than the item's right one is a wrong call
+            wrong_tool = (
+                bool(sent) and target is not None and target not in {c["name"] for c in sent}
+            )
             row["decisions"][name] = {"action": decision.action, "effect": effect,
-                                      "generic_ask": generic}  # fmt: skip
+                                      "generic_ask": generic, "wrong_tool": wrong_tool}  # fmt: skip
         rows.append(row)
     return rows
 
@@ -144,11 +149,14 @@ def costs(
     k = {label: i for i, label in enumerate(("tool_call", "request_for_info", "cannot_answer"))}
     out = {}
     for name in DECODERS[1:]:
-        out[name] = np.array([
-            scoring_cost(r["decisions"][name]["effect"])[
-                k[y], SCORED_ACTIONS.index(r["decisions"][name]["action"])]
-            for r, y in zip(rows, labels, strict=True)
-        ])  # fmt: skip
+        row_costs = []
+        for r, y in zip(rows, labels, strict=True):
+            d = r["decisions"][name]
+            truth = k[y]
+            if y == "tool_call" and d["action"] == "tool_call" and d.get("wrong_tool"):
+                truth = k["request_for_info"]  # the right request, the wrong tool's call
+            row_costs.append(scoring_cost(d["effect"])[truth, SCORED_ACTIONS.index(d["action"])])
+        out[name] = np.array(row_costs)
     ask_or_refuse = ("request_for_info", "cannot_answer")
     write = scoring_cost("write")  # asking and refusing cost alike whatever the effect
     constants = {
@@ -180,11 +188,12 @@ def _share(group: Sequence[Mapping[str, Any]], name: str, test: Any) -> float:
 
 
 def _executed(d: Mapping[str, Any]) -> bool:
-    return d["action"] == "tool_call"
+    """A right call made (to the item's right tool, where it is known)."""
+    return d["action"] == "tool_call" and not d.get("wrong_tool")
 
 
 def _executed_or_confirmed(d: Mapping[str, Any]) -> bool:
-    return d["action"] in ("tool_call", "confirm")
+    return d["action"] == "confirm" or _executed(d)
 
 
 def _executed_read(d: Mapping[str, Any]) -> bool:

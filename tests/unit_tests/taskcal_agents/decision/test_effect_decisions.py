@@ -214,3 +214,25 @@ def presets_options() -> Any:
     from taskcal_agents.decision import SamplingOptions
 
     return SamplingOptions(n_samples=4)
+
+
+def test_with_nothing_to_ask_the_cheaper_of_confirming_and_refusing_is_taken() -> None:
+    refusal = AIMessage(content="I'm sorry, I can't help with that.")
+    samples = [CALL] + [refusal] * 7
+    # q leans to refusing: refusing (0.9) costs less than confirming (1.0)
+    assert decide(None, [0.0, 0.45, 0.55], samples).action == "cannot_answer"
+    # q leans to asking: confirming (0.925) costs less than refusing (1.2)
+    assert decide(None, [0.1, 0.5, 0.4], samples).action == "confirm"
+
+
+def test_under_execute_any_a_yes_approves_the_confirmed_call() -> None:
+    from taskcal_agents.decision import GroundingSpec
+    from taskcal_agents.decision._terms import approvable
+
+    task = presets.tool_decision(grounding=GroundingSpec(belief="off", execute="any"))
+    mark = {"name": "get_weather", "args": {"city": "Berlin"}}
+    asked = AIMessage(content="Shall I?", response_metadata={CONFIRM_METADATA_KEY: mark})
+    context = GroundingContext([weather()], [*REQUEST, asked, HumanMessage("yes")])
+    # Berlin is not stated, but this task sends any call: the user's yes approves it
+    assert approvable(task, context)
+    assert not approvable(presets.tool_decision(), context)  # grounded calls only

@@ -111,3 +111,14 @@ def test_a_stop_word_or_a_text_naming_two_options_states_no_enum_value(
 ) -> None:
     schema = tool(option={"type": "string", "enum": options})
     assert how(text, schema, option=value)["option"][0] == "unsupported"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("Update my address", "add"), ("I'll pay by card", "car"), ("Pick a player", "play")],
+)
+def test_a_longer_word_that_only_starts_like_an_option_states_no_enum_value(
+    text: str, value: str
+) -> None:
+    schema = tool(option={"type": "string", "enum": [value, "other"]})
+    assert how(text, schema, option=value)["option"] != ("stated", "enum_word")
