@@ -101,12 +101,14 @@ def _print_effect_rows(entries: list[dict[str, Any]], console: Console) -> None:
     from rich.table import Table
 
     table = Table(
-        title="The same requests decided by their tools' effects (cost: effect-aware matrix)",
+        title="The same requests decided by their tools' effects (cost: effect-aware matrix; "
+        "made: right calls made; wrong: calls made where none was right)",
         title_justify="left",
     )
-    for header in ("decoder", "cost", "saving vs constant", "calls made", "made or confirmed",
-                   "wrong calls made", "generic asks"):  # fmt: skip
-        table.add_column(header, justify="right" if header != "decoder" else "left")
+    # saving: over the best constant action; made / confirmed: right calls made (or put to
+    # the user); wrong: calls made where none was right; generic: asks that name nothing
+    for header in ("decoder", "cost", "saving", "made", "or confirmed", "wrong", "generic"):
+        table.add_column(header, justify="right" if header != "decoder" else "left", no_wrap=True)
     for e in entries:
         saving = e.get("vs constant")
         made = e.get("calls_executed")
@@ -153,7 +155,8 @@ def _print_decisions(result: DemoResult, console: Console) -> None:
             )
         console.print(table)
         console.print(f"  samples: {_sample_summary(decision)}", highlight=False)
-        if decision.effect is not None and shown.bar is not None:
+        call = decision.action in ("tool_call", "confirm") or decision.effect_source != "default"
+        if decision.effect is not None and shown.bar is not None and call:
             q = decision.calibrated.get("tool_call", float("nan"))
             console.print(
                 f"  effect of the call: {decision.effect} (from the {decision.effect_source}); "
