@@ -4,8 +4,10 @@ The ``decide`` node samples N completions through ``TaskCalibratedRunnable`` and
 the :class:`~taskcal_agents.Decision`; a three-way conditional edge routes on its action:
 
 * ``tool_call``        → ``tools`` (a ``ToolNode``), then back to ``decide``;
-* ``request_for_info`` → ``ask_user``, which pauses the graph with ``interrupt`` until the
-  user answers (resumed with ``Command(resume=...)``), then back to ``decide``;
+* ``request_for_info`` (a question) and ``confirm`` (the exact call to approve) →
+  ``ask_user``, which pauses the graph with ``interrupt`` until the user answers (resumed
+  with ``Command(resume=...)``), then back to ``decide``, where a plain "yes" to a
+  confirmation sends exactly that call;
 * ``cannot_answer`` / ``direct_answer`` → the end.
 
 Right after a tool result ``decide`` uses a second runnable with
@@ -88,7 +90,7 @@ def build_graph(llm: Any, *, n_samples: int) -> Any:
         last = state["messages"][-1]
         if action == "tool_call" and isinstance(last, AIMessage) and last.tool_calls:
             return "tools"
-        if action == "request_for_info":
+        if action in ("request_for_info", "confirm"):  # a question, or the call to approve
             return "ask_user"
         return END
 

@@ -36,8 +36,10 @@ def check_decision(decision: Decision, task: Any, n: int) -> None:
         assert decision.action == task.fallback_action
         assert decision.fallback_reason
     else:
+        # the MBR action (before the guard, or before a question with nothing to ask gave way)
         best = min(decision.expected_cost, key=decision.expected_cost.__getitem__)
-        assert decision.expected_cost[decision.action] == decision.expected_cost[best]
+        chosen = decision.unguarded_action or decision.action
+        assert decision.expected_cost[chosen] == decision.expected_cost[best]
     if decision.action == "tool_call" and decision.message is not None:
         assert decision.message.tool_calls
 
