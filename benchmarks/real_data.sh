@@ -223,7 +223,8 @@ fi
 
 # The tool-decision corpus built from bfcl-eval's data (`taskcal data convert bfcl`; the
 # wheel's bytes are read, never installed): 1,293 items, balanced, split once into train 630,
-# dev 219 and a locked test split of 444. Sampled at the front doors' defaults (N = 16,
+# dev 219 and a locked test split of 444, then each split's near misses and generic names
+# (58, 18 and 48 more). Sampled at the front doors' defaults (N = 16,
 # T = 1.0, no greedy sample) with max_tokens 256 and the system prompt above: both models on
 # train, dev and the test split's first 300 items (interleaved, so balanced); then When2Call's
 # 300 items alike, in the interleaved order above. Resumable per split and model;
@@ -261,6 +262,12 @@ PY
     $T sample --task runs/bfcl.task.yaml --data runs/bfcl.test.jsonl --base-url "$SURL" \
       --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \
       --limit "$QN" --out "runs/$QT.bfcl.test.samples.jsonl" || true
+    # The test split's near misses and generic names (they follow its first items), alike.
+    python3 -c 'import json; items = [json.loads(l) for l in open("runs/bfcl.test.jsonl")];
+open("runs/bfcl.test.hard.jsonl", "w").writelines(json.dumps(i) + "\n" for i in items if i["meta"].get("kind"))'
+    $T sample --task runs/bfcl.task.yaml --data runs/bfcl.test.hard.jsonl --base-url "$SURL" \
+      --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \
+      --out "runs/$QT.bfcl.test.hard.samples.jsonl" || true
     # When2Call's 300 items, sampled alike: the shipped calibrators are never fitted on them.
     $T sample --task runs/bfcl.task.yaml --data runs/when2call.mixed.jsonl --base-url "$SURL" \
       --model "$QM" --n 16 --temperature 1.0 --max-tokens 256 --no-greedy --concurrency 4 \
@@ -281,6 +288,13 @@ PY
           --calibrators temperature,vector,matrix,dirichlet,logistic --permutations 200 \
           --out "runs/$QT.$EV.eval.json" || true
       done
+      # Effect-aware decisions (issue tables): the flat, effect-aware and confirming tasks
+      # under the effect-aware matrix, each tool's effect by the written rule.
+      PYTHONPATH=. .venv/bin/python benchmarks/bench_effects.py \
+        "runs/$QT.bfcl.test.samples.jsonl" "runs/$QT.bfcl.test.hard.samples.jsonl" \
+        "runs/$QT.w2c.n16t1.samples.jsonl" --artefact "$A" \
+        --data runs/bfcl.test.jsonl runs/bfcl.test.jsonl runs/when2call.mixed.jsonl \
+        --permutations 200 --out "runs/$QT.effects.json" || true
     fi
   done
 fi
