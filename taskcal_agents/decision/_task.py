@@ -273,7 +273,7 @@ class Task(BaseModel):
     """
     fallback_action: str | None = None
     """The action taken when there is no usable sample; default: the minimax action
-    argmin_a max_ℓ C[ℓ, a]."""
+    argmin_a max_ℓ C[ℓ, a] (among the actions other than the confirm action)."""
     call_action: str | None = None
     """The action that sends a sampled tool call (under ``grounding`` also the label of a
     sample that makes one). ``None``: none, except that a task with a ``"tool_call"`` action
@@ -468,7 +468,9 @@ class Task(BaseModel):
             )
             raise ValueError(msg)
         self._check_effects(labels, actions, call)
-        fallback = self.fallback_action or actions[minimax_action(cost)]
+        # The minimax action by default; never the confirm action, which needs a call.
+        choices = [j for j, a in enumerate(actions) if a != self.confirm_action]
+        fallback = self.fallback_action or actions[choices[minimax_action(cost[:, choices])]]
         if fallback == self.confirm_action:
             msg = (
                 f"field 'fallback_action' is the confirm action {fallback!r}, which needs a call "

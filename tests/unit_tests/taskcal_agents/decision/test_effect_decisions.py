@@ -236,3 +236,10 @@ def test_under_execute_any_a_yes_approves_the_confirmed_call() -> None:
     # Berlin is not stated, but this task sends any call: the user's yes approves it
     assert approvable(task, context)
     assert not approvable(presets.tool_decision(), context)  # grounded calls only
+
+
+def test_a_task_file_with_a_confirm_action_falls_back_to_asking() -> None:
+    data = presets.tool_decision().model_dump(mode="json")
+    del data["fallback_action"]  # as a task file that leaves it out
+    # the minimax action among those that need no call: confirming would tie with asking
+    assert Task.model_validate(data).fallback_action == "request_for_info"
