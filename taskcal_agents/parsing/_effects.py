@@ -28,7 +28,6 @@ __all__ = [
     "EffectSource",
     "ToolEffect",
     "declared_effect",
-    "declared_effects",
     "effect_severity",
     "tool_name",
 ]
@@ -135,14 +134,3 @@ def declared_effect(tool: Any) -> ToolEffect | None:
         if stated:
             return ToolEffect(_checked(stated[0], name, "tags"), "tags")
     return None
-
-
-def declared_effects(tools: Iterable[Any]) -> dict[str, ToolEffect]:
-    """:func:`declared_effect` of each offered tool that declares one, by tool name."""
-    out: dict[str, ToolEffect] = {}
-    for tool in tools:
-        name = tool_name(tool)
-        effect = declared_effect(tool)
-        if name is not None and effect is not None:
-            out[name] = effect
-    return out
