@@ -21,7 +21,9 @@ the label-shuffle test of the saving over the best constant (labels permuted ove
 the decisions fixed); right calls executed (all, and where the right tool is a read), right
 calls executed or confirmed, wrong calls executed by the effect of the call sent,
 ``cannot_answer`` recall, and the generic asks (the task's ``ask_text``) given while a sample
-made a grounded call. ``benchmarks/bench_effects.py`` runs it on a served artefact;
+made a grounded call; and right calls refused (all, and in the lowest third of the request's
+lexical fit to the offered tools, :func:`~taskcal_agents.parsing.lexical_fit`) and the ask
+items asked. ``benchmarks/bench_effects.py`` runs it on a served artefact;
 ``taskcal demo`` on its tool-use requests with cross-fitted maps.
 """
 
@@ -45,7 +47,7 @@ from taskcal_agents.decision import (
     Task,
     tool_decision,
 )
-from taskcal_agents.parsing import GroundingContext
+from taskcal_agents.parsing import GroundingContext, lexical_fit
 from taskcal_agents.workflow._runner import message_from_dict
 
 __all__ = ["DECODERS", "crossfit_rows", "decide_records", "summary", "table"]
@@ -115,6 +117,7 @@ def decide_records(
         deciders = {name: calibrator_for(record["id"], task) for name, task in tasks.items()}
         deciders["raw confirm"] = Decider(tasks["confirm"])
         context = GroundingContext(record.get("tools") or [], record.get("messages") or [])
+        row["lexical_fit"] = lexical_fit(context.request, record.get("tools") or [])
         grounded = any(g.calls and g.grounded for g in context.ground_samples(messages))
         for name, decider in deciders.items():
             decision = decider.decide(messages, tool_names=offered, context=context)
@@ -208,6 +211,23 @@ def _refused(d: Mapping[str, Any]) -> bool:
     return d["action"] == "cannot_answer"
 
 
+def _asked(d: Mapping[str, Any]) -> bool:
+    return d["action"] == "request_for_info"
+
+
+def lowest_fit_third(calls: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The right calls in the lowest third of the request's lexical fit to the offered tools.
+
+    The third is by rank (ties broken by id), so it holds ``len(calls) // 3`` items whatever
+    the fit's ties; rows without a fit (made before it was recorded) are left out.
+    """
+    fitted = sorted(
+        (r for r in calls if r.get("lexical_fit") is not None),
+        key=lambda r: (r["lexical_fit"], r["id"]),
+    )
+    return fitted[: len(fitted) // 3]
+
+
 def summary(rows: Sequence[Mapping[str, Any]], permutations: int) -> list[dict[str, Any]]:
     """Per decoder: cost, paired differences, the call metrics and the label-shuffle test."""
     labels = [r["label"] for r in rows]
@@ -216,6 +236,8 @@ def summary(rows: Sequence[Mapping[str, Any]], permutations: int) -> list[dict[s
     reads = [r for r in calls if r["target_effect"] == "read"]
     wrong = [r for r in rows if r["label"] != "tool_call"]
     refuse = [r for r in rows if r["label"] == "cannot_answer"]
+    ask = [r for r in rows if r["label"] == "request_for_info"]
+    low_fit = lowest_fit_third(calls)
     out = []
     for name in DECODERS:
         entry: dict[str, Any] = {"decoder": name, "cost": float(c[name].mean())}
@@ -230,6 +252,9 @@ def summary(rows: Sequence[Mapping[str, Any]], permutations: int) -> list[dict[s
                 wrong_read_executed=_share(wrong, name, _executed_read),
                 wrong_write_executed=_share(wrong, name, _executed_write),
                 cannot_answer_recall=_share(refuse, name, _refused),
+                calls_refused=_share(calls, name, _refused),
+                low_fit_calls_refused=_share(low_fit, name, _refused),
+                ask_items_asked=_share(ask, name, _asked),
                 generic_asks=sum(r["decisions"][name]["generic_ask"] for r in rows),
                 shuffle_p=shuffle_p(rows, name, permutations, seed=0) if permutations else None,
             )
@@ -275,6 +300,18 @@ def table(
             f"{_pct(e, 'calls_executed_or_confirmed')} | {_pct(e, 'wrong_read_executed')} / "
             f"{_pct(e, 'wrong_write_executed')} | {_pct(e, 'cannot_answer_recall')} | "
             f"{e.get('generic_asks', '–')} | {_p(e.get('shuffle_p'))} |"
+        )
+    low = len(lowest_fit_third([r for r in rows if r["label"] == "tool_call"]))
+    lines += [
+        "",
+        f"| decoder | right calls refused | refused, lowest third of lexical fit ({low}) | "
+        "ask items asked |",
+        "|---" * 4 + "|",
+    ]
+    for e in entries[1:]:
+        lines.append(
+            f"| {e['decoder']} | {_pct(e, 'calls_refused')} | "
+            f"{_pct(e, 'low_fit_calls_refused')} | {_pct(e, 'ask_items_asked')} |"
         )
     return "\n".join(lines)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import taskcal_agents
+from taskcal_agents.workflow._effect_rows import DECODERS, lowest_fit_third, summary
 from tests.conftest import load_benchmark
 from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import _samples_file
 
@@ -24,7 +25,10 @@ def test_every_decoder_is_scored_under_the_effect_aware_matrix(
     [(_, result)] = report["sets"].items()
     entries = {e["decoder"]: e for e in result["summary"]}
     assert list(entries) == list(bench.DECODERS)
-    assert printed.count("\n| ") == 1 + len(bench.DECODERS)  # the header and one row each
+    # the main table (a header and one row per decoder), then the refusal table (a header
+    # and one row per decoder but the constant)
+    assert printed.count("\n| ") == 1 + len(bench.DECODERS) + len(bench.DECODERS)
+    assert all(0 <= r["lexical_fit"] <= 1 for r in result["items"])
     # the lookup tool is a read by the written rule ("Look something up."): no effect is
     # write or irreversible, and every decoder's costs are those of the scoring matrix
     assert {r["target_effect"] for r in result["items"] if r["label"] == "tool_call"} == {"read"}
@@ -36,3 +40,31 @@ def test_every_decoder_is_scored_under_the_effect_aware_matrix(
             assert se is not None and se >= 0
     # the flat decoder has no confirm action; the default one may confirm
     assert all(r["decisions"]["flat"]["action"] != "confirm" for r in result["items"])
+
+
+def _row(i: int, label: str, fit: float, action: str) -> dict[str, object]:
+    decision = {"action": action, "effect": "read", "generic_ask": False, "wrong_tool": False}
+    return {
+        "id": f"i{i:02d}", "label": label, "lexical_fit": fit, "target_effect": "read",
+        "decisions": dict.fromkeys(DECODERS[1:], decision),
+    }  # fmt: skip
+
+
+def test_refusals_are_counted_in_the_lowest_third_of_lexical_fit() -> None:
+    # nine right calls: the three with the least fit (0.0, 0.1, 0.2) hold two refusals, a
+    # well-fitting one a third; two ask items, one asked; one no-fit item refused
+    fits = [0.2, 0.9, 0.0, 0.5, 0.7, 0.1, 0.8, 0.6, 0.4]
+    refused = {0.0, 0.1, 0.9}
+    rows = [
+        _row(i, "tool_call", f, "cannot_answer" if f in refused else "tool_call")
+        for i, f in enumerate(fits)
+    ]
+    rows += [_row(20, "request_for_info", 0.3, "request_for_info")]
+    rows += [_row(21, "request_for_info", 0.3, "tool_call")]
+    rows += [_row(22, "cannot_answer", 0.0, "cannot_answer")]
+    assert [r["lexical_fit"] for r in lowest_fit_third(rows[:9])] == [0.0, 0.1, 0.2]
+    entry = {e["decoder"]: e for e in summary(rows, permutations=0)}["confirm"]
+    assert entry["calls_refused"] == pytest.approx(3 / 9)
+    assert entry["low_fit_calls_refused"] == pytest.approx(2 / 3)
+    assert entry["ask_items_asked"] == pytest.approx(1 / 2)
+    assert entry["cannot_answer_recall"] == 1.0
