@@ -50,7 +50,7 @@ from taskcal_agents.decision import (
 from taskcal_agents.parsing import GroundingContext, lexical_fit
 from taskcal_agents.workflow._runner import message_from_dict
 
-__all__ = ["DECODERS", "crossfit_rows", "decide_records", "summary", "table"]
+__all__ = ["DECODERS", "crossfit_rows", "decide_records", "refusals", "summary", "table"]
 
 DECODERS = ("constant", "raw confirm", "flat", "effects", "confirm")
 SCORED_ACTIONS = ("tool_call", "confirm", "request_for_info", "cannot_answer")
@@ -207,14 +207,6 @@ def _executed_write(d: Mapping[str, Any]) -> bool:
     return d["action"] == "tool_call" and d["effect"] != "read"
 
 
-def _refused(d: Mapping[str, Any]) -> bool:
-    return d["action"] == "cannot_answer"
-
-
-def _asked(d: Mapping[str, Any]) -> bool:
-    return d["action"] == "request_for_info"
-
-
 def lowest_fit_third(calls: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The right calls in the lowest third of the request's lexical fit to the offered tools.
 
@@ -228,6 +220,38 @@ def lowest_fit_third(calls: Sequence[Mapping[str, Any]]) -> list[Mapping[str, An
     return fitted[: len(fitted) // 3]
 
 
+def refusals(
+    rows: Sequence[Mapping[str, Any]], action_of: Callable[[Mapping[str, Any]], str]
+) -> dict[str, float]:
+    """Right calls refused (all, and in the lowest third of lexical fit), asks, refusals.
+
+    ``ask_items_asked`` and ``cannot_answer_recall`` complete them; each row's action is
+    ``action_of``'s (a decoder's, or the action an earlier checkout took on the same record).
+    """
+
+    def share(group: Sequence[Mapping[str, Any]], action: str) -> float:
+        return sum(action_of(r) == action for r in group) / len(group) if group else math.nan
+
+    calls = [r for r in rows if r["label"] == "tool_call"]
+    return {
+        "cannot_answer_recall": share([r for r in rows if r["label"] == "cannot_answer"],
+                                      "cannot_answer"),
+        "calls_refused": share(calls, "cannot_answer"),
+        "low_fit_calls_refused": share(lowest_fit_third(calls), "cannot_answer"),
+        "ask_items_asked": share([r for r in rows if r["label"] == "request_for_info"],
+                                 "request_for_info"),
+    }  # fmt: skip
+
+
+def _action_of(name: str) -> Callable[[Mapping[str, Any]], str]:
+    """A row's action by the decoder ``name``."""
+
+    def action(row: Mapping[str, Any]) -> str:
+        return str(row["decisions"][name]["action"])
+
+    return action
+
+
 def summary(rows: Sequence[Mapping[str, Any]], permutations: int) -> list[dict[str, Any]]:
     """Per decoder: cost, paired differences, the call metrics and the label-shuffle test."""
     labels = [r["label"] for r in rows]
@@ -235,9 +259,6 @@ def summary(rows: Sequence[Mapping[str, Any]], permutations: int) -> list[dict[s
     calls = [r for r in rows if r["label"] == "tool_call"]
     reads = [r for r in calls if r["target_effect"] == "read"]
     wrong = [r for r in rows if r["label"] != "tool_call"]
-    refuse = [r for r in rows if r["label"] == "cannot_answer"]
-    ask = [r for r in rows if r["label"] == "request_for_info"]
-    low_fit = lowest_fit_third(calls)
     out = []
     for name in DECODERS:
         entry: dict[str, Any] = {"decoder": name, "cost": float(c[name].mean())}
@@ -251,10 +272,7 @@ def summary(rows: Sequence[Mapping[str, Any]], permutations: int) -> list[dict[s
                 calls_executed_or_confirmed=_share(calls, name, _executed_or_confirmed),
                 wrong_read_executed=_share(wrong, name, _executed_read),
                 wrong_write_executed=_share(wrong, name, _executed_write),
-                cannot_answer_recall=_share(refuse, name, _refused),
-                calls_refused=_share(calls, name, _refused),
-                low_fit_calls_refused=_share(low_fit, name, _refused),
-                ask_items_asked=_share(ask, name, _asked),
+                **refusals(rows, _action_of(name)),
                 generic_asks=sum(r["decisions"][name]["generic_ask"] for r in rows),
                 shuffle_p=shuffle_p(rows, name, permutations, seed=0) if permutations else None,
             )
@@ -279,9 +297,15 @@ def _p(value: float | None) -> str:
 
 
 def table(
-    title: str, rows: Sequence[Mapping[str, Any]], entries: Sequence[Mapping[str, Any]]
+    title: str,
+    rows: Sequence[Mapping[str, Any]],
+    entries: Sequence[Mapping[str, Any]],
+    before: Mapping[str, float] | None = None,
 ) -> str:
-    """The set's table: one row per decoder."""
+    """The set's tables: one row per decoder, then each one's :func:`refusals`.
+
+    ``before``: the refusals of an earlier checkout's actions on the same records, a last row.
+    """
     effects = Counter(str(r["target_effect"]) for r in rows if r["label"] == "tool_call")
     by_effect = ", ".join(f"{k} {v}" for k, v in sorted(effects.items()))
     lines = [
@@ -305,13 +329,14 @@ def table(
     lines += [
         "",
         f"| decoder | right calls refused | refused, lowest third of lexical fit ({low}) | "
-        "ask items asked |",
-        "|---" * 4 + "|",
+        "ask items asked | cannot_answer recall |",
+        "|---" * 5 + "|",
     ]
-    for e in entries[1:]:
+    for e in [*entries[1:], *([{"decoder": "before", **before}] if before else [])]:
         lines.append(
             f"| {e['decoder']} | {_pct(e, 'calls_refused')} | "
-            f"{_pct(e, 'low_fit_calls_refused')} | {_pct(e, 'ask_items_asked')} |"
+            f"{_pct(e, 'low_fit_calls_refused')} | {_pct(e, 'ask_items_asked')} | "
+            f"{_pct(e, 'cannot_answer_recall')} |"
         )
     return "\n".join(lines)
 

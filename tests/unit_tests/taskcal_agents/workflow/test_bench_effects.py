@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 import taskcal_agents
-from taskcal_agents.workflow._effect_rows import DECODERS, lowest_fit_third, summary
+from taskcal_agents.decision import Decider, resolve_calibrator, tool_decision
+from taskcal_agents.workflow._effect_rows import (
+    DECODERS,
+    decide_records,
+    lowest_fit_third,
+    refusals,
+    summary,
+)
+from taskcal_agents.workflow._store import read_samples
 from tests.conftest import load_benchmark
 from tests.unit_tests.taskcal_agents.helpers.workflow_fakes import _samples_file
 
@@ -68,3 +77,35 @@ def test_refusals_are_counted_in_the_lowest_third_of_lexical_fit() -> None:
     assert entry["low_fit_calls_refused"] == pytest.approx(2 / 3)
     assert entry["ask_items_asked"] == pytest.approx(1 / 2)
     assert entry["cannot_answer_recall"] == 1.0
+
+
+def test_earlier_actions_sit_beside_the_decoders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # tool_actions.py decides with tool_decision(), the default task: on this checkout its
+    # actions are the confirm decoder's where no tool's effect is declared (all "write")
+    bench = load_benchmark("bench_effects")
+    actions = load_benchmark("tool_actions")
+    samples = _samples_file(tmp_path, n=30)
+    artefact = str(SHIPPED / "qwen2.5-coder-0.5b-instruct.json")
+    out = tmp_path / "actions.json"
+    taken = actions.main([str(samples), "--artefact", artefact, "--out", str(out)])
+    report = bench.main(
+        [str(samples), "--artefact", artefact, "--before", str(out), "--permutations", "0"]
+    )
+    [(_, result)] = report["sets"].items()
+    resolved = resolve_calibrator(artefact, tool_decision(), owner="test")
+    records = list(read_samples(samples).records.values())
+    undeclared = decide_records(
+        records, lambda _, task: Decider.from_resolved(task, resolved), effects_of=lambda _: {}
+    )
+    assert taken == {r["id"]: r["decisions"]["confirm"]["action"] for r in undeclared}
+    assert result["before"] == refusals(result["items"], lambda r: taken[r["id"]])
+    assert set(taken.values()) >= {"tool_call", "confirm", "request_for_info"}
+    assert "| before |" in capsys.readouterr().out
+    # an actions file that misses a record is refused, naming it
+    data = json.loads(out.read_text())
+    data["actions"].pop(sorted(data["actions"])[0])
+    out.write_text(json.dumps(data))
+    with pytest.raises(SystemExit, match="no action for 1 records"):
+        bench.main([str(samples), "--artefact", artefact, "--before", str(out)])
