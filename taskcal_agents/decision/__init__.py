@@ -49,6 +49,7 @@ from taskcal_agents.decision._decider import (
 from taskcal_agents.decision._decider import item_relevance as item_relevance
 from taskcal_agents.decision._decider import raw_inputs as raw_inputs
 from taskcal_agents.decision._effects import ToolEffects
+from taskcal_agents.decision._effects import effect_resolver as effect_resolver
 from taskcal_agents.decision._executability import trusted_flags as trusted_flags
 from taskcal_agents.decision._options import DEFAULT_N_SAMPLES as DEFAULT_N_SAMPLES
 from taskcal_agents.decision._options import DEFAULT_TEMPERATURE as DEFAULT_TEMPERATURE
@@ -73,6 +74,7 @@ from taskcal_agents.decision._protocol import draw_in_rounds as draw_in_rounds
 from taskcal_agents.decision._risk_control import RiskControl as RiskControl
 from taskcal_agents.decision._risk_control import RiskGuard as RiskGuard
 from taskcal_agents.decision._risk_control import RiskNotCertifiedWarning, RiskSpec, calibrate_risk
+from taskcal_agents.decision._samples import ground_samples as ground_samples
 from taskcal_agents.decision._shipped import AUTO as AUTO
 from taskcal_agents.decision._shipped import Auto as Auto
 from taskcal_agents.decision._shipped import ServedSettings as ServedSettings

@@ -14,13 +14,13 @@ decision is still MBR on the same calibrated q: no refit.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from taskcal_agents.parsing import Effect, GroundingContext, ToolEffect, effect_severity
 
-__all__ = ["ToolEffects", "call_effect", "tool_effect"]
+__all__ = ["ToolEffects", "call_effect", "effect_resolver", "tool_effect"]
 
 
 class ToolEffects(BaseModel):
@@ -65,6 +65,21 @@ def tool_effect(name: str, effects: ToolEffects, context: GroundingContext | Non
         return ToolEffect(effects.tools[name], "task")
     declared = None if context is None else context.declared_effect(name)
     return declared if declared is not None else ToolEffect(effects.default, "default")
+
+
+def effect_resolver(
+    effects: ToolEffects | None, context: GroundingContext | None
+) -> Callable[[str], str]:
+    """A tool's effect by name, for the trust policy's warrant rule.
+
+    :func:`tool_effect` under ``effects`` (the default :class:`ToolEffects` when ``None``).
+    """
+    resolved = effects if effects is not None else ToolEffects()
+
+    def effect_of(name: str) -> str:
+        return tool_effect(name, resolved, context).effect
+
+    return effect_of
 
 
 def call_effect(

@@ -322,19 +322,24 @@ def after_tool_result_for(task: Task) -> Task | None:
 
     For a ``tool_decision`` task, :func:`after_tool_result` with its offered tools, texts and
     own prompt (not the user turn's default :data:`TOOL_DECISION_PROMPT`, which asks to
-    call, ask or refuse where a tool result asks for an answer) and its trust policy (after a
-    tool result is where an injected value first appears); ``None`` for any other
+    call, ask or refuse where a tool result asks for an answer), its trust policy (after a
+    tool result is where an injected value first appears) and its tools' effects (without
+    the per-effect costs, which are the user turn's); ``None`` for any other
     task, which decides on tool-result turns itself. The middleware's default
     (``tool_result="auto"``).
     """
     if task.parser.name != "tool_decision":
         return None
+    # the tools' effects carry over (the trust policy's warrant rule reads them); the
+    # per-effect costs are the user turn's columns, so the tool-result task keeps its own
+    effects = None if task.effects is None else task.effects.model_copy(update={"call_cost": {}})
     return after_tool_result(
         tool_names=task.parser.options.get("tool_names"),
         ask_text=task.ask_text,
         abstain_text=task.abstain_text,
         prompt=None if task.prompt == TOOL_DECISION_PROMPT else task.prompt,
         trust=task.trust,
+        effects=effects,
     )
 
 

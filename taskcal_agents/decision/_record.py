@@ -92,7 +92,8 @@ class Decision(BaseModel):
     provenance: list[dict[str, Any]] | None = None
     """Under the task's ``grounding``: the modal sampled call's arguments with their kind,
     grounding status and sources (:class:`~taskcal_agents.parsing.Source` labels:
-    ``"user"``, ``"tool:search_web"``, ``"inferred:default"``), one entry per call;
+    ``"user"``, ``"tool:search_web"``, ``"inferred:default"``), one entry per call, and
+    under a ``trust`` policy its ``warrant`` (:meth:`~taskcal_agents.parsing.Warrant.to_dict`);
     ``None`` without grounding or without a sampled call."""
     effect: str | None = None
     """Under the task's ``effects``: the effect of the call the decision would send (``read``,
@@ -213,6 +214,7 @@ def modal_provenance(groundings: Sequence[SampleGrounding]) -> list[dict[str, An
                 }
                 for a in call.arguments
             },
+            **({"warrant": call.warrant.to_dict()} if call.warrant is not None else {}),
         }
         for call in modal.calls
     ]

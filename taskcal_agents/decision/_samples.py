@@ -14,6 +14,7 @@ from collections.abc import Collection, Sequence
 
 from langchain_core.messages import AIMessage
 
+from taskcal_agents.decision._effects import effect_resolver
 from taskcal_agents.decision._task import Task
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing import (
@@ -68,7 +69,8 @@ def ground_samples(
             "against; or build the task with grounding=None."
         )
         raise ConfigurationError(msg)
-    return context.ground_samples(messages, trust=task.trust)
+    effect_of = None if task.trust is None else effect_resolver(task.effects, context)
+    return context.ground_samples(messages, trust=task.trust, effect_of=effect_of)
 
 
 def read_samples(

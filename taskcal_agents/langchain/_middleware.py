@@ -56,6 +56,7 @@ from taskcal_agents.decision import (
     Drawn,
     SamplingOptions,
     Task,
+    effect_resolver,
 )
 from taskcal_agents.errors import ConfigurationError, DecisionLogWarning, SamplingError
 from taskcal_agents.langchain._legacy import DeprecatedArguments, Migrated, migrated
@@ -629,9 +630,10 @@ class TaskCalibrationMiddleware(
         known = set(tool_names_of(tools))
         tools += sorted({c["name"] for c in reply.tool_calls} - known)
         context = GroundingContext(tools, messages[:-1])
+        effect_of = effect_resolver(self.task.effects, context)
         calls = []
         for call in reply.tool_calls:
-            checked = context.ground_call(call, trust)
+            checked = context.ground_call(call, trust, effect_of=effect_of)
             if not checked.trusted:
                 question = confirmation_message(checked)
                 metadata = {

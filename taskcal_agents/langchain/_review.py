@@ -35,6 +35,7 @@ from taskcal_agents.parsing import (
     CONFIRM_METADATA_KEY,
     GroundingContext,
     TrustPolicy,
+    WarrantRule,
     question_for,
     sent_args,
 )
@@ -174,6 +175,8 @@ def _checked_edit(
     if name not in context.schemas:
         offered = ", ".join(sorted(context.schemas)) or "none"
         return f"I can't call {name!r}: it is not one of the offered tools ({offered})."
+    if trust is not None:  # the reviewer chose this call: the user's own warrant
+        trust = trust.model_copy(update={"warrant": WarrantRule(effects=())})
     call = context.ground_call({"name": name, "args": dict(args)}, trust)
     if not call.grounded:
         return question_for(call.needed, call.description, call.numeric) or ""

@@ -1,7 +1,8 @@
 """A ``when`` predicate for LangChain's ``HumanInTheLoopMiddleware``: interrupt on untrusted values.
 
 A task's ``trust`` policy makes the decision itself ask the user to confirm a call whose
-values only untrusted sources supply (a tool result, for a prompt injection). An agent that
+values only untrusted sources supply (a tool result, for a prompt injection), or whose
+tool nothing the user asked for calls for (a write with no warrant). An agent that
 confirms through LangChain's human-in-the-loop interrupt instead gates the tools with
 :func:`trust_gate`: the interrupt fires for exactly the calls the policy would not send, and
 every other call runs without review.
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from taskcal_agents.decision import ToolEffects, effect_resolver
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.parsing import GroundingContext, TrustPolicy
 
@@ -19,7 +21,9 @@ __all__ = ["trust_gate"]
 
 
 def trust_gate(
-    policy: TrustPolicy | Mapping[str, Any] | str, tools: Iterable[Any]
+    policy: TrustPolicy | Mapping[str, Any] | str,
+    tools: Iterable[Any],
+    effects: ToolEffects | Mapping[str, Any] | None = None,
 ) -> Callable[[Any], bool]:
     """Return a ``when`` predicate that interrupts a call whose values the policy does not trust.
 
@@ -34,6 +38,9 @@ def trust_gate(
         policy: The trust policy (a :class:`~taskcal_agents.parsing.TrustPolicy`, its
             mapping, or ``"by_kind"``).
         tools: The agent's tools (their schemas name each argument's kind).
+        effects: The tools' effects, as a task's ``effects``
+            (:class:`~taskcal_agents.decision.ToolEffects`), for the policy's warrant rule
+            (``None``: what each tool declares, else ``write``).
 
     Returns:
         ``when(request)``: whether the request's tool call takes a value that no trusted
@@ -41,7 +48,7 @@ def trust_gate(
         system prompt is not in the state: a value only it states is asked about).
 
     Raises:
-        ConfigurationError: If the policy is not valid.
+        ConfigurationError: If the policy or the effects are not valid.
     """
     if policy is None:
         msg = "trust_gate parameter 'policy' must be a trust policy, got None."
@@ -51,12 +58,19 @@ def trust_gate(
     except ValueError as exc:
         msg = f"trust_gate parameter 'policy' is not a valid trust policy: {exc}"
         raise ConfigurationError(msg) from exc
+    try:
+        table = effects if isinstance(effects, ToolEffects | None) else ToolEffects(**effects)
+    except (TypeError, ValueError) as exc:
+        msg = f"trust_gate parameter 'effects' is not valid tool effects: {exc}"
+        raise ConfigurationError(msg) from exc
     tools = list(tools)
 
     def when(request: Any) -> bool:
         state = getattr(request, "state", None) or {}
         messages = state.get("messages", []) if isinstance(state, Mapping) else []
-        call = GroundingContext(tools, messages).ground_call(request.tool_call, resolved)
+        context = GroundingContext(tools, messages)
+        effect_of = effect_resolver(table, context)
+        call = context.ground_call(request.tool_call, resolved, effect_of=effect_of)
         if not call.trusted:
             return True
         # The gate sends the call as it is: an optional value no message supports counts.

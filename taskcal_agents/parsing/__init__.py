@@ -81,6 +81,8 @@ from taskcal_agents.parsing._tool_turns import is_repeat_call as is_repeat_call
 from taskcal_agents.parsing._tool_turns import is_tool_result_turn, tool_result_reply
 from taskcal_agents.parsing._tool_turns import unusable_reply as unusable_reply
 from taskcal_agents.parsing._trust import TrustPolicy, TrustViolation
+from taskcal_agents.parsing._warrant import Warrant, WarrantRule
+from taskcal_agents.parsing._warrant import capability as capability
 
 __all__ = [
     "ARGUMENT_KINDS",
@@ -89,6 +91,8 @@ __all__ = [
     "Source",
     "TrustPolicy",
     "TrustViolation",
+    "Warrant",
+    "WarrantRule",
     "argument_kind",
     "cluster_answers",
     "extract_tool_calls",

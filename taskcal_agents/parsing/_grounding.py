@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -74,6 +74,7 @@ from taskcal_agents.parsing._questions import (
 from taskcal_agents.parsing._tool_calls import extract_tool_calls
 from taskcal_agents.parsing._tool_schemas import tool_schemas
 from taskcal_agents.parsing._trust import TrustPolicy, TrustViolation
+from taskcal_agents.parsing._warrant import Warrant, capability, prompted_by, user_words
 
 __all__ = [
     "ArgumentCheck",
@@ -141,7 +142,11 @@ class CallGrounding:
             call lacks, :func:`question_for`).
         numeric: The offered tool's parameters of type ``number`` or ``integer`` (asked for
             with "how many" or "what", not "which").
-        violations: Under a trust policy, the values that no trusted source supplies.
+        violations: Under a trust policy, the values that no trusted source supplies (and,
+            for a call that needs a warrant and has none, the call itself: argument ``""``,
+            kind ``"tool"``, the rule ``"warrant.EFFECT"``).
+        warrant: Under a trust policy, what asked for the call
+            (:class:`~taskcal_agents.parsing.Warrant`); ``None`` without one.
     """
 
     name: str
@@ -152,6 +157,7 @@ class CallGrounding:
     description: str | None = None
     numeric: tuple[str, ...] = ()
     violations: tuple[TrustViolation, ...] = ()
+    warrant: Warrant | None = None
 
     @property
     def trusted(self) -> bool:
@@ -357,8 +363,8 @@ class GroundingContext:
     """
 
     __slots__ = (
-        "_calls", "_declared", "_evidence", "_parts", "_subsets", "_tools", "approved",
-        "confirmed", "request", "schemas",
+        "_calls", "_declared", "_evidence", "_messages", "_parts", "_prefixes", "_subsets",
+        "_tools", "_user_words", "approved", "confirmed", "request", "schemas",
     )  # fmt: skip
 
     def __init__(self, tools: Iterable[Any] = (), messages: Iterable[Any] = ()) -> None:
@@ -367,6 +373,9 @@ class GroundingContext:
         self._tools = tools
         self._declared: dict[str, ToolEffect | None] = {}
         messages = list(messages)
+        self._messages = messages
+        self._prefixes: dict[int, GroundingContext] = {}
+        self._user_words: frozenset[str] | None = None
         names = call_names(messages)
         pairs = [_message_role_text(m) for m in messages]
         self.request: str = "\n".join(t for role, t in pairs if role in ("user", "human") and t)
@@ -395,7 +404,7 @@ class GroundingContext:
         """The keys (:func:`call_key`) of the calls the user confirmed with a plain yes."""
         self._evidence = Evidence("\n".join(t for _, t in parts))
         self._subsets: dict[tuple[int, ...], Evidence] = {}
-        self._calls: dict[tuple[str, int], tuple[TrustPolicy | None, CallGrounding]] = {}
+        self._calls: dict[tuple[str, int, str], tuple[TrustPolicy | None, CallGrounding]] = {}
 
     def declared_effect(self, name: str) -> ToolEffect | None:
         """The effect the offered tool ``name`` declares itself, else ``None``.
@@ -426,18 +435,26 @@ class GroundingContext:
 
     # -------------------------------------------------------------- calls and samples
 
-    def ground(self, message: AIMessage, trust: TrustPolicy | None = None) -> SampleGrounding:
+    def ground(
+        self,
+        message: AIMessage,
+        trust: TrustPolicy | None = None,
+        *,
+        effect_of: Callable[[str], str] | None = None,
+    ) -> SampleGrounding:
         """Ground every complete call ``message`` makes (none: an empty grounding).
 
         Args:
             message: A sampled completion.
             trust: A trust policy; each call then records its
-                :attr:`~CallGrounding.violations`.
+                :attr:`~CallGrounding.violations` and its :attr:`~CallGrounding.warrant`.
+            effect_of: A tool's effect by name, for the policy's warrant rule (``None``:
+                what the tool declares, else ``"write"``).
         """
         calls = extract_tool_calls(message)
         if not calls:
             return SampleGrounding(())
-        checked = tuple(self.ground_call(c, trust) for c in calls)
+        checked = tuple(self.ground_call(c, trust, effect_of=effect_of) for c in calls)
         parts = sorted(
             json.dumps([c.name, _normal_args(sent_args(c))], sort_keys=True, default=str)
             for c in checked
@@ -446,13 +463,21 @@ class GroundingContext:
         return SampleGrounding(checked, key)
 
     def ground_samples(
-        self, messages: Sequence[AIMessage], trust: TrustPolicy | None = None
+        self,
+        messages: Sequence[AIMessage],
+        trust: TrustPolicy | None = None,
+        *,
+        effect_of: Callable[[str], str] | None = None,
     ) -> list[SampleGrounding]:
         """:meth:`ground` for each sample."""
-        return [self.ground(m, trust) for m in messages]
+        return [self.ground(m, trust, effect_of=effect_of) for m in messages]
 
     def ground_call(
-        self, call: ToolCall | Mapping[str, Any], trust: TrustPolicy | None = None
+        self,
+        call: ToolCall | Mapping[str, Any],
+        trust: TrustPolicy | None = None,
+        *,
+        effect_of: Callable[[str], str] | None = None,
     ) -> CallGrounding:
         """Check one call: missing required arguments, each given one's support and sources.
 
@@ -460,23 +485,34 @@ class GroundingContext:
         supported only by a message that holds its whole value. Under ``trust``, every value
         the call sends must come from a source the policy trusts for it (a free-text value
         also for each URL, e-mail address or IBAN it carries); the others are its
-        :attr:`~CallGrounding.violations`. A call checked before in this context (N samples
-        often make the same one) is not checked again.
+        :attr:`~CallGrounding.violations`; a call of an effect the policy's
+        :class:`~taskcal_agents.parsing.WarrantRule` names needs a ``user`` or ``chain``
+        :attr:`~CallGrounding.warrant` (``effect_of``: the tool's effect; ``None``: what it
+        declares, else ``"write"``). A call checked before in this context (N samples often
+        make the same one) is not checked again.
         """
         name = str(call.get("name") or "")
         args = call.get("args") or {}
         if not isinstance(args, Mapping):
             args = {}
-        memo = (json.dumps([name, args], sort_keys=True, default=str), id(trust))
+        effect = ""
+        if trust is not None and trust.warrant.effects:
+            declared = self.declared_effect(name) if name in self.schemas else None
+            effect = (
+                effect_of(name)
+                if effect_of is not None
+                else (declared.effect if declared is not None else "write")
+            )
+        memo = (json.dumps([name, args], sort_keys=True, default=str), id(trust), effect)
         seen = self._calls.get(memo)  # the entry holds ``trust``, so its id is not reused
         if seen is not None:
             return seen[1]
-        checked = self._check_call(name, args, trust)
+        checked = self._check_call(name, args, trust, effect)
         self._calls[memo] = (trust, checked)
         return checked
 
     def _check_call(
-        self, name: str, args: Mapping[str, Any], trust: TrustPolicy | None
+        self, name: str, args: Mapping[str, Any], trust: TrustPolicy | None, effect: str = ""
     ) -> CallGrounding:
         schema = self.schemas.get(name)
         props: Mapping[str, Any] = (schema or {}).get("properties") or {}
@@ -505,11 +541,25 @@ class GroundingContext:
         missing.sort(key=lambda r: order.get(r, len(order)))
         unsent = {c.name for c in checks if c.status == "unsupported" and not c.required}
         sent = {k: v for k, v in args.items() if k not in unsent}
+        confirmed = call_key(name, sent) in self.confirmed
         violations = (
             ()
-            if trust is None or not trust.restricts or call_key(name, sent) in self.confirmed
+            if trust is None or not trust.restricts or confirmed
             else self._violations(name, checks, marked, trust)
         )
+        warrant = None
+        if trust is not None:
+            warrant = (
+                Warrant("user", "the user confirmed this call")
+                if confirmed
+                else self.warrant(name, checks)
+            )
+            if warrant.kind == "none" and trust.warrant.needs(name, effect):
+                rule = f"warrant.{effect}"
+                unwarranted = TrustViolation(
+                    "", name, "tool", warrant.sources, ("user", "chain"), rule
+                )
+                violations = (unwarranted, *violations)
         return CallGrounding(
             name=name,
             args=dict(args),
@@ -523,7 +573,81 @@ class GroundingContext:
                 if isinstance(p, Mapping) and p.get("type") in ("number", "integer")
             ),
             violations=violations,
+            warrant=warrant,
         )
+
+    # -------------------------------------------------------------- warrants
+
+    def warrant(self, name: str, arguments: Sequence[ArgumentCheck]) -> Warrant:
+        """What asked for a call to ``name`` with these checked arguments.
+
+        See :mod:`~taskcal_agents.parsing._warrant`: the user's turns, or a chain of
+        warranted calls whose results it sends values from, or nothing (the tool results
+        that prompted it).
+        """
+        results = {s: t for s, t in self._parts if s.kind == "tool"}
+        if not results:
+            return Warrant("user", "no tool result precedes the call")
+        schema = self.schemas.get(name) or {}
+        cap = capability(name, str(schema.get("x-tool-description") or ""))
+        if self._user_words is None:
+            self._user_words = user_words(t for s, t in self._parts if s.kind == "user")
+        words = self._user_words
+        users = [s.message for s, _ in self._parts if s.kind == "user" and s.message is not None]
+        since = max(users) if users else None
+        if not cap.action_named(words):
+            reason = f"the user's turns do not name its action ({cap.action})"
+            return Warrant("none", reason, prompted_by(cap, results, since))
+        sent = [
+            a for a in arguments if a.how != "empty" and (a.status != "unsupported" or a.required)
+        ]
+        from_tools = [a for a in sent if a.sources and all(s.kind == "tool" for s in a.sources)]
+        if cap.object_named(words) or not from_tools:
+            named = "its action and object" if cap.object_named(words) else "its action"
+            return Warrant("user", f"the user's turns name {named}")
+        feeding: list[Source] = []
+        for argument in from_tools:
+            warranted = [s for s in argument.sources if self._producer_warrant(s) != "none"]
+            if not warranted:
+                reason = (
+                    f"the user's turns name its action, not its object, and no warranted call "
+                    f"returned its {argument.name!r}"
+                )
+                return Warrant("none", reason, prompted_by(cap, results, since))
+            feeding += [s for s in warranted if s not in feeding]
+        return Warrant("chain", "it sends values that warranted calls returned", tuple(feeding))
+
+    def _producer_warrant(self, source: Source) -> str:
+        """The warrant kind of the call whose result ``source`` is (``"none"``: unknown).
+
+        The call is the one with the result's call id in the nearest AI message before it,
+        judged on the conversation before that message.
+        """
+        if source.kind != "tool" or source.message is None or not source.call_id:
+            return "none"
+        for index in range(source.message - 1, -1, -1):
+            message = self._messages[index]
+            calls = (
+                message.get("tool_calls")
+                if isinstance(message, Mapping)
+                else getattr(message, "tool_calls", None)
+            )
+            for call in calls if isinstance(calls, list) else ():
+                if isinstance(call, Mapping) and str(call.get("id")) == source.call_id:
+                    function = call.get("function")
+                    if isinstance(function, Mapping):  # an OpenAI-style dict
+                        try:
+                            args = json.loads(function.get("arguments") or "{}")
+                        except ValueError:
+                            args = {}
+                        call = {"name": function.get("name"), "args": args}
+                    prefix = self._prefixes.get(index)
+                    if prefix is None:
+                        prefix = GroundingContext(self._tools, self._messages[:index])
+                        self._prefixes[index] = prefix
+                    checked = prefix.ground_call(call)
+                    return prefix.warrant(checked.name, checked.arguments).kind
+        return "none"
 
     # -------------------------------------------------------------- provenance and trust
 

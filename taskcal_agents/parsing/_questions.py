@@ -133,16 +133,27 @@ def confirmation_question(call: Any) -> str:
 
     Returns:
         "The result of get_webpage gives the recipient 'US13…' for send_money(…). Should I
-        make this call? I will not unless you confirm."
+        make this call? I will not unless you confirm."; for a call no warrant covers,
+        "Your request does not ask for delete_file(file_id='13'); the result of
+        get_webpage does. Should I make this call? I will not unless you confirm."
     """
     by_source: dict[str, list[str]] = {}
+    prompted = ""
     for v in call.violations:
+        if not v.argument:  # the call itself has no warrant: name what prompted it
+            prompted = v.describe() if v.sources else "no message"
+            continue
         value = repr(v.value) if isinstance(v.value, str) else json.dumps(v.value, default=str)
         by_source.setdefault(v.describe(), []).append(f"the {_phrase_of(v.argument)} {value}")
     parts = [f"{source} gives {' and '.join(what)}" for source, what in by_source.items()]
-    lead = "; ".join(parts) or "this call needs your confirmation"
     args = ", ".join(f"{k}={v!r}" for k, v in call.args.items())
-    return f"{lead[:1].upper()}{lead[1:]} for {call.name}({args}). {CONFIRM_CLOSE}"
+    text = f"{call.name}({args})"
+    if prompted:
+        lead = f"Your request does not ask for {text}; {prompted} does"
+        detail = f" ({'; '.join(parts)})" if parts else ""
+        return f"{lead}{detail}. {CONFIRM_CLOSE}"
+    lead = "; ".join(parts) or "this call needs your confirmation"
+    return f"{lead[:1].upper()}{lead[1:]} for {text}. {CONFIRM_CLOSE}"
 
 
 def _sent(call: Any) -> dict[str, Any]:

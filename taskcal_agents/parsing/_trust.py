@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from taskcal_agents.parsing._argument_kinds import ARGUMENT_KINDS
 from taskcal_agents.parsing._provenance import SOURCE_KINDS, Source
+from taskcal_agents.parsing._warrant import WarrantRule
 
 __all__ = ["RESTRICTED_KINDS", "TrustPolicy", "TrustViolation"]
 
@@ -58,8 +59,9 @@ class TrustPolicy(BaseModel):
     """Which sources may supply an argument's value: by default, per kind, per argument.
 
     The most specific entry wins: ``arguments["tool.argument"]``, else ``kinds[kind]``,
-    else ``default``. With the defaults every source is trusted: grounding decides alone,
-    as without a policy.
+    else ``default``. With the defaults every source is trusted for every value, and a
+    write or irreversible call needs a warrant for its tool (:attr:`warrant`): the user's
+    request asks for what the tool does, or a chain of warranted calls feeds it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -71,6 +73,16 @@ class TrustPolicy(BaseModel):
     the sources trusted for it."""
     arguments: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     """Per ``"tool.argument"``, the sources trusted for it."""
+    warrant: WarrantRule = Field(default_factory=WarrantRule)
+    """Which calls need a warrant for their tool (:class:`~taskcal_agents.parsing.Warrant`):
+    by default writes and irreversible calls; ``[]`` for none."""
+
+    @field_validator("warrant", mode="before")
+    @classmethod
+    def _effects_list(cls, value: Any) -> Any:
+        if isinstance(value, str | list | tuple):
+            return {"effects": value}
+        return value
 
     @field_validator("default", mode="before")
     @classmethod
@@ -128,20 +140,24 @@ class TrustPolicy(BaseModel):
 
     @classmethod
     def by_kind(cls) -> TrustPolicy:
-        """The policy derived from argument kinds alone.
+        """The policy derived from argument kinds, with the default warrant rule.
 
         Amounts, recipients, addresses, credentials, URLs and paths
         (:data:`RESTRICTED_KINDS`) come only from the user, the system or the schema;
         every other argument from any source (an ID a search returned, a hotel's name).
+        A write or irreversible call needs a warrant for its tool.
         """
         return cls.model_validate("by_kind")
 
     @property
     def restricts(self) -> bool:
-        """Whether any entry leaves a source out (a policy that trusts all changes nothing)."""
+        """Whether any entry leaves a source out, or any call needs a warrant.
+
+        A policy that trusts every source and needs no warrant changes nothing.
+        """
         every = set(_EVERY_SOURCE)
         entries = [self.default, *self.kinds.values(), *self.arguments.values()]
-        return any(not every <= set(e) for e in entries)
+        return bool(self.warrant.effects) or any(not every <= set(e) for e in entries)
 
     def allowed(self, tool: str, argument: str, kind: str) -> tuple[tuple[str, ...], str]:
         """The sources trusted for ``tool``'s ``argument`` of ``kind``, and the entry's name.

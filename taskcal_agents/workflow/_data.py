@@ -18,6 +18,7 @@ from taskcal_agents.decision import (
     Decider,
     Task,
     carried_actions,
+    ground_samples,
     grounded_flags,
     item_relevance,
     outcome_counts,
@@ -332,7 +333,7 @@ def eval_arrays(
             )
         elif grounding is not None and len(labels) == len(messages):
             context = record_context(record, items, source=str(samples.path))
-            groundings = context.ground_samples(messages, trust=task.trust)
+            groundings = ground_samples(task, messages, context)
             relevance = item_relevance(task, messages, labels, context, groundings)
             outcomes = task.sample_outcomes(labels, ungrounded_flags(groundings))
             belief = task.belief_from_outcomes(outcomes, alpha=alpha)

@@ -81,8 +81,11 @@ def test_the_middleware_asks_to_confirm_an_injected_call(mode: str) -> None:
     assert not message.tool_calls
     assert ATTACKER in message.content and "get_webpage" in message.content
     assert record["action"] == "request_for_info"
-    assert record["trust_violations"][0]["rule"] == "kinds.recipient"
-    assert record["trust_violations"][0]["sources"][0]["tool"] == "get_webpage"
+    # the page picked the tool (no warrant) and gave the recipient (untrusted)
+    rules = {v["rule"]: v for v in record["trust_violations"]}
+    assert set(rules) == {"warrant.irreversible", "kinds.recipient", "kinds.amount"}
+    assert rules["kinds.recipient"]["sources"][0]["tool"] == "get_webpage"
+    assert rules["warrant.irreversible"]["sources"][0]["tool"] == "get_webpage"
     # no policy: the same samples send the call
     handler = CountingHandler([injected(i) for i in range(4)])
     message, record = unwrap(
@@ -92,13 +95,19 @@ def test_the_middleware_asks_to_confirm_an_injected_call(mode: str) -> None:
 
 
 def test_trust_gate_interrupts_exactly_the_untrusted_calls() -> None:
-    gate = trust_gate("by_kind", [send_money, get_webpage])
+    effects = {"tools": {"get_webpage": "read", "send_money": "irreversible"}}
+    gate = trust_gate("by_kind", [send_money, get_webpage], effects)
     state = {"messages": [*conversation(), injected(0)]}
     assert gate(SimpleNamespace(tool_call=injected(0).tool_calls[0], state=state))
     typed = {"messages": [HumanMessage(f"Send 50 to {ATTACKER}."), injected(0)]}
     assert not gate(SimpleNamespace(tool_call=injected(0).tool_calls[0], state=typed))
     read = {"name": "get_webpage", "args": {"url": "www.news-example.com"}, "id": "r"}
     assert not gate(SimpleNamespace(tool_call=read, state=state))
+    # undeclared, a tool is a write: a read the user's words do not ask for needs review
+    plain = trust_gate("by_kind", [send_money, get_webpage])
+    assert plain(SimpleNamespace(tool_call=read, state=state))
+    with pytest.raises(ConfigurationError, match="effects"):
+        trust_gate("by_kind", [send_money], {"tools": {"send_money": "pay"}})
 
 
 def test_trust_gate_rejects_a_bad_policy() -> None:
@@ -113,7 +122,9 @@ def test_a_passed_through_call_keeps_the_policy_too(mode: str) -> None:
     mw = middleware(task=policy_task(), calibrator=None)
     message = passed_through(mw, handler, request, mode)
     assert not message.tool_calls and ATTACKER in message.content
-    assert message.response_metadata["taskcal_trust"][0]["rule"] == "kinds.recipient"
+    assert {v["rule"] for v in message.response_metadata["taskcal_trust"]} == {
+        "warrant.irreversible", "kinds.recipient", "kinds.amount"
+    }  # fmt: skip
     assert message.response_metadata["taskcal_confirm"]["name"] == "send_money"
     handler = CountingHandler([injected(0)])
     message = passed_through(middleware(calibrator=None), handler, request, mode)

@@ -28,6 +28,7 @@ from taskcal_agents.decision._decider import Decider
 from taskcal_agents.decision._options import SamplingOptions
 from taskcal_agents.decision._presets import (
     DEFAULT_AFTER_TOOL_RESULT_COST,
+    DEFAULT_TOOL_EFFECTS,
     after_tool_result,
     answer_or_abstain,
     tool_decision,
@@ -323,7 +324,12 @@ def test_middleware_tool_result_task_none_keeps_the_old_behaviour() -> None:
 
 
 def test_tool_result_task_defaults() -> None:
-    assert every_call().session.tool_result_task == after_tool_result(tool_names=["get_weather"])
+    # the tool-result task keeps the tools' effects (for the trust policy's warrant rule),
+    # not the user turn's per-effect costs
+    effects = DEFAULT_TOOL_EFFECTS.model_copy(update={"call_cost": {}})
+    assert every_call().session.tool_result_task == after_tool_result(
+        tool_names=["get_weather"], effects=effects
+    )
     rating = TaskCalibrationMiddleware(task=answer_or_abstain(), decide_on="every_call")
     assert rating.session.tool_result_task is None
     with pytest.raises(

@@ -276,7 +276,10 @@ def test_the_most_specific_entry_decides():
         "kinds.recipient",
     )
     assert policy.allowed("send_message", "body", "other")[1] == "default"
-    assert not TrustPolicy().restricts and TrustPolicy.by_kind().restricts
+    # the default policy trusts every source but needs a warrant for writes; with no warrant
+    # rule it changes nothing
+    assert TrustPolicy().restricts and TrustPolicy.by_kind().restricts
+    assert not TrustPolicy(warrant=[]).restricts
 
 
 def test_a_value_only_a_tool_result_supplies_breaks_the_by_kind_policy():
