@@ -71,6 +71,7 @@ from taskcal_agents.decision._protocol import Drawn as Drawn
 from taskcal_agents.decision._protocol import RetryPolicy as RetryPolicy
 from taskcal_agents.decision._protocol import decide_in_rounds as decide_in_rounds
 from taskcal_agents.decision._protocol import draw_in_rounds as draw_in_rounds
+from taskcal_agents.decision._record import modal_provenance as modal_provenance
 from taskcal_agents.decision._risk_control import RiskControl as RiskControl
 from taskcal_agents.decision._risk_control import RiskGuard as RiskGuard
 from taskcal_agents.decision._risk_control import RiskNotCertifiedWarning, RiskSpec, calibrate_risk

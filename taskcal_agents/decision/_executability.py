@@ -235,9 +235,8 @@ def replacement_reason(
         if untrusted and not any(g.sendable for g in groundings):
             v = untrusted[0]
             why = (
-                f"every grounded sampled call takes a value the trust policy does not trust "
-                f"({v.argument}={v.value!r} from {v.describe()}; {v.rule} trusts "
-                f"{', '.join(v.allowed) or 'no source'})"
+                "every grounded sampled call takes a value the trust policy does not trust "
+                f"({v.explain()})"
             )
         else:
             why = "every sampled call is ungrounded" + (

@@ -28,6 +28,10 @@ EC(no) of answering yes and no, it is q' = EC(no) / (EC(yes) + EC(no)), which is
 exactly when the MBR answer is yes. Under the default 0-1 costs q' is the calibrated
 probability of yes; under ``[[0, c_FN], [c_FP, 0]]`` it is q·c_FN / (q·c_FN + (1−q)·c_FP),
 so q' ≥ 0.5 ⇔ q ≥ c_FP / (c_FP + c_FN) (see :mod:`taskcal_agents.langchain._interop`).
+
+Given the agent's ``task``, its trust policy holds here as at the other front doors: a
+``Noul`` about a tool call whose value no trusted source supplies is answered yes (block,
+review) without sampling.
 """
 
 from __future__ import annotations
@@ -53,8 +57,15 @@ from langchain_core.decisions import (
     State,
 )
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from typing_extensions import override
 
 from taskcal_agents.decision import (
@@ -67,6 +78,8 @@ from taskcal_agents.decision import (
     SamplingOptions,
     Task,
     as_artefact,
+    effect_resolver,
+    modal_provenance,
 )
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.langchain._session import (
@@ -76,9 +89,21 @@ from taskcal_agents.langchain._session import (
     decided,
     rebuilt,
 )
-from taskcal_agents.parsing import LABEL_PARSER
+from taskcal_agents.langchain._trust_gate import violations_as_sent
+from taskcal_agents.parsing import (
+    LABEL_PARSER,
+    GroundingContext,
+    SampleGrounding,
+    TrustViolation,
+)
 from taskcal_agents.production import model_name_of, open_decision_log
-from taskcal_agents.sampling import asample_messages, bound_tools, sample_messages
+from taskcal_agents.sampling import (
+    adrive_rounds,
+    asample_messages,
+    bound_tools,
+    drive_rounds,
+    sample_messages,
+)
 
 __all__ = ["TaskCalibratedDecisionModel", "noul_probability", "render_state"]
 
@@ -87,6 +112,8 @@ _SYSTEM = (
     "one of the allowed labels and nothing else."
 )
 _NOUL_LABELS = ("yes", "no")
+_HELD = "yes"
+"""A ``Noul``'s answer that holds a tool call (AutoMode blocks it, :func:`hitl_when` asks)."""
 
 
 def _jsonable(value: Any) -> Any:
@@ -179,6 +206,12 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     ``Score`` → the expected level under the calibrated distribution, the distribution,
     and its largest probability as confidence. Unparseable replies only count in the
     decision (see :meth:`decide`); with none parsed the distribution is uniform.
+
+    With the agent's ``task``, its trust policy holds as at the other front doors: a
+    ``Noul`` about a tool call (a state with ``tool_call`` and ``messages``, as
+    ``AutoModeMiddleware`` and :func:`~taskcal_agents.langchain.hitl_when` ask it) whose
+    call takes a value no trusted source in ``messages`` supplies is answered yes without
+    sampling (see :attr:`task`).
     """
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
@@ -210,6 +243,22 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     strict_calibrator: bool = False
     """Refuse an explicit artefact whose record does not match how the chat model is
     sampled, instead of warning once and using it (as the other front doors)."""
+    task: Task | None = None
+    """The agent's task (or the path of its task file), whose trust policy holds here as at
+    the other front doors. A ``Noul`` question about a tool call (a state with
+    ``tool_call`` and ``messages``) is then checked first: when the call, sent as it is,
+    takes a value no trusted source in ``messages`` supplies
+    (:func:`~taskcal_agents.langchain._trust_gate.violations_as_sent`), the answer is yes
+    (AutoMode blocks the call, :func:`~taskcal_agents.langchain.hitl_when` asks a person)
+    without sampling: a fallback decision whose reason names the value, its source and
+    the policy entry, with ``n_untrusted`` 1, the ``trust_violations`` and the call's
+    ``provenance``. A trusted call is decided by the samples, its decision recording
+    ``n_untrusted`` 0 and the provenance. ``None``, or a task without ``trust``: no
+    policy (as before); ``Choice`` and ``Score`` questions are answered as before."""
+    tools: list[Any] = Field(default_factory=list)
+    """The agent's tools: under :attr:`task`'s trust policy their schemas name each
+    argument's kind (as :func:`~taskcal_agents.langchain.trust_gate` takes them); a tool
+    not among them has its arguments' kinds read from their names and values."""
 
     _sessions: dict[str, tuple[Task, DecisionSession]] = PrivateAttr(default_factory=dict)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -253,6 +302,11 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
         return self.model_copy(deep=True)
+
+    @field_validator("task", mode="before")
+    @classmethod
+    def _task_file(cls, value: Any) -> Any:
+        return Task.from_file(value) if isinstance(value, str | os.PathLike) else value
 
     @model_validator(mode="before")
     @classmethod
@@ -378,25 +432,109 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         Returns:
             The decision (its ``action`` is the MBR label).
         """
+        review = self._review(state, question)
+        held = self._held(question_id, question, review)
+        if held is not None:
+            return held
         pending = self._begin(state, question_id, question)
 
         def draw(d: Draw) -> Drawn:
             args = pending.sample_args(d, seed)
             return [sample_messages(self.chat_model, pending.prompts[0], **args)]
 
-        return decided(pending.run(draw, model_name=self._sampled_name)[0])
+        return self._finish(pending, drive_rounds(pending.protocol, draw), review)
 
     async def adecide(
         self, state: State, question_id: str, question: Question, *, seed: int | None = None
     ) -> Decision:
         """Async :meth:`decide`."""
+        review = self._review(state, question)
+        held = self._held(question_id, question, review)
+        if held is not None:
+            return held
         pending = self._begin(state, question_id, question)
 
         async def draw(d: Draw) -> Drawn:
             args = pending.sample_args(d, seed)
             return [await asample_messages(self.chat_model, pending.prompts[0], **args)]
 
-        return decided((await pending.arun(draw, model_name=self._sampled_name))[0])
+        return self._finish(pending, await adrive_rounds(pending.protocol, draw), review)
+
+    # ------------------------------------------------------------ the trust policy
+
+    def _review(self, state: State, question: Question) -> SampleGrounding | None:
+        """The grounding of the tool call a ``Noul`` asks about, under :attr:`task`'s policy.
+
+        ``None`` without a policy, for another question, or for a state that holds no
+        ``tool_call`` (a mapping with its ``name`` and ``args``).
+        """
+        trust = None if self.task is None else self.task.trust
+        if trust is None or not isinstance(question, Noul) or not isinstance(state, Mapping):
+            return None
+        call = state.get("tool_call")
+        if not isinstance(call, Mapping) or not call.get("name"):
+            return None
+        messages = state.get("messages")
+        if not isinstance(messages, Sequence) or isinstance(messages, str):
+            messages = []
+        args = call.get("args")
+        message = AIMessage(
+            content="",
+            tool_calls=[{
+                "name": str(call["name"]), "args": dict(args) if isinstance(args, Mapping) else {},
+                "id": str(call.get("id") or "reviewed"),
+            }],
+        )  # fmt: skip
+        context = GroundingContext(self.tools, messages)
+        effect_of = effect_resolver(self.task.effects, context)
+        return context.ground(message, trust, effect_of=effect_of)
+
+    def _held(
+        self, question_id: str, question: Question, review: SampleGrounding | None
+    ) -> Decision | None:
+        """The logged decision that holds the reviewed call, or ``None`` when it may pass."""
+        task = self.task
+        if review is None or task is None or task.trust is None:
+            return None
+        violations = [v for c in review.calls for v in violations_as_sent(c, task.trust)]
+        if not violations:
+            return None
+        reason = (
+            f"the call {review.calls[0].name} takes a value the trust policy of task "
+            f"{task.name!r} does not trust ({violations[0].explain()}); answered {_HELD!r} "
+            "without sampling"
+        )
+        session = self._session(question_id, question)
+        in_force = session.in_force()
+        decision = in_force.decider.fallback(reason).model_copy(
+            update={"action": _HELD, "unguarded_action": _HELD,
+                    **self._trust_fields(review, violations)},
+        )  # fmt: skip
+        return decided(session.log_decision(decision, in_force, model_name=self._sampled_name))
+
+    @staticmethod
+    def _trust_fields(
+        review: SampleGrounding, violations: Sequence[TrustViolation]
+    ) -> dict[str, Any]:
+        """The decision's trust fields for the reviewed call (as the other doors record them)."""
+        return {
+            "n_untrusted": int(bool(violations)),
+            "trust_violations": [v.to_dict() for v in violations],
+            "provenance": modal_provenance([review]),
+        }
+
+    def _finish(
+        self,
+        pending: PendingDecision,
+        results: Sequence[Decision | BaseException],
+        review: SampleGrounding | None,
+    ) -> Decision:
+        """The sampled decision, with the reviewed call's trust fields, logged."""
+        if review is not None:
+            fields = self._trust_fields(review, ())
+            results = [r.model_copy(update=fields) if isinstance(r, Decision) else r
+                       for r in results]  # fmt: skip
+        return decided(pending.finish(results, model_name=self._sampled_name)[0])
 
     def _sampled_name(self) -> str | None:
         """The sampled chat model's name, for the decision log (``model`` may be another)."""

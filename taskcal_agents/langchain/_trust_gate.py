@@ -15,9 +15,27 @@ from typing import Any
 
 from taskcal_agents.decision import ToolEffects, effect_resolver
 from taskcal_agents.errors import ConfigurationError
-from taskcal_agents.parsing import GroundingContext, TrustPolicy
+from taskcal_agents.parsing import CallGrounding, GroundingContext, TrustPolicy, TrustViolation
 
-__all__ = ["trust_gate"]
+__all__ = ["trust_gate", "violations_as_sent"]
+
+
+def violations_as_sent(call: CallGrounding, policy: TrustPolicy) -> tuple[TrustViolation, ...]:
+    """The values of ``call``, sent as it is, that no source the policy trusts supplies.
+
+    Its :attr:`~taskcal_agents.parsing.CallGrounding.violations`, and each optional value no
+    message supports where the policy does not take a value from the model: a door drops
+    such a value before it sends a call, but a call a reviewer approves (or a decision
+    model lets through) is sent as the model wrote it. Empty: the call keeps the policy.
+    """
+    by_name = {a.name: a for a in call.arguments}
+    unsent = []
+    for name in call.dropped:
+        check = by_name[name]
+        allowed, rule = policy.allowed(call.name, name, check.kind)
+        if "model" not in allowed:
+            unsent.append(TrustViolation(name, check.value, check.kind, (), allowed, rule))
+    return (*call.violations, *unsent)
 
 
 def trust_gate(
@@ -71,13 +89,6 @@ def trust_gate(
         context = GroundingContext(tools, messages)
         effect_of = effect_resolver(table, context)
         call = context.ground_call(request.tool_call, resolved, effect_of=effect_of)
-        if not call.trusted:
-            return True
-        # The gate sends the call as it is: an optional value no message supports counts.
-        by_name = {a.name: a for a in call.arguments}
-        return any(
-            "model" not in resolved.allowed(call.name, arg, by_name[arg].kind)[0]
-            for arg in call.dropped
-        )
+        return bool(violations_as_sent(call, resolved))
 
     return when

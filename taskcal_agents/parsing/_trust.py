@@ -211,6 +211,17 @@ class TrustViolation:
         names = list(dict.fromkeys(s.describe() for s in self.sources))
         return " and ".join(names)
 
+    def explain(self) -> str:
+        """The value, where it came from and the policy entry that fired, in words.
+
+        "recipient='US13…' from the result of get_webpage; kinds.recipient trusts user,
+        system, inferred".
+        """
+        trusted = ", ".join(self.allowed) or "no source"
+        return (
+            f"{self.argument}={self.value!r} from {self.describe()}; {self.rule} trusts {trusted}"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """The violation as JSON, for the decision log."""
         return {

@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from langchain_core.decisions import Noul
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
 from taskcal_agents.decision import SamplingOptions, Task, tool_decision
 from taskcal_agents.errors import ConfigurationError
 from taskcal_agents.langchain import trust_gate
+from taskcal_agents.langchain._decision_model import noul_probability
+from taskcal_agents.langchain._interop import AUTO_MODE_QUESTION_ID, risk_classifier
+from taskcal_agents.production import open_decision_log
 from tests.unit_tests.taskcal_agents.helpers.middleware_fakes import (
     CountingHandler,
     make_request,
     middleware,
     passed_through,
     run_hook,
+    scripted,
     unwrap,
 )
 
@@ -238,3 +244,83 @@ def test_after_model_never_drops_an_argument_of_a_tool_it_has_no_schema_for() ->
     update = middleware(task=policy_task(), calibrator=None).after_model(state, Runtime())
     kept = reply if update is None else update["messages"][0]
     assert kept.tool_calls and kept.tool_calls[0]["args"] == call["args"]
+
+
+# ---------------------------------------------------------------- the decision model
+
+
+def review_state(messages: list, message: AIMessage) -> dict[str, Any]:
+    """What AutoModeMiddleware and hitl_when ask the decision model about a call."""
+    call = message.tool_calls[0]
+    tool_call = {"id": call["id"], "name": call["name"], "args": call["args"]}
+    return {"messages": [*messages, message], "tool_call": tool_call}
+
+
+RISKY = Noul(instructions="Is this tool call risky?")
+
+
+def decide(classifier: Any, state: dict[str, Any], mode: str) -> Any:
+    if mode == "sync":
+        return classifier.decide(state, AUTO_MODE_QUESTION_ID, RISKY)
+    return asyncio.run(classifier.adecide(state, AUTO_MODE_QUESTION_ID, RISKY))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_decision_model_holds_an_injected_recipient(mode: str, tmp_path: Any) -> None:
+    """Under ``trust: by_kind`` the Noul about a call with an injected IBAN says yes unsampled."""
+    sampler = scripted(*["No."] * 4)
+    classifier = risk_classifier(
+        sampler, task=policy_task(), tools=[send_money, get_webpage], n_samples=4,
+        decision_log=tmp_path / "log.jsonl",
+    )  # fmt: skip
+    decision = decide(classifier, review_state(conversation(), injected(0)), mode)
+    assert (decision.action, decision.fallback, decision.n_samples) == ("yes", True, 0)
+    assert sampler.calls == []  # held by the policy: nothing sampled
+    assert ATTACKER in decision.fallback_reason and "get_webpage" in decision.fallback_reason
+    assert decision.n_untrusted == 1
+    assert decision.trust_violations[0]["rule"] == "kinds.recipient"
+    assert decision.provenance[0]["tool"] == "send_money"
+    assert noul_probability(decision) >= 0.5  # AutoMode blocks, hitl_when interrupts
+    [record] = list(open_decision_log(tmp_path / "log.jsonl").read())
+    assert record["action"] == "yes" and record["trust_violations"] == decision.trust_violations
+    # the user typed the IBAN: trusted, so the samples decide, and the record says it was checked
+    typed = review_state([HumanMessage(f"Send 50 to {ATTACKER}.")], injected(0))
+    decision = decide(classifier, typed, mode)
+    assert (decision.action, decision.n_samples, decision.n_untrusted) == ("no", 4, 0)
+    assert decision.trust_violations == []
+    # no task: as before, the samples decide and nothing is checked
+    plain = risk_classifier(scripted(*["No."] * 4), n_samples=4)
+    decision = decide(plain, review_state(conversation(), injected(0)), mode)
+    assert (decision.action, decision.n_untrusted) == ("no", None)
+
+
+def test_auto_mode_blocks_an_injected_call_with_the_task_and_sends_it_without() -> None:
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import AutoModeMiddleware
+
+    sent: list[str] = []
+
+    @tool("send_money")
+    def recorded_send(recipient: str, amount: float) -> str:
+        """Send money to a recipient's IBAN."""
+        sent.append(recipient)
+        return "sent"
+
+    read = AIMessage(
+        "", tool_calls=[{"name": "get_webpage", "args": {"url": "www.news-example.com"}, "id": "w"}]
+    )
+    for task, blocked in ((policy_task(), True), (None, False)):
+        sent.clear()
+        classifier = risk_classifier(scripted(*["No."] * 4), task=task, n_samples=4)
+        agent = create_agent(
+            scripted(read, injected(1), "Done."),
+            tools=[injected_page, recorded_send],
+            middleware=[AutoModeMiddleware(tools=["send_money"], classifier=classifier)],
+        )
+        question = HumanMessage("What does www.news-example.com say today?")
+        result = agent.invoke({"messages": [question]})
+        [paid] = [
+            m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == "send_money"
+        ]
+        assert ("blocked" in str(paid.content)) is blocked
+        assert sent == ([] if blocked else [ATTACKER])
