@@ -10,12 +10,14 @@ the :class:`~taskcal_agents.Decision`; a three-way conditional edge routes on it
   confirmation sends exactly that call;
 * ``cannot_answer`` / ``direct_answer`` → the end.
 
-Right after a tool result ``decide`` uses a second runnable with
-:func:`~taskcal_agents.decision.after_tool_result` (answer from the result, call another
-tool, ask, abstain); a sampled call that repeats one already answered in this user turn
-is never run again (``Decision.n_repeats``). Every run ends with a message for the
-user: when no sample wrote the answer, or ``MAX_TOOL_ROUNDS`` stops the run, it reports
-the last tool result.
+Right after a tool result ``decide`` uses a second runnable with the task's own
+tool-result task, :func:`~taskcal_agents.decision.after_tool_result_for` (answer from the
+result, call another tool, ask, abstain), which keeps the task's ``trust`` policy: a call
+that takes a value only a tool result supplies (a URL or an IBAN an injected page names) is
+not run, and the user is asked to confirm it. A sampled call that repeats one already
+answered in this user turn is never run again (``Decision.n_repeats``). Every run ends
+with a message for the user: when no sample wrote the answer, or ``MAX_TOOL_ROUNDS`` stops
+the run, it reports the last tool result.
 
 Run against a running OpenAI-compatible server, or let the script start the CPU default::
 
@@ -40,7 +42,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, interrupt
 
 from taskcal_agents import TaskCalibratedRunnable
-from taskcal_agents.decision import after_tool_result, tool_decision
+from taskcal_agents.decision import after_tool_result_for, tool_decision
 from taskcal_agents.parsing import is_tool_result_turn, tool_result_reply
 from taskcal_agents.serving import BASE_URL_ENV, MODEL_ENV, connect, server_from_env
 
@@ -65,9 +67,12 @@ class State(TypedDict):
 
 def build_graph(llm: Any, *, n_samples: int) -> Any:
     """Compile the decide → {tools, ask_user, end} graph."""
-    task = tool_decision(direct_answer=True)
+    # Amounts, recipients, addresses, credentials, URLs and paths only from the user.
+    task = tool_decision(direct_answer=True, trust="by_kind")
     decider = TaskCalibratedRunnable(llm.bind_tools(TOOLS), task, n_samples=n_samples)
-    after = TaskCalibratedRunnable(llm.bind_tools(TOOLS), after_tool_result(), n_samples=n_samples)
+    # After a tool result, where an injected value first appears: the same policy.
+    after_task = after_tool_result_for(task)
+    after = TaskCalibratedRunnable(llm.bind_tools(TOOLS), after_task, n_samples=n_samples)
 
     def decide(state: State) -> dict[str, Any]:
         messages = state["messages"]

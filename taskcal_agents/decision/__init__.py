@@ -1,7 +1,8 @@
 """From samples to an action: the task, the belief p̂, the calibrated q and the MBR decision.
 
 A :class:`Task` (labels, parser, cost matrix; the built-in ones: :func:`tool_decision`,
-:func:`after_tool_result`, :func:`answer_or_abstain`, :func:`rating`,
+:func:`after_tool_result` (and :func:`after_tool_result_for` a tool task, keeping its trust
+policy), :func:`answer_or_abstain`, :func:`rating`,
 :func:`multiple_choice`) reads each sample; the :class:`Belief` p̂ (a Dirichlet prior over the
 counts) becomes q = f(p̂) under a calibrator (a :class:`CalibratorArtefact`, fitted by
 ``taskcal fit``), and a :class:`Decider` takes a* = argmin_a Σ q(ℓ)·C[ℓ, a] among the
@@ -59,12 +60,12 @@ from taskcal_agents.decision._presets import EFFECT_AWARE_COST as EFFECT_AWARE_C
 from taskcal_agents.decision._presets import (
     FLAT_TOOL_DECISION_COST,
     after_tool_result,
+    after_tool_result_for,
     answer_or_abstain,
     multiple_choice,
     rating,
     tool_decision,
 )
-from taskcal_agents.decision._presets import after_tool_result_for as after_tool_result_for
 from taskcal_agents.decision._protocol import DecisionInput as DecisionInput
 from taskcal_agents.decision._protocol import Draw as Draw
 from taskcal_agents.decision._protocol import Drawn as Drawn
@@ -111,6 +112,7 @@ __all__ = [
     "UncalibratedWarning",
     "UnfittedPriorWarning",
     "after_tool_result",
+    "after_tool_result_for",
     "answer_or_abstain",
     "calibrate_risk",
     "carried_actions",

@@ -281,8 +281,10 @@ def after_tool_result(
     are :data:`DEFAULT_AFTER_TOOL_RESULT_COST`. The front doors use this task when the
     last message is a ``ToolMessage``
     (:func:`~taskcal_agents.parsing.is_tool_result_turn`): the middleware by default
-    for a ``tool_decision`` task (:func:`after_tool_result_for`), the LangGraph example through
-    a second :class:`~taskcal_agents.langchain.TaskCalibratedRunnable`.
+    for a ``tool_decision`` task (:func:`after_tool_result_for`, which also keeps the task's
+    trust policy), the LangGraph example through a second
+    :class:`~taskcal_agents.langchain.TaskCalibratedRunnable` on
+    :func:`after_tool_result_for`.
 
     A sampled call identical to one already made and answered in the current user turn is
     a *repeat*: unparsed, never evidence for calling and never executed again (see

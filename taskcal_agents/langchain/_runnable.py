@@ -80,8 +80,9 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
     current user turn (after its last ``HumanMessage``) is counted as a repeat
     (``Decision.n_repeats``, unparsed) and never returned as the call (see
     :meth:`Decider.decide <taskcal_agents.decision.Decider.decide>`). For the turn right
-    after a tool result, decide with a runnable on
-    :func:`taskcal_agents.decision.after_tool_result` (pick it with
+    after a tool result, decide with a runnable on the task's tool-result task,
+    :func:`after_tool_result_for(task) <taskcal_agents.decision.after_tool_result_for>`,
+    which keeps the task's trust policy (pick it with
     :func:`~taskcal_agents.parsing.is_tool_result_turn`, as
     ``examples/langgraph_routing.py`` does).
 

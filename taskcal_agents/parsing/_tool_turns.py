@@ -8,7 +8,8 @@ doors (:class:`~taskcal_agents.langchain.TaskCalibrationMiddleware`,
 these helpers, so the rule lives in one place:
 
 * :func:`is_tool_result_turn`: the last message is a tool result (decide with
-  :func:`taskcal_agents.decision.after_tool_result`);
+  :func:`taskcal_agents.decision.after_tool_result_for` the task, which keeps its trust
+  policy);
 * :func:`answered_tool_calls` and :func:`is_repeat_call`: a sampled call identical to one
   already made and answered in the current user turn is a *repeat*, never new evidence
   for calling and never executed again (see :meth:`Decider.decide
