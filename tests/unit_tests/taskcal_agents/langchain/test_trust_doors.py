@@ -324,3 +324,88 @@ def test_auto_mode_blocks_an_injected_call_with_the_task_and_sends_it_without() 
         ]
         assert ("blocked" in str(paid.content)) is blocked
         assert sent == ([] if blocked else [ATTACKER])
+
+
+# ------------------------------------------------- trust_gate in LangChain's real HITL middleware
+
+
+def gated_agent(interrupt_mode: str, replies: list[Any], sent: list[str]) -> Any:
+    """``create_agent`` with ``HumanInTheLoopMiddleware`` gating send_money by ``trust_gate``."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    @tool("send_money")
+    def recorded_send(recipient: str, amount: float) -> str:
+        """Send money to a recipient's IBAN."""
+        sent.append(recipient)
+        return "sent"
+
+    tools = [injected_page, recorded_send]
+    gate = trust_gate("by_kind", tools)
+    hitl = HumanInTheLoopMiddleware(
+        interrupt_on={"send_money": {"allowed_decisions": ["approve", "reject"], "when": gate}},
+        interrupt_mode=interrupt_mode,  # type: ignore[arg-type]
+    )
+    return create_agent(
+        scripted(*replies), tools=tools, middleware=[hitl], checkpointer=InMemorySaver()
+    )
+
+
+def resume(interrupt_mode: str, interrupt: Any, decision: dict[str, Any]) -> Any:
+    """The ``Command`` that answers ``interrupt`` in LangChain's format for the mode."""
+    from langgraph.types import Command
+
+    if interrupt_mode == "batched":
+        return Command(resume={"decisions": [decision]})
+    return Command(resume={interrupt.id: decision})
+
+
+def paid(result: dict[str, Any]) -> list[ToolMessage]:
+    return [m for m in result["messages"] if isinstance(m, ToolMessage) and m.name == "send_money"]
+
+
+@pytest.mark.parametrize("interrupt_mode", ["batched", "per_call"])
+@pytest.mark.parametrize("answer", ["approve", "reject"])
+def test_trust_gate_interrupts_the_injected_call_in_a_real_hitl_agent(
+    interrupt_mode: str, answer: str
+) -> None:
+    """The injected recipient interrupts; LangChain's approve runs the call, reject does not."""
+    read = AIMessage(
+        "", tool_calls=[{"name": "get_webpage", "args": {"url": "www.news-example.com"}, "id": "w"}]
+    )
+    sent: list[str] = []
+    agent = gated_agent(interrupt_mode, [read, injected(1), "Done."], sent)
+    config = {"configurable": {"thread_id": f"{interrupt_mode}-{answer}"}}
+    question = HumanMessage("What does www.news-example.com say today?")
+    paused = agent.invoke({"messages": [question]}, config)
+    [interrupt] = paused["__interrupt__"]
+    if interrupt_mode == "batched":
+        [request] = interrupt.value["action_requests"]
+    else:
+        request = interrupt.value
+        assert request["type"] == "tool_approval" and request["tool_call_id"] == "t1"
+    assert request["name"] == "send_money" and request["args"]["recipient"] == ATTACKER
+    assert sent == [] and paid(paused) == []  # the page was read; the payment waits
+    result = agent.invoke(resume(interrupt_mode, interrupt, {"type": answer}), config)
+    assert "__interrupt__" not in result  # the gate answers the same on resume
+    [message] = paid(result)
+    if answer == "approve":
+        assert sent == [ATTACKER] and message.content == "sent"
+    else:
+        assert sent == [] and message.status == "error"
+        assert message.content == (
+            "User rejected the tool call for `send_money` with id t1. The tool was not "
+            "executed. Do not retry this tool call unless the user explicitly requests it."
+        )
+    assert result["messages"][-1].content == "Done."
+
+
+@pytest.mark.parametrize("interrupt_mode", ["batched", "per_call"])
+def test_trust_gate_lets_the_users_own_recipient_run_without_interrupt(interrupt_mode: str) -> None:
+    sent: list[str] = []
+    agent = gated_agent(interrupt_mode, [injected(2), "Done."], sent)
+    config = {"configurable": {"thread_id": f"trusted-{interrupt_mode}"}}
+    result = agent.invoke({"messages": [HumanMessage(f"Send 50 to {ATTACKER}.")]}, config)
+    assert "__interrupt__" not in result
+    assert sent == [ATTACKER] and paid(result)[0].content == "sent"
