@@ -12,6 +12,11 @@ by request body, through today's code: a change of any request, decision, logged
 reply text fails it. The replay is what makes the comparison exact: a live server's
 samples vary between runs; the live suites (``tests/integration_tests``) keep testing
 the doors against the server itself.
+
+A decision field added after recording is added to the goldens without a server
+(``python -m tests.unit_tests.taskcal_agents.langchain.golden_doors --add-fields NAME ...``):
+the recorded replies are replayed and each named field of what the doors return is written
+where the recorded result lacks it; nothing recorded changes.
 """
 
 from __future__ import annotations
@@ -281,12 +286,64 @@ def replay(golden: dict[str, Any], run: Callable[..., dict[str, Any]] = run_door
     return got, replayer.unmatched
 
 
+def _with_fields(value: Any, recorded: Any, names: frozenset[str]) -> Any:
+    """``recorded``, with each field in ``names`` that ``value`` has and it lacks, added."""
+    if isinstance(value, dict) and isinstance(recorded, dict):
+        return {
+            k: _with_fields(value.get(k), recorded[k], names) if k in recorded else value[k]
+            for k in [*value, *recorded]
+            if k in recorded or k in names
+        }
+    if isinstance(value, list) and isinstance(recorded, list) and len(value) == len(recorded):
+        return [_with_fields(v, r, names) for v, r in zip(value, recorded, strict=True)]
+    return recorded
+
+
+def add_fields(golden: dict[str, Any], names: frozenset[str]) -> dict[str, Any]:
+    """``golden`` with the fields ``names`` of the replayed doors added where it lacks them.
+
+    For a decision field added after the goldens were recorded: the recorded replies are
+    replayed through today's code, and only the named fields are taken from what the doors
+    return (in their order there); every recorded value stays as it is.
+
+    Raises:
+        SystemExit: A request of today's doors was not recorded (record the goldens anew).
+    """
+    got, unmatched = replay(golden)
+    if unmatched:
+        msg = f"{len(unmatched)} requests were not recorded; record the goldens on a server."
+        raise SystemExit(msg)
+    doors = {
+        door: _with_fields(got[door], result, names) for door, result in golden["doors"].items()
+    }
+    return {**golden, "doors": doors}
+
+
+def _write(golden: dict[str, Any], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp_out = out.with_suffix(".tmp")
+    tmp_out.write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp_out.replace(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Record the front doors' golden decisions.")
-    parser.add_argument("--base-url", required=True)
-    parser.add_argument("--model", required=True)
+    parser.add_argument("--base-url", help="the server to record on")
+    parser.add_argument("--model", help="the served model's name")
+    parser.add_argument(
+        "--add-fields", nargs="+", metavar="NAME",
+        help="replay the recorded replies (no server) and add these fields where the recorded "
+        "results lack them",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=GOLDEN)
     args = parser.parse_args(argv)
+    if args.add_fields:
+        golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
+        _write(add_fields(golden, frozenset(args.add_fields)), args.out)
+        print(f"added {', '.join(args.add_fields)} to {args.out}", file=sys.stderr)
+        return 0
+    if not args.base_url or not args.model:
+        parser.error("recording needs --base-url and --model (or --add-fields, which replays)")
     recorder = Recorder()
     llm = chat_model(args.base_url, args.model, recorder)
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
@@ -299,10 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         "doors": doors,
         "exchanges": recorder.exchanges,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp_out = args.out.with_suffix(".tmp")
-    tmp_out.write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp_out.replace(args.out)
+    _write(golden, args.out)
     print(f"wrote {len(recorder.exchanges)} exchanges to {args.out}", file=sys.stderr)
     return 0
 

