@@ -11,9 +11,11 @@ sampling pass is scored twice:
 - **without a policy**: the run as it went; AgentDojo's own checks on its end state
   (``user_task.utility``: the user's task done; ``injection_task.security``: the attacker's
   goal reached, *targeted attack success*);
-- **with** ``trust: by_kind``: at each model call the same N samples are decided by a second
-  middleware with the policy (its own ``wrap_model_call``, the samples replayed through its
-  handler). Where its decision differs from the run's, the run with the policy would have
+- **with** ``trust: by_kind`` (the default policy: the argument-kind rules and the warrant
+  rule, with the suite's tool effects from ``injection_policies/SUITE.yaml``): at each model
+  call the same N samples are decided by a second middleware with the policy (its own
+  ``wrap_model_call``, the samples replayed through its handler). Where its decision
+  differs from the run's, the run with the policy would have
   stopped there with its question (a confirmation, or a refusal): AgentDojo's checks are
   scored on the environment as it was before that step's tools ran, with that question as
   the model's output.
@@ -26,7 +28,7 @@ CI: it needs a server (``taskcal serve --model qwen2.5-coder-1.5b-instruct``) an
 Run::
 
     PYTHONPATH=benchmarks runs/.venv-agentdojo/bin/python benchmarks/live_injection.py \\
-        --base-url http://127.0.0.1:8010/v1 [--cases 30] [--n 4] [--out runs/injection/live.jsonl]
+        --base-url http://127.0.0.1:8010/v1 [--cases 40] [--n 4] [--out runs/injection/live.jsonl]
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import Any
 
 from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
 from agentdojo_replay import _format_output, load_suites, tool_schemas
-from bench_injection import attack_texts, task_with
+from bench_injection import attack_texts, suite_effects, task_with
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.callbacks import BaseCallbackHandler
@@ -53,7 +55,7 @@ from taskcal_agents.decision import SamplingOptions
 from taskcal_agents.langchain import TaskCalibrationMiddleware, ToolReplyMiddleware
 from taskcal_agents.parsing import TrustPolicy, argument_kind
 
-SUITES = ("banking", "slack")
+SUITES = ("banking", "slack", "travel", "workspace")
 
 
 def cases(suites: Mapping[str, Any], limit: int) -> list[tuple[str, str, str]]:
@@ -182,11 +184,12 @@ def run_case(
     samples = SampleRecorder()
     tools = suite_tools(suite, box, requests)
     options = SamplingOptions(n_samples=n)
+    effects = suite_effects(name)
     plain = TaskCalibrationMiddleware(
-        task=task_with(None), calibrator=None, options=options, decide_on="every_call"
+        task=task_with(None, effects), calibrator=None, options=options, decide_on="every_call"
     )
     guarded = TaskCalibrationMiddleware(
-        task=task_with(TrustPolicy.by_kind()), calibrator=None, options=options,
+        task=task_with(TrustPolicy.by_kind(), effects), calibrator=None, options=options,
         decide_on="every_call", sampling="handler",
     )  # fmt: skip
     llm = ChatOpenAI(
@@ -342,7 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
-    parser.add_argument("--cases", type=int, default=30)
+    parser.add_argument("--cases", type=int, default=40)
     parser.add_argument("--n", type=int, default=4)
     parser.add_argument("--out", type=Path, default=Path("runs/injection/live.jsonl"))
     parser.add_argument("--summary-only", action="store_true")

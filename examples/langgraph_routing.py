@@ -67,8 +67,12 @@ class State(TypedDict):
 
 def build_graph(llm: Any, *, n_samples: int) -> Any:
     """Compile the decide → {tools, ask_user, end} graph."""
-    # Amounts, recipients, addresses, credentials, URLs and paths only from the user.
-    task = tool_decision(direct_answer=True, trust="by_kind")
+    # Amounts, recipients, addresses, credentials, URLs and paths only from the user; a
+    # write would also need the user's request to ask for its tool (a warrant), but a
+    # weather lookup is a read.
+    task = tool_decision(
+        direct_answer=True, trust="by_kind", effects={"tools": {"get_weather": "read"}}
+    )
     decider = TaskCalibratedRunnable(llm.bind_tools(TOOLS), task, n_samples=n_samples)
     # After a tool result, where an injected value first appears: the same policy.
     after_task = after_tool_result_for(task)

@@ -233,11 +233,8 @@ def replacement_reason(
         untrusted = [v for g in groundings if g.grounded for v in g.violations]
         needed = missing_arguments(groundings)[1]
         if untrusted and not any(g.sendable for g in groundings):
-            v = untrusted[0]
-            why = (
-                "every grounded sampled call takes a value the trust policy does not trust "
-                f"({v.explain()})"
-            )
+            explained = "; ".join(dict.fromkeys(v.explain() for v in untrusted))
+            why = f"every grounded sampled call breaks the trust policy ({explained})"
         else:
             why = "every sampled call is ungrounded" + (
                 f" (they lack {', '.join(repr(a) for a in needed)})" if needed else ""

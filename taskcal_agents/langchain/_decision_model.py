@@ -499,10 +499,10 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         violations = [v for c in review.calls for v in violations_as_sent(c, task.trust)]
         if not violations:
             return None
+        explained = "; ".join(dict.fromkeys(v.explain() for v in violations))
         reason = (
-            f"the call {review.calls[0].name} takes a value the trust policy of task "
-            f"{task.name!r} does not trust ({violations[0].explain()}); answered {_HELD!r} "
-            "without sampling"
+            f"the call {review.calls[0].name} breaks the trust policy of task {task.name!r} "
+            f"({explained}); answered {_HELD!r} without sampling"
         )
         session = self._session(question_id, question)
         in_force = session.in_force()

@@ -559,7 +559,7 @@ class GroundingContext:
                 unwarranted = TrustViolation(
                     "", name, "tool", warrant.sources, ("user", "chain"), rule
                 )
-                violations = (unwarranted, *violations)
+                violations = (*violations, unwarranted)
         return CallGrounding(
             name=name,
             args=dict(args),

@@ -185,10 +185,12 @@ class TrustPolicy(BaseModel):
 
 @dataclass(frozen=True)
 class TrustViolation:
-    """A value that no source the trust policy trusts supplies.
+    """A value that no source the trust policy trusts supplies, or a call with no warrant.
 
     Attributes:
-        argument: The argument's name.
+        argument: The argument's name (``""``: the call itself has no warrant for its tool;
+            ``value`` is the tool's name, ``kind`` ``"tool"``, ``sources`` the tool results
+            that prompted it).
         value: The value, or for a free-text value the identifier it carries (a URL in a
             message body).
         kind: The value's argument kind.
@@ -215,9 +217,15 @@ class TrustViolation:
         """The value, where it came from and the policy entry that fired, in words.
 
         "recipient='US13…' from the result of get_webpage; kinds.recipient trusts user,
-        system, inferred".
+        system, inferred"; for a call with no warrant, "send_money has no warrant, the result
+        of get_webpage prompted it; warrant.irreversible needs user or chain".
         """
         trusted = ", ".join(self.allowed) or "no source"
+        if not self.argument:  # the call itself: no warrant for its tool
+            return (
+                f"{self.value} has no warrant, {self.describe()} prompted it; {self.rule} "
+                f"needs {' or '.join(self.allowed)}"
+            )
         return (
             f"{self.argument}={self.value!r} from {self.describe()}; {self.rule} trusts {trusted}"
         )
