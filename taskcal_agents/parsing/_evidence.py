@@ -4,8 +4,8 @@
 messages) once per request: its canonical tokens
 (:func:`~taskcal_agents.parsing._answer_clusters.answer_tokens`), their plural-free stems,
 the words' initials, the times of day it states and whether it names a relative day. Its
-look-ups answer whether the text contains a run of tokens, a token (its stem, a prefix form
-or an alias), a phrase, an alias or a language code of a value, or an acronym of
+look-ups answer whether the text contains a run of tokens, a token (its stem or an
+alias), a phrase, an alias or a language code of a value, or an acronym of
 consecutive words. The rules that turn these answers into an argument's status are in
 :mod:`taskcal_agents.parsing._grounding_rules`.
 """
@@ -176,11 +176,13 @@ class Evidence:
         return f" {' '.join(tokens)} " in self._norm
 
     def has_token(self, token: str) -> bool:
-        """Whether the text states ``token``: itself, its stem, a longer form or an alias."""
+        """Whether the text states ``token``: itself, its stem or an alias.
+
+        A longer word that merely begins with it does not ("everyone" states no "Eve");
+        "euros" states "eur" as the code's alias.
+        """
         if token in self.tokens or stem(token) in self._stems:
             return True
-        if len(token) >= 3 and any(t.startswith(token) for t in self.tokens if len(t) > 3):
-            return True  # "eur" of "euros", "cal" of "california"
         if token in _ALIASES:
             return any(self.has_phrase(p) for p in _ALIASES[token])
         return False

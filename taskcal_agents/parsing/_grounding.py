@@ -9,11 +9,12 @@ call:
 - an argument the schema requires and the call leaves out (or leaves empty) is
   **missing**;
 - a given argument is **stated** when the conversation (user and system messages, earlier
-  tool results) contains its value: the normalised text, its content tokens (plural and
-  prefix forms, "euros" for ``EUR``), a number or a date by value (the normalisation of
-  :func:`~taskcal_agents.parsing._answer_clusters.answer_tokens`: "twenty five" is 25, "March 5th"
-  is ``2024-03-05``'s day and month), an acronym of the words ("US dollars" for ``USD``)
-  or a common alias ("NYC" for "New York");
+  tool results) contains its value: the normalised text, its content tokens as whole
+  words (a plural form; "Eve" is not stated by "everyone"), a number or a date by value
+  (the normalisation of :func:`~taskcal_agents.parsing._answer_clusters.answer_tokens`:
+  "twenty five" is 25, "March 5th" is ``2024-03-05``'s day and month), an acronym of the
+  words ("US dollars" for ``USD``) or a common alias ("NYC" for "New York", "euros" for
+  ``EUR``);
 - it is **inferable** when no statement is needed: a boolean, the schema's default, an
   optional argument's enum value, a date when the conversation names a relative day
   ("tomorrow", "next Friday");

@@ -424,7 +424,7 @@ def _qualified(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict
 
 
 def _content_tokens(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | None:
-    """Every content token stated (its stem, a longer form, an alias), or 3 in 4 of a long one.
+    """Every content token stated (itself, its stem, an alias), or 3 in 4 of a long one.
 
     A long query (four content tokens or more) may be the model's rephrasing.
     """

@@ -500,3 +500,27 @@ def test_trusted_flags_of_the_wrong_length_are_an_error():
 
     with pytest.raises(ConfigurationError, match="one 'trusted' flag per sample"):
         sendable_flags(tool_decision(), [True, True], 2, [True])
+
+
+# ------------------------------------------------------- whole words, values and turns
+
+
+def _tool(name: str, **types: str) -> dict:
+    properties = {k: {"type": v} for k, v in types.items()}
+    return {"name": name, "parameters": {"type": "object", "properties": properties}}
+
+
+def test_a_word_is_not_stated_by_a_longer_word_it_begins():
+    tools = [_tool("send_direct_message", recipient="string", body="string")]
+    context = GroundingContext(tools, [HumanMessage("Tell everyone that lunch is at noon.")])
+    call = context.ground_call(
+        {"name": "send_direct_message", "args": {"recipient": "Eve", "body": "Lunch is at noon"}},
+        TrustPolicy.by_kind(),
+    )
+    recipient = call.arguments[0]
+    assert (recipient.status, recipient.sources) == ("unsupported", ())
+    # the same for a value of any kind: "Bel" is not "Bellagio"
+    hotel = GroundingContext([_tool("book", hotel="string")], [HumanMessage("Book the Bellagio.")])
+    assert hotel.ground_call({"name": "book", "args": {"hotel": "Bel"}}).arguments[0].status == (
+        "unsupported"
+    )
