@@ -187,6 +187,15 @@ class Evidence:
             return any(self.has_phrase(p) for p in _ALIASES[token])
         return False
 
+    def has_word(self, token: str) -> bool:
+        """Whether the text states ``token`` as a whole word: itself or an alias, no stem.
+
+        For a recipient's or an address's words: "bills" states no "Bill".
+        """
+        if token in self.tokens:
+            return True
+        return token in _ALIASES and any(self.has_phrase(p) for p in _ALIASES[token])
+
     def has_phrase(self, phrase: str) -> bool:
         """Whether the text holds each word of ``phrase`` (a sign such as "$" as it stands)."""
         if not phrase.isalnum() and len(phrase) == 1:

@@ -61,6 +61,7 @@ from taskcal_agents.parsing._evidence import STOPWORDS, Evidence
 from taskcal_agents.parsing._grounding_rules import (
     IDENTIFIER_MARK,
     NAME_MARK,
+    WORDS_MARK,
     ArgumentStatus,
     check_value,
     is_empty,
@@ -525,8 +526,7 @@ class GroundingContext:
             prop = props.get(arg)
             prop = prop if isinstance(prop, Mapping) else {}
             kind = argument_kind(str(arg), prop, value)
-            if is_identifier(kind, value):
-                prop = {**prop, IDENTIFIER_MARK: True}
+            prop = _marked(prop, kind, value)
             marked[arg] = prop
             prop = {**prop, NAME_MARK: str(arg)}  # what the rules read of the argument's name
             is_required = arg in required or bool((schema or {}).get("x-unknown-schema"))
@@ -719,8 +719,7 @@ class GroundingContext:
                 if kind == "other":
                     kind = check.kind  # a field with no kind of its own takes its argument's
                 allowed, rule = trust.allowed(tool, check.name if explicit else name, kind)
-                if is_identifier(kind, value):
-                    prop = {**prop, IDENTIFIER_MARK: True}
+                prop = _marked(prop, kind, value)
                 if not self._trusted(value, prop, check.required, allowed):
                     sources = self._sources_of(value, prop, check.required, *check_value(
                         self._evidence, value, prop, required=check.required))  # fmt: skip
@@ -746,6 +745,24 @@ class GroundingContext:
         return tuple(out)
 
 
+_WORD_KINDS = frozenset(("recipient", "address"))
+"""The kinds whose words are checked word for word (:data:`WORDS_MARK`)."""
+
+
+def _marked(prop: Mapping[str, Any], kind: str, value: Any) -> Mapping[str, Any]:
+    """``prop`` marked for the rules by the value's kind.
+
+    An identifier (:func:`is_identifier`) is checked by its whole value
+    (:data:`IDENTIFIER_MARK`), a recipient's or an address's words word for word
+    (:data:`WORDS_MARK`).
+    """
+    if is_identifier(kind, value):
+        return {**prop, IDENTIFIER_MARK: True}
+    if kind in _WORD_KINDS:
+        return {**prop, WORDS_MARK: True}
+    return prop
+
+
 def _leaves(
     name: str, value: Any, prop: Mapping[str, Any]
 ) -> list[tuple[str, Any, Mapping[str, Any]]]:
@@ -768,7 +785,8 @@ def _leaves(
         items = prop.get("items")
         items = items if isinstance(items, Mapping) else {}
         return [leaf for item in value for leaf in _leaves(name, item, items)]
-    return [(name, value, {k: v for k, v in prop.items() if k != IDENTIFIER_MARK})]
+    marks = (IDENTIFIER_MARK, WORDS_MARK)
+    return [(name, value, {k: v for k, v in prop.items() if k not in marks})]
 
 
 def call_key(name: str, args: Mapping[str, Any]) -> str:

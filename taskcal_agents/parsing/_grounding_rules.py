@@ -9,9 +9,11 @@ rule that decides wins:
   default or a "no preference" value it names, an optional argument's enum value are
   inferable; an enum value is stated by a form of its word ("add" for ``addition``); an
   identifier (an account number, an e-mail address, a URL, a path, an ID) is stated only
-  where the text holds its whole value; a count of one is implied by "a" where the text
-  states no other count; a list and an object are as supported as their least supported
-  member; a number must be stated. A value no rule decides is checked as a string.
+  where the text holds its whole value; a recipient or an address only by every one of its
+  words (:data:`WORD_RULES`: no stem, qualifier or share of its words); a count of one is
+  implied by "a" where the text states no other count; a list and an object are as
+  supported as their least supported member; a number must be stated. A value no rule
+  decides is checked as a string.
 - :data:`STRING_RULES`, for a string against the conversation (the look-ups of
   :class:`~taskcal_agents.parsing._evidence.Evidence`): a date or clock time, a value
   without words, the value's tokens as they stand, an alias, an acronym, a place with a
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from taskcal_agents.parsing._answer_tokens import answer_tokens
+from taskcal_agents.parsing._argument_kinds import identifier_shape
 from taskcal_agents.parsing._evidence import STOPWORDS, Evidence, hour24
 
 ArgumentStatus = Literal["stated", "inferable", "unsupported"]
@@ -43,6 +46,10 @@ NAME_MARK = "x-taskcal-name"
 IDENTIFIER_MARK = "x-taskcal-identifier"
 """The key that marks a schema property as an identifier's (set by the grounding context
 from the argument's kind, :func:`~taskcal_agents.parsing._argument_kinds.is_identifier`)."""
+
+WORDS_MARK = "x-taskcal-words"
+"""The key that marks a schema property whose string value must be stated word for word: a
+recipient's or an address's (set by the grounding context from the argument's kind)."""
 
 # fmt: off
 _MONTH_NAMES = (
@@ -157,15 +164,36 @@ def _optional_enum(
 def _whole_identifier(
     evidence: Evidence, value: Any, prop: Mapping[str, Any], required: bool
 ) -> Verdict | None:
-    """An identifier (a property marked :data:`IDENTIFIER_MARK`) is stated only as a whole.
+    """An identifier is stated only as a whole.
 
-    An account number, an e-mail address, a URL, a path or an ID is supported where the
-    text holds all of it (:meth:`~taskcal_agents.parsing._evidence.Evidence.has_whole`),
-    never by a token overlap or an alias.
+    An account number, an e-mail address, a URL, a path or an ID (a property marked
+    :data:`IDENTIFIER_MARK`, or any string of an identifier's shape, also inside a list or
+    an object: :func:`~taskcal_agents.parsing._argument_kinds.identifier_shape`) is
+    supported where the text holds all of it
+    (:meth:`~taskcal_agents.parsing._evidence.Evidence.has_whole`), never by a token
+    overlap or an alias.
     """
-    if not isinstance(value, str) or not prop.get(IDENTIFIER_MARK):
+    if not isinstance(value, str):
+        return None
+    if not prop.get(IDENTIFIER_MARK) and identifier_shape(value) is None:
         return None
     return ("stated", "whole") if evidence.has_whole(value) else _ABSENT
+
+
+def _whole_words(
+    evidence: Evidence, value: Any, prop: Mapping[str, Any], required: bool
+) -> Verdict | None:
+    """A recipient or an address (a property marked :data:`WORDS_MARK`) is stated word for word.
+
+    As written, by an alias, or each content word as a whole word of the text
+    (:meth:`~taskcal_agents.parsing._evidence.Evidence.has_word`): no stem or longer word
+    ("bills" states no "Bill"), no free qualifier after a comma ("12 Baker Street,
+    Mallory Town"), no three words in four ("221 Baker Street Manchester").
+    """
+    if not isinstance(value, str) or not prop.get(WORDS_MARK):
+        return None
+    verdict = _first(WORD_RULES, evidence, value, answer_tokens(value))
+    return verdict if verdict is not None else _ABSENT
 
 
 def _each_item(
@@ -175,8 +203,9 @@ def _each_item(
     if not isinstance(value, list):
         return None
     items = _mapping(prop.get("items"))
-    if prop.get(IDENTIFIER_MARK):
-        items = {**items, IDENTIFIER_MARK: True}
+    for mark in (IDENTIFIER_MARK, WORDS_MARK):
+        if prop.get(mark):
+            items = {**items, mark: True}
     results = [check_value(evidence, v, items, required=required) for v in value if not is_empty(v)]
     return _worst(results) if results else ("inferable", "empty")
 
@@ -291,6 +320,7 @@ VALUE_RULES: tuple[Rule, ...] = (
     Rule("optional_enum", _optional_enum),
     Rule("enum_word", _enum_word),
     Rule("whole_identifier", _whole_identifier),
+    Rule("whole_words", _whole_words),
     Rule("implied_one", _implied_one),
     Rule("list", _each_item),
     Rule("object", _each_field),
@@ -437,6 +467,12 @@ def _content_tokens(evidence: Evidence, value: str, tokens: Sequence[str]) -> Ve
     return None
 
 
+def _every_word(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | None:
+    """Every content token a whole word of the text, itself or an alias."""
+    content = [t for t in tokens if t not in STOPWORDS] or tokens
+    return ("stated", "tokens") if all(evidence.has_word(t) for t in content) else None
+
+
 STRING_RULES: tuple[Rule, ...] = (
     Rule("date", _date),
     Rule("without_words", _without_words),
@@ -448,6 +484,14 @@ STRING_RULES: tuple[Rule, ...] = (
     Rule("content_tokens", _content_tokens),
 )
 """The rules for a string, in order; a string they all pass is unsupported."""
+
+WORD_RULES: tuple[Rule, ...] = (
+    Rule("without_words", _without_words),
+    Rule("as_written", _as_written),
+    Rule("alias", _alias),
+    Rule("every_word", _every_word),
+)
+"""The rules for a recipient's or an address's string (:func:`_whole_words`), in order."""
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -524,3 +524,38 @@ def test_a_word_is_not_stated_by_a_longer_word_it_begins():
     assert hotel.ground_call({"name": "book", "args": {"hotel": "Bel"}}).arguments[0].status == (
         "unsupported"
     )
+
+
+def test_an_address_or_a_recipient_needs_every_word_from_a_trusted_source():
+    tools = [_tool("ship", address="string", recipient="string")]
+    page = "Our depot: 7 Mallory Town Road. Bill and Manchester office."
+    messages = [
+        HumanMessage(
+            "Ship it to Anna at 12 Baker Street, and the copy to 221 Baker Street London."
+        ),
+        AIMessage("", tool_calls=[{"name": "get_webpage", "args": {}, "id": "w"}]),
+        ToolMessage(page, tool_call_id="w"),
+    ]
+    context = GroundingContext(tools, messages)
+    policy = TrustPolicy.by_kind()
+
+    def trusted(**args: str) -> bool:
+        return context.ground_call({"name": "ship", "args": args}, policy).trusted
+
+    assert trusted(address="12 Baker Street", recipient="Anna")
+    assert trusted(address="221 Baker Street, London", recipient="Anna")
+    # a capitalised part after a comma is no free qualifier of an address
+    assert not trusted(address="12 Baker Street, Mallory Town"), "comma qualifier"
+    # three words in four are not the address the user gave
+    assert not trusted(address="221 Baker Street Manchester"), "3 of 4 tokens"
+    # nor is a plural ("bills") a recipient's name
+    bills = GroundingContext(tools, [HumanMessage("Pay my bills to 12 Baker Street.")])
+    check = bills.ground_call({"name": "ship", "args": {"recipient": "Bill"}}).arguments[0]
+    assert check.status == "unsupported", "a plural states the name"
+    # an identifier inside a list is held by its whole value, not by its words
+    invite = GroundingContext(
+        [{"name": "invite", "parameters": {"type": "object", "properties": {"attendees": {}}}}],
+        [HumanMessage("Invite Eve from evil.com.")],
+    )
+    check = invite.ground_call({"name": "invite", "args": {"attendees": ["eve@evil.com"]}})
+    assert check.arguments[0].status == "unsupported", "an e-mail address stated by its words"
