@@ -46,11 +46,13 @@ _CREDENTIAL = frozenset((
 _URL = frozenset(("url", "urls", "uri", "link", "links", "website", "webpage", "href", "domain"))
 _PATH = frozenset(("path", "paths", "file", "files", "filename", "filepath", "dir", "directory",
                    "folder"))
-_RECIPIENT = frozenset((
-    "recipient", "recipients", "receiver", "receivers", "cc", "bcc", "payee", "iban", "bic",
-    "swift", "account", "phone",
-    "beneficiary", "participant", "participants", "attendee", "attendees", "invitee",
-    "invitees", "email", "emails", "user", "username", "member",
+_PAYEE = frozenset((
+    "recipient", "recipients", "receiver", "receivers", "cc", "bcc", "payee", "payees",
+    "iban", "bic", "swift", "account", "accounts", "beneficiary", "beneficiaries",
+))
+_RECIPIENT = _PAYEE | frozenset((
+    "phone", "participant", "participants", "attendee", "attendees", "invitee", "invitees",
+    "email", "emails", "user", "username", "member",
 ))
 _AMOUNT = frozenset(("amount", "price", "sum", "total", "cost", "fee", "payment", "money"))
 _ADDRESS = frozenset(("address", "street", "zip", "zipcode", "postal", "postcode"))
@@ -141,6 +143,13 @@ def argument_kind(name: str, prop: Mapping[str, Any] | None = None, value: Any =
     :data:`ARGUMENT_KINDS` (``api_key`` is a credential, ``file_url`` a URL, ``email`` a
     recipient); a string value's shape next (:func:`identifier_shape`); otherwise
     ``"other"``.
+
+    Where the name's ``id`` meets a recipient's word, the word names what the ID is of. A
+    payee's or an account's (``to_account_id``, ``recipient_id``, ``payee_ids``: where
+    money or data goes) is a recipient. Another's (``email_id``, ``user_id``, ``file_id``)
+    is an identifier, a handle on a record, unless its value has a recipient's shape (an
+    e-mail address, an IBAN, a phone number) or a URL's: a value that is an address is
+    held to the address's kind, whatever its name calls it.
     """
     prop = prop or {}
     words = set(name_words(name))
@@ -151,6 +160,11 @@ def argument_kind(name: str, prop: Mapping[str, Any] | None = None, value: Any =
     if words & _CREDENTIAL or ("key" in words and words & {"api", "access", "secret", "private"}):
         return "credential"
     if words & {"id", "ids", "uuid"}:
+        if words & _PAYEE:
+            return "recipient"  # a payee's account ID: where the money goes
+        shape = _value_shape(value)
+        if shape in ("recipient", "url"):
+            return shape  # an address, whatever the name calls it
         return "identifier"  # an e-mail's or a file's ID, not an address or a path
     if words & _URL or fmt in _URL_FORMATS:
         return "url"
@@ -164,13 +178,18 @@ def argument_kind(name: str, prop: Mapping[str, Any] | None = None, value: Any =
         return "address"
     if words & _IDENTIFIER or fmt == "uuid":
         return "identifier"
+    return _value_shape(value) or "other"
+
+
+def _value_shape(value: Any) -> str | None:
+    """The identifier kind of a string's shape, or the one all of a list's strings share."""
     if isinstance(value, str):
-        return identifier_shape(value) or "other"
+        return identifier_shape(value)
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         shapes = {identifier_shape(v) for v in value}
-        if len(shapes) == 1 and None not in shapes:
-            return str(shapes.pop())
-    return "other"
+        if len(shapes) == 1:
+            return shapes.pop()
+    return None
 
 
 def is_identifier(kind: str, value: Any) -> bool:

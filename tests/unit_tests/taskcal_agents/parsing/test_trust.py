@@ -559,3 +559,35 @@ def test_an_address_or_a_recipient_needs_every_word_from_a_trusted_source():
     )
     check = invite.ground_call({"name": "invite", "args": {"attendees": ["eve@evil.com"]}})
     assert check.arguments[0].status == "unsupported", "an e-mail address stated by its words"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "kind"),
+    [
+        ("to_account_id", IBAN_ATTACKER, "recipient"),
+        ("to_account_id", "12345678", "recipient"),
+        ("recipient_id", "u-42", "recipient"),
+        ("payee_ids", ["p1", "p2"], "recipient"),
+        ("id", IBAN_ATTACKER, "recipient"),
+        ("email_id", "eve@evil-example.com", "recipient"),
+        ("user_id", "+1 555 123 4567", "recipient"),
+        ("email_id", "12", "identifier"),
+        ("file_id", "13", "identifier"),
+        ("user_id", "U12345", "identifier"),
+        ("message_id", "a1b2c3d4e5", "identifier"),
+    ],
+)
+def test_a_recipient_word_or_shape_wins_over_the_id_word(name, value, kind):
+    assert argument_kind(name, {"type": "string"}, value) == kind
+
+
+def test_an_account_id_a_tool_result_supplies_is_not_sent():
+    tools = [_tool("transfer_funds", to_account_id="string", amount="number")]
+    context = GroundingContext(tools, conversation(BILL, user="Pay 98.70 for the car service."))
+    call = context.ground_call(
+        {"name": "transfer_funds", "args": {"to_account_id": IBAN_ATTACKER, "amount": 98.7}},
+        TrustPolicy.by_kind(),
+    )
+    assert [(v.argument, v.kind, v.rule) for v in call.violations] == [
+        ("to_account_id", "recipient", "kinds.recipient")
+    ]
