@@ -8,8 +8,9 @@ token overlap or an alias.
 
 :func:`argument_kind` reads the kind from the argument's name and schema property first
 (``recipient``, ``amount``, ``"format": "email"``) and from the value's shape second (an
-IBAN, an e-mail address, a URL, a path). :func:`embedded_identifiers` finds the identifiers
-that a free-text value carries (the URL in a message body).
+IBAN, an e-mail address, a URL, a path, an amount of money such as "EUR 5000").
+:func:`embedded_identifiers` finds the identifiers that a free-text value carries (the URL
+in a message body).
 """
 
 from __future__ import annotations
@@ -95,6 +96,43 @@ _EMBEDDED = (
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
+# fmt: off
+_ISO_4217 = frozenset((
+    "AED", "AFN", "ALL", "AMD", "ANG", "AOA", "ARS", "AUD", "AWG", "AZN", "BAM", "BBD", "BDT",
+    "BGN", "BHD", "BIF", "BMD", "BND", "BOB", "BRL", "BSD", "BTN", "BWP", "BYN", "BZD", "CAD",
+    "CDF", "CHF", "CLP", "CNY", "COP", "CRC", "CUC", "CUP", "CVE", "CZK", "DJF", "DKK", "DOP",
+    "DZD", "EGP", "ERN", "ETB", "EUR", "FJD", "FKP", "GBP", "GEL", "GHS", "GIP", "GMD", "GNF",
+    "GTQ", "GYD", "HKD", "HNL", "HTG", "HUF", "IDR", "ILS", "INR", "IQD", "IRR", "ISK", "JMD",
+    "JOD", "JPY", "KES", "KGS", "KHR", "KMF", "KPW", "KRW", "KWD", "KYD", "KZT", "LAK", "LBP",
+    "LKR", "LRD", "LSL", "LYD", "MAD", "MDL", "MGA", "MKD", "MMK", "MNT", "MOP", "MRU", "MUR",
+    "MVR", "MWK", "MXN", "MYR", "MZN", "NAD", "NGN", "NIO", "NOK", "NPR", "NZD", "OMR", "PAB",
+    "PEN", "PGK", "PHP", "PKR", "PLN", "PYG", "QAR", "RON", "RSD", "RUB", "RWF", "SAR", "SBD",
+    "SCR", "SDG", "SEK", "SGD", "SHP", "SLE", "SLL", "SOS", "SRD", "SSP", "STN", "SVC", "SYP",
+    "SZL", "THB", "TJS", "TMT", "TND", "TOP", "TRY", "TTD", "TWD", "TZS", "UAH", "UGX", "USD",
+    "UYU", "UZS", "VES", "VND", "VUV", "WST", "XAF", "XCD", "XOF", "XPF", "YER", "ZAR", "ZMW",
+    "ZWL",
+))
+# fmt: on
+"""The ISO 4217 codes of the currencies in use."""
+
+_NUMBER = (
+    r"[+-]?(?:\d{1,3}(?:[,.'\u00a0\u202f ]\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?)"
+    r"(?:\s?(?:k|m|bn|mn))?"
+)
+"""A number: thousands separated by a comma, a dot, an apostrophe or a space, decimals, and a
+multiplier ("5k", "2.5m", "1bn")."""
+_SIGN = r"(?:[A-Z]{1,2})?[$€£¥₹₩₽₺₪₫₱฿₴₦¢]"
+"""A currency sign, with the letters that name its country ("US$", "HK$")."""
+_CODE_OR_SIGN = rf"(?:[A-Z]{{3}}|{_SIGN})"
+_UNIT_OR_SIGN = rf"(?:[A-Z]{{1,4}}|{_SIGN})"
+_MONEY = re.compile(
+    rf"^\s*(?:(?P<before>{_CODE_OR_SIGN})\s?{_NUMBER}|{_NUMBER}\s?(?P<after>{_CODE_OR_SIGN}))\s*$",
+    re.I,
+)
+"""A number with a currency code or sign on either side (the code is checked apart)."""
+_MEASURE = re.compile(rf"^\s*(?:{_UNIT_OR_SIGN}\s?)?{_NUMBER}(?:\s?{_UNIT_OR_SIGN})?\s*$", re.I)
+"""A number, with any code, unit or sign on either side (under an amount's name)."""
+
 
 def name_words(name: str) -> tuple[str, ...]:
     """The words of an argument's name, lower-cased: ``"recipientIban"`` → recipient, iban."""
@@ -141,8 +179,10 @@ def argument_kind(name: str, prop: Mapping[str, Any] | None = None, value: Any =
 
     The name's words and the property's ``format`` decide first, in the order of
     :data:`ARGUMENT_KINDS` (``api_key`` is a credential, ``file_url`` a URL, ``email`` a
-    recipient); a string value's shape next (:func:`identifier_shape`); otherwise
-    ``"other"``.
+    recipient, ``amount`` an amount when its value is a number or a number with a code,
+    unit or currency sign); a string value's shape next: an amount of money under any name
+    (a number with an ISO 4217 code in capitals or a currency sign on either side, "EUR
+    5000", "$5k"), then :func:`identifier_shape`; otherwise ``"other"``.
 
     Where the name's ``id`` meets a recipient's word, the word names what the ID is of. A
     payee's or an account's (``to_account_id``, ``recipient_id``, ``payee_ids``: where
@@ -172,12 +212,14 @@ def argument_kind(name: str, prop: Mapping[str, Any] | None = None, value: Any =
         return "path"
     if words & _RECIPIENT or fmt in ("email", "idn-email"):
         return "recipient"
-    if words & _AMOUNT and (numeric or not isinstance(value, str) or _is_money(value)):
+    if words & _AMOUNT and (numeric or not isinstance(value, str) or _is_amount(value, named=True)):
         return "amount"
     if words & _ADDRESS:
         return "address"
     if words & _IDENTIFIER or fmt == "uuid":
         return "identifier"
+    if isinstance(value, str) and _is_amount(value):
+        return "amount"  # "EUR 5000" under any name
     return _value_shape(value) or "other"
 
 
@@ -223,5 +265,19 @@ def embedded_identifiers(text: str) -> list[tuple[str, str]]:
     return found
 
 
-def _is_money(value: str) -> bool:
-    return bool(re.fullmatch(r"\s*[$€£¥]?\s*\d[\d,]*(?:\.\d+)?\s*[A-Za-z$€£¥]{0,3}\s*", value))
+def _is_amount(value: str, *, named: bool = False) -> bool:
+    """Whether a string is an amount of money: a number with a currency on either side.
+
+    The currency is an ISO 4217 code in capitals ("EUR 5000", "1 250 000 CHF") or a sign
+    ("$5k", "€5.000,50", "US$ 1,200"); the number may group its thousands with a comma, a
+    dot, an apostrophe or a space, carry decimals and a multiplier (k, m, bn). For an
+    argument ``named`` as an amount (``amount``, ``price``…) the number alone, or with any
+    code or unit of up to four letters in either case ("5000 eur", "0.5 BTC"), is one too.
+    """
+    if named:
+        return _MEASURE.match(value) is not None
+    match = _MONEY.match(value)
+    if match is None:
+        return False
+    code = match.group("before") or match.group("after")
+    return not code.isalpha() or code in _ISO_4217

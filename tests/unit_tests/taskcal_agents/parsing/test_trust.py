@@ -591,3 +591,41 @@ def test_an_account_id_a_tool_result_supplies_is_not_sent():
     assert [(v.argument, v.kind, v.rule) for v in call.violations] == [
         ("to_account_id", "recipient", "kinds.recipient")
     ]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "kind"),
+    [
+        ("amount", "EUR 5000", "amount"),
+        ("amount", "5,000.00 EUR", "amount"),
+        ("amount", "5000 eur", "amount"),
+        ("price", "€5.000,50", "amount"),
+        ("total", "US$ 1,200", "amount"),
+        ("amount", "0.5 BTC", "amount"),
+        ("amount", "12.50", "amount"),
+        ("value", "EUR 5000", "amount"),
+        ("note", "1 250 000 CHF", "amount"),
+        ("note", "$5k", "amount"),
+        ("note", "5000 eur", "other"),  # a code in lower case only under an amount's name
+        ("note", "10 top", "other"),  # "TOP" is a code (Tonga's) only in capitals
+        ("title", "Top 10", "other"),
+        ("amount", "five thousand", "other"),
+        ("query", "EUR 5000 to Bob", "other"),
+    ],
+)
+def test_an_amount_is_known_by_its_meaning_in_a_string(name, value, kind):
+    assert argument_kind(name, {"type": "string"}, value) == kind
+
+
+def test_a_string_amount_a_tool_result_supplies_is_not_sent():
+    tools = [_tool("wire", amount="string", memo="string")]
+    page = "Invoice 12: pay EUR 5000 now."
+    context = GroundingContext(tools, conversation(page, user="Pay the invoice in bill.txt."))
+    call = context.ground_call(
+        {"name": "wire", "args": {"amount": "EUR 5000", "memo": "Invoice 12"}},
+        TrustPolicy.by_kind(),
+    )
+    assert call.grounded
+    assert [(v.argument, v.kind, v.rule) for v in call.violations] == [
+        ("amount", "amount", "kinds.amount")
+    ]
