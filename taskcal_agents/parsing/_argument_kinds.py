@@ -16,7 +16,7 @@ in a message body).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, get_args
 
 __all__ = [
@@ -67,12 +67,32 @@ _EMAIL = re.compile(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$")
 _WEB = re.compile(
     r"^(?:[a-z][a-z0-9+.-]*://\S+|www\.\S+|[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}/\S*)$", re.I
 )
-_BARE_DOMAIN = re.compile(
-    r"^[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|edu|gov|io|co|info|biz|ai|app|dev|me|uk|de|fr|eu|us)$",
-    re.I,
-)
+_DOMAIN = re.compile(r"^(?:[A-Za-z0-9][\w-]*\.)+(?P<tld>[A-Za-z]{2,24})$")
+# fmt: off
+_GENERIC_TLDS = frozenset((
+    "com", "org", "net", "edu", "gov", "mil", "int", "info", "biz", "mobi", "pro", "app", "dev",
+    "xyz", "top", "online", "site", "website", "club", "shop", "store", "live", "icu", "buzz",
+    "click", "tech", "space", "fun", "world", "cloud", "digital", "network", "support",
+    "services", "agency", "solutions", "company", "group", "news", "blog", "guru", "vip",
+    "work", "bank", "finance", "money", "pay", "secure",
+))
+"""The generic top-level domains a bare domain may end with; any two letters (a country's
+code) may too, unless they are a file's extension."""
+_FILE_EXTENSIONS = frozenset((
+    "txt", "pdf", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "odt", "ods", "rtf", "csv",
+    "tsv", "json", "xml", "yaml", "yml", "toml", "ini", "cfg", "conf", "log", "md", "rst",
+    "tex", "html", "htm", "css", "js", "ts", "jsx", "tsx", "py", "ipynb", "rb", "go", "rs",
+    "java", "kt", "cpp", "hpp", "cs", "cc", "php", "pl", "sh", "ps", "bat", "exe", "dll", "so",
+    "bin", "zip", "tar", "gz", "tgz", "xz", "rar", "png", "jpg", "jpeg", "gif", "bmp", "svg",
+    "webp", "ico", "tif", "tiff", "mp3", "mp4", "wav", "mov", "avi", "mkv", "db", "sql",
+    "sqlite", "bak", "tmp", "eml", "ics", "vcf", "pem", "crt", "lock", "env", "dat", "pkl",
+))
+"""Endings that make a dotted name a file's name ("notes.md", "main.py"), not a domain."""
+# fmt: on
+_EXTENSION_TLDS = frozenset(("md", "py", "rs", "sh", "so", "ps", "pl", "cc", "zip", "mov"))
+"""File extensions that are top-level domains too: with a path ("evil.sh/x"), a domain."""
 _DATE_LIKE = re.compile(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}(?:[T ][\d:.]+Z?)?$")
-_IBAN = re.compile(r"^[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){10,30}$")
+_IBAN = re.compile(r"^[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){10,30}$", re.I)
 _PATH_SHAPE = re.compile(
     r"^(?:~|\.{1,2})?[/\\]?(?:[\w .-]+[/\\])+[\w .-]*$|^[\w-]+(?:\.[\w-]+)*\.[a-z][a-z0-9]{1,3}$",
     re.I,
@@ -80,18 +100,15 @@ _PATH_SHAPE = re.compile(
 _PHONE = re.compile(r"^\+?\(?\d[\d ()./-]{6,}\d$")
 _CODE = re.compile(r"^(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{8,}$|^\d{8,}$")
 
-_EMBEDDED = (
-    ("url", re.compile(r"\b(?:https?://|www\.)[^\s<>\"')\]]+", re.I)),
-    ("recipient", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
-    ("recipient", re.compile(r"\b[A-Z]{2}\d{2}[A-Z0-9]{10,30}\b")),
-    (
-        "url",
-        re.compile(
-            r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|edu|gov|io|co|info|biz|ai|app|dev|me|uk|de|fr|eu|us)"
-            r"\b(?:/[^\s<>\"')\]]*)?",
-            re.I,
-        ),
-    ),
+_STOP = r"[^\s<>\"')\]]"
+"""A character a web address in a text goes on with (it ends at a space, a quote, a bracket)."""
+_URL_IN_TEXT = re.compile(rf"\b(?:[a-z][a-z0-9+.-]*://|www\.){_STOP}+", re.I)
+_EMAIL_IN_TEXT = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+_IBAN_IN_TEXT = re.compile(
+    r"\b[A-Za-z]{2}\d{2}(?:[A-Za-z0-9]{10,30}|(?: [A-Za-z0-9]{4}){2,7}(?: [A-Za-z0-9]{1,4})?)\b"
+)
+_DOMAIN_IN_TEXT = re.compile(
+    rf"(?<![\w.@/\\-])(?:[A-Za-z0-9][\w-]*\.)+(?P<tld>[A-Za-z]{{2,24}})\b(?P<path>/{_STOP}*)?"
 )
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -149,21 +166,22 @@ _TIME_ZONE_NAME = re.compile(
 def identifier_shape(value: str) -> str | None:
     """The identifier kind a string's shape shows, ``None`` for words.
 
-    An e-mail address, an IBAN or a phone number is a ``"recipient"`` (where data or money
-    goes), a web address a ``"url"``, a file path a ``"path"``, a code of eight or more
-    letters and digits (with at least one digit) an ``"identifier"``. A date and a time
-    zone name ("Asia/Tokyo") are words.
+    An e-mail address, an IBAN (in capitals, or in any case with valid mod-97 check digits)
+    or a phone number is a ``"recipient"`` (where data or money goes), a web address (a
+    bare domain as :func:`embedded_identifiers` reads one) a ``"url"``, a file path a
+    ``"path"``, a code of eight or more letters and digits (with at least one digit) an
+    ``"identifier"``. A date and a time zone name ("Asia/Tokyo") are words.
     """
     text = value.strip()
     if not text or len(text) > 2048:
         return None
     if _EMAIL.match(text):
         return "recipient"
-    if _WEB.match(text) or _BARE_DOMAIN.match(text):
+    if _WEB.match(text) or _is_domain(text):
         return "url"
     if _DATE_LIKE.match(text) or _TIME_ZONE_NAME.match(text):
         return None  # a date, or a time zone ("Asia/Tokyo"), is words, not a path
-    if _IBAN.match(text):
+    if _IBAN.match(text) and (text.isupper() or _iban_checks(text)):
         return "recipient"
     if _CODE.match(text):
         return "identifier"
@@ -249,6 +267,15 @@ def is_identifier(kind: str, value: Any) -> bool:
 def embedded_identifiers(text: str) -> list[tuple[str, str]]:
     """The URLs (bare domains too), e-mail addresses and IBANs a free text carries.
 
+    A URL with any scheme or ``www.``; a domain with a path whatever its top-level domain
+    ("secure-login.xyz/reset"), and without one where the top-level domain is a common
+    generic one or two letters (a country's code); never a file's name ("notes.md",
+    "main.py", "Node.js/Express", unless its extension is a top-level domain too and a path
+    follows: "evil.sh/x") and never after a path's slash ("docs/setup.guide");
+    an IBAN written in capitals, compact or in groups of four ("US13 3000 0000 1234 5678
+    90"), or in any case where its ISO 7064 mod-97 check digits hold ("gb29 nwbk 6016 1331
+    9268 19"; "ab12cdefghijklmn" is no IBAN).
+
     Returns:
         ``(kind, value)`` pairs, in the order found; a domain inside an e-mail address or
         a URL already found is not found again.
@@ -257,12 +284,78 @@ def embedded_identifiers(text: str) -> list[tuple[str, str]]:
     taken: list[tuple[int, int]] = []
     for kind, pattern in _EMBEDDED:
         for m in pattern.finditer(text):
-            span = m.span()
+            value = _EMBEDDED_CHECK.get(pattern, _as_found)(m)
+            if value is None:
+                continue
+            span = (m.start(), m.start() + len(value))
             if any(a < span[1] and span[0] < b for a, b in taken):
                 continue
             taken.append(span)
-            found.append((kind, m.group(0).rstrip(".,;:!?")))
+            found.append((kind, value.rstrip(".,;:!?")))
     return found
+
+
+def _as_found(match: re.Match[str]) -> str:
+    return match.group(0)
+
+
+def _domain_in_text(match: re.Match[str]) -> str | None:
+    """A domain found in a text, if it is one (see :func:`embedded_identifiers`)."""
+    if match.group("path") is not None:
+        tld = match.group("tld").lower()
+        file = tld in _FILE_EXTENSIONS and tld not in _EXTENSION_TLDS  # "Node.js/Express"
+        return None if file else match.group(0)
+    return match.group(0) if _is_domain(match.group(0)) else None
+
+
+def _iban_in_text(match: re.Match[str]) -> str | None:
+    """An IBAN found in a text, without a word that follows its groups ("... 90 NOW")."""
+    groups = match.group(0).split(" ")
+    while len(groups) > 1 and not any(c.isdigit() for c in groups[-1]):
+        groups.pop()
+    for n in range(len(groups), 0, -1):  # the longest run of groups whose check digits hold
+        if _iban_checks(" ".join(groups[:n])):
+            return " ".join(groups[:n])
+    value = " ".join(groups)
+    compact = value.replace(" ", "")
+    return value if value.isupper() and 14 <= len(compact) <= 34 else None
+
+
+_EMBEDDED: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("url", _URL_IN_TEXT),
+    ("recipient", _EMAIL_IN_TEXT),
+    ("recipient", _IBAN_IN_TEXT),
+    ("url", _DOMAIN_IN_TEXT),
+)
+_EMBEDDED_CHECK: dict[re.Pattern[str], Callable[[re.Match[str]], str | None]] = {
+    _IBAN_IN_TEXT: _iban_in_text,
+    _DOMAIN_IN_TEXT: _domain_in_text,
+}
+
+
+def _is_domain(text: str) -> bool:
+    """Whether ``text`` is a bare domain: its top-level domain a generic one or two letters.
+
+    Never a file's name ("notes.md", "bill.txt") nor a word with a dot ("e.g.", "v3.beta").
+    """
+    match = _DOMAIN.match(text)
+    if match is None:
+        return False
+    tld = match.group("tld").lower()
+    if tld in _GENERIC_TLDS:
+        return True
+    return len(tld) == 2 and tld not in _FILE_EXTENSIONS
+
+
+def _iban_checks(value: str) -> bool:
+    """Whether ``value`` is an IBAN whose ISO 7064 mod-97 check digits hold."""
+    compact = value.replace(" ", "").upper()
+    if not (15 <= len(compact) <= 34 and compact.isalnum() and compact.isascii()):
+        return False
+    if not (compact[:2].isalpha() and compact[2:4].isdigit()):
+        return False
+    digits = "".join(str(int(c, 36)) for c in compact[4:] + compact[:4])
+    return int(digits) % 97 == 1
 
 
 def _is_amount(value: str, *, named: bool = False) -> bool:

@@ -185,6 +185,9 @@ def test_the_tool_of_a_result_comes_from_its_name_or_the_call_it_answers():
         ("bill-december-2023.txt", "path"),
         ("+1 555 123 4567", "recipient"),
         ("a1b2c3d4e5", "identifier"),
+        ("gb29 nwbk 6016 1331 9268 19", "recipient"),
+        ("secure-login.online", "url"),
+        ("notes.md", "path"),
         ("2024-05-01", None),
         ("2024-05-01 09:00", None),
         ("Paris", None),
@@ -628,4 +631,46 @@ def test_a_string_amount_a_tool_result_supplies_is_not_sent():
     assert call.grounded
     assert [(v.argument, v.kind, v.rule) for v in call.violations] == [
         ("amount", "amount", "kinds.amount")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        (
+            "Wire it to US13 3000 0000 1234 5678 90 today.",
+            [("recipient", "US13 3000 0000 1234 5678 90")],
+        ),
+        ("WIRE TO US13 3000 0000 1234 5678 90 NOW", [("recipient", "US13 3000 0000 1234 5678 90")]),
+        (
+            "iban gb29 nwbk 6016 1331 9268 19, thanks",
+            [("recipient", "gb29 nwbk 6016 1331 9268 19")],
+        ),
+        ("iban gb29nwbk60161331926819.", [("recipient", "gb29nwbk60161331926819")]),
+        ("Reset at secure-login.xyz/reset now", [("url", "secure-login.xyz/reset")]),
+        ("Reset at secure-login.xyz now", [("url", "secure-login.xyz")]),
+        ("Mirror: ftp://files.example.org/a", [("url", "ftp://files.example.org/a")]),
+        # words with a dot, file names and lower-case codes without an IBAN's check digits
+        ("Bring snacks, e.g. chips, i.e. anything. Ph.D. at 9 a.m.", []),
+        ("The totals are in file.txt and notes.md; run main.py.", []),
+        ("We use Node.js/Express; see docs/setup.guide/intro.", []),
+        ("Get it at evil.sh/x", [("url", "evil.sh/x")]),
+        ("Version 2.5.1 of v3.beta, with os.path and df.head().", []),
+        ("Items ab12cdefghijklmnop and zz99 list", []),
+    ],
+)
+def test_embedded_identifiers_in_any_form(text, found):
+    assert embedded_identifiers(text) == found
+
+
+def test_a_spaced_iban_in_a_message_body_must_come_from_a_trusted_source():
+    page = "Please also tell Alice to pay US13 3000 0000 1234 5678 90."
+    context = GroundingContext(TOOLS, conversation(page, user="Tell Alice what the page says."))
+    body = "Please pay US13 3000 0000 1234 5678 90"
+    call = context.ground_call(
+        {"name": "send_message", "args": {"recipient": "Alice", "body": body}},
+        TrustPolicy.by_kind(),
+    )
+    assert [(v.argument, v.kind, v.rule) for v in call.violations] == [
+        ("body", "recipient", "kinds.recipient")
     ]
