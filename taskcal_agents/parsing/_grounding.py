@@ -357,7 +357,9 @@ class GroundingContext:
             dicts, *without* the task's own prompt: the text of user, system and tool
             messages is evidence; the model's own messages are not. Each supporting
             message is recorded as a :class:`~taskcal_agents.parsing._provenance.Source`
-            of the values it supports (a tool result with its tool and call id). A user's
+            of the values it supports (a tool result with its call id and the tool of the
+            latest call before it with that id, so an id reused in a later turn does not
+            rename an earlier result). A user's
             plain yes right after a confirmation question the library asked (an AI message
             whose ``response_metadata`` names the call,
             :func:`~taskcal_agents.parsing._questions.confirmation_message`) confirms
@@ -378,7 +380,7 @@ class GroundingContext:
         self._messages = messages
         self._prefixes: dict[int, GroundingContext] = {}
         self._user_words: frozenset[str] | None = None
-        names = call_names(messages)
+        names: dict[str, str] = {}  # call id → tool name, of the calls made so far
         pairs = [_message_role_text(m) for m in messages]
         self.request: str = "\n".join(t for role, t in pairs if role in ("user", "human") and t)
         """The user's words: the text of the conversation's user turns."""
@@ -391,6 +393,7 @@ class GroundingContext:
         for i, (message, (role, text)) in enumerate(zip(messages, pairs, strict=True)):
             if role in ("ai", "assistant"):
                 asked = confirmation_calls(message)
+                names.update(call_names([message]))  # a reused id answers the latest call
                 continue
             source = message_source(role, i, message, names) if text else None
             if source is None or role not in _CONTEXT_ROLES:

@@ -91,9 +91,11 @@ def message_source(
     """The source of the conversation's message ``index`` (``None``: not evidence).
 
     A tool result's tool is the name of the call its ``tool_call_id`` answers
-    (``call_names``: id → tool name, from the model's earlier calls), else its ``name``. A
-    summary that LangChain's ``SummarizationMiddleware`` wrote as a user message
-    (``additional_kwargs["lc_source"] == "summarization"``) is a tool result.
+    (``call_names``: id → tool name, of the model's calls *before* this message, the latest
+    call with an id winning: an id reused in a later turn does not rename an earlier
+    result), else its ``name``. A summary that LangChain's ``SummarizationMiddleware`` wrote
+    as a user message (``additional_kwargs["lc_source"] == "summarization"``) is a tool
+    result.
     """
     kind = _ROLE_KIND.get(role)
     if kind is None:
@@ -111,7 +113,11 @@ def message_source(
 
 
 def call_names(messages: Iterable[Any]) -> dict[str, str]:
-    """Tool-call id → tool name, over the model's calls in ``messages``."""
+    """Tool-call id → tool name, over the model's calls in ``messages`` (the last wins).
+
+    Pass the messages before a tool result, not the whole conversation: a later call may
+    reuse the id (``call_0`` in every turn).
+    """
     out: dict[str, str] = {}
     for m in messages:
         calls = _field(m, "tool_calls")
