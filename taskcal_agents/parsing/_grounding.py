@@ -694,7 +694,12 @@ class GroundingContext:
     def _trusted(
         self, value: Any, prop: Mapping[str, Any], required: bool, allowed: tuple[str, ...]
     ) -> bool:
-        """Whether the value is supported by the sources ``allowed`` trusts, on their own."""
+        """Whether the value is supported by the sources ``allowed`` trusts, on their own.
+
+        A date inferable from a relative day is the source's that names the day: the user's
+        "tomorrow" makes the date the user's, even where ``allowed`` leaves out
+        ``inferred``; a tool result's "tomorrow" makes it the tool's.
+        """
         if check_value(self._evidence, value, prop, required=required)[0] == "unsupported":
             return "model" in allowed  # no message supports it: the model's own value
         kept = tuple(i for i, (s, _) in enumerate(self._parts) if TrustPolicy.trusts(allowed, s))

@@ -694,3 +694,19 @@ def test_a_tool_result_is_credited_to_the_call_of_its_own_turn():
     assert [v.describe() for v in context.ground_call(injected, policy).violations] == [
         "the result of get_webpage"
     ]
+
+
+def test_a_date_the_user_names_as_a_relative_day_comes_from_the_user():
+    tools = [_tool("remind", day="string", note="string")]
+    policy = TrustPolicy(arguments={"remind.day": ("user",)})  # not "inferred"
+    call = {"name": "remind", "args": {"day": "2025-03-02", "note": "car"}}
+    said = GroundingContext(tools, [HumanMessage("Remind me tomorrow about the car.")])
+    (day, _) = said.ground_call(call, policy).arguments
+    assert (day.status, day.how) == ("inferable", "relative_date")
+    assert said.ground_call(call, policy).trusted, "the user's 'tomorrow' is not trusted"
+    # a relative day that only a tool result names is the tool's, not the user's
+    page = "The garage says your car is ready tomorrow."
+    told = GroundingContext(tools, conversation(page, user="Remind me about the car."))
+    (violation,) = told.ground_call(call, policy).violations
+    assert (violation.argument, violation.rule) == ("day", "arguments.remind.day")
+    assert [(s.label, s.rule) for s in violation.sources] == [("tool:read_file", "relative_date")]
