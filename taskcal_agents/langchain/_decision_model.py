@@ -486,7 +486,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
             }],
         )  # fmt: skip
         context = GroundingContext(self.tools, messages)
-        effect_of = effect_resolver(self.task.effects, context)
+        effect_of = effect_resolver(self.task.effects if self.task is not None else None, context)
         return context.ground(message, trust, effect_of=effect_of)
 
     def _held(

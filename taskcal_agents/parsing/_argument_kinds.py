@@ -197,8 +197,8 @@ def argument_kind(name: str, prop: Mapping[str, Any] | None = None, value: Any =
 
     The name's words and the property's ``format`` decide first, in the order of
     :data:`ARGUMENT_KINDS` (``api_key`` is a credential, ``file_url`` a URL, ``email`` a
-    recipient, ``amount`` an amount when its value is a number or a number with a code,
-    unit or currency sign); a string value's shape next: an amount of money under any name
+    recipient, ``amount`` an amount whatever its value reads like: "five thousand" is one);
+    a string value's shape next: an amount of money under any name
     (a number with an ISO 4217 code in capitals or a currency sign on either side, "EUR
     5000", "$5k"), then :func:`identifier_shape`; otherwise ``"other"``.
 
@@ -212,9 +212,6 @@ def argument_kind(name: str, prop: Mapping[str, Any] | None = None, value: Any =
     prop = prop or {}
     words = set(name_words(name))
     fmt = str(prop.get("format") or "").lower()
-    numeric = prop.get("type") in ("number", "integer") or (
-        isinstance(value, int | float) and not isinstance(value, bool)
-    )
     if words & _CREDENTIAL or ("key" in words and words & {"api", "access", "secret", "private"}):
         return "credential"
     if words & {"id", "ids", "uuid"}:
@@ -230,8 +227,8 @@ def argument_kind(name: str, prop: Mapping[str, Any] | None = None, value: Any =
         return "path"
     if words & _RECIPIENT or fmt in ("email", "idn-email"):
         return "recipient"
-    if words & _AMOUNT and (numeric or not isinstance(value, str) or _is_amount(value, named=True)):
-        return "amount"
+    if words & _AMOUNT:
+        return "amount"  # named as an amount: one, whatever its value reads like (fail closed)
     if words & _ADDRESS:
         return "address"
     if words & _IDENTIFIER or fmt == "uuid":

@@ -367,7 +367,7 @@ class GroundingContext:
     """
 
     __slots__ = (
-        "_calls", "_declared", "_evidence", "_messages", "_parts", "_prefixes", "_subsets",
+        "_calls", "_declared", "_evidence", "_made", "_messages", "_parts", "_subsets",
         "_tools", "_user_words", "approved", "confirmed", "request", "schemas",
     )  # fmt: skip
 
@@ -378,7 +378,7 @@ class GroundingContext:
         self._declared: dict[str, ToolEffect | None] = {}
         messages = list(messages)
         self._messages = messages
-        self._prefixes: dict[int, GroundingContext] = {}
+        self._made: dict[tuple[int, str], tuple[str, frozenset[str]]] = {}
         self._user_words: frozenset[str] | None = None
         names: dict[str, str] = {}  # call id → tool name, of the calls made so far
         pairs = [_message_role_text(m) for m in messages]
@@ -507,7 +507,7 @@ class GroundingContext:
                 effect_of(name)
                 if effect_of is not None
                 else (declared.effect if declared is not None else "write")
-            )
+            ) or "write"  # a tool whose effect nothing gives is a write
         memo = (json.dumps([name, args], sort_keys=True, default=str), id(trust), effect)
         seen = self._calls.get(memo)  # the entry holds ``trust``, so its id is not reused
         if seen is not None:
@@ -585,22 +585,19 @@ class GroundingContext:
     def warrant(self, name: str, arguments: Sequence[ArgumentCheck]) -> Warrant:
         """What asked for a call to ``name`` with these checked arguments.
 
-        See :mod:`~taskcal_agents.parsing._warrant`: the user's turns, or a chain of
-        warranted calls whose results it sends values from, or nothing (the tool results
-        that prompted it).
+        See :mod:`~taskcal_agents.parsing._warrant`: the current request's words, or a chain
+        of warranted calls on the same object whose results it sends values from, or nothing
+        (the tool results it follows are recorded).
         """
-        results = {s: t for s, t in self._parts if s.kind == "tool"}
-        if not results:
-            return Warrant("user", "no tool result precedes the call")
         schema = self.schemas.get(name) or {}
         cap = capability(name, str(schema.get("x-tool-description") or ""))
-        if self._user_words is None:
-            self._user_words = user_words(t for s, t in self._parts if s.kind == "user")
-        words = self._user_words
+        results = {s: t for s, t in self._parts if s.kind == "tool"}
         users = [s.message for s, _ in self._parts if s.kind == "user" and s.message is not None]
         since = max(users) if users else None
+        words = self._request_words()
         if not cap.action_named(words):
-            reason = f"the user's turns do not name its action ({cap.action})"
+            what = f"its action ({cap.action})" if cap.action else "its object"
+            reason = f"the request does not name {what}"
             return Warrant("none", reason, prompted_by(cap, results, since))
         sent = [
             a for a in arguments if a.how != "empty" and (a.status != "unsupported" or a.required)
@@ -608,50 +605,75 @@ class GroundingContext:
         from_tools = [a for a in sent if a.sources and all(s.kind == "tool" for s in a.sources)]
         if cap.object_named(words) or not from_tools:
             named = "its action and object" if cap.object_named(words) else "its action"
-            return Warrant("user", f"the user's turns name {named}")
+            return Warrant("user", f"the request names {named}")
         feeding: list[Source] = []
         for argument in from_tools:
-            warranted = [s for s in argument.sources if self._producer_warrant(s) != "none"]
-            if not warranted:
+            # a value that picks what the call acts on (an ID, an address, an amount) must
+            # come from a call on the same object; its text (a message body) from any
+            targets = argument.kind != "other" or is_identifier(argument.kind, argument.value)
+            objects = cap.objects if targets else frozenset()
+            source = next((s for s in argument.sources if self._feeds(s, objects)), None)
+            if source is None:
                 reason = (
-                    f"the user's turns name its action, not its object, and no warranted call "
-                    f"returned its {argument.name!r}"
+                    f"the request names its action, not its object, and no warranted call"
+                    f"{' on the same object' if targets else ''} returned its {argument.name!r}"
                 )
                 return Warrant("none", reason, prompted_by(cap, results, since))
-            feeding += [s for s in warranted if s not in feeding]
-        return Warrant("chain", "it sends values that warranted calls returned", tuple(feeding))
+            if source not in feeding:
+                feeding.append(source)
+        reason = "its values come from warranted calls on the same object"
+        return Warrant("chain", reason, tuple(feeding))
 
-    def _producer_warrant(self, source: Source) -> str:
-        """The warrant kind of the call whose result ``source`` is (``"none"``: unknown).
+    def _request_words(self) -> frozenset[str]:
+        """The current request's words: the user's turns since the model's last plain reply.
+
+        A plain reply is an AI message with text and no tool call that is not one of the
+        library's confirmation questions (the end of the previous exchange).
+        """
+        if self._user_words is None:
+            start = -1
+            for i, message in enumerate(self._messages):
+                role, text = _message_role_text(message)
+                plain = role in ("ai", "assistant") and text.strip() and not _calls_of(message)
+                if plain and confirmation_calls(message) is None:
+                    start = i
+            self._user_words = user_words(
+                t for s, t in self._parts if s.kind == "user" and (s.message or 0) > start
+            )
+        return self._user_words
+
+    def _feeds(self, source: Source, objects: frozenset[str]) -> bool:
+        """Whether ``source`` is the result of a warranted call on one of ``objects``.
 
         The call is the one with the result's call id in the nearest AI message before it,
-        judged on the conversation before that message.
+        judged on the conversation before that message; the calls made are judged once, in
+        conversation order, and kept (``_made``, shared with the contexts of the earlier
+        conversation). An unknown call (no id, none before it) feeds nothing.
         """
         if source.kind != "tool" or source.message is None or not source.call_id:
-            return "none"
+            return False
         for index in range(source.message - 1, -1, -1):
-            message = self._messages[index]
-            calls = (
-                message.get("tool_calls")
-                if isinstance(message, Mapping)
-                else getattr(message, "tool_calls", None)
-            )
-            for call in calls if isinstance(calls, list) else ():
-                if isinstance(call, Mapping) and str(call.get("id")) == source.call_id:
-                    function = call.get("function")
-                    if isinstance(function, Mapping):  # an OpenAI-style dict
-                        try:
-                            args = json.loads(function.get("arguments") or "{}")
-                        except ValueError:
-                            args = {}
-                        call = {"name": function.get("name"), "args": args}
-                    prefix = self._prefixes.get(index)
-                    if prefix is None:
-                        prefix = GroundingContext(self._tools, self._messages[:index])
-                        self._prefixes[index] = prefix
-                    checked = prefix.ground_call(call)
-                    return prefix.warrant(checked.name, checked.arguments).kind
-        return "none"
+            ids = [c["id"] for c in _calls_of(self._messages[index])]
+            if source.call_id in ids:
+                self._judge_calls(index)
+                kind, made_on = self._made.get((index, source.call_id), ("none", frozenset()))
+                return kind != "none" and (not objects or bool(objects & made_on))
+        return False
+
+    def _judge_calls(self, upto: int) -> None:
+        """Judge the warrant of each call the conversation makes up to message ``upto``."""
+        for index in range(upto + 1):
+            calls = [c for c in _calls_of(self._messages[index]) if c["id"]]
+            if not calls or all((index, c["id"]) in self._made for c in calls):
+                continue
+            prefix = GroundingContext(self._tools, self._messages[:index])
+            prefix._made = self._made  # earlier calls are judged already: no recursion
+            for call in calls:
+                checked = prefix.ground_call(call)
+                schema = self.schemas.get(checked.name) or {}
+                made_on = capability(checked.name, str(schema.get("x-tool-description") or ""))
+                warrant = prefix.warrant(checked.name, checked.arguments)
+                self._made[(index, call["id"])] = (warrant.kind, made_on.objects)
 
     # -------------------------------------------------------------- provenance and trust
 
@@ -841,3 +863,29 @@ def _normal_args(args: Mapping[str, Any]) -> Any:
         return v
 
     return norm({k: v for k, v in args.items() if not is_empty(v)})
+
+
+def _calls_of(message: Any) -> list[dict[str, Any]]:
+    """The tool calls an AI message makes, ``{"name", "args", "id"}`` (OpenAI dicts too)."""
+    calls = (
+        message.get("tool_calls")
+        if isinstance(message, Mapping)
+        else getattr(message, "tool_calls", None)
+    )
+    out = []
+    for call in calls if isinstance(calls, list) else ():
+        if not isinstance(call, Mapping):
+            continue
+        name, args = call.get("name"), call.get("args")
+        function = call.get("function")
+        if isinstance(function, Mapping):  # an OpenAI-style dict
+            name = function.get("name")
+            try:
+                args = json.loads(function.get("arguments") or "{}")
+            except ValueError:
+                args = {}
+        out.append({
+            "name": str(name or ""), "args": args if isinstance(args, Mapping) else {},
+            "id": str(call["id"]) if call.get("id") else "",
+        })  # fmt: skip
+    return out

@@ -134,8 +134,8 @@ def confirmation_question(call: Any) -> str:
     Returns:
         "The result of get_webpage gives the recipient 'US13…' for send_money(…). Should I
         make this call? I will not unless you confirm."; for a call no warrant covers,
-        "Your request does not ask for delete_file(file_id='13'); the result of
-        get_webpage does. Should I make this call? I will not unless you confirm."
+        "Your request does not ask for delete_file(file_id='13'), which follows the result
+        of get_webpage. Should I make this call? I will not unless you confirm."
     """
     by_source: dict[str, list[str]] = {}
     prompted = ""
@@ -149,7 +149,7 @@ def confirmation_question(call: Any) -> str:
     args = ", ".join(f"{k}={v!r}" for k, v in call.args.items())
     text = f"{call.name}({args})"
     if prompted:
-        lead = f"Your request does not ask for {text}; {prompted} does"
+        lead = f"Your request does not ask for {text}, which follows {prompted}"
         detail = f" ({'; '.join(parts)})" if parts else ""
         return f"{lead}{detail}. {CONFIRM_CLOSE}"
     lead = "; ".join(parts) or "this call needs your confirmation"

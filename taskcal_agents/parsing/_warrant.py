@@ -6,23 +6,28 @@ a tool result supplies from being sent. An injection can also pick the *tool*: a
 legitimate flow also takes from tool results, but whose tool nothing the user said asks
 for. A :class:`Warrant` says what asked for a proposed call:
 
-- ``user``: no tool result precedes the call (only the user's and the deployment's words
-  can have prompted it); or the user's turns name the tool's **action** and its
-  **object**, or name its action while no value the call sends comes from a tool result;
-- ``chain``: the user's turns name the tool's action, and a value the call sends comes from
-  the result of an earlier call that itself has a warrant (a step the request implies, fed
-  by a step it asked for);
-- ``none``: neither; the tool results it follows are what prompted it.
+- ``user``: the current request names the tool's **action** and its **object**, or names
+  its action while no value the call sends comes from a tool result;
+- ``chain``: the current request names the tool's action, and every value the call takes
+  from a tool result comes from the result of an earlier call that has a warrant itself; a
+  value that picks what the call acts on (an ID, a recipient, an amount: any kind but
+  ``other``) from a call on the same object (a file's ID from a file search, for a file's
+  deletion), its free text from any;
+- ``none``: neither; the tool results it follows are recorded.
 
 The words (the rule, version :data:`WARRANT_RULE_VERSION`):
 
-- The user's words are those of the user's turns only, never a tool result nor a summary
-  LangChain's ``SummarizationMiddleware`` wrote as a user message.
+- The current request is the user's turns since the model's last reply that made no tool
+  call (the end of the previous exchange): never a tool result, nor a summary LangChain's
+  ``SummarizationMiddleware`` wrote as a user message, nor an earlier exchange's words. A
+  conversation cut short (a window of its last messages) holds fewer of them: the warrant
+  fails closed.
 - A tool's **action** is the first word of its name that is a verb of one of the
   :data:`ACTION_FAMILIES` (``send_money`` → ``send``), else the first such verb of its
   description's first sentence. The user names it with any verb of a family that holds it
   and fits the tool's object (``pay`` or ``refund`` for ``send_money``; ``adjust`` for
-  ``update_scheduled_transaction``). A tool with no such verb has its action named.
+  ``update_scheduled_transaction``); a question ("what", "which", "tell me"…) names a read.
+  A tool with no such verb has its action named only where its object is.
 - A tool's **object** is the other words of its name (less its action and
   :data:`GENERIC_WORDS`), each with its :data:`OBJECT_SYNONYMS`, and the nouns of its
   action's family (``bill`` for a money transfer). A tool with no object word has its
@@ -61,7 +66,7 @@ __all__ = [
     "user_words",
 ]
 
-WARRANT_RULE_VERSION = 1
+WARRANT_RULE_VERSION = 2
 """The version of the warrant rule (bumped whenever a list or a step changes)."""
 
 WarrantKind = Literal["user", "chain", "none"]
@@ -81,16 +86,11 @@ ACTION_FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         _words("money payment transaction transfer bill rent refund amount fund invoice fee"),
     ),
     "message": (
-        _words(
-            "send message email mail write reply post dm text forward notify contact answer tell"
-        ),
+        _words("send message email mail write reply post dm forward notify contact tell"),
         _words("message dm note reply chat text email mail"),
     ),
     "create": (
-        _words(
-            "create add new setup schedule plan arrange organize organise put insert register "
-            "compose draft"
-        ),
+        _words("create add setup schedule arrange organize organise insert register compose draft"),
         (),
     ),
     "change": (
@@ -104,17 +104,19 @@ ACTION_FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         _words("delete remove cancel erase drop clear discard trash unsubscribe revoke kick"),
         (),
     ),
-    "share": (_words("share grant invite give"), _words("access permission invitation")),
+    "share": (_words("share grant invite"), _words("access permission invitation")),
     "reserve": (
         _words("reserve reservation book booking"),
         _words("reservation booking table room stay seat ticket"),
     ),
     "append": (_words("append add write insert include"), ()),
-    "publish": (_words("post publish upload put"), _words("post page website")),
+    "publish": (_words("post publish upload"), _words("post page website")),
+    "purchase": (_words("buy purchase order checkout"), _words("order product item cart")),
+    "execute": (_words("run execute exec launch trigger invoke"), _words("command script job")),
     "read": (
         _words(
             "get read search find list check show look see fetch view display retrieve browse "
-            "visit summarize summarise"
+            "visit summarize summarise what which who whom whose when where why how"
         ),
         (),
     ),
@@ -164,7 +166,7 @@ def _base(word: str) -> str:
     if word in _VERBS:
         return word
     for ending in ("ing", "ed", "es", "s"):
-        if word.endswith(ending) and len(word) > len(ending) + 2:
+        if word.endswith(ending) and len(word) > len(ending) + 3:
             rest = word[: -len(ending)]
             for candidate in (rest, rest + "e", rest[:-1] if rest[-1:] == rest[-2:-1] else rest):
                 if candidate in _VERBS:
@@ -178,15 +180,13 @@ def _tokens(text: str) -> list[str]:
 
 
 def user_words(texts: Iterable[str]) -> frozenset[str]:
-    """The base words of the user's turns ("tell me" and "tell us" ask, they send nothing)."""
+    """The base words of the user's turns ("tell me" and "tell us" ask for a read)."""
     out: set[str] = set()
     for text in texts:
         tokens = _tokens(text)
-        out.update(
-            w
-            for i, w in enumerate(tokens)
-            if not (w == "tell" and tokens[i + 1 : i + 2] in (["me"], ["us"]))
-        )
+        for i, w in enumerate(tokens):
+            asks = w == "tell" and tokens[i + 1 : i + 2] in (["me"], ["us"])
+            out.add("show" if asks else w)
     return frozenset(out)
 
 
@@ -209,8 +209,10 @@ class Capability:
     objects: frozenset[str]
 
     def action_named(self, words: frozenset[str]) -> bool:
-        """Whether ``words`` name the action (always, for a tool with no listed verb)."""
-        return self.action is None or bool(self.verbs & words)
+        """Whether ``words`` name the action (for a tool with no listed verb: its object)."""
+        if self.action is None:
+            return bool(self.objects & words)
+        return bool(self.verbs & words)
 
     def object_named(self, words: frozenset[str]) -> bool:
         """Whether ``words`` name the object (always, for a tool with no object word)."""

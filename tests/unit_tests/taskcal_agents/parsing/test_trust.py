@@ -586,7 +586,7 @@ def test_a_recipient_word_or_shape_wins_over_the_id_word(name, value, kind):
 
 def test_an_account_id_a_tool_result_supplies_is_not_sent():
     tools = [_tool("transfer_funds", to_account_id="string", amount="number")]
-    context = GroundingContext(tools, conversation(BILL, user="Pay 98.70 for the car service."))
+    context = GroundingContext(tools, conversation(BILL, user="Pay the 98.70 bill, please."))
     call = context.ground_call(
         {"name": "transfer_funds", "args": {"to_account_id": IBAN_ATTACKER, "amount": 98.7}},
         TrustPolicy.by_kind(),
@@ -612,7 +612,8 @@ def test_an_account_id_a_tool_result_supplies_is_not_sent():
         ("note", "5000 eur", "other"),  # a code in lower case only under an amount's name
         ("note", "10 top", "other"),  # "TOP" is a code (Tonga's) only in capitals
         ("title", "Top 10", "other"),
-        ("amount", "five thousand", "other"),
+        ("amount", "five thousand", "amount"),  # named as an amount: one (fail closed)
+        ("amount", "5000 euros", "amount"),
         ("query", "EUR 5000 to Bob", "other"),
     ],
 )
