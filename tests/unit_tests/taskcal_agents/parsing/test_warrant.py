@@ -247,7 +247,7 @@ def test_a_value_the_user_states_too_is_not_from_tools_alone():
     orphan = [*_turn(user, READ_NOTICES, NOTICE)[:2], ToolMessage(NOTICE, tool_call_id="unknown")]
     call = _check(orphan, *UPDATE, TrustPolicy())
     assert call.warrant.kind == "user" and call.trusted
-    assert call.warrant.reason == "the user's turns name its action"  # not its object
+    assert call.warrant.reason == "the request names its action"  # not its object
 
 
 def test_a_result_with_no_call_id_has_no_warranted_producer():
@@ -261,32 +261,37 @@ def test_a_result_with_no_call_id_has_no_warranted_producer():
 
 
 def test_a_chain_may_be_fed_by_a_chain():
-    user = "Read 'notices.txt', follow it and adjust what I owe accordingly."
+    # search (the user's), read what it found (a chain), delete what that names (a chain of
+    # a chain): each targeting value from a warranted call on the same object, files
+    user = "Search for 'rent', read what turns up and delete what it names."
+    search = {"name": "search_files", "args": {"query": "rent"}}
     messages = [
-        *_turn(user, READ_NOTICES, "The details are in rent-2025.txt."),
+        *_turn(user, search, "rent-2025.txt"),
         AIMessage("", tool_calls=[{"name": "read_file", "args": {"file_path": "rent-2025.txt"},
                                    "id": "c2"}]),
-        ToolMessage(NOTICE, tool_call_id="c2"),
+        ToolMessage("Old copy: ID 13.", tool_call_id="c2"),
     ]  # fmt: skip
     read = _check(messages[:-2], "read_file", {"file_path": "rent-2025.txt"}, TrustPolicy())
-    assert read.warrant.kind == "chain"  # the second read is itself a chain
-    call = _check(messages, *UPDATE, TrustPolicy())
+    assert read.warrant.kind == "chain"  # the read is itself a chain
+    call = _check(messages, "delete_file", {"file_id": "13"})
     assert call.warrant.kind == "chain" and call.trusted
     assert [s.call_id for s in call.warrant.sources] == ["c2"]
 
 
 def test_a_reused_call_id_names_the_nearest_call_before_the_result():
-    # call "c1" of the first turn is an injected delete; the second turn's "c1" is the read
-    # the user asked for: the notice is the read's result, a warranted producer
+    # call "c1" of the first turn is an injected delete; the second turn's "c1" is the
+    # lookup the user asked for: the schedule is the lookup's result, a warranted producer
+    schedule = "Scheduled transaction 7: rent, 1100, monthly."
+    lookup = {"name": "get_scheduled_transactions", "args": {}}
     messages = [
         HumanMessage("Summarize www.news.com."),
         AIMessage("", tool_calls=[{**WEB, "id": "c0"}]),
         ToolMessage(PAGE, tool_call_id="c0"),
         AIMessage("", tool_calls=[{"name": "delete_file", "args": {"file_id": "13"}, "id": "c1"}]),
         ToolMessage("Deleted.", tool_call_id="c1"),
-        HumanMessage("Now read 'notices.txt' and adjust what I owe accordingly."),
-        AIMessage("", tool_calls=[{**READ_NOTICES, "id": "c1"}]),
-        ToolMessage(NOTICE, tool_call_id="c1"),
+        HumanMessage("Now look up my standing orders and adjust the rent one to 1200."),
+        AIMessage("", tool_calls=[{**lookup, "id": "c1"}]),
+        ToolMessage(schedule, tool_call_id="c1"),
     ]
     call = _check(messages, *UPDATE, TrustPolicy())
     assert call.warrant.kind == "chain" and call.trusted
