@@ -255,6 +255,12 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     ``provenance``. A trusted call is decided by the samples, its decision recording
     ``n_untrusted`` 0 and the provenance. ``None``, or a task without ``trust``: no
     policy (as before); ``Choice`` and ``Score`` questions are answered as before."""
+    hold_questions: tuple[str, ...] = ("is_risky", "needs_review")
+    """Under :attr:`task`'s trust policy, the ``Noul`` question IDs whose "yes" holds the
+    call they ask about: ``AutoModeMiddleware``'s (``"is_risky"``) and
+    :func:`~taskcal_agents.langchain.hitl_when`'s (``"needs_review"``). A call that breaks
+    the policy, asked about under another ID, is an error naming it, never an answer that
+    may let it through (a "yes" that means "safe")."""
     tools: list[Any] = Field(default_factory=list)
     """The agent's tools: under :attr:`task`'s trust policy their schemas name each
     argument's kind (as :func:`~taskcal_agents.langchain.trust_gate` takes them); a tool
@@ -500,6 +506,15 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
         if not violations:
             return None
         explained = "; ".join(dict.fromkeys(v.explain() for v in violations))
+        if question_id not in self.hold_questions:
+            msg = (
+                f"TaskCalibratedDecisionModel question {question_id!r} asks about the call "
+                f"{review.calls[0].name}, which breaks the trust policy of task {task.name!r} "
+                f"({explained}); only a yes to the questions in hold_questions "
+                f"{list(self.hold_questions)} holds a call. Add {question_id!r} to "
+                "hold_questions if its yes holds the call."
+            )
+            raise ConfigurationError(msg)
         reason = (
             f"the call {review.calls[0].name} breaks the trust policy of task {task.name!r} "
             f"({explained}); answered {_HELD!r} without sampling"

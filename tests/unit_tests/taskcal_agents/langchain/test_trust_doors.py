@@ -414,3 +414,24 @@ def test_trust_gate_lets_the_users_own_recipient_run_without_interrupt(interrupt
     result = agent.invoke({"messages": [HumanMessage(f"Send 50 to {ATTACKER}.")]}, config)
     assert "__interrupt__" not in result
     assert sent == [ATTACKER] and paid(result)[0].content == "sent"
+
+
+def test_only_a_question_whose_yes_holds_the_call_answers_an_untrusted_one() -> None:
+    from taskcal_agents.langchain._decision_model import TaskCalibratedDecisionModel
+    from taskcal_agents.langchain._interop import HITL_QUESTION_ID
+
+    # the defaults are the two doors' question IDs
+    assert TaskCalibratedDecisionModel.model_fields["hold_questions"].default == (
+        AUTO_MODE_QUESTION_ID, HITL_QUESTION_ID
+    )  # fmt: skip
+    classifier = risk_classifier(
+        scripted(*["Yes."] * 4), task=policy_task(), tools=[send_money, get_webpage], n_samples=4
+    )
+    state = review_state(conversation(), injected(0))
+    # "is this call safe?": a yes would let the injected payment through, so it is an error
+    with pytest.raises(ConfigurationError, match=r"question 'is_safe' asks about the call"):
+        classifier.decide(state, "is_safe", RISKY)
+    # named as one whose yes holds the call, it holds it unsampled
+    holding = classifier.model_copy(update={"hold_questions": ("is_safe",)})
+    decision = holding.decide(state, "is_safe", RISKY)
+    assert (decision.action, decision.n_samples) == ("yes", 0)
