@@ -146,8 +146,7 @@ def confirmation_question(call: Any) -> str:
         value = repr(v.value) if isinstance(v.value, str) else json.dumps(v.value, default=str)
         by_source.setdefault(v.describe(), []).append(f"the {_phrase_of(v.argument)} {value}")
     parts = [f"{source} gives {' and '.join(what)}" for source, what in by_source.items()]
-    args = ", ".join(f"{k}={v!r}" for k, v in call.args.items())
-    text = f"{call.name}({args})"
+    text = _call_text(call)  # the call as it is sent, as the mark confirms it
     if prompted:
         lead = f"Your request does not ask for {text}, which follows {prompted}"
         detail = f" ({'; '.join(parts)})" if parts else ""

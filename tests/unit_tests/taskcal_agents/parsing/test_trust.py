@@ -847,3 +847,20 @@ def test_more_argument_kinds(name, prop, value, kind):
 def test_a_lower_case_code_is_an_iban_only_with_its_check_digits():
     assert identifier_shape("ab12cdefghijklmn") == "identifier"
     assert identifier_shape("gb29nwbk60161331926819") == "recipient"
+
+
+def test_the_question_states_the_call_as_it_would_be_sent():
+    # an invented optional subject is dropped before sending: the question does not show it,
+    # and the yes confirms the call without it, as the question states it
+    task = with_policy(tool_decision(), "by_kind")
+    args = {"recipient": IBAN_ATTACKER, "amount": 10, "subject": "Invented gift"}
+    asked = Decider(task).decide(
+        call_samples(args), context=GroundingContext(TOOLS, conversation(BILL)),
+        tool_names=["send_money"],
+    )  # fmt: skip
+    assert asked.action == "request_for_info"
+    assert "Invented gift" not in asked.message.content
+    assert f"send_money(recipient='{IBAN_ATTACKER}', amount=10)" in asked.message.content
+    assert asked.message.response_metadata["taskcal_confirm"]["args"] == {
+        "recipient": IBAN_ATTACKER, "amount": 10
+    }  # fmt: skip
