@@ -76,7 +76,13 @@ from taskcal_agents.parsing._questions import (
 from taskcal_agents.parsing._tool_calls import extract_tool_calls
 from taskcal_agents.parsing._tool_schemas import tool_schemas
 from taskcal_agents.parsing._trust import TrustPolicy, TrustViolation
-from taskcal_agents.parsing._warrant import Warrant, capability, prompted_by, user_words
+from taskcal_agents.parsing._warrant import (
+    Warrant,
+    capability,
+    names_an_action,
+    prompted_by,
+    user_words,
+)
 
 __all__ = [
     "ArgumentCheck",
@@ -595,14 +601,18 @@ class GroundingContext:
         users = [s.message for s, _ in self._parts if s.kind == "user" and s.message is not None]
         since = max(users) if users else None
         words = self._request_words()
-        if not cap.action_named(words):
-            what = f"its action ({cap.action})" if cap.action else "its object"
-            reason = f"the request does not name {what}"
-            return Warrant("none", reason, prompted_by(cap, results, since))
         sent = [
             a for a in arguments if a.how != "empty" and (a.status != "unsupported" or a.required)
         ]
         from_tools = [a for a in sent if a.sources and all(s.kind == "tool" for s in a.sources)]
+        stated = any(s.kind in ("user", "system") for a in sent for s in a.sources)
+        if cap.reads and not from_tools and stated:
+            # a read of the values the user gave: the step their request needs first
+            return Warrant("user", "a read of the request's own values")
+        if not cap.action_named(words):
+            what = f"its action ({cap.action})" if cap.action else "its object"
+            reason = f"the request does not name {what}"
+            return Warrant("none", reason, prompted_by(cap, results, since))
         if cap.object_named(words) or not from_tools:
             named = "its action and object" if cap.object_named(words) else "its action"
             return Warrant("user", f"the request names {named}")
@@ -625,17 +635,29 @@ class GroundingContext:
         return Warrant("chain", reason, tuple(feeding))
 
     def _request_words(self) -> frozenset[str]:
-        """The current request's words: the user's turns since the model's last plain reply.
+        """The current request's words: the user's turns since the previous exchange ended.
 
-        A plain reply is an AI message with text and no tool call that is not one of the
-        library's confirmation questions (the end of the previous exchange).
+        An AI message with no tool call ends an exchange, except a question the user's next
+        turn answers: the library's confirmation answered with a plain yes, or a reply that
+        ends with "?" answered with words that name no action ("100 dollars", "the 13th").
         """
         if self._user_words is None:
             start = -1
             for i, message in enumerate(self._messages):
                 role, text = _message_role_text(message)
-                plain = role in ("ai", "assistant") and text.strip() and not _calls_of(message)
-                if plain and confirmation_calls(message) is None:
+                if role not in ("ai", "assistant") or _calls_of(message):
+                    continue
+                answer = next(
+                    (t for r, t in map(_message_role_text, self._messages[i + 1 :])
+                     if r in ("user", "human")),
+                    None,
+                )  # fmt: skip
+                if confirmation_calls(message) is not None:
+                    answered = answer is not None and is_affirmative(answer)
+                else:
+                    asked = text.rstrip().endswith("?")
+                    answered = asked and answer is not None and not names_an_action(answer)
+                if not answered:
                     start = i
             self._user_words = user_words(
                 t for s, t in self._parts if s.kind == "user" and (s.message or 0) > start

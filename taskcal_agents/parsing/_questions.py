@@ -148,7 +148,8 @@ def confirmation_question(call: Any) -> str:
     parts = [f"{source} gives {' and '.join(what)}" for source, what in by_source.items()]
     text = _call_text(call)  # the call as it is sent, as the mark confirms it
     if prompted:
-        lead = f"Your request does not ask for {text}, which follows {prompted}"
+        follows = f", which follows {prompted}" if prompted != "no message" else ""
+        lead = f"Your request does not ask for {text}{follows}"
         detail = f" ({'; '.join(parts)})" if parts else ""
         return f"{lead}{detail}. {CONFIRM_CLOSE}"
     lead = "; ".join(parts) or "this call needs your confirmation"

@@ -18,7 +18,9 @@ for. A :class:`Warrant` says what asked for a proposed call:
 The words (the rule, version :data:`WARRANT_RULE_VERSION`):
 
 - The current request is the user's turns since the model's last reply that made no tool
-  call (the end of the previous exchange): never a tool result, nor a summary LangChain's
+  call (the end of the previous exchange; a question the user's next turn answers, the
+  library's confirmation with a plain yes or another question with words that name no
+  action, does not end it): never a tool result, nor a summary LangChain's
   ``SummarizationMiddleware`` wrote as a user message, nor an earlier exchange's words. A
   conversation cut short (a window of its last messages) holds fewer of them: the warrant
   fails closed.
@@ -27,7 +29,10 @@ The words (the rule, version :data:`WARRANT_RULE_VERSION`):
   description's first sentence. The user names it with any verb of a family that holds it
   and fits the tool's object (``pay`` or ``refund`` for ``send_money``; ``adjust`` for
   ``update_scheduled_transaction``); a question ("what", "which", "tell me"…) names a read.
-  A tool with no such verb has its action named only where its object is.
+  With no such verb, the name's first word is its action (``remind``, ``export``) unless
+  it names an object (``file_manager``): then the action is named only where the object
+  is, with a verb that is not a read's. A read of values the user gave (none from a tool
+  result) is the user's: the step their request needs first.
 - A tool's **object** is the other words of its name (less its action and
   :data:`GENERIC_WORDS`), each with its :data:`OBJECT_SYNONYMS`, and the nouns of its
   action's family (``bill`` for a money transfer). A tool with no object word has its
@@ -63,6 +68,7 @@ __all__ = [
     "WarrantKind",
     "WarrantRule",
     "capability",
+    "names_an_action",
     "user_words",
 ]
 
@@ -150,6 +156,10 @@ GENERIC_WORDS: frozenset[str] = frozenset(
 """Words of a tool's name that name no object (``get_file_by_id``: file)."""
 
 _VERBS = frozenset(v for verbs, _ in ACTION_FAMILIES.values() for v in verbs)
+_WRITE_VERBS = _VERBS - frozenset(ACTION_FAMILIES["read"][0])
+_NOUNS = frozenset(n for _, nouns in ACTION_FAMILIES.values() for n in nouns) | frozenset(
+    w for group in OBJECT_SYNONYMS for w in group
+)
 _IRREGULAR = {
     "sent": "send", "paid": "pay", "made": "make", "wrote": "write", "written": "write",
     "gave": "give", "given": "give", "found": "find", "saw": "see", "seen": "see",
@@ -190,15 +200,22 @@ def user_words(texts: Iterable[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+def names_an_action(text: str) -> bool:
+    """Whether ``text`` names an action (a family's verb, a question word aside)."""
+    questions = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how"}
+    return bool((user_words([text]) & _VERBS) - questions)
+
+
 @dataclass(frozen=True)
 class Capability:
     """What a tool does, in words: its action's verbs and its object's words.
 
     Attributes:
         tool: The tool's name.
-        action: Its action verb (``None``: its name and description have none listed).
+        action: Its action verb (``None``: none listed, and its name begins with an
+            object's word).
         verbs: The verbs that name the action (of the families that hold it and fit its
-            object); empty when ``action`` is ``None``.
+            object, or the name's own first word); empty when ``action`` is ``None``.
         objects: The words that name its object (its name's other words, their synonyms
             and its families' nouns); empty when its name has no object word.
     """
@@ -208,10 +225,18 @@ class Capability:
     verbs: frozenset[str]
     objects: frozenset[str]
 
+    @property
+    def reads(self) -> bool:
+        """Whether its action is a read's (``get``, ``search``, ``list``…)."""
+        return self.action in ACTION_FAMILIES["read"][0]
+
     def action_named(self, words: frozenset[str]) -> bool:
-        """Whether ``words`` name the action (for a tool with no listed verb: its object)."""
+        """Whether ``words`` name the action.
+
+        For a tool with no listed verb: its object and some action that is not a read.
+        """
         if self.action is None:
-            return bool(self.objects & words)
+            return bool(self.objects & words) and bool(_WRITE_VERBS & words)
         return bool(self.verbs & words)
 
     def object_named(self, words: frozenset[str]) -> bool:
@@ -226,6 +251,9 @@ def capability(name: str, description: str = "") -> Capability:
     action = next((w for w in name_words if w in _VERBS), None)
     if action is None:
         action = next((w for w in _tokens(first_sentence) if w in _VERBS), None)
+    own = None  # a verb no family lists: the name's first word, unless it names an object
+    if action is None and name_words and name_words[0] not in _NOUNS | GENERIC_WORDS:
+        own = action = name_words[0]
     nouns = [w for w in name_words if w != action and w not in GENERIC_WORDS and len(w) > 1]
     objects = set(nouns)
     for group in OBJECT_SYNONYMS:
@@ -234,7 +262,7 @@ def capability(name: str, description: str = "") -> Capability:
     families = [f for f, (verbs, _) in ACTION_FAMILIES.items() if action in verbs]
     fitting = [f for f in families if objects & set(ACTION_FAMILIES[f][1])]
     chosen = fitting or families
-    verbs = {v for f in chosen for v in ACTION_FAMILIES[f][0]}
+    verbs = {v for f in chosen for v in ACTION_FAMILIES[f][0]} | ({own} if own else set())
     if objects:
         objects |= {n for f in chosen for n in ACTION_FAMILIES[f][1]}
     return Capability(name, action, frozenset(verbs), frozenset(objects))

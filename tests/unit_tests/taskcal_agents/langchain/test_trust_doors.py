@@ -109,14 +109,15 @@ def test_trust_gate_interrupts_exactly_the_untrusted_calls() -> None:
     assert not gate(SimpleNamespace(tool_call=injected(0).tool_calls[0], state=typed))
     read = {"name": "get_webpage", "args": {"url": "www.news-example.com"}, "id": "r"}
     assert not gate(SimpleNamespace(tool_call=read, state=state))
-    # undeclared, a tool is a write: a read the request does not ask for needs review
+    # undeclared, a tool is a write and needs a warrant: reading the page the user named is
+    # theirs, whether the request asks to read it ("What does … say") or not
     plain = trust_gate("by_kind", [send_money, get_webpage])
-    assert not plain(SimpleNamespace(tool_call=read, state=state))  # "What does … say"
+    assert not plain(SimpleNamespace(tool_call=read, state=state))
     unasked = [
         HumanMessage("Pay 50 to the charity on www.news-example.com."),
         *state["messages"][1:],
     ]
-    assert plain(SimpleNamespace(tool_call=read, state={"messages": unasked}))
+    assert not plain(SimpleNamespace(tool_call=read, state={"messages": unasked}))
     with pytest.raises(ConfigurationError, match="effects"):
         trust_gate("by_kind", [send_money], {"tools": {"send_money": "pay"}})
 
