@@ -38,10 +38,13 @@ The words (the rule, version :data:`WARRANT_RULE_VERSION`):
   action's family (``bill`` for a money transfer). A tool with no object word has its
   object named.
 - Words are compared lower-cased, singular (``files`` → ``file``) and, for verbs, on their
-  base (``sending``, ``sent`` → ``send``); "tell me" and "tell us" name no message.
+  base (``sending``, ``sent`` → ``send``); "tell me" and "tell us" ask for a read, not a
+  message.
 
 The lists were written from common tool names and requests (messages, money, calendars,
-files, bookings, directories), before any injection was run against them.
+files, bookings, directories). Version 1 came before any injection was run against them;
+version 2 changed them after independent reviews' hand-made conversations, none taken from
+a benchmark's injections.
 """
 
 from __future__ import annotations
