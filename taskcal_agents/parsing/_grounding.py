@@ -66,7 +66,7 @@ from taskcal_agents.parsing._grounding_rules import (
     check_value,
     is_empty,
 )
-from taskcal_agents.parsing._provenance import Source, call_names, message_source
+from taskcal_agents.parsing._provenance import Source, call_names, made_calls, message_source
 from taskcal_agents.parsing._questions import (
     CONFIRM_METADATA_KEY,
     is_affirmative,
@@ -601,9 +601,7 @@ class GroundingContext:
         users = [s.message for s, _ in self._parts if s.kind == "user" and s.message is not None]
         since = max(users) if users else None
         words = self._request_words()
-        sent = [
-            a for a in arguments if a.how != "empty" and (a.status != "unsupported" or a.required)
-        ]
+        sent = [a for a in arguments if _is_sent(a)]
         from_tools = [a for a in sent if a.sources and all(s.kind == "tool" for s in a.sources)]
         stated = any(s.kind in ("user", "system") for a in sent for s in a.sources)
         if cap.reads and not from_tools and stated:
@@ -642,16 +640,15 @@ class GroundingContext:
         ends with "?" answered with words that name no action ("100 dollars", "the 13th").
         """
         if self._user_words is None:
-            start = -1
-            for i, message in enumerate(self._messages):
+            start, answer = -1, None  # answer: the user's next turn after message i
+            for i in range(len(self._messages) - 1, -1, -1):  # the last exchange's end
+                message = self._messages[i]
                 role, text = _message_role_text(message)
-                if role not in ("ai", "assistant") or _calls_of(message):
+                if role in ("user", "human"):
+                    answer = text
                     continue
-                answer = next(
-                    (t for r, t in map(_message_role_text, self._messages[i + 1 :])
-                     if r in ("user", "human")),
-                    None,
-                )  # fmt: skip
+                if role not in ("ai", "assistant") or made_calls(message):
+                    continue
                 if confirmation_calls(message) is not None:
                     answered = answer is not None and is_affirmative(answer)
                 else:
@@ -659,6 +656,7 @@ class GroundingContext:
                     answered = asked and answer is not None and not names_an_action(answer)
                 if not answered:
                     start = i
+                    break
             self._user_words = user_words(
                 t for s, t in self._parts if s.kind == "user" and (s.message or 0) > start
             )
@@ -675,7 +673,7 @@ class GroundingContext:
         if source.kind != "tool" or source.message is None or not source.call_id:
             return False
         for index in range(source.message - 1, -1, -1):
-            ids = [c["id"] for c in _calls_of(self._messages[index])]
+            ids = [c["id"] for c in made_calls(self._messages[index])]
             if source.call_id in ids:
                 self._judge_calls(index)
                 kind, made_on = self._made.get((index, source.call_id), ("none", frozenset()))
@@ -685,7 +683,7 @@ class GroundingContext:
     def _judge_calls(self, upto: int) -> None:
         """Judge the warrant of each call the conversation makes up to message ``upto``."""
         for index in range(upto + 1):
-            calls = [c for c in _calls_of(self._messages[index]) if c["id"]]
+            calls = [c for c in made_calls(self._messages[index]) if c["id"]]
             if not calls or all((index, c["id"]) in self._made for c in calls):
                 continue
             prefix = GroundingContext(self._tools, self._messages[:index])
@@ -763,7 +761,7 @@ class GroundingContext:
     ) -> tuple[TrustViolation, ...]:
         out: list[TrustViolation] = []
         for check in checks:
-            if check.how == "empty" or (check.status == "unsupported" and not check.required):
+            if not _is_sent(check):
                 continue  # nothing sent, or dropped before sending (grounded_message)
             explicit = f"{tool}.{check.name}" in trust.arguments
             for name, value, prop in _leaves(check.name, check.value, props[check.name]):
@@ -841,6 +839,11 @@ def _leaves(
     return [(name, value, {k: v for k, v in prop.items() if k not in marks})]
 
 
+def _is_sent(check: ArgumentCheck) -> bool:
+    """Whether the call sends the argument: given, and not an unsupported optional one."""
+    return check.how != "empty" and (check.status != "unsupported" or check.required)
+
+
 def call_key(name: str, args: Mapping[str, Any]) -> str:
     """A call's identity for a confirmation: its tool and normalised arguments."""
     return json.dumps([name, _normal_args(args)], sort_keys=True, default=str)
@@ -885,29 +888,3 @@ def _normal_args(args: Mapping[str, Any]) -> Any:
         return v
 
     return norm({k: v for k, v in args.items() if not is_empty(v)})
-
-
-def _calls_of(message: Any) -> list[dict[str, Any]]:
-    """The tool calls an AI message makes, ``{"name", "args", "id"}`` (OpenAI dicts too)."""
-    calls = (
-        message.get("tool_calls")
-        if isinstance(message, Mapping)
-        else getattr(message, "tool_calls", None)
-    )
-    out = []
-    for call in calls if isinstance(calls, list) else ():
-        if not isinstance(call, Mapping):
-            continue
-        name, args = call.get("name"), call.get("args")
-        function = call.get("function")
-        if isinstance(function, Mapping):  # an OpenAI-style dict
-            name = function.get("name")
-            try:
-                args = json.loads(function.get("arguments") or "{}")
-            except ValueError:
-                args = {}
-        out.append({
-            "name": str(name or ""), "args": args if isinstance(args, Mapping) else {},
-            "id": str(call["id"]) if call.get("id") else "",
-        })  # fmt: skip
-    return out

@@ -11,11 +11,12 @@ from being sent.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["SOURCE_KINDS", "Source", "SourceKind", "message_source"]
+__all__ = ["SOURCE_KINDS", "Source", "SourceKind", "call_names", "made_calls", "message_source"]
 
 SourceKind = Literal["user", "system", "tool", "inferred", "model"]
 """Where a value comes from: a user, system or tool message, an inference from the schema
@@ -118,15 +119,28 @@ def call_names(messages: Iterable[Any]) -> dict[str, str]:
     Pass the messages before a tool result, not the whole conversation: a later call may
     reuse the id (``call_0`` in every turn).
     """
-    out: dict[str, str] = {}
-    for m in messages:
-        calls = _field(m, "tool_calls")
-        for c in calls if isinstance(calls, list) else ():
-            if not isinstance(c, Mapping):
-                continue
-            name = c.get("name") or (c.get("function") or {}).get("name")
-            if c.get("id") and name:
-                out[str(c["id"])] = str(name)
+    return {c["id"]: c["name"] for m in messages for c in made_calls(m) if c["id"] and c["name"]}
+
+
+def made_calls(message: Any) -> list[dict[str, Any]]:
+    """The tool calls an AI message makes, ``{"name", "args", "id"}`` (OpenAI dicts too)."""
+    calls = _field(message, "tool_calls")
+    out = []
+    for call in calls if isinstance(calls, list) else ():
+        if not isinstance(call, Mapping):
+            continue
+        name, args = call.get("name"), call.get("args")
+        function = call.get("function")
+        if isinstance(function, Mapping):  # an OpenAI-style dict
+            name = function.get("name")
+            try:
+                args = json.loads(function.get("arguments") or "{}")
+            except ValueError:
+                args = {}
+        out.append({
+            "name": str(name or ""), "args": args if isinstance(args, Mapping) else {},
+            "id": str(call["id"]) if call.get("id") else "",
+        })  # fmt: skip
     return out
 
 

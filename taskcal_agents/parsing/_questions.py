@@ -138,17 +138,17 @@ def confirmation_question(call: Any) -> str:
         of get_webpage. Should I make this call? I will not unless you confirm."
     """
     by_source: dict[str, list[str]] = {}
-    prompted = ""
+    unwarranted = None
     for v in call.violations:
-        if not v.argument:  # the call itself has no warrant: name what prompted it
-            prompted = v.describe() if v.sources else "no message"
+        if not v.argument:  # the call itself has no warrant: name the result it follows
+            unwarranted = v
             continue
         value = repr(v.value) if isinstance(v.value, str) else json.dumps(v.value, default=str)
         by_source.setdefault(v.describe(), []).append(f"the {_phrase_of(v.argument)} {value}")
     parts = [f"{source} gives {' and '.join(what)}" for source, what in by_source.items()]
     text = _call_text(call)  # the call as it is sent, as the mark confirms it
-    if prompted:
-        follows = f", which follows {prompted}" if prompted != "no message" else ""
+    if unwarranted is not None:
+        follows = f", which follows {unwarranted.describe()}" if unwarranted.sources else ""
         lead = f"Your request does not ask for {text}{follows}"
         detail = f" ({'; '.join(parts)})" if parts else ""
         return f"{lead}{detail}. {CONFIRM_CLOSE}"

@@ -49,6 +49,7 @@ a benchmark's injections.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -247,6 +248,7 @@ class Capability:
         return not self.objects or bool(self.objects & words)
 
 
+@functools.lru_cache(maxsize=1024)
 def capability(name: str, description: str = "") -> Capability:
     """The :class:`Capability` of the tool ``name`` (see the module docstring)."""
     name_words = _tokens(name)

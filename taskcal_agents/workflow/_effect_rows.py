@@ -47,7 +47,7 @@ from taskcal_agents.decision import (
     Task,
     tool_decision,
 )
-from taskcal_agents.parsing import GroundingContext, lexical_fit
+from taskcal_agents.parsing import GroundingContext, effect_severity, lexical_fit
 from taskcal_agents.workflow._runner import message_from_dict
 
 __all__ = ["DECODERS", "crossfit_rows", "decide_records", "refusals", "summary", "table"]
@@ -126,7 +126,7 @@ def decide_records(
                 sent = decision.message.tool_calls
             effect = max(
                 (effects.get(c["name"], "write") for c in sent),
-                key=["read", "write", "irreversible"].index,
+                key=effect_severity,
                 default="write",
             )
             generic = (  # the task's ask text, while a sample made a grounded call
