@@ -186,18 +186,18 @@ def test_an_earlier_exchange_does_not_warrant_this_one():
     assert _check(same, "delete_file", {"file_id": "13"}).warrant.kind == "user"
 
 
-def test_a_long_conversation_is_judged_in_linear_time():
-    import time
-
-    messages: list = [HumanMessage("Check record 42 again and again, then delete it.")]
-    for i in range(40):
-        call = {"name": "read_file", "args": {"file_path": "42"}}
+def test_a_long_chain_is_judged_without_recursion():
+    # 400 reads, each of the file the one before named, then the deletion of the last: every
+    # call is judged once, in order (a recursive judge ran out of stack here)
+    messages: list = [
+        HumanMessage("Read r0, then read each one it points to, and delete the last.")
+    ]
+    for i in range(400):
+        call = {"name": "read_file", "args": {"file_path": f"r{i}"}}
         messages += [AIMessage("", tool_calls=[{**call, "id": f"c{i}"}]),
-                     ToolMessage("record 42 unchanged", tool_call_id=f"c{i}")]  # fmt: skip
-    start = time.perf_counter()
-    call = _check(messages, "delete_file", {"file_id": "42"})
-    assert call.warrant.kind in ("user", "chain")
-    assert time.perf_counter() - start < 30  # exponential before: minutes at 18 results
+                     ToolMessage(f"next: r{i + 1}", tool_call_id=f"c{i}")]  # fmt: skip
+    call = _check(messages, "delete_file", {"file_id": "r400"})
+    assert call.warrant.kind == "chain" and [s.call_id for s in call.warrant.sources] == ["c399"]
 
 
 def test_a_summary_is_not_the_users_words():
