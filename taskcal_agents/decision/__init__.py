@@ -52,6 +52,9 @@ from taskcal_agents.decision._decider import raw_inputs as raw_inputs
 from taskcal_agents.decision._effects import ToolEffects
 from taskcal_agents.decision._effects import effect_resolver as effect_resolver
 from taskcal_agents.decision._executability import trusted_flags as trusted_flags
+from taskcal_agents.decision._one_pass import ONE_PASS_PSEUDO_SAMPLES as ONE_PASS_PSEUDO_SAMPLES
+from taskcal_agents.decision._one_pass import one_pass_belief as one_pass_belief
+from taskcal_agents.decision._one_pass import read_one_pass as read_one_pass
 from taskcal_agents.decision._options import DEFAULT_N_SAMPLES as DEFAULT_N_SAMPLES
 from taskcal_agents.decision._options import DEFAULT_TEMPERATURE as DEFAULT_TEMPERATURE
 from taskcal_agents.decision._options import AdaptiveSampling, SamplingOptions
@@ -71,6 +74,7 @@ from taskcal_agents.decision._protocol import Draw as Draw
 from taskcal_agents.decision._protocol import Drawn as Drawn
 from taskcal_agents.decision._protocol import RetryPolicy as RetryPolicy
 from taskcal_agents.decision._protocol import decide_in_rounds as decide_in_rounds
+from taskcal_agents.decision._protocol import decide_one_pass as decide_one_pass
 from taskcal_agents.decision._protocol import draw_in_rounds as draw_in_rounds
 from taskcal_agents.decision._record import modal_provenance as modal_provenance
 from taskcal_agents.decision._risk_control import RiskControl as RiskControl

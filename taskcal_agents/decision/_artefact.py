@@ -757,6 +757,9 @@ class ServedSettings(NamedTuple):
     which the shipped samples left at the server's defaults."""
     alpha: float | None = None
     """The Dirichlet prior α given explicitly (``None``: the calibrator's)."""
+    belief: str = "samples"
+    """How the belief is read: ``"samples"`` (N completions) or ``"one_pass"``
+    (:attr:`~taskcal_agents.decision.SamplingOptions.belief`)."""
     registry_model: str | None = None
     """The registry model :attr:`model` names (its registry name, or an upstream id such as
     ``Qwen/Qwen2.5-Coder-1.5B-Instruct``; ``taskcal_agents.models.registry_name_of``), or
@@ -777,9 +780,14 @@ class _Fitted(NamedTuple):
     n: int | None
     temperature: float | None
     max_tokens: int | None
+    belief: str
+    """``"samples"`` or ``"one_pass"`` (``"samples"`` where not recorded: the older files)."""
     defaults: bool
     """Whether its samples left ``tool_choice`` at ``"auto"`` and the other sampling
     parameters at the server's defaults (what ``taskcal calibrate`` draws)."""
+
+
+_BELIEF_NAMES = {"samples": "sampled beliefs", "one_pass": "one-pass beliefs"}
 
 
 def _is_int(value: Any) -> bool:
@@ -798,7 +806,9 @@ def _fitted(artefact: CalibratorArtefact) -> _Fitted:
         source, defaults = (samples if isinstance(samples, Mapping) else {}), False
     model, n, temperature = source.get("model"), source.get("n"), source.get("temperature")
     limit = source.get("max_tokens") if defaults else None
+    belief = source.get("belief")
     return _Fitted(
+        belief="one_pass" if belief in ("one_pass", "logprob") else "samples",
         model=model if isinstance(model, str) and model else None,
         n=n if _is_int(n) else None,
         temperature=(
@@ -861,7 +871,12 @@ def mismatch(
         and model not in (served.model, served.registry_model)
     ):
         return f"it was fitted for model {model!r}, this front door serves {served.model!r}"
-    if fitted.n is not None and served.n_samples != fitted.n:
+    if fitted.belief != served.belief:
+        return (
+            f"it was fitted on {_BELIEF_NAMES[fitted.belief]}, this front door reads "
+            f"{_BELIEF_NAMES.get(served.belief, served.belief)}"
+        )
+    if fitted.belief == "samples" and fitted.n is not None and served.n_samples != fitted.n:
         return f"it was fitted on N = {fitted.n} samples, this front door draws {served.n_samples}"
     temperature = fitted.temperature
     if (

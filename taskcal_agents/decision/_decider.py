@@ -49,6 +49,7 @@ from taskcal_agents.decision._executability import (
     replacement_reason,
     ungrounded_flags,
 )
+from taskcal_agents.decision._one_pass import read_one_pass
 from taskcal_agents.decision._record import (
     Decision,
     evidence_fields,
@@ -321,6 +322,64 @@ class Decider:
             context=context,
         )
         return with_repeats(decision, n_repeats, belief)
+
+    def decide_one_pass(
+        self,
+        probs: Sequence[float] | NDArray[np.float64],
+        greedy: AIMessage | None,
+        *,
+        forward_passes: int,
+        tool_names: Sequence[str] | None = None,
+        return_samples: bool = False,
+        answered_calls: Collection[str] = (),
+        context: GroundingContext | None = None,
+    ) -> Decision:
+        """Decide from a one-pass belief and one greedy completion.
+
+        The greedy completion is read as :meth:`decide` reads a sample (parsed, a repeat
+        found, its call grounded); the belief and the relevance features are
+        :func:`~taskcal_agents.decision._one_pass.read_one_pass`'s. The call sent, if any, is
+        the greedy completion's.
+
+        Args:
+            probs: The one pass's probability per task label
+                (:class:`~taskcal_agents.sampling.OnePassBelief`'s ``probs``).
+            greedy: The greedy completion (``None``: none was drawn).
+            forward_passes: The forward passes behind ``probs`` and ``greedy``, recorded.
+            tool_names: As :meth:`decide`.
+            return_samples: As :meth:`decide`.
+            answered_calls: As :meth:`decide`.
+            context: As :meth:`decide`.
+
+        Raises:
+            ConfigurationError: ``probs`` is not one probability per label, or the task
+                grounds its calls and ``context`` is missing.
+        """
+        messages = [] if greedy is None else [greedy]
+        labels, n_repeats, groundings = self.read_samples(
+            messages, tool_names=tool_names, answered_calls=answered_calls, context=context
+        )
+        belief, relevance = read_one_pass(
+            self.task, probs, messages, labels, groundings, context, alpha=self.alpha
+        )
+        decision = self.decide_belief(
+            belief,
+            messages=messages,
+            labels=labels,
+            tool_names=tool_names,
+            return_samples=return_samples,
+            groundings=groundings,
+            relevance=relevance,
+            context=context,
+        )
+        update: dict[str, Any] = {
+            "belief": "one_pass",
+            "forward_passes": int(forward_passes),
+            "n_samples": len(messages),
+            "n_unparsed": sum(label is None for label in labels),
+            "n_repeats": n_repeats,
+        }
+        return decision.model_copy(update=update)
 
     def read_samples(
         self,

@@ -15,7 +15,15 @@ from __future__ import annotations
 import numbers
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from taskcal_agents.decision._stopping_prior import StoppingPrior
 from taskcal_agents.errors import ConfigurationError
@@ -133,6 +141,14 @@ class SamplingOptions(BaseModel):
     """Adaptive N (:class:`AdaptiveSampling`, or its ``epsilon`` as a number): draw in rounds
     and stop once more samples would change the action with probability below ε;
     ``None`` draws all N at once."""
+    belief: Literal["samples", "one_pass"] = "samples"
+    """How the belief is read. ``"samples"``: N completions parsed by g_T. ``"one_pass"``
+    (a tool decision): one forward pass's top log-probabilities over the options "call
+    TOOL" (one per offered tool), "ask for missing information" and "no offered tool can do
+    this", and one greedy completion for the call to send
+    (:mod:`taskcal_agents.sampling._one_pass`); it needs an OpenAI-compatible model that
+    returns log-probabilities under a choice constraint (vLLM). ``n_samples`` and
+    ``adaptive`` do not apply; ``temperature`` is the belief's."""
     on_error: Literal["raise", "fallback"] = "raise"
     """After the retries fail: raise :class:`~taskcal_agents.errors.SamplingError` (a
     :class:`~taskcal_agents.errors.ServerError` naming the URL when an OpenAI-compatible
@@ -160,6 +176,14 @@ class SamplingOptions(BaseModel):
             reason = str(error["msg"]).removeprefix("Value error, ")
             msg = f"{owner} parameter {name!r}: {reason}, got {error.get('input')!r}."
             raise ConfigurationError(msg) from exc
+
+    @model_validator(mode="after")
+    def _one_pass_alone(self) -> SamplingOptions:
+        """Adaptive N draws samples in rounds: the one-pass belief draws none."""
+        if self.belief == "one_pass" and self.adaptive is not None:
+            msg = "adaptive N stops a draw of samples early; belief='one_pass' draws none"
+            raise ValueError(msg)
+        return self
 
     @field_validator("adaptive", mode="before")
     @classmethod

@@ -28,7 +28,7 @@ nothing: its decision sends exactly the confirmed call
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Collection, Generator, Sequence
+from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -61,6 +61,7 @@ __all__ = [
     "RetryPolicy",
     "Rounds",
     "decide_in_rounds",
+    "decide_one_pass",
     "draw_in_rounds",
     "is_control_flow",
 ]
@@ -151,6 +152,10 @@ class Draw:
         drawn: Samples each already has (a sampling seed moves on by this).
         attempt: 1 for a round's first try, then 2, 3, … for its retries.
         wait: Seconds to wait before drawing.
+        request: A request of its own (:func:`decide_one_pass`): its ``messages`` replace the
+            input's prompt and its other entries (``logprobs``, a choice constraint,
+            ``max_tokens``, ``temperature``…) the sample arguments; ``None``: ``n`` samples
+            of the input's prompt.
     """
 
     items: tuple[int, ...]
@@ -158,6 +163,7 @@ class Draw:
     drawn: int
     attempt: int
     wait: float
+    request: Mapping[str, Any] | None = None
 
 
 Drawn = Sequence[Sequence[AIMessage] | BaseException]
@@ -351,3 +357,113 @@ def decide_in_rounds(
             continue
         out.append(decision if adaptive is None else with_stop(decision, r.check))
     return out
+
+
+class _Failed(Exception):
+    """A one-pass request that failed for good: its error and the attempts it took."""
+
+    def __init__(self, error: BaseException, attempts: int) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.attempts = attempts
+
+
+def _one_request(
+    i: int, request: Mapping[str, Any], retry: RetryPolicy
+) -> Generator[Draw, Drawn, list[AIMessage]]:
+    """Draw one request of input ``i``, retried by ``retry``; raise :class:`_Failed` for good."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            drawn: Drawn = yield Draw((i,), 1, 0, attempt, retry.wait_before(attempt), request)
+        except Exception as exc:
+            if _propagates(exc):
+                raise
+            drawn = [exc]
+        result = drawn[0]
+        if not isinstance(result, BaseException):
+            return list(result)
+        if _propagates(result):
+            raise result
+        if attempt >= retry.attempts or not retry.retries(result):
+            raise _Failed(result, attempt)
+
+
+OnePassProtocol = Generator[dict[str, Any], list[AIMessage], Any]
+"""A one-pass belief's requests (``messages`` and sample keyword arguments); it returns an
+object with the labels' ``probs`` and the forward passes it took (``requests``)."""
+
+
+def decide_one_pass(
+    decider: Decider,
+    inputs: Sequence[DecisionInput],
+    prompts: Sequence[Any],
+    belief: Callable[[int], OnePassProtocol],
+    *,
+    retry: RetryPolicy | None = None,
+    tool_names: Sequence[str] | None = None,
+    on_error: Literal["raise", "fallback"] = "raise",
+    return_samples: bool = False,
+    what: str = "could not read the one-pass belief",
+) -> Generator[Draw, Drawn, list[Decision | BaseException]]:
+    """The one-pass protocol: per input, its belief's requests, one greedy completion, a decision.
+
+    ``belief(i)`` is input i's one-pass belief protocol
+    (:func:`~taskcal_agents.sampling.one_pass_protocol`); each of its requests, and then the
+    greedy completion of ``prompts[i]`` (temperature 0), is one :class:`Draw` with its own
+    ``request``, retried as a round of :func:`draw_in_rounds` is. The decision is
+    :meth:`Decider.decide_one_pass`. Errors and the fallback are as in
+    :func:`decide_in_rounds`; an input whose last message approves a confirmed call draws
+    nothing.
+    """
+    retry = retry or RetryPolicy()
+    out: list[Decision | BaseException] = []
+    for i, item in enumerate(inputs):
+        if _approves(decider, item, tool_names):
+            assert item.context is not None
+            out.append(decider.approved(item.context, tool_names=tool_names))
+            continue
+        try:
+            protocol = belief(i)
+            request = next(protocol)
+            while True:
+                request = protocol.send((yield from _one_request(i, request, retry)))
+        except StopIteration as stop:
+            probs, passes = stop.value.probs, int(stop.value.requests)
+        except _Failed as failed:
+            out.append(_failed(decider, what, failed, on_error))
+            continue
+        except Exception as exc:
+            if _propagates(exc):
+                raise
+            out.append(exc)
+            continue
+        greedy_request = {"messages": prompts[i], "temperature": 0.0}
+        try:
+            (greedy,) = yield from _one_request(i, greedy_request, retry)
+        except _Failed as failed:
+            out.append(_failed(decider, what, failed, on_error))
+            continue
+        try:
+            decision = decider.decide_one_pass(
+                probs, greedy, forward_passes=passes + 1, tool_names=tool_names,
+                return_samples=return_samples, answered_calls=item.answered_calls,
+                context=item.context,
+            )  # fmt: skip
+        except Exception as exc:
+            out.append(exc)
+            continue
+        out.append(decision)
+    return out
+
+
+def _failed(
+    decider: Decider, what: str, failed: _Failed, on_error: Literal["raise", "fallback"]
+) -> Decision | BaseException:
+    """The fallback decision or the error of a one-pass input whose request failed for good."""
+    rounds = Rounds(error=failed.error, attempts=failed.attempts)
+    if on_error == "fallback":
+        why = f"model error after {failed.attempts} attempt(s): {type(failed.error).__name__}: "
+        return decider.fallback(f"{why}{failed.error}")
+    return _sampling_error(what, rounds)

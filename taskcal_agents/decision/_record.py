@@ -9,7 +9,7 @@ drawn from the samples alike for an MBR decision and a fallback one.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from langchain_core.messages import AIMessage
@@ -56,6 +56,13 @@ class Decision(BaseModel):
     """The number of samples that repeated a tool call already made and answered in the
     current user turn (see :meth:`Decider.decide
     <taskcal_agents.decision.Decider.decide>`); counted as unparsed, never executed."""
+    belief: Literal["samples", "one_pass"] = "samples"
+    """How the belief was read: from N sampled completions, or from one forward pass's
+    log-probabilities and one greedy completion (``probs`` then counts as
+    ``counts``' pseudo-samples, and ``n_samples`` is the greedy completion)."""
+    forward_passes: int | None = None
+    """Under ``belief="one_pass"``: the forward passes the decision took (the choice's and
+    the greedy completion's); ``None`` for sampled beliefs (one request with ``n``)."""
     fallback: bool = False
     """Whether ``action`` is the task's fallback action rather than the MBR action."""
     fallback_reason: str | None = None

@@ -446,7 +446,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
 
         def draw(d: Draw) -> Drawn:
             args = pending.sample_args(d, seed)
-            return [sample_messages(self.chat_model, pending.prompts[0], **args)]
+            return [sample_messages(self.chat_model, pending.prompt(d, 0), **args)]
 
         return self._finish(pending, drive_rounds(pending.protocol, draw), review)
 
@@ -462,7 +462,7 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
 
         async def draw(d: Draw) -> Drawn:
             args = pending.sample_args(d, seed)
-            return [await asample_messages(self.chat_model, pending.prompts[0], **args)]
+            return [await asample_messages(self.chat_model, pending.prompt(d, 0), **args)]
 
         return self._finish(pending, await adrive_rounds(pending.protocol, draw), review)
 

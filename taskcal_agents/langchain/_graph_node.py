@@ -122,7 +122,7 @@ def decision_node(
         pending = session.begin([list(state["messages"])], tools=tools, tool_names=tool_names)
 
         def draw(d: Draw) -> Drawn:
-            return sample_batch(model, [pending.prompts[0]] * len(d.items), config=config,
+            return sample_batch(model, [pending.prompt(d, 0)] * len(d.items), config=config,
                                 **pending.sample_args(d))  # fmt: skip
 
         return _update(pending, pending.run(draw, model_name=name)[0])
@@ -131,7 +131,7 @@ def decision_node(
         pending = session.begin([list(state["messages"])], tools=tools, tool_names=tool_names)
 
         async def draw(d: Draw) -> Drawn:
-            return await asample_batch(model, [pending.prompts[0]] * len(d.items),
+            return await asample_batch(model, [pending.prompt(d, 0)] * len(d.items),
                                        config=config, **pending.sample_args(d))  # fmt: skip
 
         return _update(pending, (await pending.arun(draw, model_name=name))[0])

@@ -268,6 +268,13 @@ class TaskCalibrationMiddleware(
                 f"{old.options!r}; pass options=SamplingOptions(n_samples=..., ...)."
             )
             raise ConfigurationError(msg)
+        if sampling == "handler" and old.options.belief == "one_pass":
+            msg = (
+                f"{owner}: sampling='handler' draws through the agent's handler, which cannot "
+                "ask for the log-probabilities the one-pass belief reads; use sampling='model' "
+                "(or 'auto') with options=SamplingOptions(belief='one_pass')."
+            )
+            raise ConfigurationError(msg)
         self._params: dict[str, Any] = {
             "task": task, "calibrator": calibrator, "options": old.options,
             "sampling": sampling, "decide_on": decide_on, "tool_result": old.tool_result,
@@ -385,18 +392,24 @@ class TaskCalibrationMiddleware(
         limit = self._max_concurrency or ensure_config().get("max_concurrency")
         return min(n, limit or n)
 
-    def _model_call(self, request: ModelRequest[Any], pending: PendingDecision, n: int) -> Any:
-        """``sample_messages``' arguments: the model, tools and settings bound as by the agent."""
+    def _model_call(self, request: ModelRequest[Any], pending: PendingDecision, d: Draw) -> Any:
+        """``sample_messages``' arguments: the model, tools and settings bound as by the agent.
+
+        A one-pass draw's own request (:attr:`Draw.request`) gives its messages and
+        arguments (its ``tool_choice="none"`` replaces the agent's).
+        """
         if request.tools:
             model = request.model.bind_tools(
                 request.tools, tool_choice=request.tool_choice, **request.model_settings
             )
         else:
             model = request.model.bind(**request.model_settings)
+        if d.request is not None:
+            return {"model": model, "input": pending.prompt(d, 0), **pending.sample_args(d)}
         return {
-            "model": model, "input": pending.prompts[0], "n": n,
+            "model": model, "input": pending.prompts[0], "n": d.n,
             "temperature": self.options.temperature,
-            "config": {"max_concurrency": self._workers(n)},
+            "config": {"max_concurrency": self._workers(d.n)},
         }  # fmt: skip
 
     def _finish(
@@ -435,8 +448,8 @@ class TaskCalibrationMiddleware(
                 return _malformed(exc)
 
         def draw(d: Draw) -> Drawn:
-            if not self._uses_handler(request):
-                return [sample_messages(**self._model_call(request, pending, d.n))]
+            if d.request is not None or not self._uses_handler(request):
+                return [sample_messages(**self._model_call(request, pending, d))]
             with ContextThreadPoolExecutor(max_workers=self._workers(d.n)) as pool:
                 drawn = list(pool.map(one, range(d.n)))
             responses.extend(drawn)
@@ -454,8 +467,8 @@ class TaskCalibrationMiddleware(
         responses: list[ModelResponse[Any]] = []
 
         async def draw(d: Draw) -> Drawn:
-            if not self._uses_handler(request):
-                return [await asample_messages(**self._model_call(request, pending, d.n))]
+            if d.request is not None or not self._uses_handler(request):
+                return [await asample_messages(**self._model_call(request, pending, d))]
             semaphore = asyncio.Semaphore(self._workers(d.n))
 
             async def one() -> Any:

@@ -277,16 +277,22 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
 
         def call(draw: Draw) -> dict[str, Any]:
             tag = f"retry:attempt:{draw.attempt}" if draw.attempt > 1 else None
+            args = pending.sample_args(draw)
+            # A call's keyword arguments override the samples' settings, never a one-pass
+            # request's own (its temperature, max_tokens=1, the choice constraint).
+            settings = (
+                {**args, "use_n": self.use_n, **kwargs}
+                if draw.request is None
+                else {"use_n": self.use_n, **kwargs, **args}
+            )
             return {
                 "model": sampled,
-                "inputs": [pending.prompts[i] for i in draw.items],
+                "inputs": [pending.prompt(draw, i) for i in draw.items],
                 "config": [
                     patch_config(config[i], callbacks=run_manager[i].get_child(tag))
                     for i in draw.items
                 ],
-                **pending.sample_args(draw),
-                "use_n": self.use_n,
-                **kwargs,
+                **settings,
             }
 
         return pending, call

@@ -56,6 +56,7 @@ from taskcal_agents.decision import (
     check_adaptive,
     check_artefact,
     decide_in_rounds,
+    decide_one_pass,
     fitted_on,
     resolve_calibrator,
     shipped_artefacts,
@@ -66,6 +67,7 @@ from taskcal_agents.parsing import (
     answered_tool_calls,
     is_tool_result_turn,
     question_of,
+    tool_names_of,
     tool_result_reply,
 )
 from taskcal_agents.production import (
@@ -79,8 +81,10 @@ from taskcal_agents.production import (
 from taskcal_agents.sampling import (
     adrive_rounds,
     drive_rounds,
+    one_pass_protocol,
     served_settings,
     to_messages,
+    tool_options,
     with_task_prompt,
 )
 
@@ -458,8 +462,12 @@ class DecisionSession:
             calibrator = as_artefact(calibrator) or calibrator  # a path is read once
         self.task: Task = _task_of(task, calibrator, owner)
         """The task (loaded from its file, or the artefact's when none was given)."""
+        if options.belief == "one_pass":
+            tool_options(self.task, ())  # a tool decision, or a clear error now
         self.options = options
         self.owner = owner
+        self._n_checked = None if options.belief == "one_pass" else options.n_samples
+        """N as an artefact's record is checked against (a one-pass belief draws none)."""
         self.alpha: float | None = options.alpha
         """The explicit Dirichlet prior, or ``None``: the calibrator's."""
         self.task_prompt = task_prompt
@@ -477,7 +485,7 @@ class DecisionSession:
         if self.tool_result_task is not None:
             after = resolve_calibrator(
                 tool_result.get("calibrator") if isinstance(tool_result, dict) else None,
-                self.tool_result_task, alpha=self.alpha, n_samples=options.n_samples,
+                self.tool_result_task, alpha=self.alpha, n_samples=self._n_checked,
                 owner=owner,
             )  # fmt: skip
             self._after = InForce(
@@ -504,7 +512,7 @@ class DecisionSession:
         (a per-call temperature, say) has them resolved again. Without it, both happen per
         request.
         """
-        task, n, owner = self.task, self.options.n_samples, self.owner
+        task, n, owner = self.task, self._n_checked, self.owner
         served = None if model is None else self.served_by(model)
         if reload_artefact:
             reloader = ArtefactReloader(
@@ -537,7 +545,7 @@ class DecisionSession:
         """``"auto"``'s calibrator for ``served`` (the raw belief when none is shipped)."""
         artefact = auto_artefact(self.task, served, owner=self.owner)
         resolved = resolve_calibrator(
-            artefact, self.task, alpha=self.alpha, owner=self.owner, n_samples=served.n_samples
+            artefact, self.task, alpha=self.alpha, owner=self.owner, n_samples=self._n_checked
         )
         return self._build(resolved, served)
 
@@ -572,6 +580,7 @@ class DecisionSession:
             model, n_samples=self.options.n_samples, temperature=temperature,
             task_prompt=self.task_prompt, alpha=self.alpha,
             request_settings=request_settings, tool_choice=tool_choice,
+            belief=self.options.belief,
         )  # fmt: skip
 
     @property
@@ -622,11 +631,29 @@ class DecisionSession:
             for x, m in zip(inputs, conversations, strict=True)
         ]
         items = [self.item(task, m, tools) for m in conversations]
-        protocol = decide_in_rounds(
-            in_force.decider, items, self.options, retry=self.retry, tool_names=tool_names,
-            on_error=self.options.on_error, return_samples=return_samples,
-            what=what or f"{self.owner} could not sample {self.options.n_samples} completions",
-        )  # fmt: skip
+        protocol: Generator[Draw, Drawn, list[Decision | BaseException]]
+        if self.options.belief == "one_pass":
+            names = tuple(tool_names) if tool_names is not None else tool_names_of(tools or ())
+            temperature = self.options.temperature or 1.0
+
+            def belief(i: int) -> Any:
+                return one_pass_protocol(
+                    task, prompts[i], tool_names=names, temperature=temperature
+                )
+
+            protocol = decide_one_pass(
+                in_force.decider, items, prompts, belief, retry=self.retry,
+                tool_names=tool_names, on_error=self.options.on_error,
+                return_samples=return_samples,
+                what=what or f"{self.owner} could not read the one-pass belief",
+            )  # fmt: skip
+        else:
+            protocol = decide_in_rounds(
+                in_force.decider, items, self.options, retry=self.retry,
+                tool_names=tool_names, on_error=self.options.on_error,
+                return_samples=return_samples,
+                what=what or f"{self.owner} could not sample {self.options.n_samples} completions",
+            )  # fmt: skip
         return PendingDecision(self, in_force, conversations, prompts, protocol)
 
     @staticmethod
@@ -708,13 +735,24 @@ class PendingDecision:
         """The task that decides (after a tool result, the tool-result task)."""
         return self.in_force.decider.task
 
+    def prompt(self, draw: Draw, index: int) -> Any:
+        """What ``draw`` samples for input ``index``: its request's messages, else the prompt."""
+        if draw.request is not None:
+            return draw.request["messages"]
+        return self.prompts[index]
+
     def sample_args(self, draw: Draw, seed: int | None = None) -> dict[str, Any]:
-        """N, the temperature and the seed of ``draw``.
+        """N, the temperature and the seed of ``draw``; or its own request's arguments.
 
         The seed (``seed``, else the session's) moves on by the samples drawn so far, so a
         later round draws new samples (and N concurrent calls get the seeds they would get
-        in one round).
+        in one round). A one-pass draw's request (:attr:`Draw.request`) gives its own
+        arguments (``n=1``, the temperature, ``logprobs``, the choice constraint…), its
+        ``messages`` being :meth:`prompt`'s.
         """
+        if draw.request is not None:
+            args = {k: v for k, v in draw.request.items() if k != "messages"}
+            return {"n": 1, "seed": None, **args}
         base = self.session.seed if seed is None else seed
         return {
             "n": draw.n,

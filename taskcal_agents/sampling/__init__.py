@@ -9,8 +9,9 @@
 - :class:`OfflineSampler`, vLLM's in-process engine.
 
 All take the same inputs and turn each choice into an ``AIMessage`` by the same rules. The
-one-pass belief from ``top_logprobs`` is :func:`logprob_belief` (imported on first use: it
-needs the decision package).
+one-pass belief from ``top_logprobs`` is :func:`logprob_belief`, and a tool decision's
+one-pass belief over "call TOOL" / ask / refuse is :func:`one_pass_protocol` (both imported
+on first use: they need the decision package).
 
 ``__all__`` is the public surface. The other names imported below are what the library's
 other packages use (the front doors' binding helpers, batch sampling and round drivers, the
@@ -35,6 +36,7 @@ from taskcal_agents.sampling._choices import choice_message as choice_message
 from taskcal_agents.sampling._choices import is_malformed_choice as is_malformed_choice
 from taskcal_agents.sampling._choices import malformed_message as malformed_message
 from taskcal_agents.sampling._drive import adrive_rounds as adrive_rounds
+from taskcal_agents.sampling._drive import drive as drive
 from taskcal_agents.sampling._drive import drive_rounds as drive_rounds
 from taskcal_agents.sampling._messages import to_messages as to_messages
 from taskcal_agents.sampling._messages import to_openai_messages as to_openai_messages
@@ -50,19 +52,26 @@ from taskcal_agents.sampling._sampler import Sampler
 
 if TYPE_CHECKING:
     from taskcal_agents.sampling._logprob import logprob_belief
+    from taskcal_agents.sampling._one_pass import OnePassBelief, one_pass_protocol, tool_options
 
 _EXPORTS: dict[str, str] = {
     "logprob_belief": "taskcal_agents.sampling._logprob",
+    "OnePassBelief": "taskcal_agents.sampling._one_pass",
+    "one_pass_protocol": "taskcal_agents.sampling._one_pass",
+    "tool_options": "taskcal_agents.sampling._one_pass",
 }
 
 __all__ = [
     "ChatModelSampler",
     "OfflineSampler",
+    "OnePassBelief",
     "OpenAISampler",
     "Sampler",
     "asample_messages",
     "logprob_belief",
+    "one_pass_protocol",
     "sample_messages",
+    "tool_options",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

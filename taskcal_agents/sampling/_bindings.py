@@ -85,6 +85,7 @@ def served_settings(
     alpha: float | None = None,
     request_settings: Mapping[str, Any] | None = None,
     tool_choice: Any = None,
+    belief: str = "samples",
 ) -> ServedSettings:
     """How a front door samples ``model``: what ``calibrator="auto"`` matches.
 
@@ -128,6 +129,7 @@ def served_settings(
         tool_choice=None if choice is None else str(choice),
         other=tuple(p for p in _OTHER_SAMPLING if setting(p) is not None),
         alpha=alpha,
+        belief=belief,
         registry_model=registry_name_of(served_name),
     )
 

@@ -301,7 +301,7 @@ def _plan(
             "with its own settings."
         )
         raise ConfigurationError(msg)
-    call_kwargs = dict(kwargs)
+    call_kwargs = _openai_fields(model, dict(kwargs))
     if temperature is not None:
         call_kwargs["temperature"] = temperature
     max_concurrency = configs[0].get("max_concurrency") if configs else None
@@ -330,6 +330,49 @@ def _plan(
         plan.call_kwargs = {**bound_kwargs, **call_kwargs}
         plan.bound_configs = bound_configs
     return plan
+
+
+def _openai_fields(model: Runnable[Any, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The ``logprobs`` and ``structured_outputs`` sample parameters as ChatOpenAI's arguments.
+
+    ``logprobs=k`` becomes ``logprobs=True, top_logprobs=k``; ``structured_outputs`` goes
+    into ``extra_body`` (vLLM's), merged over the model's own and the bound ``extra_body``.
+    Other arguments pass unchanged.
+
+    Raises:
+        ConfigurationError: ``logprobs`` or ``structured_outputs`` for a model that is not
+            ``ChatOpenAI``-compatible (it has no way to send them).
+    """
+    wanted = [k for k in ("logprobs", "structured_outputs") if kwargs.get(k) is not None]
+    if not wanted:
+        return kwargs
+    core, bound, _, _ = unwrap_binding(model)
+    try:
+        from langchain_openai.chat_models.base import BaseChatOpenAI
+    except ImportError:  # pragma: no cover - langchain-openai is a dependency
+        BaseChatOpenAI = ()  # type: ignore[assignment,misc]
+    if not isinstance(core, BaseChatOpenAI):
+        msg = (
+            f"{' and '.join(wanted)} (the one-pass belief: log-probabilities under a choice "
+            "constraint) need an OpenAI-compatible chat model, ChatOpenAI on a vLLM server; "
+            f"{type(chat_model_of(model) or model).__name__} cannot send them. Use "
+            "belief='samples'."
+        )
+        raise ConfigurationError(msg)
+    out = dict(kwargs)
+    top = out.pop("logprobs", None)
+    if top is not None:
+        out["logprobs"] = True
+        out["top_logprobs"] = int(top)
+    constraint = out.pop("structured_outputs", None)
+    if constraint is not None:
+        out["extra_body"] = {
+            **(getattr(core, "extra_body", None) or {}),
+            **(bound.get("extra_body") or {}),
+            **(out.get("extra_body") or {}),
+            "structured_outputs": dict(constraint),
+        }
+    return out
 
 
 def _run_unit(unit: _Unit) -> Any:

@@ -11,7 +11,11 @@ label decides that label (the grammar forces the rest), so
 A first token shared by several labels (``"a"`` for ``ask`` and ``answer``) is resolved by one
 more forward pass that continues the assistant message after ``t`` (vLLM's
 ``continue_final_message``) with the remainders as the choice, recursively up to
-``max_depth``; branches lighter than ``min_branch_mass`` are split evenly instead.
+``max_depth``; branches lighter than ``min_branch_mass`` are split evenly instead. With
+``groups`` (one group per label: the one-pass tool belief groups every "call TOOL" option
+under ``tool_call``), a branch whose labels are all of one group is not resolved: its mass
+is exact for the group and split evenly within it (``within_group_mass``), so the group
+distribution usually takes one forward pass.
 
 vLLM returns log-probabilities before temperature (its default ``raw_logprobs``), after the
 grammar mask, so the distribution at temperature T is computed here as p^(1/T), renormalised
@@ -59,6 +63,8 @@ class LogprobBelief:
         requests: Forward passes used (1 unless first tokens were shared between labels).
         temperature: The temperature the probabilities are for.
         unresolved_mass: Mass of shared-prefix branches split evenly instead of resolved.
+        within_group_mass: Mass of branches whose labels were all of one group, exact for
+            the group and split evenly between its labels (0 without ``groups``).
     """
 
     labels: tuple[str, ...]
@@ -67,6 +73,7 @@ class LogprobBelief:
     requests: int
     temperature: float
     unresolved_mass: float = 0.0
+    within_group_mass: float = 0.0
     first_tokens: tuple[tuple[str, float], ...] = field(default=(), repr=False)
 
     def as_dict(self) -> dict[str, float]:
@@ -134,12 +141,14 @@ def belief_protocol(
     max_depth: int = 4,
     min_branch_mass: float = 1e-3,
     extra_body: Mapping[str, Any] | None = None,
+    groups: Sequence[str] | None = None,
 ) -> Generator[dict[str, Any], list[AIMessage], LogprobBelief]:
     """The belief computation as a generator: yields sample kwargs, receives the messages.
 
     Each yielded dict holds the keyword arguments of :meth:`OpenAISampler.sample`
     (``messages`` included); send back its result. The generator returns the
-    :class:`LogprobBelief`.
+    :class:`LogprobBelief`. ``groups`` gives each label a group (see the module docstring);
+    ``None``: every label is its own.
 
     Raises:
         ConfigurationError: Invalid labels or parameters.
@@ -155,9 +164,16 @@ def belief_protocol(
             f"got {top_logprobs!r}."
         )
         raise ConfigurationError(msg)
+    if groups is not None and len(groups) != len(labels):
+        msg = (
+            f"logprob_belief: groups must give one group per label ({len(labels)}), got "
+            f"{len(groups)}."
+        )
+        raise ConfigurationError(msg)
+    group_of = dict(zip(labels, groups if groups is not None else labels, strict=True))
     base = to_openai_messages(messages)
     mass = dict.fromkeys(labels, 0.0)
-    state = {"requests": 0, "unresolved": 0.0, "coverage": 1.0}
+    state = {"requests": 0, "unresolved": 0.0, "coverage": 1.0, "within": 0.0}
     first: list[tuple[str, float]] = []
 
     def node(
@@ -192,6 +208,10 @@ def belief_protocol(
             matching = tuple(label for label in candidates if remainders[label].startswith(text))
             if len(matching) == 1:
                 mass[matching[0]] += weight * p
+            elif len({group_of[label] for label in matching}) == 1:  # one group: exact
+                state["within"] += weight * p
+                for label in matching:
+                    mass[label] += weight * p / len(matching)
             elif len(matching) > 1:
                 resolvable = depth + 1 < max_depth and _is_text(prefix + text)
                 if resolvable and weight * p >= min_branch_mass:
@@ -217,6 +237,7 @@ def belief_protocol(
         requests=int(state["requests"]),
         temperature=float(temperature),
         unresolved_mass=float(state["unresolved"]),
+        within_group_mass=float(state["within"]),
         first_tokens=tuple(first),
     )
 

@@ -197,7 +197,7 @@ def _surface() -> dict[str, str]:
     return found
 
 
-SURFACE_SIZE = 145
+SURFACE_SIZE = 148
 """The number of public names, all public modules together (a name the facade and its
 package both list counts once). A new public name raises it here, deliberately."""
 

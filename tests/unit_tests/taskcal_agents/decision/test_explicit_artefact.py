@@ -167,3 +167,21 @@ def test_check_artefact_returns_the_message_and_warns_once() -> None:
             artefact, tool_decision(), served(model=MODEL, n_samples=8), owner="Y"
         )
     assert again == first
+
+
+def test_an_artefact_fitted_on_sampled_beliefs_does_not_fit_a_one_pass_door(
+    shipped_path: Path,
+) -> None:
+    artefact = CalibratorArtefact.load(shipped_path)
+    task = tool_decision()
+    why = mismatch(artefact, task, served(belief="one_pass"))
+    assert why == "it was fitted on sampled beliefs, this front door reads one-pass beliefs"
+    # A one-pass artefact (its record says so) fits a one-pass door whatever its N, and
+    # never a sampling one.
+    data = artefact.to_dict()
+    data["record"]["sampling"]["belief"] = "one_pass"
+    one_pass = CalibratorArtefact.from_dict(data)
+    assert mismatch(one_pass, task, served(belief="one_pass", n_samples=1)) is None
+    assert mismatch(one_pass, task, served()) == (
+        "it was fitted on one-pass beliefs, this front door reads sampled beliefs"
+    )

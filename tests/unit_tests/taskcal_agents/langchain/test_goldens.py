@@ -22,10 +22,13 @@ from tests.unit_tests.taskcal_agents.langchain.golden_doors import FORMAT_VERSIO
 
 TRUST_FIELDS = frozenset({"provenance", "n_untrusted", "trust_violations"})
 """What a decision records for the trust policy: kept in the goldens and compared."""
-ADDED_SINCE_RECORDING = frozenset({"effect", "effect_source", "call_cost", "approved"})
+ADDED_SINCE_RECORDING = frozenset(
+    {"effect", "effect_source", "call_cost", "approved", "belief", "forward_passes"}
+)
 """Decision fields added after the goldens were recorded (the effects' under the flat matrix
-the goldens decide by, where they are empty, and the approval's): left out of the
-comparison where the recorded result lacks them."""
+the goldens decide by, where they are empty, the approval's, and how the belief was read,
+``samples`` in every recorded run): left out of the comparison where the recorded result
+lacks them."""
 
 
 def _as_recorded(value: object, recorded: object) -> object:
