@@ -160,7 +160,7 @@ def prompt_phase(server: VLLMServer, items: int, out_dir: Path) -> dict[str, flo
     from taskcal_agents.workflow._runner import SampleSettings
 
     settings = SampleSettings(
-        n=PSEUDO_SAMPLES, greedy=False, model=server.model_name, belief="logprob"
+        n=PSEUDO_SAMPLES, greedy=False, model=server.model_name, belief="one_pass"
     )
     data = stsb_items(items, seed=99)
     path = out_dir / f"stsb.{server.dtype_choice.dtype}.samples.jsonl"

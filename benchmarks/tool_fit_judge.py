@@ -2,7 +2,7 @@
 
     python benchmarks/tool_fit_judge.py prepare runs/bfcl.dev.jsonl runs/judge.dev
     taskcal sample --task runs/judge.dev.task.yaml --data runs/judge.dev.jsonl \
-        --base-url URL --model MODEL --belief logprob --choices yes,no --no-greedy \
+        --base-url URL --model MODEL --belief one_pass --choices yes,no --no-greedy \
         --out runs/q05.judge.dev.samples.jsonl
     python benchmarks/tool_fit_judge.py auc runs/q05.judge.dev.samples.jsonl
 

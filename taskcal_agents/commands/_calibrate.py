@@ -70,6 +70,14 @@ def calibrate(
     dtype: Annotated[
         str | None, typer.Option(help="The dtype the server runs the model in (recorded).")
     ] = None,
+    belief: Annotated[
+        str,
+        typer.Option(
+            help="samples: --n completions per item; one_pass: one forward pass over the "
+            "tools, ask and refuse, and one greedy completion per item (for front doors with "
+            "SamplingOptions(belief='one_pass'); samples in WORK_DIR/samples.one_pass.jsonl)."
+        ),
+    ] = "samples",
     api_key: Annotated[
         str, typer.Option(envvar="OPENAI_API_KEY", help="API key (vLLM ignores it).")
     ] = "EMPTY",
@@ -79,6 +87,10 @@ def calibrate(
     from taskcal_agents.workflow import CALIBRATE_CALIBRATOR, calibrate_endpoint
 
     console, err = consoles()
+    if belief not in ("samples", "one_pass"):
+        raise fail(
+            err, ConfigurationError(f"--belief must be samples or one_pass, got {belief!r}.")
+        )
     base_url, model = server_from_env(base_url, model)
     if not base_url or not model:
         exc = ConfigurationError(
@@ -108,6 +120,7 @@ def calibrate(
     command += ["--calibrator", family, "--concurrency", str(concurrency)]
     command += [] if limit is None else ["--limit", str(limit)]
     command += [] if dtype is None else ["--dtype", dtype]
+    command += [] if belief == "samples" else ["--belief", belief]
     sampler = None
     try:
         sampler = make_sampler(base_url, model, api_key, timeout)
@@ -115,7 +128,8 @@ def calibrate(
             sampler, model=model, source=source, work_dir=work_dir, out=out, base_url=base_url,
             n=n, temperature=temperature, max_tokens=max_tokens,
             calibrator=family, concurrency=concurrency,
-            limit=limit, dtype=dtype, command=shlex.join(command),
+            limit=limit, dtype=dtype, belief=belief,  # type: ignore[arg-type]
+            command=shlex.join(command),
             on_estimate=on_estimate, on_record=on_record,
         )  # fmt: skip
     except TaskCalError as exc:

@@ -139,8 +139,8 @@ def evaluate(
         raise fail(err, exc) from exc
     n_items = evaluation["n_items"]
     title = f"{evaluation['task']['name']}: {n_items} items, {folds}-fold cross-fitted, " + (
-        "one-pass logprob belief"
-        if settings.get("belief") == "logprob"
+        "one-pass belief"
+        if settings.get("belief") in ("one_pass", "logprob")
         else f"N={settings.get('n')} samples at T={settings.get('temperature')}"
     )
     console.print(rich_table(evaluation, title=title))

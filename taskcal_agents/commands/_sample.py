@@ -62,14 +62,16 @@ def sample(
     belief: Annotated[
         str,
         typer.Option(
-            help="samples: N parsed completions; logprob: one-pass belief from top_logprobs "
-            "under a choice constraint (stored as probabilities, smoothed as --n pseudo-samples)."
+            help="samples: N parsed completions; one_pass: one-pass belief from top_logprobs "
+            "under a choice constraint (stored as probabilities, smoothed as --n pseudo-samples; "
+            "a tool decision's is over 'call TOOL', ask and refuse, with the greedy completion's "
+            "call; 'logprob' is its earlier name)."
         ),
     ] = "samples",
     choices: Annotated[
         str | None,
         typer.Option(
-            help="With --belief logprob: comma-separated strings the model emits, one per task "
+            help="With --belief one_pass: comma-separated strings the model emits, one per task "
             "label in order (default: the labels)."
         ),
     ] = None,

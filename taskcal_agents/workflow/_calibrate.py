@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from taskcal_agents._files import sha256_file
 from taskcal_agents.decision import (
@@ -114,6 +114,7 @@ def calibrate_endpoint(
     max_failures: int = 10,
     limit: int | None = None,
     dtype: str | None = None,
+    belief: Literal["samples", "one_pass"] = "samples",
     command: str | None = None,
     on_estimate: Callable[[float, int], None] | None = None,
     on_record: Callable[[dict[str, Any] | None], None] | None = None,
@@ -124,7 +125,8 @@ def calibrate_endpoint(
         sampler: The model client (its server serves ``model``).
         model: The served model's name (recorded, and matched by ``calibrator="auto"``).
         source: The ``bfcl-eval`` wheel or its data folder.
-        work_dir: Holds the split (``bfcl.train.jsonl``) and the samples (``samples.jsonl``,
+        work_dir: Holds the split (``bfcl.train.jsonl``) and the samples (``samples.jsonl``;
+            ``samples.one_pass.jsonl`` for the one-pass belief;
             resumed by a rerun).
         out: The artefact file (default ``work_dir/calibrator.json``).
         base_url: The server URL (recorded in the samples only).
@@ -136,6 +138,9 @@ def calibrate_endpoint(
         max_failures: Stop after this many failed items.
         limit: Only the first items of the split (a trial run; recorded).
         dtype: The dtype the model is served in (recorded, not matched), or ``None``.
+        belief: ``"samples"``: N completions per item; ``"one_pass"``: the one-pass belief
+            (one forward pass over the tool options and one greedy completion per item), for
+            front doors with ``SamplingOptions(belief="one_pass")``; ``n`` is then not used.
         command: The command line (recorded).
         on_estimate: Called once with the expected seconds left and the items left, after
             the first :data:`WARMUP_ITEMS` items were timed.
@@ -163,7 +168,7 @@ def calibrate_endpoint(
             raise ConfigurationError(msg)
         items = items[:limit]
     data = folder / f"bfcl.{CALIBRATE_SPLIT}.jsonl"
-    samples = folder / "samples.jsonl"
+    samples = folder / ("samples.jsonl" if belief == "samples" else "samples.one_pass.jsonl")
     digest = _items_digest(items)
     if samples.exists():
         drawn_for = read_samples(samples).header.get("items_sha256")
@@ -175,8 +180,8 @@ def calibrate_endpoint(
             raise DataFileError(msg, path=str(samples))
     write_dataset(items, data)
     settings = SampleSettings(
-        n=n, temperature=temperature, greedy=False, max_tokens=max_tokens, model=model,
-        base_url=base_url,
+        n=n, temperature=temperature, greedy=belief == "one_pass", max_tokens=max_tokens,
+        model=model, base_url=base_url, belief=belief,
     )  # fmt: skip
     header = {**sample_header(task, settings, data.name), "items_sha256": digest}
     store = SamplesStore.open(samples, header)
@@ -206,7 +211,7 @@ def calibrate_endpoint(
         "model": model,
         "sampling": {
             "task": task.name, "n": n, "temperature": temperature, "max_tokens": max_tokens,
-            "prompt": task.prompt, "dtype": dtype,
+            "prompt": task.prompt, "dtype": dtype, "belief": belief,
         },
         "data": {
             "corpus": "bfcl", "source": src.name,

@@ -23,6 +23,7 @@ from taskcal_agents.decision import (
     item_relevance,
     outcome_counts,
     raw_inputs,
+    read_one_pass,
     trusted_flags,
     ungrounded_flags,
 )
@@ -312,7 +313,20 @@ def eval_arrays(
             if isinstance(references, list):  # a graded item: grade the modal answer
                 modal = None if clusters is None else clusters.modal_answer
                 true = grading(task, modal, "modal_cluster", references)["label"]
-        if "probs" in record:  # one-pass logprob belief: n pseudo-samples of these probs
+        if record.get("belief") == "one_pass" and grounding is not None:
+            # A tool decision's one-pass belief; its greedy completion is the one sample.
+            g = record.get("greedy")
+            messages = [message_from_dict(g)] if g else []
+            labels = [g_label] if g else []
+            context = record_context(record, items, source=str(samples.path))
+            groundings = ground_samples(task, messages, context)
+            try:
+                belief, relevance = read_one_pass(
+                    task, record["probs"], messages, labels, groundings, context, alpha=alpha
+                )
+            except ConfigurationError as exc:
+                raise DataFileError(str(exc), path=str(samples.path), line=line) from exc
+        elif "probs" in record:  # one-pass logprob belief: n pseudo-samples of these probs
             probs = np.asarray(record["probs"], dtype=np.float64)
             if probs.shape != (len(task.labels),) or not (np.all(probs >= 0) and probs.sum() > 0):
                 msg = (

@@ -116,7 +116,7 @@ fold (about 0.06 s per shuffle for the STS-B part on two cores)."""
 
 PSEUDO_SAMPLES = 16
 """The one-pass belief enters calibration and decisions as this many pseudo-samples
-(smoothed with the default α, as ``taskcal sample --belief logprob --n 16``)."""
+(smoothed with the default α, as ``taskcal sample --belief one_pass --n 16``)."""
 
 WARMUP_ITEMS = {"stsb": 16, "tool_use": 8}
 """Items of each part sampled first and timed (at the default concurrency, two rounds in
@@ -350,7 +350,11 @@ def run_demo(
                 stsb_task(),
                 list(stsb),
                 SampleSettings(
-                    n=PSEUDO_SAMPLES, greedy=False, model=model, base_url=base_url, belief="logprob"
+                    n=PSEUDO_SAMPLES,
+                    greedy=False,
+                    model=model,
+                    base_url=base_url,
+                    belief="one_pass",
                 ),
                 "stsb (shared data)",
             )

@@ -40,12 +40,16 @@ def sample_part(
         SamplingError: Some item failed or the run was interrupted (a rerun resumes).
     """
     from taskcal_agents.errors import SamplingError
-    from taskcal_agents.workflow._runner import run_sampling, sample_header
+    from taskcal_agents.workflow._runner import ONE_PASS_BELIEFS, run_sampling, sample_header
     from taskcal_agents.workflow._store import SamplesStore
 
     with SamplesStore.open(path, sample_header(task, settings, dataset)) as store:
         done = sum(item.id in store.done for item in items)
-        what = "one-pass beliefs" if settings.belief == "logprob" else f"{settings.n} samples each"
+        what = (
+            "one-pass beliefs"
+            if settings.belief in ONE_PASS_BELIEFS
+            else f"{settings.n} samples each"
+        )
         advance = observe(f"{key}: {what}", len(items), done)
         report = run_sampling(
             task,

@@ -93,7 +93,7 @@ def check_ray_settings(task: Task, settings: SampleSettings) -> None:
     """Refuse what the Ray engine does not do (it posts two fixed requests per item).
 
     Raises:
-        ConfigurationError: ``belief="logprob"``, adaptive N, or entailment clustering
+        ConfigurationError: the one-pass belief, adaptive N, or entailment clustering
             (each needs requests that depend on earlier answers).
     """
     refused = []

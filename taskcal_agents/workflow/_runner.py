@@ -51,7 +51,7 @@ from taskcal_agents.parsing import (
     tool_names_of,
     unparsed_reason,
 )
-from taskcal_agents.sampling import Sampler, drive_rounds, with_task_prompt
+from taskcal_agents.sampling import Sampler, drive, drive_rounds, with_task_prompt
 from taskcal_agents.workflow._grading import grade_item
 from taskcal_agents.workflow._store import SamplesStore
 
@@ -76,10 +76,12 @@ class SampleSettings:
     base_url: str | None = None
     """The server URL (recorded only)."""
     belief: str = "samples"
-    """``"samples"``: N sampled completions parsed by g_T; ``"logprob"``: the one-pass belief
-    read from ``top_logprobs`` under a choice constraint (see
-    :mod:`taskcal_agents.sampling._logprob`), stored as probabilities and smoothed like
-    ``n`` pseudo-samples."""
+    """``"samples"``: N sampled completions parsed by g_T; ``"one_pass"`` (or its earlier
+    name ``"logprob"``): the one-pass belief read from ``top_logprobs`` under a choice
+    constraint (see :mod:`taskcal_agents.sampling._logprob`), stored as probabilities and
+    smoothed like ``n`` pseudo-samples. A tool decision's is over its options "call TOOL",
+    ask and refuse (:mod:`taskcal_agents.sampling._one_pass`), and its greedy completion is
+    the call it sends."""
     choices: tuple[str, ...] | None = None
     """With ``belief="logprob"``: the string the model must emit for each task label, in
     label order (default: the labels themselves). The task's prompt should ask for them."""
@@ -108,9 +110,9 @@ class SampleSettings:
                 "samples unless --no-greedy)."
             )
             raise ConfigurationError(msg)
-        if self.belief not in ("samples", "logprob"):
+        if self.belief not in ("samples", *ONE_PASS_BELIEFS):
             msg = (
-                "SampleSettings parameter 'belief' must be 'samples' or 'logprob', got "
+                "SampleSettings parameter 'belief' must be 'samples' or 'one_pass', got "
                 f"{self.belief!r}."
             )
             raise ConfigurationError(msg)
@@ -238,6 +240,23 @@ def _logprob_belief(sampler: Any, messages: Any, choices: list[str], **options: 
     return logprob_belief(sampler, messages, choices, **options)
 
 
+ONE_PASS_BELIEFS = ("one_pass", "logprob")
+"""The names of the one-pass belief in :attr:`SampleSettings.belief` (``"logprob"``: its
+earlier name, which sample files written before ``"one_pass"`` record)."""
+
+
+def is_tool_decision(task: Task) -> bool:
+    """Whether *task* decides call / ask / refuse (its one-pass belief is over the tools)."""
+    return task.call_action is not None and task.call_action in task.labels
+
+
+def _one_pass_belief(sampler: Sampler, task: Task, messages: Any, **options: Any) -> Any:
+    """A tool decision's one-pass belief (:func:`~taskcal_agents.sampling.one_pass_protocol`)."""
+    from taskcal_agents.sampling import one_pass_protocol
+
+    return drive(one_pass_protocol(task, messages, **options), lambda r: sampler.sample(**r))
+
+
 def draw_params(settings: SampleSettings, tools: Any, *, greedy: bool = False) -> dict[str, Any]:
     """The sampler parameters of an item's N samples, or (``greedy``) of its greedy draw.
 
@@ -297,8 +316,10 @@ def sample_item(
 ) -> dict[str, Any]:
     """Sample, parse (and grade) one item; return its record.
 
-    With ``settings.belief == "logprob"`` the record holds ``probs`` (one per task label)
-    instead of sampled completions; the greedy completion is drawn either way.
+    With the one-pass belief (``settings.belief`` ``"one_pass"``) the record holds ``probs``
+    (one per task label) instead of sampled completions; the greedy completion is drawn
+    either way. A tool decision's record says ``belief: "one_pass"``: its greedy completion
+    is the call the decision sends.
 
     The samples are parsed with the item's offered tools (a call to any other tool is
     unparsed); the record keeps their names in ``tool_names`` (pass them to
@@ -327,6 +348,15 @@ def sample_item(
             "--adaptive EPS --artefact FIT.json`)."
         )
         raise ConfigurationError(msg)
+    tool_one_pass = (
+        settings.belief in ONE_PASS_BELIEFS and settings.choices is None and is_tool_decision(task)
+    )
+    if tool_one_pass and not settings.greedy:
+        msg = (
+            f"sample_item: task {task.name!r}'s one-pass belief takes the call to ground and "
+            "send from the greedy completion; sample with greedy=True (drop --no-greedy)."
+        )
+        raise ConfigurationError(msg)
     messages = build_messages(task, item)
     tools = item.tools or None
     names = offered_tool_names(item)
@@ -334,15 +364,21 @@ def sample_item(
     lp: Any = None
     check: StopCheck | None = None
     try:
-        if settings.belief == "logprob":
+        if settings.belief in ONE_PASS_BELIEFS:
             samples: list[AIMessage] = []
-            lp = _logprob_belief(
-                sampler,
-                messages,
-                list(settings.choices or task.labels),
-                temperature=settings.temperature,
-                tools=tools,
-            )
+            if tool_one_pass:
+                lp = _one_pass_belief(
+                    sampler, task, messages, tool_names=names, tools=tools,
+                    temperature=settings.temperature,
+                )  # fmt: skip
+            else:
+                lp = _logprob_belief(
+                    sampler,
+                    messages,
+                    list(settings.choices or task.labels),
+                    temperature=settings.temperature,
+                    tools=tools,
+                )
         else:
             samples, check = _draw(
                 sampler, messages, settings, tools, decider, names, item_context(task, item)
@@ -419,6 +455,9 @@ def sample_item(
             "requests": lp.requests,
             "unresolved_mass": lp.unresolved_mass,
         }
+        if tool_one_pass:  # decided with the greedy completion's call (one_pass_belief)
+            record["belief"] = "one_pass"
+            record["logprob"]["options"] = lp.option_probs()
     if item.label is None:
         graded = grade_item(task, item, greedy, samples, labels, clusters=clusters)
         record["label"] = graded["label"]

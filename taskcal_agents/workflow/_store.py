@@ -185,6 +185,11 @@ def _decode(raw: bytes, *, path: Path, line: int) -> dict[str, Any]:
     return decode_line(raw, path=path, line=line, hint=hint)
 
 
+def _stored(key: str, value: Any) -> Any:
+    """A setting as compared on resuming: ``belief`` ``"logprob"`` is ``"one_pass"``."""
+    return "one_pass" if key == "belief" and value == "logprob" else value
+
+
 def _check_resumable(existing: SamplesFile, header: Mapping[str, Any]) -> None:
     old_task, new_task = existing.task, dict(header.get("task") or {})
     for key in ("name", "labels"):
@@ -213,7 +218,7 @@ def _check_resumable(existing: SamplesFile, header: Mapping[str, Any]) -> None:
     # Compare as they are stored: the header read back holds lists where the run has tuples.
     old, new = existing.settings, json.loads(json.dumps(dict(header.get("settings") or {})))
     for key in RESUME_KEYS:
-        if old.get(key) != new.get(key):
+        if _stored(key, old.get(key)) != _stored(key, new.get(key)):
             what = _RESUME_HINTS.get(key, "")
             msg = (
                 f"samples file was written with {key}={old.get(key)!r}, but this run has "

@@ -439,7 +439,8 @@ def test_calibrate_samples_the_train_split_fits_and_records_how(
     assert estimates and estimates[0][1] == n_items - 8 and estimates[0][0] >= 0
     assert rec["model"] == "m" and rec["command"] == "taskcal calibrate --model m"
     assert rec["sampling"] == {"task": "bfcl", "n": 4, "temperature": 1.0, "max_tokens": 256,
-                               "prompt": PROMPT, "dtype": "float32"}  # fmt: skip
+                               "prompt": PROMPT, "dtype": "float32",
+                               "belief": "samples"}  # fmt: skip
     assert rec["data"]["split"] == "train" and rec["data"]["source_sha256"] is None
     assert {c["n"] for c in sampler.calls} == {4} and {c["max_tokens"] for c in sampler.calls} == {
         256
@@ -552,3 +553,40 @@ def test_calibrate_fits_its_own_task_whatever_the_samples_were_drawn_under(
         assert result.artefact is not None and result.artefact.task == calibrate_task()
         assert result.artefact.calibrator.n_features_in_ == calibrate_task().n_inputs
         assert result.artefact.metadata["relevance_features"] == list(RELEVANCE_FEATURES)
+
+
+class OnePassToolSampler(ToolSampler):
+    """Scripted top tokens for a choice request (by the item), else :class:`ToolSampler`."""
+
+    def sample(self, messages: Sequence[Mapping[str, Any]], **params: Any) -> list[AIMessage]:  # type: ignore[override]
+        choices = (params.get("structured_outputs") or {}).get("choice")
+        if choices is None:
+            return super().sample(messages, **params)
+        self.calls.append({"n": params["n"], "choices": choices})
+        h = sum(map(ord, str(messages[-1]["content"])))
+        first = ["call", "ask", "no"]
+        top = {t: np.log(0.7 if i == h % 3 else 0.15) for i, t in enumerate(first)}
+        entries = [{"token": t, "bytes": list(t.encode()), "logprob": lp} for t, lp in top.items()]
+        content = [{"token": "call", "logprob": 0.0, "top_logprobs": entries}]
+        return [AIMessage(content="", response_metadata={"logprobs": {"content": content}})]
+
+
+@FEW_ITEMS
+def test_calibrate_one_pass_fits_on_one_pass_records(tmp_path: Path, source: Path) -> None:
+    sampler = OnePassToolSampler()
+    result = calibrate_endpoint(
+        sampler, model="m", source=source, work_dir=tmp_path / "work", calibrator="temperature",
+        belief="one_pass", out=tmp_path / "work" / "one_pass.json",
+    )  # fmt: skip
+    artefact = result.artefact
+    assert artefact is not None and result.samples.name == "samples.one_pass.jsonl"
+    assert artefact.metadata["record"]["sampling"]["belief"] == "one_pass"
+    choice_requests = [c for c in sampler.calls if "choices" in c]
+    greedy = [c for c in sampler.calls if "choices" not in c]
+    n_items = artefact.metadata["record"]["data"]["n_items"]
+    assert len(choice_requests) == len(greedy) == n_items  # one pass and one greedy per item
+    assert {c["temperature"] for c in greedy} == {0.0}
+    one_pass = served_settings(GenericFakeChatModel(messages=iter([])), n_samples=16,
+                               temperature=1.0, belief="one_pass")._replace(model="m")  # fmt: skip
+    assert shipped.mismatch(artefact, calibrate_task(), one_pass) is None
+    assert shipped.mismatch(artefact, calibrate_task(), one_pass._replace(belief="samples"))

@@ -231,7 +231,7 @@ def test_run_demo_evaluates_both_parts_decides_live_and_resumes(
     assert costs["mbr_dirichlet"] < costs["mbr_raw"] - 0.25
     assert costs["mbr_dirichlet"] < costs["constant"]
     assert stsb["permutation_test"]["n_permutations"] == 1
-    assert stsb["meta"]["belief"] == "logprob"
+    assert stsb["meta"]["belief"] == "one_pass"
     on_disk = json.loads((out / "stsb.evaluation.json").read_text())
     assert on_disk["decoders"] == json.loads(json.dumps(stsb["decoders"]))
 

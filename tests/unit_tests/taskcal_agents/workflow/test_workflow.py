@@ -495,7 +495,7 @@ def test_logprob_belief_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(
         ConfigurationError,
         match=re.escape(
-            "SampleSettings parameter 'belief' must be 'samples' or 'logprob', got 'x'."
+            "SampleSettings parameter 'belief' must be 'samples' or 'one_pass', got 'x'."
         ),
     ):
         SampleSettings(belief="x")
