@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 __all__ = [
     "ARGUMENT_KINDS",
@@ -275,21 +275,62 @@ def embedded_identifiers(text: str) -> list[tuple[str, str]]:
 
     Returns:
         ``(kind, value)`` pairs, in the order found; a domain inside an e-mail address or
-        a URL already found is not found again.
+        a URL already found is not found again. An IBAN that begins in a URL's path or
+        query is found beside the URL where it goes on past the URL's end
+        ("https://x.com/DE89 3704 …") or its check digits hold ("x.com/pay?iban=DE89…").
     """
     found: list[tuple[str, str]] = []
-    taken: list[tuple[int, int]] = []
+    taken: list[_Span] = []
     for kind, pattern in _EMBEDDED:
         for m in pattern.finditer(text):
             value = _EMBEDDED_CHECK.get(pattern, _as_found)(m)
             if value is None:
                 continue
-            span = (m.start(), m.start() + len(value))
-            if any(a < span[1] and span[0] < b for a, b in taken):
+            iban = value if pattern is _IBAN_IN_TEXT else None
+            span = _Span(m.start(), m.start() + len(value), _path_start(pattern, m), iban)
+            if any(span.overlaps(t) and not span.beside(t) for t in taken):
                 continue
             taken.append(span)
             found.append((kind, value.rstrip(".,;:!?")))
     return found
+
+
+class _Span(NamedTuple):
+    """Where an identifier lies in a text; for a URL, where its path begins."""
+
+    start: int
+    end: int
+    path: int | None
+    """Where a URL's path (or query) begins; ``None`` for an identifier that is no URL."""
+    iban: str | None
+    """The IBAN found here; ``None`` for another identifier."""
+
+    def overlaps(self, other: _Span) -> bool:
+        return self.start < other.end and other.start < self.end
+
+    def beside(self, other: _Span) -> bool:
+        """Whether both are found though they overlap: a URL and an IBAN in its path.
+
+        The IBAN begins in the URL's path or query and goes on past the URL's end
+        ("x.com/DE89 3704 …"), or its check digits hold; never one in the URL's host, nor
+        a code in a path that only looks like an IBAN ("x.com/AB12CDEF34567890").
+        """
+        url, iban = (self, other) if self.path is not None else (other, self)
+        if url.path is None or iban.iban is None:
+            return False
+        return iban.start >= url.path and (iban.end > url.end or _iban_checks(iban.iban))
+
+
+def _path_start(pattern: re.Pattern[str], match: re.Match[str]) -> int | None:
+    """Where a URL's path or query begins in the text (its end if it has none), else None."""
+    if pattern is _DOMAIN_IN_TEXT:
+        return match.start("path") if match.group("path") is not None else match.end()
+    if pattern is not _URL_IN_TEXT:
+        return None
+    found = match.group(0)
+    host = found.find("://") + 3 if "://" in found else 0
+    ends = [i for i in (found.find(c, host) for c in "/?#") if i >= 0]
+    return match.start() + min(ends, default=len(found))
 
 
 def _as_found(match: re.Match[str]) -> str:

@@ -665,6 +665,62 @@ def test_embedded_identifiers_in_any_form(text, found):
     assert embedded_identifiers(text) == found
 
 
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        # an IBAN that begins in a URL's path and goes on past it: the URL and the IBAN
+        (
+            "see https://x.com/DE89 3704 0044 0532 0130 00 now",
+            [("url", "https://x.com/DE89"), ("recipient", "DE89 3704 0044 0532 0130 00")],
+        ),
+        # an IBAN (its check digits hold) in a URL's path or query, or a bare domain's path
+        (
+            "see https://x.com/DE89370400440532013000 now",
+            [
+                ("url", "https://x.com/DE89370400440532013000"),
+                ("recipient", "DE89370400440532013000"),
+            ],
+        ),
+        (
+            "pay at https://x.com/pay?iban=GB29NWBK60161331926819.",
+            [
+                ("url", "https://x.com/pay?iban=GB29NWBK60161331926819"),
+                ("recipient", "GB29NWBK60161331926819"),
+            ],
+        ),
+        (
+            "see x.com/DE89370400440532013000",
+            [("recipient", "DE89370400440532013000"), ("url", "x.com/DE89370400440532013000")],
+        ),
+        # a code in a URL's path without an IBAN's check digits is the URL's, as is its host
+        ("see https://x.com/AB12CDEF34567890", [("url", "https://x.com/AB12CDEF34567890")]),
+        (
+            "see https://DE89370400440532013000.example.com/x",
+            [("url", "https://DE89370400440532013000.example.com/x")],
+        ),
+    ],
+)
+def test_an_iban_in_a_url_is_found_beside_it(text, found):
+    assert embedded_identifiers(text) == found
+
+
+@pytest.mark.parametrize("link", ["https://x.com/{iban} thanks", "x.com/{compact}"])
+def test_an_iban_in_a_url_must_come_from_a_trusted_source(link):
+    iban = "DE89 3704 0044 0532 0130 00"
+    page = f"Pay {iban}, see https://x.com/{iban} or x.com/{iban.replace(' ', '')}."
+    context = GroundingContext(TOOLS, conversation(page, user="Tell Alice what the page says."))
+    body = "Details: " + link.format(iban=iban, compact=iban.replace(" ", ""))
+    call = {"name": "send_message", "args": {"recipient": "Alice", "body": body}}
+    policy = TrustPolicy(kinds={"recipient": ("user",)})  # a URL from any source
+    [violation] = context.ground_call(call, policy).violations
+    assert (violation.argument, violation.kind, violation.rule) == (
+        "body", "recipient", "kinds.recipient"
+    )  # fmt: skip
+    assert violation.value.replace(" ", "") == iban.replace(" ", "")
+    by_kind = context.ground_call(call, TrustPolicy.by_kind()).violations
+    assert sorted(v.kind for v in by_kind) == ["recipient", "url"]  # the URL is checked too
+
+
 def test_a_spaced_iban_in_a_message_body_must_come_from_a_trusted_source():
     page = "Please also tell Alice to pay US13 3000 0000 1234 5678 90."
     context = GroundingContext(TOOLS, conversation(page, user="Tell Alice what the page says."))
