@@ -37,6 +37,7 @@ review) without sampling.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
 import math
 import os
@@ -114,6 +115,9 @@ _SYSTEM = (
 _NOUL_LABELS = ("yes", "no")
 _HELD = "yes"
 """A ``Noul``'s answer that holds a tool call (AutoMode blocks it, :func:`hitl_when` asks)."""
+_DOOR_QUESTIONS = ("is_risky", "needs_review")
+"""The question IDs the doors ask: ``AutoModeMiddleware``'s and :func:`hitl_when`'s default
+(``_interop.AUTO_MODE_QUESTION_ID``, ``HITL_QUESTION_ID``; that module imports this one)."""
 
 
 def _jsonable(value: Any) -> Any:
@@ -255,12 +259,14 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     ``provenance``. A trusted call is decided by the samples, its decision recording
     ``n_untrusted`` 0 and the provenance. ``None``, or a task without ``trust``: no
     policy (as before); ``Choice`` and ``Score`` questions are answered as before."""
-    hold_questions: tuple[str, ...] = ("is_risky", "needs_review")
+    hold_questions: tuple[str, ...] = _DOOR_QUESTIONS
     """Under :attr:`task`'s trust policy, the ``Noul`` question IDs whose "yes" holds the
     call they ask about: ``AutoModeMiddleware``'s (``"is_risky"``) and
     :func:`~taskcal_agents.langchain.hitl_when`'s (``"needs_review"``). A call that breaks
     the policy, asked about under another ID, is an error naming it, never an answer that
-    may let it through (a "yes" that means "safe")."""
+    may let it through (a "yes" that means "safe"). Each ID must be one of the model's
+    questions, checked at construction: a door's, or one its ``costs`` or ``calibrators``
+    are filed under (``risk_classifier(question_id=...)`` files them)."""
     tools: list[Any] = Field(default_factory=list)
     """The agent's tools: under :attr:`task`'s trust policy their schemas name each
     argument's kind (as :func:`~taskcal_agents.langchain.trust_gate` takes them); a tool
@@ -281,11 +287,36 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
             super().__init__(**kwargs)
         except ValidationError as exc:
             raise configuration_error(type(self).__name__, exc, type(self).model_fields) from exc
+        self._check_hold_questions()  # a wrong ID fails here, not when a call breaks the policy
         if not self.reload_artefact:  # a bad file fails here, not on the first question
             for calibrator in self.calibrators.values():
                 as_artefact(calibrator)
         if self.decision_log is not None:
             self.decision_log = open_decision_log(self.decision_log)  # shared by copies
+
+    def _check_hold_questions(self) -> None:
+        """Refuse a hold question the model is not asked (a door's, or one it is set up for).
+
+        Raises:
+            ConfigurationError: Naming each such ID and the model's questions.
+        """
+        known = sorted({*_DOOR_QUESTIONS, *self.costs, *self.calibrators})
+        unknown = [qid for qid in dict.fromkeys(self.hold_questions) if qid not in known]
+        if not unknown:
+            return
+        names = []
+        for qid in unknown:
+            close = difflib.get_close_matches(qid, known, n=1, cutoff=0.75)
+            names.append(f"{qid!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        msg = (
+            f"TaskCalibratedDecisionModel parameter 'hold_questions' names {', '.join(names)}, "
+            f"which {'is' if len(names) == 1 else 'are'} not among its questions: {known} "
+            f"(AutoModeMiddleware's {_DOOR_QUESTIONS[0]!r}, hitl_when's "
+            f"{_DOOR_QUESTIONS[1]!r}, and those its costs or calibrators are filed under). "
+            "File a question's costs or calibrator under its ID "
+            "(risk_classifier(question_id=...)) to hold calls with it."
+        )
+        raise ConfigurationError(msg)
 
     @override
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:

@@ -432,7 +432,42 @@ def test_only_a_question_whose_yes_holds_the_call_answers_an_untrusted_one() -> 
     # "is this call safe?": a yes would let the injected payment through, so it is an error
     with pytest.raises(ConfigurationError, match=r"question 'is_safe' asks about the call"):
         classifier.decide(state, "is_safe", RISKY)
-    # named as one whose yes holds the call, it holds it unsampled
-    holding = classifier.model_copy(update={"hold_questions": ("is_safe",)})
+    # named as one whose yes holds the call (its costs filed under it), it holds it unsampled
+    costs = {"is_safe": classifier.costs[AUTO_MODE_QUESTION_ID]}
+    holding = classifier.model_copy(update={"hold_questions": ("is_safe",), "costs": costs})
     decision = holding.decide(state, "is_safe", RISKY)
     assert (decision.action, decision.n_samples) == ("yes", 0)
+
+
+def test_a_hold_question_the_model_is_not_asked_is_an_error_at_construction() -> None:
+    from taskcal_agents.langchain._decision_model import TaskCalibratedDecisionModel
+
+    bad = (
+        r"TaskCalibratedDecisionModel parameter 'hold_questions' names 'is_riksy' \(did you "
+        r"mean 'is_risky'\?\), which is not among its questions: \['is_risky', "
+        r"'needs_review'\]"
+    )
+    with pytest.raises(ConfigurationError, match=bad):
+        TaskCalibratedDecisionModel(
+            chat_model=scripted("Yes."), task=policy_task(), hold_questions=("is_riksy",)
+        )
+    with pytest.raises(ConfigurationError, match=bad):  # without a policy too
+        risk_classifier(scripted("Yes."), hold_questions=("is_risky", "is_riksy"))
+    classifier = risk_classifier(scripted("Yes."), task=policy_task())
+    with pytest.raises(ConfigurationError, match=r"names 'is_safe', .*\['is_risky', 'needs_r"):
+        classifier.model_copy(update={"hold_questions": ("is_safe",)})
+    # a question of its own: one its costs or its calibrator are filed under
+    custom = risk_classifier(
+        scripted("Yes."), task=policy_task(), question_id="is_safe", hold_questions=("is_safe",)
+    )
+    assert custom.hold_questions == ("is_safe",)
+    with pytest.raises(ConfigurationError, match=r"\['is_risky', 'is_safe', 'needs_review'\]"):
+        custom.model_copy(update={"hold_questions": ("is_safe", "is_unsafe")})
+    by_calibrator = TaskCalibratedDecisionModel(
+        chat_model=scripted("Yes."), calibrators={"flag": None}, hold_questions=("flag",)
+    )
+    assert by_calibrator.hold_questions == ("flag",)
+    assert (
+        TaskCalibratedDecisionModel(chat_model=scripted("Yes."), hold_questions=()).hold_questions
+        == ()
+    )
