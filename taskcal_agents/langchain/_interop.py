@@ -314,7 +314,8 @@ def hitl_when(
     Raises:
         ConfigurationError: If ``classifier`` is not a TaskCalibratedDecisionModel,
             ``cache_size`` is not a positive integer or ``store_namespace`` is not a
-            non-empty tuple of strings.
+            non-empty tuple of strings, or if the classifier has a task with a trust policy
+            and ``question_id`` is not among its ``hold_questions``.
     """
     if not isinstance(classifier, TaskCalibratedDecisionModel):
         msg = (
@@ -331,6 +332,16 @@ def hitl_when(
         msg = (
             "hitl_when parameter 'store_namespace' must be a non-empty tuple of non-empty "
             f"strings, got {store_namespace!r}."
+        )
+        raise ConfigurationError(msg)
+    trust = classifier.task.trust if classifier.task is not None else None
+    if trust is not None and question_id not in classifier.hold_questions:
+        msg = (
+            f"hitl_when question {question_id!r} is not in the classifier's hold_questions "
+            f"{list(classifier.hold_questions)}, so under its task's trust policy a call that "
+            "breaks it would be an error, not an interrupt; add it "
+            f"(risk_classifier(..., question_id={question_id!r}, "
+            f"hold_questions=({question_id!r},)))."
         )
         raise ConfigurationError(msg)
     question = Noul(instructions=instructions, criteria=criteria)

@@ -471,3 +471,20 @@ def test_a_hold_question_the_model_is_not_asked_is_an_error_at_construction() ->
         TaskCalibratedDecisionModel(chat_model=scripted("Yes."), hold_questions=()).hold_questions
         == ()
     )
+
+
+def test_hitl_when_refuses_a_question_whose_yes_does_not_hold_under_a_policy() -> None:
+    from taskcal_agents.langchain._interop import hitl_when
+
+    classifier = risk_classifier(scripted("Yes."), task=policy_task(), question_id="review_me")
+    with pytest.raises(
+        ConfigurationError,
+        match=r"hitl_when question 'review_me' .* not in the classifier's hold_questions "
+        r"\['is_risky', 'needs_review'\]",
+    ):
+        hitl_when(classifier, question_id="review_me")
+    holding = classifier.model_copy(update={"hold_questions": ("review_me",)})
+    assert hitl_when(holding, question_id="review_me").question_id == "review_me"
+    # without a policy no call is held unsampled, so any question will do
+    plain = risk_classifier(scripted("Yes."), question_id="review_me")
+    assert hitl_when(plain, question_id="review_me").question_id == "review_me"
