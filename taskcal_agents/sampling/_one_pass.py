@@ -224,7 +224,7 @@ def one_pass_protocol(
     try:
         request = next(protocol)
         while True:
-            if tool_names:
+            if tool_names or tools:
                 request["tool_choice"] = "none"
             request = protocol.send((yield request))
     except StopIteration as stop:

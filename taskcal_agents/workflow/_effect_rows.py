@@ -44,13 +44,22 @@ from taskcal_agents.decision import (
     EFFECT_AWARE_COST,
     FLAT_TOOL_DECISION_COST,
     Decider,
+    Decision,
     Task,
     tool_decision,
 )
 from taskcal_agents.parsing import GroundingContext, effect_severity, lexical_fit
 from taskcal_agents.workflow._runner import message_from_dict
 
-__all__ = ["DECODERS", "crossfit_rows", "decide_records", "refusals", "summary", "table"]
+__all__ = [
+    "DECODERS",
+    "crossfit_rows",
+    "decide_records",
+    "decision_entry",
+    "refusals",
+    "summary",
+    "table",
+]
 
 DECODERS = ("constant", "raw confirm", "flat", "effects", "confirm")
 SCORED_ACTIONS = ("tool_call", "confirm", "request_for_info", "cannot_answer")
@@ -121,37 +130,59 @@ def decide_records(
         grounded = any(g.calls and g.grounded for g in context.ground_samples(messages))
         for name, decider in deciders.items():
             decision = decider.decide(messages, tool_names=offered, context=context)
-            sent = []
-            if decision.action == "tool_call" and decision.message is not None:
-                sent = decision.message.tool_calls
-            effect = max(
-                (effects.get(c["name"], "write") for c in sent),
-                key=effect_severity,
-                default="write",
+            row["decisions"][name] = decision_entry(
+                decision, decider.task, effects=effects, target=target, grounded=grounded
             )
-            generic = (  # the task's ask text, while a sample made a grounded call
-                decision.action == "request_for_info"
-                and decision.message is not None
-                and decision.message.content == decider.task.ask_text
-                and grounded
-            )
-            # a call to another tool than the item's right one is a wrong call
-            wrong_tool = (
-                bool(sent) and target is not None and target not in {c["name"] for c in sent}
-            )
-            row["decisions"][name] = {"action": decision.action, "effect": effect,
-                                      "generic_ask": generic, "wrong_tool": wrong_tool}  # fmt: skip
         rows.append(row)
     return rows
 
 
+def decision_entry(
+    decision: Decision,
+    task: Task,
+    *,
+    effects: Mapping[str, str],
+    target: str | None,
+    grounded: bool,
+) -> dict[str, Any]:
+    """What a row records of one decision: its action, its call's effect, a generic ask.
+
+    Args:
+        decision: The decision.
+        task: The task that decided it (its ask text).
+        effects: The item's tools' effects by name.
+        target: The item's right tool, when known (a call to another is a wrong call).
+        grounded: Whether a sample made a grounded call (then the task's ask text is a
+            generic ask).
+    """
+    sent = []
+    if decision.action == "tool_call" and decision.message is not None:
+        sent = decision.message.tool_calls
+    effect = max((effects.get(c["name"], "write") for c in sent), key=effect_severity,
+                 default="write")  # fmt: skip
+    generic = (
+        decision.action == "request_for_info"
+        and decision.message is not None
+        and decision.message.content == task.ask_text
+        and grounded
+    )
+    wrong_tool = bool(sent) and target is not None and target not in {c["name"] for c in sent}
+    return {"action": decision.action, "effect": effect, "generic_ask": generic,
+            "wrong_tool": wrong_tool}  # fmt: skip
+
+
 def costs(
-    rows: Sequence[Mapping[str, Any]], labels: Sequence[str]
+    rows: Sequence[Mapping[str, Any]],
+    labels: Sequence[str],
+    decoders: Sequence[str] = DECODERS[1:],
 ) -> dict[str, NDArray[np.float64]]:
-    """Per decoder, each item's cost under the effect-aware matrix (``labels``: the truth)."""
+    """Per decoder, each item's cost under the effect-aware matrix (``labels``: the truth).
+
+    ``decoders``: the rows' decoders; the best constant action is ``"constant"``.
+    """
     k = {label: i for i, label in enumerate(("tool_call", "request_for_info", "cannot_answer"))}
     out = {}
-    for name in DECODERS[1:]:
+    for name in decoders:
         row_costs = []
         for r, y in zip(rows, labels, strict=True):
             d = r["decisions"][name]
@@ -172,13 +203,14 @@ def costs(
 def shuffle_p(rows: Sequence[Mapping[str, Any]], name: str, permutations: int, seed: int) -> float:
     """The label-shuffle test of ``name``'s saving over the best constant (one-sided)."""
     labels = [r["label"] for r in rows]
-    observed = costs(rows, labels)
+    decoders = [name]
+    observed = costs(rows, labels, decoders)
     gap = float(observed["constant"].mean() - observed[name].mean())
     rng = np.random.default_rng(seed)
     hits = 0
     for _ in range(permutations):
         shuffled = list(rng.permutation(labels))
-        c = costs(rows, shuffled)
+        c = costs(rows, shuffled, decoders)
         hits += float(c["constant"].mean() - c[name].mean()) >= gap
     return (hits + 1) / (permutations + 1)
 
@@ -252,17 +284,26 @@ def _action_of(name: str) -> Callable[[Mapping[str, Any]], str]:
     return action
 
 
-def summary(rows: Sequence[Mapping[str, Any]], permutations: int) -> list[dict[str, Any]]:
-    """Per decoder: cost, paired differences, the call metrics and the label-shuffle test."""
+def summary(
+    rows: Sequence[Mapping[str, Any]],
+    permutations: int,
+    decoders: Sequence[str] = DECODERS,
+    bases: Sequence[str] = ("constant", "raw confirm", "flat"),
+) -> list[dict[str, Any]]:
+    """Per decoder: cost, paired differences, the call metrics and the label-shuffle test.
+
+    ``decoders``: the rows' decoders, ``"constant"`` (the best constant action) first;
+    ``bases``: the decoders each one's paired difference is taken against.
+    """
     labels = [r["label"] for r in rows]
-    c = costs(rows, labels)
+    c = costs(rows, labels, [d for d in decoders if d != "constant"])
     calls = [r for r in rows if r["label"] == "tool_call"]
     reads = [r for r in calls if r["target_effect"] == "read"]
     wrong = [r for r in rows if r["label"] != "tool_call"]
     out = []
-    for name in DECODERS:
+    for name in decoders:
         entry: dict[str, Any] = {"decoder": name, "cost": float(c[name].mean())}
-        for base in ("constant", "raw confirm", "flat"):
+        for base in bases:
             if base != name:
                 entry[f"vs {base}"] = paired_difference(c[base], c[name])
         if name != "constant":
