@@ -77,6 +77,7 @@ from taskcal_agents.decision import (
     CalibratorArtefact,
     Decider,
     Task,
+    one_pass_belief,
     raw_inputs,
 )
 from taskcal_agents.errors import ConfigurationError, DataFileError
@@ -296,12 +297,22 @@ def _rows(
         r = records[i]
         P[row] = record_belief(r, "probs", labels, source=source)
         counts, n_drawn, n_unparsed = _sample_counts(r, source)
+        one_pass = r.get("belief") == "one_pass"
         n_ungrounded = (
             _ungrounded(r, counts.get(str(task.call_action), 0.0), source) if split else 0
         )
+        if one_pass and n_ungrounded:  # the greedy call is ungrounded: it is never sent
+            counts_sendable = {**counts, str(task.call_action): 0.0}
+        else:
+            counts_sendable = counts
         y[row] = labels.index(str(r["outcome"]))
         for j, action in enumerate(actions):
-            sendable = counts.get(action, 0.0) - (n_ungrounded if action == task.call_action else 0)
+            if one_pass:  # pseudo-counts: the greedy completion is the one sample
+                sendable = counts_sendable.get(action, 0.0)
+            else:
+                sendable = counts.get(action, 0.0) - (
+                    n_ungrounded if action == task.call_action else 0
+                )
             if action in sampled and (sendable if unsent else counts.get(action, 0.0)) <= 0:
                 executable[row, j] = False
         if task.confirm_action is not None and task.call_action is not None:
@@ -318,13 +329,19 @@ def _rows(
                 executable[row, mbr] = False
         if X is not None or inputs is not None:
             try:
-                belief = Belief(
-                    [counts.get(label, 0.0) for label in labels], labels, n=n_drawn,
-                    n_unparsed=n_unparsed, alpha=alpha,
-                    unparsed_evidence=task.unparsed_evidence,
-                    split_label=task.call_action if task.splits_ungrounded else None,
-                    n_ungrounded=n_ungrounded if task.splits_ungrounded else 0,
-                )  # fmt: skip
+                if one_pass:  # the logged pseudo-counts, read as the runtime read them
+                    belief = one_pass_belief(
+                        task, [counts.get(label, 0.0) for label in labels],
+                        ungrounded=bool(n_ungrounded), alpha=alpha,
+                    )  # fmt: skip
+                else:
+                    belief = Belief(
+                        [counts.get(label, 0.0) for label in labels], labels, n=n_drawn,
+                        n_unparsed=n_unparsed, alpha=alpha,
+                        unparsed_evidence=task.unparsed_evidence,
+                        split_label=task.call_action if task.splits_ungrounded else None,
+                        n_ungrounded=n_ungrounded if task.splits_ungrounded else 0,
+                    )  # fmt: skip
             except ValueError as exc:
                 msg = f"decision record {r.get('id')!r}: its counts make no belief ({exc})."
                 raise DataFileError(msg, path=source) from exc

@@ -460,3 +460,56 @@ def test_a_relevance_calibrator_is_refit_on_the_logged_relevance() -> None:
     del records[5]["relevance"]
     with pytest.raises(DataFileError, match="decision record 'd5' has relevance None"):
         refit_from_records(records, old)
+
+
+@pytest.mark.parametrize("belief", ["relabel", "features"])
+def test_one_pass_decisions_are_read_back_as_the_runtime_read_them(belief: str) -> None:
+    # A one-pass decision logs its pseudo-counts; refit rebuilds the calibrator's input from
+    # them exactly as Decider.decide_one_pass built it, and an ungrounded greedy call is
+    # never a call that could have been sent.
+    from langchain_core.messages import AIMessage
+
+    from taskcal_agents.decision._decider import Decider
+    from taskcal_agents.parsing import GroundingContext
+    from taskcal_agents.production._refit import _rows
+
+    task = tool_decision(grounding=GroundingSpec(belief=belief, relevance=True))  # type: ignore[arg-type]
+    decider = Decider(task, alpha=ALPHA)
+    weather = {"type": "function", "function": {
+        "name": "get_weather", "parameters": {"type": "object", "properties": {
+            "city": {"type": "string"}}, "required": ["city"]}}}  # fmt: skip
+    call = AIMessage(content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"},
+                                               "id": "c"}])  # fmt: skip
+    records, expected = [], []
+    for i, (text, probs) in enumerate([
+        ("What's the weather in Paris?", [0.7, 0.2, 0.1]),
+        ("What's the weather like?", [0.55, 0.35, 0.1]),  # Paris is invented: ungrounded
+    ]):  # fmt: skip
+        context = GroundingContext([weather], [{"role": "user", "content": text}])
+        decision = decider.decide_one_pass(probs, call, forward_passes=2, context=context)
+        record = decision.to_metadata() | {
+            "id": f"d{i}",
+            "time": T0.isoformat(),
+            "labels": LABELS,
+            "outcome": "tool_call",
+        }
+        records.append(json.loads(json.dumps(record)))
+        _, relevance = _one_pass_inputs(task, probs, call, context)
+        expected.append(relevance)
+    rows = _rows(records, task, ALPHA, None, "log")
+    assert rows.inputs is not None
+    np.testing.assert_allclose(rows.inputs, np.array(expected))
+    call_column = task.action_list.index("tool_call")
+    assert rows.executable[0, call_column] and not rows.executable[1, call_column]
+
+
+def _one_pass_inputs(task: Any, probs: list[float], call: Any, context: Any) -> tuple[Any, Any]:
+    """The calibrator input the runtime builds for a one-pass decision (read_one_pass)."""
+    from taskcal_agents.decision import read_one_pass
+    from taskcal_agents.decision._decider import raw_inputs
+
+    groundings = context.ground_samples([call])
+    belief, relevance = read_one_pass(
+        task, probs, [call], ["tool_call"], groundings, context, alpha=ALPHA
+    )
+    return belief, raw_inputs(task, belief, relevance)
