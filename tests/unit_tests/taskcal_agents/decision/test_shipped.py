@@ -590,3 +590,11 @@ def test_calibrate_one_pass_fits_on_one_pass_records(tmp_path: Path, source: Pat
                                temperature=1.0, belief="one_pass")._replace(model="m")  # fmt: skip
     assert shipped.mismatch(artefact, calibrate_task(), one_pass) is None
     assert shipped.mismatch(artefact, calibrate_task(), one_pass._replace(belief="samples"))
+
+
+def test_a_one_pass_door_takes_no_calibrator_fitted_on_samples(ship: CalibratorArtefact) -> None:
+    with pytest.warns(UncalibratedWarning, match=r"fitted on sampled beliefs.*one-pass beliefs"):
+        runnable = TaskCalibratedRunnable(
+            NamedModel(messages=replies(1)), presets.tool_decision(), belief="one_pass"
+        )
+    assert runnable.decider.calibrator is None and runnable.decider.calibrator_id is None
