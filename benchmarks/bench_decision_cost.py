@@ -16,9 +16,10 @@ On the same items, each decided by the runtime's own path with its own calibrato
   one-pass record (``taskcal sample --belief one_pass``), with the one-pass artefact
   (``taskcal calibrate --belief one_pass``);
 - ``clustered``: clustered self-assessment: the first two samples' distinct calls, ask and
-  refuse as the options of one pass (``clustered``), decided as a one-pass belief whose call
-  is the likeliest call option's sample, with an artefact fitted on the train split's
-  clustered records;
+  refuse as the lettered options of one pass (``clustered``,
+  :func:`~taskcal_agents.sampling._one_pass.call_options`), decided as a one-pass belief
+  whose call is the likeliest call option's sample, with an artefact fitted on the train
+  split's clustered records;
 
 and the best constant action. Every decision is scored under the effect-aware default
 matrix (:mod:`taskcal_agents.workflow._effect_rows`, the tools' effects by the written rule),
@@ -126,6 +127,7 @@ def one_pass(decider: Decider, record: Mapping[str, Any]) -> Decision:
         record["probs"], message_from_dict(greedy) if greedy else None,
         forward_passes=int((record.get("logprob") or {}).get("requests", 1)) + 1,
         tool_names=record.get("tool_names"), context=_context(record),
+        answered_calls=answered_tool_calls(record.get("messages") or []),
     )  # fmt: skip
 
 
@@ -206,7 +208,8 @@ def clustered(path: Path, out: Path, sampler: Any) -> int:
                 lambda r: sampler.sample(**r),
             )  # fmt: skip
             by_option = belief.option_probs()
-            chosen = max(calls, key=lambda c: by_option[c[1]], default=None)
+            letter = dict(zip((text for _, text, _ in calls), options.options, strict=False))
+            chosen = max(calls, key=lambda c: by_option[letter[c[1]]], default=None)
             greedy = first[chosen[2]] if chosen is not None else (first[0] if first else None)
             labels = record.get("labels") or []
             greedy_label = (

@@ -63,9 +63,10 @@ def sample(
         str,
         typer.Option(
             help="samples: N parsed completions; one_pass: one-pass belief from top_logprobs "
-            "under a choice constraint (stored as probabilities, smoothed as --n pseudo-samples; "
-            "a tool decision's is over 'call TOOL', ask and refuse, with the greedy completion's "
-            "call; 'logprob' is its earlier name)."
+            "under a choice constraint, stored as probabilities (a tool decision's over 'call "
+            "TOOL', ask and refuse, smoothed as 16 pseudo-samples, with the greedy completion's "
+            "call; other tasks' over their labels or --choices, smoothed as --n); logprob: the "
+            "earlier name, over the labels for every task."
         ),
     ] = "samples",
     choices: Annotated[

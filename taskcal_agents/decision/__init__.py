@@ -35,7 +35,9 @@ from taskcal_agents.decision._artefact import (
 )
 from taskcal_agents.decision._artefact import CalibratorLike as CalibratorLike
 from taskcal_agents.decision._artefact import ResolvedCalibrator as ResolvedCalibrator
+from taskcal_agents.decision._artefact import artefact_belief as artefact_belief
 from taskcal_agents.decision._artefact import as_artefact as as_artefact
+from taskcal_agents.decision._artefact import recorded_belief as recorded_belief
 from taskcal_agents.decision._artefact import resolve_calibrator as resolve_calibrator
 from taskcal_agents.decision._belief import DEFAULT_ALPHA as DEFAULT_ALPHA
 from taskcal_agents.decision._belief import Belief

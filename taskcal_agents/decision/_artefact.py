@@ -787,7 +787,25 @@ class _Fitted(NamedTuple):
     parameters at the server's defaults (what ``taskcal calibrate`` draws)."""
 
 
-_BELIEF_NAMES = {"samples": "sampled beliefs", "one_pass": "one-pass beliefs"}
+_BELIEF_NAMES = {
+    "samples": "sampled beliefs",
+    "one_pass": "one-pass beliefs",
+    "logprob": "one-pass beliefs over the task's labels (--belief logprob)",
+}
+
+
+def recorded_belief(value: Any) -> str:
+    """The belief a record names: ``"one_pass"``, ``"logprob"`` or ``"samples"``.
+
+    ``"logprob"``: the one-pass belief read over the task's labels, which no front door
+    reads; ``"samples"`` also when none is recorded (files written before beliefs were).
+    """
+    return value if value in ("one_pass", "logprob") else "samples"
+
+
+def artefact_belief(artefact: CalibratorArtefact) -> str:
+    """The belief ``artefact`` was fitted on (:func:`recorded_belief` of its record)."""
+    return _fitted(artefact).belief
 
 
 def _is_int(value: Any) -> bool:
@@ -806,9 +824,8 @@ def _fitted(artefact: CalibratorArtefact) -> _Fitted:
         source, defaults = (samples if isinstance(samples, Mapping) else {}), False
     model, n, temperature = source.get("model"), source.get("n"), source.get("temperature")
     limit = source.get("max_tokens") if defaults else None
-    belief = source.get("belief")
     return _Fitted(
-        belief="one_pass" if belief in ("one_pass", "logprob") else "samples",
+        belief=recorded_belief(source.get("belief")),
         model=model if isinstance(model, str) and model else None,
         n=n if _is_int(n) else None,
         temperature=(
@@ -952,9 +969,10 @@ def _check_chosen(
     if why is None:
         return None
     head = f"{owner}: calibrator artefact {_named(artefact)} does not fit this front door: {why}."
+    one_pass = " --belief one_pass" if served.belief == "one_pass" else ""
     fit = (
-        "fit one for this setting with `taskcal calibrate --base-url URL --model NAME` (tool "
-        "decisions) or `taskcal fit`"
+        f"fit one for this setting with `taskcal calibrate --base-url URL --model NAME"
+        f"{one_pass}` (tool decisions) or `taskcal fit`"
     )
     if strict:
         msg = f"{head} It was refused (strict=True): {fit}, or pass strict=False to use it anyway."

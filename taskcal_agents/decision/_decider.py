@@ -375,6 +375,7 @@ class Decider:
         update: dict[str, Any] = {
             "belief": "one_pass",
             "forward_passes": int(forward_passes),
+            "greedy_label": labels[0] if labels else None,
             "n_samples": len(messages),
             "n_unparsed": sum(label is None for label in labels),
             "n_repeats": n_repeats,

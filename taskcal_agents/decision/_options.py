@@ -183,6 +183,12 @@ class SamplingOptions(BaseModel):
         if self.belief == "one_pass" and self.adaptive is not None:
             msg = "adaptive N stops a draw of samples early; belief='one_pass' draws none"
             raise ValueError(msg)
+        if self.belief == "one_pass" and not (self.temperature or 0) > 0:
+            msg = (
+                "belief='one_pass' reads the labels' probabilities at this temperature, so it "
+                "must be > 0 (1.0: the model's own distribution)"
+            )
+            raise ValueError(msg)
         return self
 
     @field_validator("adaptive", mode="before")

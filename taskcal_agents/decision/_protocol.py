@@ -422,7 +422,8 @@ def decide_one_pass(
     for i, item in enumerate(inputs):
         if _approves(decider, item, tool_names):
             assert item.context is not None
-            out.append(decider.approved(item.context, tool_names=tool_names))
+            approved = decider.approved(item.context, tool_names=tool_names)
+            out.append(approved.model_copy(update={"belief": "one_pass"}))
             continue
         try:
             protocol = belief(i)
@@ -465,5 +466,6 @@ def _failed(
     rounds = Rounds(error=failed.error, attempts=failed.attempts)
     if on_error == "fallback":
         why = f"model error after {failed.attempts} attempt(s): {type(failed.error).__name__}: "
-        return decider.fallback(f"{why}{failed.error}")
+        decision = decider.fallback(f"{why}{failed.error}")
+        return decision.model_copy(update={"belief": "one_pass"})
     return _sampling_error(what, rounds)

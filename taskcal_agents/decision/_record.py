@@ -63,6 +63,10 @@ class Decision(BaseModel):
     forward_passes: int | None = None
     """Under ``belief="one_pass"``: the forward passes the decision took (the choice's and
     the greedy completion's); ``None`` for sampled beliefs (one request with ``n``)."""
+    greedy_label: str | None = None
+    """Under ``belief="one_pass"``: the greedy completion's label (``None``: unparsed, a
+    repeat, or none drawn), whose call is the one the decision can send; ``n_ungrounded``
+    then says whether that call is ungrounded (1) or not (0)."""
     fallback: bool = False
     """Whether ``action`` is the task's fallback action rather than the MBR action."""
     fallback_reason: str | None = None

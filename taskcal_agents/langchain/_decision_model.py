@@ -345,6 +345,18 @@ class TaskCalibratedDecisionModel(BaseDecisionModel, SamplingOptions):
     def _task_file(cls, value: Any) -> Any:
         return Task.from_file(value) if isinstance(value, str | os.PathLike) else value
 
+    @field_validator("belief")
+    @classmethod
+    def _sampled_belief(cls, value: str) -> str:
+        if value == "one_pass":
+            msg = (
+                "the decision model answers questions (choices among their options), and "
+                "belief='one_pass' reads a tool decision's tools, ask and refuse; use "
+                "belief='samples'"
+            )
+            raise ValueError(msg)
+        return value
+
     @model_validator(mode="before")
     @classmethod
     def _default_model_name(cls, data: Any) -> Any:

@@ -359,6 +359,14 @@ class TaskCalibrationMiddleware(
         temperature.
         """
         session = self.session
+        if self.options.belief == "one_pass" and self._uses_handler(request):
+            msg = (
+                f"{type(self).__name__}: this request has a response_format, so its samples are "
+                "drawn through the agent's handler, which cannot ask for the log-probabilities "
+                "the one-pass belief reads; use belief='samples' for agents with a "
+                "response_format."
+            )
+            raise ConfigurationError(msg)
         settings = dict(request.model_settings)  # as sampled: the options' temperature wins
         if self.options.temperature is not None:
             settings["temperature"] = self.options.temperature

@@ -634,7 +634,10 @@ class DecisionSession:
         protocol: Generator[Draw, Drawn, list[Decision | BaseException]]
         if self.options.belief == "one_pass":
             names = tuple(tool_names) if tool_names is not None else tool_names_of(tools or ())
+            # the temperature the calibrator was matched for: a per-call one, else the door's
             temperature = self.options.temperature or 1.0
+            if served is not None and served.temperature is not None and served.temperature > 0:
+                temperature = served.temperature
 
             def belief(i: int) -> Any:
                 return one_pass_protocol(

@@ -77,6 +77,7 @@ from taskcal_agents.decision import (
     CalibratorArtefact,
     Decider,
     Task,
+    artefact_belief,
     one_pass_belief,
     raw_inputs,
 )
@@ -298,21 +299,22 @@ def _rows(
         P[row] = record_belief(r, "probs", labels, source=source)
         counts, n_drawn, n_unparsed = _sample_counts(r, source)
         one_pass = r.get("belief") == "one_pass"
-        n_ungrounded = (
-            _ungrounded(r, counts.get(str(task.call_action), 0.0), source) if split else 0
-        )
-        if one_pass and n_ungrounded:  # the greedy call is ungrounded: it is never sent
-            counts_sendable = {**counts, str(task.call_action): 0.0}
+        if one_pass:  # n_ungrounded says whether the greedy completion's call is ungrounded
+            n_ungrounded = int(bool(r.get("n_ungrounded")))
         else:
-            counts_sendable = counts
+            n_ungrounded = (
+                _ungrounded(r, counts.get(str(task.call_action), 0.0), source) if split else 0
+            )
         y[row] = labels.index(str(r["outcome"]))
         for j, action in enumerate(actions):
-            if one_pass:  # pseudo-counts: the greedy completion is the one sample
-                sendable = counts_sendable.get(action, 0.0)
-            else:
-                sendable = counts.get(action, 0.0) - (
-                    n_ungrounded if action == task.call_action else 0
-                )
+            if one_pass:  # only the greedy completion can carry an action out
+                carried = r.get("greedy_label") == action
+                if action == task.call_action and grounding is not None:
+                    carried = carried and not (n_ungrounded and grounding.execute == "grounded")
+                if action in sampled and not carried:
+                    executable[row, j] = False
+                continue
+            sendable = counts.get(action, 0.0) - (n_ungrounded if action == task.call_action else 0)
             if action in sampled and (sendable if unsent else counts.get(action, 0.0)) <= 0:
                 executable[row, j] = False
         if task.confirm_action is not None and task.call_action is not None:
@@ -499,6 +501,7 @@ def refit_from_records(
     used: list[Mapping[str, Any]] = []
     labels = list(task.labels)
     path = source or "<decision log>"
+    belief = artefact_belief(old)
     n_fallback = 0  # of all records of the task: the monitor's fallback rate
     unparsed: list[float] = []  # n_unparsed / n_samples per record of the task with samples
     for r in records:
@@ -510,6 +513,14 @@ def refit_from_records(
             msg = (
                 f"decision record {r.get('id')!r} of task {task.name!r} has labels "
                 f"{r.get('labels')!r}, but the task has {labels!r}; refit from a log of this task."
+            )
+            raise DataFileError(msg, path=path)
+        decided_on = r.get("belief") or "samples"
+        if decided_on != belief:
+            msg = (
+                f"decision record {r.get('id')!r} was decided on a {decided_on!r} belief, but "
+                f"the artefact was fitted on {belief!r} beliefs; refit from the "
+                "decisions of the belief it serves (a door's SamplingOptions.belief)."
             )
             raise DataFileError(msg, path=path)
         counts, n_drawn, n_unparsed = _sample_counts(r, path)
@@ -609,7 +620,12 @@ def refit_from_records(
         if calibrator is None
         else calibrator,
         "fit_metrics": fit_metrics,
-        "samples": {"source": "decision_log", "path": source, "n": int(common_n)},
+        "samples": {
+            "source": "decision_log",
+            "path": source,
+            "n": int(common_n),
+            "belief": belief,
+        },
         "refit": {
             "source": source,
             "parent_artefact_id": old_id,

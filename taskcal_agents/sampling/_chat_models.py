@@ -343,7 +343,11 @@ def _openai_fields(model: Runnable[Any, Any], kwargs: dict[str, Any]) -> dict[st
         ConfigurationError: ``logprobs`` or ``structured_outputs`` for a model that is not
             ``ChatOpenAI``-compatible (it has no way to send them).
     """
-    wanted = [k for k in ("logprobs", "structured_outputs") if kwargs.get(k) is not None]
+    top = kwargs.get("logprobs")
+    counted = isinstance(top, int) and not isinstance(top, bool)  # ChatOpenAI's own: a bool
+    wanted = [k for k, on in (("logprobs", counted),
+                              ("structured_outputs", kwargs.get("structured_outputs") is not None))
+              if on]  # fmt: skip
     if not wanted:
         return kwargs
     core, bound, _, _ = unwrap_binding(model)
@@ -360,10 +364,9 @@ def _openai_fields(model: Runnable[Any, Any], kwargs: dict[str, Any]) -> dict[st
         )
         raise ConfigurationError(msg)
     out = dict(kwargs)
-    top = out.pop("logprobs", None)
-    if top is not None:
+    if counted:
         out["logprobs"] = True
-        out["top_logprobs"] = int(top)
+        out["top_logprobs"] = int(top)  # type: ignore[arg-type]
     constraint = out.pop("structured_outputs", None)
     if constraint is not None:
         out["extra_body"] = {

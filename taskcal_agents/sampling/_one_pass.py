@@ -20,6 +20,7 @@ front doors' :func:`~taskcal_agents.decision.decide_one_pass`, or ``taskcal samp
 
 from __future__ import annotations
 
+import string
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -63,11 +64,14 @@ class ToolOptions:
         options: The strings the model may emit.
         labels: The task label each option stands for.
         tools: The tool a call option names (``None`` for the others).
+        shown: For lettered options (:func:`call_options`), what each letter stands for;
+            empty: the options are shown as they are.
     """
 
     options: tuple[str, ...]
     labels: tuple[str, ...]
     tools: tuple[str | None, ...]
+    shown: tuple[str, ...] = ()
 
 
 def tool_options(task: Task, tool_names: Sequence[str]) -> ToolOptions:
@@ -106,31 +110,39 @@ def tool_options(task: Task, tool_names: Sequence[str]) -> ToolOptions:
 
 
 def call_options(task: Task, calls: Sequence[tuple[str, str]]) -> ToolOptions:
-    """The options of a clustered one-pass decision: given calls, then ask and refuse.
+    """The options of a clustered one-pass decision: lettered calls, then ask and refuse.
 
     Clustered self-assessment: the distinct calls a few samples made (each ``(tool name,
     the call as text)``, e.g. ``("get_weather", 'get_weather(city="Paris")')``) replace the
-    one option per offered tool.
+    one option per offered tool, and every option is a letter (A, B, …), so one forward
+    pass reads each option's probability.
 
     Raises:
-        ConfigurationError: As :func:`tool_options`, or two calls have the same text.
+        ConfigurationError: As :func:`tool_options`, two calls have the same text, or there
+            are more than 26 options.
     """
     base = tool_options(task, ())
     texts = [text for _, text in calls]
     if len(set(texts)) != len(texts):
         msg = f"call_options: the calls must be distinct, got {texts!r}."
         raise ConfigurationError(msg)
-    at = base.labels.index(str(task.call_action)) if task.call_action in base.labels else 0
+    shown = (*texts, *base.options)
+    if len(shown) > len(string.ascii_uppercase):
+        msg = f"call_options: at most 26 options, got {len(shown)}."
+        raise ConfigurationError(msg)
     call = str(task.call_action)
     return ToolOptions(
-        (*base.options[:at], *texts, *base.options[at:]),
-        (*base.labels[:at], *(call for _ in calls), *base.labels[at:]),
-        (*base.tools[:at], *(name for name, _ in calls), *base.tools[at:]),
+        tuple(string.ascii_uppercase[: len(shown)]),
+        (*(call for _ in calls), *base.labels),
+        (*(name for name, _ in calls), *base.tools),
+        shown,
     )
 
 
 def one_pass_instruction(options: ToolOptions) -> str:
     """The instruction that asks for one of ``options``, merged into the system message."""
+    if options.shown:
+        return _lettered_instruction(options)
     lines = ["Before you reply, choose what to do. Reply with exactly one of these options:"]
     for option, tool in zip(options.options, options.tools, strict=True):
         if tool is not None and option != f"call {tool}()":
@@ -143,6 +155,20 @@ def one_pass_instruction(options: ToolOptions) -> str:
             lines.append(f"- {option}: none of the offered tools can do what is asked")
         else:
             lines.append(f"- {option}: reply directly, no tool is needed")
+    return "\n".join(lines)
+
+
+def _lettered_instruction(options: ToolOptions) -> str:
+    lines = ["Before you reply, choose what to do. Reply with the letter of exactly one option:"]
+    for letter, shown, tool in zip(options.options, options.shown, options.tools, strict=True):
+        if tool is not None:
+            lines.append(f"{letter}. make exactly this call: {shown}")
+        elif shown == ASK_OPTION:
+            lines.append(f"{letter}. {shown}: a tool fits, but the request lacks a value it needs")
+        elif shown == REFUSE_OPTION:
+            lines.append(f"{letter}. {shown}: none of the offered tools can do what is asked")
+        else:
+            lines.append(f"{letter}. {shown}: reply directly, no tool is needed")
     return "\n".join(lines)
 
 

@@ -157,6 +157,12 @@ def calibrate_endpoint(
     """
     from taskcal_agents.datasets import convert, write_dataset
 
+    if belief == "one_pass" and not temperature > 0:
+        msg = (
+            f"calibrate: the one-pass belief is read at the temperature, which must be > 0, got "
+            f"{temperature!r}."
+        )
+        raise ConfigurationError(msg)
     folder = Path(work_dir)
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / "calibrator.json" if out is None else Path(out)

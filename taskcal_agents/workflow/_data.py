@@ -313,12 +313,16 @@ def eval_arrays(
             if isinstance(references, list):  # a graded item: grade the modal answer
                 modal = None if clusters is None else clusters.modal_answer
                 true = grading(task, modal, "modal_cluster", references)["label"]
-        if record.get("belief") == "one_pass" and grounding is not None:
+        if record.get("belief") == "one_pass":
             # A tool decision's one-pass belief; its greedy completion is the one sample.
             g = record.get("greedy")
             messages = [message_from_dict(g)] if g else []
             labels = [g_label] if g else []
-            context = record_context(record, items, source=str(samples.path))
+            context = (
+                None
+                if grounding is None
+                else record_context(record, items, source=str(samples.path))
+            )
             groundings = ground_samples(task, messages, context)
             try:
                 belief, relevance = read_one_pass(

@@ -76,12 +76,13 @@ class SampleSettings:
     base_url: str | None = None
     """The server URL (recorded only)."""
     belief: str = "samples"
-    """``"samples"``: N sampled completions parsed by g_T; ``"one_pass"`` (or its earlier
-    name ``"logprob"``): the one-pass belief read from ``top_logprobs`` under a choice
-    constraint (see :mod:`taskcal_agents.sampling._logprob`), stored as probabilities and
-    smoothed like ``n`` pseudo-samples. A tool decision's is over its options "call TOOL",
-    ask and refuse (:mod:`taskcal_agents.sampling._one_pass`), and its greedy completion is
-    the call it sends."""
+    """``"samples"``: N sampled completions parsed by g_T; ``"one_pass"``: the one-pass
+    belief read from ``top_logprobs`` under a choice constraint (see
+    :mod:`taskcal_agents.sampling._logprob`), stored as probabilities and smoothed like
+    ``n`` pseudo-samples. A tool decision's is over its options "call TOOL", ask and refuse
+    (:mod:`taskcal_agents.sampling._one_pass`; 16 pseudo-samples), and its greedy completion
+    is the call it sends. ``"logprob"``, the earlier name, reads every task's labels as the
+    choices (a tool decision's too)."""
     choices: tuple[str, ...] | None = None
     """With ``belief="logprob"``: the string the model must emit for each task label, in
     label order (default: the labels themselves). The task's prompt should ask for them."""
@@ -242,7 +243,8 @@ def _logprob_belief(sampler: Any, messages: Any, choices: list[str], **options: 
 
 ONE_PASS_BELIEFS = ("one_pass", "logprob")
 """The names of the one-pass belief in :attr:`SampleSettings.belief` (``"logprob"``: its
-earlier name, which sample files written before ``"one_pass"`` record)."""
+earlier name, which reads a tool decision's labels as the choices, as before its tool
+options)."""
 
 
 def is_tool_decision(task: Task) -> bool:
@@ -349,7 +351,7 @@ def sample_item(
         )
         raise ConfigurationError(msg)
     tool_one_pass = (
-        settings.belief in ONE_PASS_BELIEFS and settings.choices is None and is_tool_decision(task)
+        settings.belief == "one_pass" and settings.choices is None and is_tool_decision(task)
     )
     if tool_one_pass and not settings.greedy:
         msg = (

@@ -121,11 +121,24 @@ def fit_artefact(
             "path": str(samples),
             "n_items": arrays.n,
             **{k: settings.get(k) for k in ("n", "temperature", "model")},
+            "belief": _fitted_belief(samples_file),
         },
         risk_control=risk,
         stopping_prior=fit_prior(task_obj, arrays),
     )
     return artefact, risk
+
+
+def _fitted_belief(samples_file: Any) -> str:
+    """The belief a fit on ``samples_file`` serves, as an artefact records it.
+
+    ``"one_pass"`` for a tool decision's one-pass records (they say so), ``"logprob"`` for
+    a one-pass belief over the task's labels, else ``"samples"``.
+    """
+    if any(r.get("belief") == "one_pass" for r in samples_file.records.values()):
+        return "one_pass"
+    named = samples_file.settings.get("belief")
+    return "logprob" if named in ("one_pass", "logprob") else "samples"
 
 
 def evaluate_samples(

@@ -185,9 +185,14 @@ def _decode(raw: bytes, *, path: Path, line: int) -> dict[str, Any]:
     return decode_line(raw, path=path, line=line, hint=hint)
 
 
-def _stored(key: str, value: Any) -> Any:
-    """A setting as compared on resuming: ``belief`` ``"logprob"`` is ``"one_pass"``."""
-    return "one_pass" if key == "belief" and value == "logprob" else value
+def _stored(key: str, value: Any, tool_task: bool) -> Any:
+    """A setting as compared on resuming: ``belief`` ``"logprob"`` is ``"one_pass"``.
+
+    Except for a tool decision: its one-pass belief is over the tools, its ``"logprob"`` over
+    the labels.
+    """
+    same = key == "belief" and value == "logprob" and not tool_task
+    return "one_pass" if same else value
 
 
 def _check_resumable(existing: SamplesFile, header: Mapping[str, Any]) -> None:
@@ -217,8 +222,9 @@ def _check_resumable(existing: SamplesFile, header: Mapping[str, Any]) -> None:
         raise DataFileError(msg, path=str(existing.path), line=1)
     # Compare as they are stored: the header read back holds lists where the run has tuples.
     old, new = existing.settings, json.loads(json.dumps(dict(header.get("settings") or {})))
+    tool_task = bool(new_task.get("call_action")) or "tool_call" in (new_task.get("labels") or [])
     for key in RESUME_KEYS:
-        if _stored(key, old.get(key)) != _stored(key, new.get(key)):
+        if _stored(key, old.get(key), tool_task) != _stored(key, new.get(key), tool_task):
             what = _RESUME_HINTS.get(key, "")
             msg = (
                 f"samples file was written with {key}={old.get(key)!r}, but this run has "

@@ -23,7 +23,7 @@ from tests.unit_tests.taskcal_agents.langchain.golden_doors import FORMAT_VERSIO
 TRUST_FIELDS = frozenset({"provenance", "n_untrusted", "trust_violations"})
 """What a decision records for the trust policy: kept in the goldens and compared."""
 ADDED_SINCE_RECORDING = frozenset(
-    {"effect", "effect_source", "call_cost", "approved", "belief", "forward_passes"}
+    {"effect", "effect_source", "call_cost", "approved", "belief", "forward_passes", "greedy_label"}
 )
 """Decision fields added after the goldens were recorded (the effects' under the flat matrix
 the goldens decide by, where they are empty, the approval's, and how the belief was read,

@@ -216,13 +216,72 @@ def test_the_clustered_options_are_the_sampled_calls_then_ask_and_refuse() -> No
 
     calls = [("get_weather", 'get_weather(city="Paris")'), ("get_time", 'get_time(city="Paris")')]
     options = call_options(tool_decision(), calls)
-    assert options.options == (
+    assert options.options == ("A", "B", "C", "D")  # one token each: one pass reads them all
+    assert options.shown == (
         'get_weather(city="Paris")',
         'get_time(city="Paris")',
         "ask for missing information",
         "no offered tool can do this",
     )
     assert options.labels == ("tool_call", "tool_call", "request_for_info", "cannot_answer")
-    assert '- get_weather(city="Paris"): make exactly this call' in one_pass_instruction(options)
+    instruction = one_pass_instruction(options)
+    assert 'A. make exactly this call: get_weather(city="Paris")' in instruction
+    assert "C. ask for missing information: a tool fits" in instruction
     with pytest.raises(ConfigurationError, match="distinct"):
         call_options(tool_decision(), [calls[0], calls[0]])
+
+
+def test_the_belief_is_read_at_the_per_call_temperature() -> None:
+    model = ScriptedServer().chat_openai().bind_tools([get_weather])
+    runnable = TaskCalibratedRunnable(model, tool_decision(), calibrator=None, belief="one_pass")
+    at_one = runnable.invoke("What's the weather in Paris?")
+    at_half = runnable.invoke("What's the weather in Paris?", temperature=0.5)
+    # p ∝ p_raw^(1/T): at T = 0.5 the leading option gains
+    assert at_half.probs["tool_call"] > at_one.probs["tool_call"]
+    with pytest.raises(ConfigurationError, match="must be > 0"):
+        TaskCalibratedRunnable(model, tool_decision(), belief="one_pass", temperature=0.0)
+
+
+def test_approved_and_fallback_decisions_say_they_were_one_pass() -> None:
+    from langchain_core.messages import AIMessage
+
+    server = ScriptedServer()
+    model = server.chat_openai().bind_tools([get_weather])
+    runnable = TaskCalibratedRunnable(model, tool_decision(), calibrator=None, belief="one_pass")
+    question = [HumanMessage("What's the weather in Paris?")]
+    confirm = runnable.invoke(question)
+    assert confirm.action == "confirm" and confirm.message is not None
+    approved = runnable.invoke([*question, confirm.message, HumanMessage("yes")])
+    assert approved.approved and approved.belief == "one_pass"
+    assert approved.action == "tool_call"
+    failing = ScriptedServer(top={})  # no top token starts an option: a sampling error
+    failing_model = failing.chat_openai().bind_tools([get_weather])
+    broken = TaskCalibratedRunnable(
+        failing_model, tool_decision(), calibrator=None, belief="one_pass"
+    )
+    with pytest.raises(SamplingError):
+        broken.invoke(question)
+    assert isinstance(confirm.message, AIMessage)
+
+
+def test_an_agent_with_a_response_format_is_refused_one_pass() -> None:
+    from langchain.agents import create_agent
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        text: str
+
+    middleware = TaskCalibrationMiddleware(
+        task=tool_decision(), calibrator=None, options=SamplingOptions(belief="one_pass")
+    )
+    agent = create_agent(ScriptedServer().chat_openai(), tools=[get_weather],
+                         middleware=[middleware], response_format=Answer)  # fmt: skip
+    with pytest.raises(ConfigurationError, match="response_format"):
+        agent.invoke({"messages": [HumanMessage("What's the weather in Paris?")]})
+
+
+def test_the_decision_model_refuses_one_pass() -> None:
+    from taskcal_agents.langchain import TaskCalibratedDecisionModel
+
+    with pytest.raises(ConfigurationError, match="belief='samples'"):
+        TaskCalibratedDecisionModel(chat_model=RecordingChatModel(responses=[]), belief="one_pass")

@@ -513,3 +513,40 @@ def _one_pass_inputs(task: Any, probs: list[float], call: Any, context: Any) -> 
         task, probs, [call], ["tool_call"], groundings, context, alpha=ALPHA
     )
     return belief, raw_inputs(task, belief, relevance)
+
+
+def test_a_one_pass_log_is_read_by_its_greedy_completion_and_its_belief() -> None:
+    # The greedy completion asked: no call could have been sent, whatever the pseudo-counts.
+    # A call mass under one sample with an ungrounded greedy call reads without error. A log
+    # of another belief than the artefact's is refused.
+    from taskcal_agents.production._refit import _rows
+
+    task = tool_decision(grounding=GroundingSpec(belief="features", relevance=False))
+    base = {"time": T0.isoformat(), "labels": LABELS, "outcome": "tool_call", "task": task.name,
+            "belief": "one_pass", "n_samples": 1, "n_unparsed": 0, "fallback": False,
+            "expected_cost": {a: 0.0 for a in task.action_list},
+            "probs": dict.fromkeys(LABELS, 1 / 3)}  # fmt: skip
+    asked = base | {
+        "id": "a",
+        "greedy_label": "request_for_info",
+        "n_ungrounded": 0,
+        "counts": {"tool_call": 12.0, "request_for_info": 3.0, "cannot_answer": 1.0},
+    }
+    thin = base | {
+        "id": "b",
+        "greedy_label": "tool_call",
+        "n_ungrounded": 1,
+        "counts": {"tool_call": 0.8, "request_for_info": 13.6, "cannot_answer": 1.6},
+    }
+    rows = _rows([asked, thin], task, ALPHA, None, "log")  # fmt: skip
+    call = task.action_list.index("tool_call")
+    assert not rows.executable[0, call] and not rows.executable[1, call]
+    from taskcal_agents.decision import one_pass_belief
+
+    thin_belief = one_pass_belief(task, [0.05, 0.85, 0.1], ungrounded=True, alpha=ALPHA)
+    assert thin_belief.n_ungrounded == 0  # 0.8 pseudo-samples: no whole ungrounded sample
+    assert rows.X is not None
+    np.testing.assert_allclose(rows.X[1], thin_belief.features)
+    old = _old()
+    with pytest.raises(DataFileError, match="decided on a 'one_pass' belief"):
+        refit_from_records([asked | {"task": TASK.name}], old)

@@ -70,9 +70,15 @@ class Scripted:
         truth = _truth([user])
         city = next((c for c in CITIES if c in str(user["content"])), "Paris")
         if params.get("structured_outputs"):
-            weights = {"call": 0.2, "get": 0.2, "ask": 0.2, "no": 0.2}
-            weights[{"tool_call": "call", "request_for_info": "ask",
-                     "cannot_answer": "no"}[truth]] += 0.3 * self.rng.random()  # fmt: skip
+            choices = params["structured_outputs"]["choice"]
+            if choices[0] == "A":  # the clustered variant's letters: calls, ask, refuse
+                weights = {letter: 0.2 for letter in choices}
+                pick = {"tool_call": 0, "request_for_info": -2, "cannot_answer": -1}[truth]
+                weights[choices[pick]] += 0.3 * self.rng.random()
+            else:
+                weights = {"call": 0.2, "ask": 0.2, "no": 0.2}
+                weights[{"tool_call": "call", "request_for_info": "ask",
+                         "cannot_answer": "no"}[truth]] += 0.3 * self.rng.random()  # fmt: skip
             entries = [{"token": t, "bytes": list(t.encode()), "logprob": math.log(w)}
                        for t, w in weights.items()]  # fmt: skip
             content = [{"token": "ask", "logprob": 0.0, "top_logprobs": entries}]

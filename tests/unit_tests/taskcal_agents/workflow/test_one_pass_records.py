@@ -141,3 +141,37 @@ def test_an_ungrounded_greedy_call_under_grounded_features_fills_the_ungrounded_
         one_pass_belief(off, [0.6, 0.3, 0.1], ungrounded=True, alpha=0.1).probs,
         (np.array([9.6, 4.8, 1.6]) + 0.1) / 16.3,
     )
+
+
+def test_records_of_a_task_without_grounding_are_read_as_the_runtime_reads_them(
+    tmp_path: Path,
+) -> None:
+    from taskcal_agents.decision import CalibratorArtefact, artefact_belief
+    from taskcal_agents.workflow._steps import fit_artefact
+
+    task = tool_decision(grounding=None)
+    path = tmp_path / "s.jsonl"
+    with SamplesStore.open(path, sample_header(task, SampleSettings(belief="one_pass", n=8),
+                                               None)) as store:  # fmt: skip
+        run_sampling(task, _items() * 1, ScriptedSampler(), store, SampleSettings(
+            belief="one_pass", n=8))  # fmt: skip
+    samples = read_samples(path)
+    data = eval_arrays(resolve_task(samples, None), samples, alpha=0.1)
+    decider = Decider(task, alpha=0.1)
+    for item in _items():
+        row = data.ids.index(item.id)
+        stored = samples.records[item.id]
+        decision = decider.decide_one_pass(
+            stored["probs"], message_from_dict(stored["greedy"]), forward_passes=2,
+            tool_names=["get_weather"],
+        )  # fmt: skip
+        np.testing.assert_allclose(data.P[row], list(decision.probs.values()))  # 16, not n = 8
+        assert data.executable[row, 0]  # the greedy completion's call, grounded or not
+    items = _items() * 10
+    many = [i.model_copy(update={"id": f"{i.id}-{k}"}) for k, i in enumerate(items)]
+    big = tmp_path / "big.jsonl"
+    with SamplesStore.open(big, sample_header(task, SampleSettings(belief="one_pass"),
+                                              None)) as store:  # fmt: skip
+        run_sampling(task, many, ScriptedSampler(), store, SampleSettings(belief="one_pass"))
+    fitted, _ = fit_artefact(big, calibrator="temperature", task=task, cv_folds=0)
+    assert artefact_belief(CalibratorArtefact.from_dict(fitted)) == "one_pass"
