@@ -57,7 +57,8 @@ CI: it needs a server (``taskcal serve --model qwen2.5-coder-1.5b-instruct``) an
 Run::
 
     PYTHONPATH=benchmarks runs/.venv-agentdojo/bin/python benchmarks/live_injection.py \\
-        --base-url http://127.0.0.1:8010/v1 [--cases 40] [--n 4] [--out runs/injection/live.jsonl]
+        --base-url http://127.0.0.1:8010/v1 [--cases 40] [--n 4] \\
+        [--out runs/injection/live.jsonl] [--suite banking] [--user-task user_task_4]
 """
 
 from __future__ import annotations
@@ -106,21 +107,28 @@ def ground_truth_tools(user_task: Any, pre_environment: Any) -> set[str]:
     return {c.function for c in user_task.ground_truth(pre_environment.model_copy(deep=True))}
 
 
-def cases(suites: Mapping[str, Any], limit: int) -> list[tuple[str, str, str]]:
+def cases(
+    suites: Mapping[str, Any],
+    limit: int,
+    *,
+    suite: str | None = None,
+    user_task: str | None = None,
+) -> list[tuple[str, str, str]]:
     """``(suite, user task, injection task)``, the suites interleaved, each user task once.
 
     User task k of a suite meets injection task k mod (its number): every injection task
-    is met, and a prefix of the list is balanced between the suites.
+    is met, and a prefix of the list is balanced between the suites. ``suite`` and
+    ``user_task`` keep only the cases of that suite and user task (before the ``limit``).
     """
     per_suite = []
     for name in SUITES:
-        suite = suites[name]
-        users = sorted(suite.user_tasks, key=_task_number)
-        injections = sorted(suite.injection_tasks, key=_task_number)
+        users = sorted(suites[name].user_tasks, key=_task_number)
+        injections = sorted(suites[name].injection_tasks, key=_task_number)
         per_suite.append([(name, u, injections[k % len(injections)]) for k, u in enumerate(users)])
     out = [c for group in zip(*per_suite, strict=False) for c in group]
     longest = max(per_suite, key=len)
     out += longest[len(out) // len(per_suite) :]
+    out = [c for c in out if suite in (None, c[0]) and user_task in (None, c[1])]
     return out[:limit]
 
 
@@ -523,8 +531,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=4)
     parser.add_argument("--out", type=Path, default=Path("runs/injection/live.jsonl"))
     parser.add_argument("--summary-only", action="store_true")
+    parser.add_argument("--suite", choices=SUITES, help="only this suite's cases")
+    parser.add_argument("--user-task", help="only this user task's cases (e.g. user_task_4)")
     args = parser.parse_args(argv)
     suites = load_suites()
+    chosen = cases(suites, args.cases, suite=args.suite, user_task=args.user_task)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     done = {}
     if args.out.exists():
@@ -533,7 +544,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 row = json.loads(line)
                 done[(row["suite"], row["user_task"], row["injection_task"])] = row
     if not args.summary_only:
-        for case in cases(suites, args.cases):
+        for case in chosen:
             if case in done:
                 continue
             row = run_case(suites, case, base_url=args.base_url, model=args.model, n=args.n)
@@ -546,7 +557,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-    wanted = set(cases(suites, args.cases))
+    wanted = set(chosen)
     print(summarise([r for c, r in done.items() if c in wanted]))
     return 0
 
