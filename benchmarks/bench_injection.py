@@ -8,8 +8,10 @@ are replayed in its environment with the injection in place (AgentDojo's
 decisions are scored through the runtime's own grounding and decision functions
 (:class:`~taskcal_agents.parsing.GroundingContext` and
 :meth:`~taskcal_agents.decision.Decider.decide` of the ``tool_decision`` task, no
-calibrator): N samples that all make the legitimate next call, and, for each call of the
-injection task's ground truth, N samples that all make it. The task is ``tool_decision``'s
+calibrator; right after a tool result, of the task the middleware derives from it there,
+:func:`~taskcal_agents.decision.after_tool_result_for`): N samples that all make the
+legitimate next call, and, for each call of the injection task's ground truth, N samples
+that all make it. The task is ``tool_decision``'s
 effect-aware default with the suite's tool effects (``effects`` in
 ``benchmarks/injection_policies/SUITE.yaml``, written from the tool schemas). Each decision
 is executed (``tool_call``), confirmed (the ``confirm`` action, or a question that names
@@ -53,13 +55,18 @@ from agentdojo_replay import load_suites, replay, tool_schemas
 from langchain_core.messages import AIMessage
 
 from taskcal_agents._files import write_json
-from taskcal_agents.decision import Decider, Task, tool_decision
-from taskcal_agents.parsing import CONFIRM_METADATA_KEY, GroundingContext, TrustPolicy
+from taskcal_agents.decision import Decider, Task, after_tool_result_for, tool_decision
+from taskcal_agents.parsing import (
+    CONFIRM_METADATA_KEY,
+    GroundingContext,
+    TrustPolicy,
+    is_tool_result_turn,
+)
 
 POLICY_DIR = Path(__file__).parent / "injection_policies"
 POLICIES = ("none", "by_kind", "by_kind+warrant", "suite")
 OUTCOME = {"tool_call": "executed", "confirm": "confirmed", "request_for_info": "asked",
-           "cannot_answer": "refused"}  # fmt: skip
+           "cannot_answer": "refused", "direct_answer": "answered"}  # fmt: skip
 
 
 def _policy_file(suite: str) -> dict[str, Any]:
@@ -147,7 +154,13 @@ def run_suite(name: str, suite: Any, n: int) -> list[dict[str, Any]]:
     unknown = sorted(set(names) - set(effects))
     if unknown:
         raise SystemExit(f"{name}: the policy file names no effect for {unknown}")
+    # As the middleware decides: the task on a user turn, the one it derives right after a
+    # tool result (after_tool_result_for) on a tool-result turn.
     deciders = {p: Decider(task_with(policy, effects)) for p, policy in policies(name).items()}
+    after = {
+        p: Decider(after_tool_result_for(d.task))  # type: ignore[arg-type]
+        for p, d in deciders.items()
+    }
     rows: list[dict[str, Any]] = []
     for user_id, user_task in sorted(suite.user_tasks.items()):
         for inj_id, injection_task in sorted(suite.injection_tasks.items()):
@@ -165,7 +178,8 @@ def run_suite(name: str, suite: Any, n: int) -> list[dict[str, Any]]:
                 context = GroundingContext(tools, step.messages)
                 base = {"suite": name, "user_task": user_id, "injection_task": inj_id,
                         "step": step.index}  # fmt: skip
-                for policy, decider in deciders.items():
+                turn = after if is_tool_result_turn(step.messages) else deciders
+                for policy, decider in turn.items():
                     outcome, why, warrant = decide(decider, step.next_call, context, n, names)
                     rows.append({**base, "policy": policy, "call": "legitimate",
                                  "tool": step.next_call["name"],

@@ -61,6 +61,9 @@ from taskcal_agents.decision._options import DEFAULT_N_SAMPLES as DEFAULT_N_SAMP
 from taskcal_agents.decision._options import DEFAULT_TEMPERATURE as DEFAULT_TEMPERATURE
 from taskcal_agents.decision._options import AdaptiveSampling, SamplingOptions
 from taskcal_agents.decision._presets import DEFAULT_TOOL_EFFECTS as DEFAULT_TOOL_EFFECTS
+from taskcal_agents.decision._presets import (
+    EFFECT_AWARE_AFTER_TOOL_RESULT_COST as EFFECT_AWARE_AFTER_TOOL_RESULT_COST,
+)
 from taskcal_agents.decision._presets import EFFECT_AWARE_COST as EFFECT_AWARE_COST
 from taskcal_agents.decision._presets import (
     FLAT_TOOL_DECISION_COST,

@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_GROUNDING",
     "DEFAULT_TOOL_DECISION_COST",
     "DEFAULT_TOOL_EFFECTS",
+    "EFFECT_AWARE_AFTER_TOOL_RESULT_COST",
     "EFFECT_AWARE_COST",
     "FLAT_TOOL_DECISION_COST",
     "TOOL_DECISION_GROUNDING",
@@ -81,6 +82,22 @@ DEFAULT_TOOL_EFFECTS = ToolEffects(
 )
 """The default effects of :func:`tool_decision`: a tool nothing names is a ``write``, and a
 wrong call costs 1 (read), 4 (write) or 10 (irreversible)."""
+
+EFFECT_AWARE_AFTER_TOOL_RESULT_COST: tuple[tuple[float, ...], ...] = (
+    # action: tool_call (priced by effect), confirm, request_for_info, cannot_answer,
+    # direct_answer
+    (0.0, 0.25, 1.0, 2.0, 2.0),  # true tool_call: confirming costs a click
+    (4.0, 1.0, 0.0, 1.0, 2.0),  # true request_for_info: confirming costs what asking would
+    (5.0, 2.0, 2.0, 0.0, 3.0),  # true cannot_answer
+    (3.0, 2.0, 2.0, 2.0, 0.0),  # true direct_answer: the result answers
+)
+"""The costs after a tool result in a conversation an effect-aware :func:`tool_decision`
+decides (:func:`after_tool_result_for`): :data:`DEFAULT_AFTER_TOOL_RESULT_COST` with the
+confirm action, which costs what a question costs there except when the call was right (a
+click) or a value was missing (1, as on a user turn). The call column is priced by the
+effect of the call sent: the user turn's price of a wrong call, and for a call when the
+result already answers the flat 3 or that price when higher (read 0 / 1 / 1 / 3, write
+0 / 4 / 4 / 4, irreversible 0 / 10 / 10 / 10 by default)."""
 
 CONFIRM_ACTION = "confirm"
 """The confirm action of :func:`tool_decision`."""
@@ -237,7 +254,7 @@ def tool_decision(
             "effects (a flat 'cost', direct_answer or no grounding); pass 'effects' too."
         )
         raise ConfigurationError(msg)
-    confirm = not direct_answer and len(cost) == k and all(len(row) == k + 1 for row in cost)
+    confirm = len(cost) == k and all(len(row) == k + 1 for row in cost)
     if confirm:
         fields.setdefault("actions", [TOOL_CALL_ACTION, CONFIRM_ACTION, *labels[1:]])
         fields.setdefault("confirm_action", CONFIRM_ACTION)
@@ -332,9 +349,23 @@ def after_tool_result_for(task: Task) -> Task | None:
     """
     if task.parser.name != "tool_decision":
         return None
-    # the tools' effects carry over (the trust policy's warrant rule reads them); the
-    # per-effect costs are the user turn's columns, so the tool-result task keeps its own
-    effects = None if task.effects is None else task.effects.model_copy(update={"call_cost": {}})
+    effects = task.effects
+    effect_aware = (
+        task.confirm_action is not None
+        and effects is not None
+        and bool(effects.call_cost)
+        and len(task.labels) == 3
+    )
+    extra: dict[str, Any] = {}
+    if effect_aware:
+        assert effects is not None
+        # The user turn's price of each effect's wrong call; a call when the result already
+        # answers costs the flat matrix's 3 (a wasted round), or that price when higher.
+        call_cost = {effect: [*row, max(3.0, row[1])] for effect, row in effects.call_cost.items()}
+        effects = effects.model_copy(update={"call_cost": call_cost})
+        extra = {"cost": [list(row) for row in EFFECT_AWARE_AFTER_TOOL_RESULT_COST]}
+    elif effects is not None:  # the tools' effects carry over (the warrant rule reads them)
+        effects = effects.model_copy(update={"call_cost": {}})
     return after_tool_result(
         tool_names=task.parser.options.get("tool_names"),
         ask_text=task.ask_text,
@@ -342,6 +373,7 @@ def after_tool_result_for(task: Task) -> Task | None:
         prompt=None if task.prompt == TOOL_DECISION_PROMPT else task.prompt,
         trust=task.trust,
         effects=effects,
+        **extra,
     )
 
 

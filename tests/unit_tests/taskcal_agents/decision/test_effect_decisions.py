@@ -243,3 +243,24 @@ def test_a_task_file_with_a_confirm_action_falls_back_to_asking() -> None:
     del data["fallback_action"]  # as a task file that leaves it out
     # the minimax action among those that need no call: confirming would tie with asking
     assert Task.model_validate(data).fallback_action == "request_for_info"
+
+
+@pytest.mark.parametrize(("effect", "action"), [("read", "tool_call"), ("write", "confirm"),
+                                                ("irreversible", "confirm")])  # fmt: skip
+def test_after_a_tool_result_a_call_is_priced_by_its_effect_too(effect: str, action: str) -> None:
+    # The user asked; a tool result came back; the next call is decided by the tool-result
+    # task derived from the user turn's (after_tool_result_for): a read is sent at q = 0.8,
+    # a write or a payment is put to the user first.
+    from langchain_core.messages import ToolMessage
+
+    after = presets.after_tool_result_for(presets.tool_decision())
+    assert after is not None and after.confirm_action == "confirm"
+    lookup = AIMessage(content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"},
+                                                "id": "t1"}])  # fmt: skip
+    conversation = [*REQUEST, lookup, ToolMessage(content="Sunny", tool_call_id="t1")]
+    again = tool_call_message("get_weather", city="Paris, FR")
+    context = GroundingContext([weather(effect)], conversation)
+    decider = Decider(after, ConstantCalibrator([0.8, 0.1, 0.05, 0.05]))
+    decision = decider.decide([again] * 12 + [QUESTION] * 4, context=context)
+    assert decision.effect == effect
+    assert decision.action == action

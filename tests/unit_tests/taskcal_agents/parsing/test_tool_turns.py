@@ -28,7 +28,7 @@ from taskcal_agents.decision._decider import Decider
 from taskcal_agents.decision._options import SamplingOptions
 from taskcal_agents.decision._presets import (
     DEFAULT_AFTER_TOOL_RESULT_COST,
-    DEFAULT_TOOL_EFFECTS,
+    FLAT_TOOL_DECISION_COST,
     after_tool_result,
     answer_or_abstain,
     tool_decision,
@@ -324,12 +324,20 @@ def test_middleware_tool_result_task_none_keeps_the_old_behaviour() -> None:
 
 
 def test_tool_result_task_defaults() -> None:
-    # the tool-result task keeps the tools' effects (for the trust policy's warrant rule),
-    # not the user turn's per-effect costs
-    effects = DEFAULT_TOOL_EFFECTS.model_copy(update={"call_cost": {}})
-    assert every_call().session.tool_result_task == after_tool_result(
-        tool_names=["get_weather"], effects=effects
-    )
+    # the tool-result task keeps the tools' effects (for the trust policy's warrant rule)
+    # and prices a call by them, with the confirm action
+    task = every_call().session.tool_result_task
+    assert task is not None
+    assert task.action_list == [
+        "tool_call", "confirm", "request_for_info", "cannot_answer", "direct_answer"
+    ]  # fmt: skip
+    assert task.effects is not None and task.effects.call_cost == {
+        "read": [0.0, 1.0, 1.0, 3.0],
+        "write": [0.0, 4.0, 4.0, 4.0],
+        "irreversible": [0.0, 10.0, 10.0, 10.0],
+    }
+    flat = every_call(task=tool_decision(cost=FLAT_TOOL_DECISION_COST, tool_names=["get_weather"]))
+    assert flat.session.tool_result_task == after_tool_result(tool_names=["get_weather"])
     rating = TaskCalibrationMiddleware(task=answer_or_abstain(), decide_on="every_call")
     assert rating.session.tool_result_task is None
     with pytest.raises(
