@@ -25,6 +25,10 @@ STOPWORDS = frozenset((
     "some", "any", "all", "can", "could", "would", "will", "do", "does", "what", "which",
     "us", "our", "we",
 ))
+MONTH_NAMES = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)
 _RELATIVE_DAYS = frozenset((
     "today", "tonight", "tomorrow", "yesterday", "now", "weekend", "week",
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "morning",
@@ -102,6 +106,7 @@ a code in the text ("in", "me", "or", "ok") is too often a word to state a state
 call."""
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’.-]*|\d+")
+_NAMED_TIMES = {"noon": (12, 0), "midday": (12, 0), "midnight": (0, 0)}
 _TIME_OF_DAY = re.compile(
     r"\b(\d{1,2})(?:[:.](\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)|\b(\d{1,2}):(\d{2})\b"
 )
@@ -170,6 +175,30 @@ class Evidence:
             spaced = r"[\s-]?".join(re.escape(c) for c in compact)
             return re.search(rf"(?<![\w]){spaced}(?![\w])", self._flat) is not None
         return False
+
+    def has_date(self, year: int, month: int, day: int) -> bool:
+        """Whether the text states the date ``year``-``month``-``day`` (a valid month).
+
+        With its year, in numbers, the day and month zero-padded or not, in any order of
+        day and month ("2024-05-19", "2024-5-19", "19/05/2024", "05/19/2024"); without a
+        year, by the month's name ("19 May", "May 19th"), as a day and a month without
+        padding ("19 5", "5 19"), or as a padded pair joined by a slash ("05/19",
+        "19/05") that is no part of a longer date. A padded pair alone is not enough:
+        "16:05" is a time of day, not 16 May.
+        """
+        y, days, months = str(year), (str(day), f"{day:02d}"), (str(month), f"{month:02d}")
+        for d in days:
+            if self.has_run([d, MONTH_NAMES[month - 1]]):
+                return True
+            for m in months:
+                if any(self.has_run(run) for run in ([y, m, d], [d, m, y], [m, d, y])):
+                    return True
+        if self.has_run([str(day), str(month)]) or self.has_run([str(month), str(day)]):
+            return True
+        pairs = ((f"0?{month}", f"0?{day}"), (f"0?{day}", f"0?{month}"))
+        return any(
+            re.search(rf"(?<![\d/]){a}/{b}(?!\d|/\d)", self._flat) is not None for a, b in pairs
+        )
 
     def has_run(self, tokens: Sequence[str]) -> bool:
         """Whether the text holds ``tokens`` as consecutive tokens."""
@@ -268,8 +297,11 @@ def _bounded(text: str, value: str) -> bool:
 
 
 def _clock_times(lower: str) -> frozenset[tuple[int, int]]:
-    """The times of day the text states, as (hour 0-23, minute): "7pm", "19:30", "7.30 am"."""
-    out = set()
+    """The times of day the text states, as (hour 0-23, minute).
+
+    "7pm", "19:30", "7.30 am" ("7:30" also as 19:30), "noon" and "midnight".
+    """
+    out = {time for word, time in _NAMED_TIMES.items() if re.search(rf"\b{word}\b", lower)}
     for m in _TIME_OF_DAY.finditer(lower):
         if m.group(3):
             out.add((hour24(int(m.group(1)), m.group(3)), int(m.group(2) or 0)))

@@ -15,7 +15,8 @@ rule that decides wins:
   supported as their least supported member; a number must be stated. A value no rule
   decides is checked as a string.
 - :data:`STRING_RULES`, for a string against the conversation (the look-ups of
-  :class:`~taskcal_agents.parsing._evidence.Evidence`): a date or clock time, a value
+  :class:`~taskcal_agents.parsing._evidence.Evidence`): a date or clock time (a
+  date-time by its date and its time of day, each as the text writes it), a value
   without words, the value's tokens as they stand, an alias, an acronym, a place with a
   short qualifier ("Orlando, FL"), the value's content tokens. A string no rule states is
   unsupported.
@@ -30,7 +31,7 @@ from typing import Any, Literal
 
 from taskcal_agents.parsing._answer_tokens import answer_tokens
 from taskcal_agents.parsing._argument_kinds import identifier_shape
-from taskcal_agents.parsing._evidence import STOPWORDS, Evidence, hour24
+from taskcal_agents.parsing._evidence import MONTH_NAMES, STOPWORDS, Evidence, hour24
 
 ArgumentStatus = Literal["stated", "inferable", "unsupported"]
 """How the conversation supports one argument value."""
@@ -51,14 +52,9 @@ WORDS_MARK = "x-taskcal-words"
 """The key that marks a schema property whose string value must be stated word for word: a
 recipient's or an address's (set by the grounding context from the argument's kind)."""
 
-# fmt: off
-_MONTH_NAMES = (
-    "january", "february", "march", "april", "may", "june", "july", "august", "september",
-    "october", "november", "december",
+_ISO_DATE = re.compile(
+    r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?Z?)?\s*$"
 )
-# fmt: on
-
-_ISO_DATE = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ][\d:.]+Z?)?\s*$")
 _NUMERIC_DATE = re.compile(r"^\s*(\d{1,2})[/.](\d{1,2})(?:[/.](\d{2,4}))?\s*$")
 _CLOCK = re.compile(r"^\s*(\d{1,2}):(\d{2})(?::\d{2})?\s*(am|pm)?\s*$", re.IGNORECASE)
 _HOUR = re.compile(r"^\s*(\d{1,2})\s*(am|pm|a\.m\.|p\.m\.)\s*$", re.IGNORECASE)
@@ -344,15 +340,8 @@ def _date(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | No
     if iso is None and numeric is None and clock is None:
         return _named_date(evidence, value)
     if iso is not None:
-        if evidence.has_run([str(int(g)) for g in iso.groups()]) or evidence.has_run(tokens):
-            return "stated", "date"  # "2025-06-14" written as it stands
-        _, month, day = (int(g) for g in iso.groups())
-        if not (1 <= month <= 12 and 1 <= day <= 31):
-            return None
-        wanted = [[str(day), _MONTH_NAMES[month - 1]], [str(day), str(month)]]
-        if any(evidence.has_run(w) for w in wanted) or evidence.has_run([str(month), str(day)]):
-            return "stated", "date"
-    elif numeric is not None:
+        return _iso_date(evidence, iso, tokens)
+    if numeric is not None:
         first, second = int(numeric.group(1)), int(numeric.group(2))
         pairs = ((first, second), (second, first))
         if not any(1 <= m <= 12 and 1 <= d <= 31 for d, m in pairs):
@@ -362,7 +351,7 @@ def _date(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | No
         # 04/23/2023 (month first) or 23/04/2023 (day first), against "April 23"
         for day, month in ((second, first), (first, second)):
             valid = 1 <= month <= 12 and 1 <= day <= 31
-            if valid and evidence.has_run([str(day), _MONTH_NAMES[month - 1]]):
+            if valid and evidence.has_run([str(day), MONTH_NAMES[month - 1]]):
                 return "stated", "date"
     elif clock is not None:
         # A time of day is stated or invented: "tonight" names no hour.
@@ -378,6 +367,31 @@ def _date(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | No
     return _ABSENT
 
 
+def _iso_date(evidence: Evidence, iso: re.Match[str], tokens: Sequence[str]) -> Verdict | None:
+    """An ISO date ("2024-05-19") or date-time ("2024-05-19 16:00", "2024-05-19T16:00:00").
+
+    Stated as written, or by its date in any form the text writes it
+    (:meth:`~taskcal_agents.parsing._evidence.Evidence.has_date`) and, for a date-time, its
+    time of day as well ("16:00", "4 pm", "4:00 PM"): a date-time whose date alone is
+    stated has an invented time. Inferable from a relative day ("tomorrow at 4 pm") only
+    with its time stated. ``None`` for a value that is no date ("2024-13-40").
+    """
+    year, month, day = (int(g) for g in iso.group(1, 2, 3))
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    if evidence.has_run(tokens):
+        return "stated", "date"  # "2024-05-19 16:00" written as it stands
+    hour, minute, second = iso.group(4, 5, 6)
+    timed = hour is None or (
+        int(second or 0) == 0 and (int(hour), int(minute)) in evidence.clock
+    )  # the seconds too: "16:00" states no "16:00:30"
+    if timed and evidence.has_date(year, month, day):
+        return "stated", "date"
+    if timed and evidence.relative:
+        return "inferable", "relative_date"
+    return _ABSENT
+
+
 def _named_date(evidence: Evidence, value: str) -> Verdict | None:
     """A date with its month named ("March 8, 2023"), stated in another form.
 
@@ -389,11 +403,11 @@ def _named_date(evidence: Evidence, value: str) -> Verdict | None:
     day_s, month_s = (match.group(1), match.group(2)) if match.group(1) else (
         match.group(4), match.group(3))  # fmt: skip
     month_name = month_s.lower()
-    months = [m for m in _MONTH_NAMES if len(month_name) >= 3 and m.startswith(month_name)]
+    months = [m for m in MONTH_NAMES if len(month_name) >= 3 and m.startswith(month_name)]
     day = int(day_s)
     if len(months) != 1 or not 1 <= day <= 31:
         return None
-    month = _MONTH_NAMES.index(months[0]) + 1
+    month = MONTH_NAMES.index(months[0]) + 1
     year = match.group(5)
     forms = [[str(day), months[0]], [f"{month:02d}", f"{day:02d}"], [str(month), str(day)]]
     if year is not None:

@@ -1,0 +1,82 @@
+"""Dates and times of day: a date-time is stated by its date and its time, each as written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from taskcal_agents.parsing import GroundingContext
+
+STR = {"type": "string"}
+
+
+def tool(**props: dict[str, Any]) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": props, "required": list(props)}
+    return {
+        "type": "function",
+        "function": {"name": "f", "description": "d", "parameters": parameters},
+    }
+
+
+def how(messages: Any, schema: dict[str, Any], **args: Any) -> dict[str, tuple[str, str]]:
+    if isinstance(messages, str):
+        messages = [HumanMessage(messages)]
+    call = GroundingContext([schema], messages).ground_call({"name": "f", "args": args})
+    return {a.name: (a.status, a.how) for a in call.arguments}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("Create it on 2024-05-19 at 16:00.", "2024-05-19 16:00"),
+        ("Create it on 2024-05-19 at 4 pm.", "2024-05-19 16:00"),
+        ("Create it on 2024-05-19 at 4:00 PM.", "2024-05-19T16:00:00"),
+        ("Create it on 2024-5-19 at 16:00.", "2024-05-19 16:00"),
+        ("Create it on 19/05/2024 at 16:00.", "2024-05-19 16:00"),
+        ("Create it on 05/19/2024 at 16:00.", "2024-05-19 16:00"),
+        ("Create it on 05/19 at 16:00.", "2024-05-19 16:00"),
+        ("Create it on May 19th, 2024 at 4pm.", "2024-05-19 16:00"),
+        ("Create it on 19 May at 16:00.", "2024-05-19 16:00"),
+        ("Create it at 2024-05-19 16:00.", "2024-05-19 16:00"),
+        ("Book lunch on May 19, 2024 at noon.", "2024-05-19 12:00"),
+    ],
+)
+def test_a_date_time_is_stated_by_its_date_and_its_time_as_written(text: str, value: str) -> None:
+    assert how(text, tool(start_time=STR), start_time=value)["start_time"] == ("stated", "date")
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("Create it on May 19, 2024 at 4 pm.", "2024-05-19 17:00"),  # another hour
+        ("Create it on 2024-05-19 at 16:00.", "2024-05-19 16:30"),  # another minute
+        ("Create it on May 19, 2024.", "2024-05-19 09:00"),  # no time at all
+        ("Create it on 19 May.", "2024-05-19T09:00:00Z"),
+        ("Create it on 2024-05-19 at 16:00.", "2024-05-19 16:00:30"),  # invented seconds
+        ("Create it on 2023-05-19 at 16:00.", "2024-05-19 16:00"),  # another year
+        ("Create it on 2024-05-18 at 16:00.", "2024-05-19 16:00"),  # another day
+    ],
+)
+def test_an_invented_time_or_date_of_a_date_time_is_not_stated(text: str, value: str) -> None:
+    assert how(text, tool(start_time=STR), start_time=value)["start_time"] == (
+        "unsupported",
+        "absent",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "expected"),
+    [
+        ("Book it for May 19, 2024.", "2024-05-19", ("stated", "date")),
+        ("Book it for 2024-05-19.", "2024-05-19", ("stated", "date")),
+        ("Book it for 19/05/2024.", "2024-05-19", ("stated", "date")),
+        ("Book it for May 20, 2024.", "2024-05-19", ("unsupported", "absent")),
+        # a time of day is no date: "16:05" states no 16 May, nor 5 April "10:04"
+        ("Call me at 16:05.", "2024-05-16", ("unsupported", "absent")),
+        ("Call me at 10:04.", "2024-04-10", ("unsupported", "absent")),
+    ],
+)
+def test_a_date_alone_is_checked_as_before(text: str, value: str, expected: Any) -> None:
+    assert how(text, tool(date=STR), date=value)["date"] == expected
