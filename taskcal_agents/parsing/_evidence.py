@@ -3,7 +3,8 @@
 :class:`Evidence` indexes the text that counts as evidence (user, system and tool
 messages) once per request: its canonical tokens
 (:func:`~taskcal_agents.parsing._answer_clusters.answer_tokens`), their plural-free stems,
-the words' initials, the times of day it states and whether it names a relative day. Its
+the words' initials, the times of day it states and whether the user's turns name a
+relative day. Its
 look-ups answer whether the text contains a run of tokens, a token (its stem or an
 alias), a phrase, an alias or a language code of a value, or an acronym of
 consecutive words. The rules that turn these answers into an argument's status are in
@@ -136,11 +137,14 @@ class Evidence:
 
     Args:
         text: The conversation's evidence: the text of its user, system and tool messages.
+        user: The part of ``text`` that the user's own turns wrote: the only words that
+            name a relative day (:attr:`relative`). A tool result's "today" (an attacker
+            may write it) or the system prompt's makes no date inferable.
 
     Attributes:
         lower: The text, lower-cased (for signs such as "$" and untokenised values).
         tokens: Its canonical tokens (:func:`answer_tokens`).
-        relative: Whether it names a relative day ("tomorrow", "next Friday").
+        relative: Whether the user's turns name a relative day ("tomorrow", "next Friday").
         clock: The times of day it states, as (hour 0-23, minute).
     """
 
@@ -148,13 +152,13 @@ class Evidence:
         "_flat", "_initials", "_norm", "_stems", "clock", "lower", "relative", "tokens",
     )  # fmt: skip
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, user: str = "") -> None:
         self.lower = text.lower()
         tokens = answer_tokens(text)
         self._norm = " " + " ".join(tokens) + " "
         self.tokens = frozenset(tokens)
         self._stems = frozenset(stem(t) for t in tokens)
-        self.relative = bool(self.tokens & _RELATIVE_DAYS)
+        self.relative = bool(set(answer_tokens(user)) & _RELATIVE_DAYS)
         self._initials = _WORD.findall(text)
         self.clock = _clock_times(self.lower)
         self._flat = " ".join(self.lower.split())

@@ -64,6 +64,7 @@ from taskcal_agents.parsing._grounding_rules import (
     WORDS_MARK,
     ArgumentStatus,
     check_value,
+    clock_time,
     is_empty,
 )
 from taskcal_agents.parsing._provenance import Source, call_names, made_calls, message_source
@@ -413,7 +414,7 @@ class GroundingContext:
         self._parts: tuple[tuple[Source, str], ...] = tuple(parts)
         self.confirmed: frozenset[str] = frozenset(confirmed)
         """The keys (:func:`call_key`) of the calls the user confirmed with a plain yes."""
-        self._evidence = Evidence("\n".join(t for _, t in parts))
+        self._evidence = _evidence(parts)
         self._subsets: dict[tuple[int, ...], Evidence] = {}
         self._calls: dict[tuple[str, int, str], tuple[TrustPolicy | None, CallGrounding]] = {}
 
@@ -703,7 +704,7 @@ class GroundingContext:
             return self._evidence
         found = self._subsets.get(indices)
         if found is None:
-            found = Evidence("\n".join(self._parts[i][1] for i in indices))
+            found = _evidence([self._parts[i] for i in indices])
             self._subsets[indices] = found
         return found
 
@@ -715,11 +716,13 @@ class GroundingContext:
         if status == "inferable" and how != "relative_date":
             return (Source("inferred", rule=how),)
         each = range(len(self._parts))
-        if status == "inferable":  # a relative day: the messages that name one
+        if status == "inferable":  # a relative day: the user's turns that name one
+            time = clock_time(value)  # and the messages that state a date-time's time
             return tuple(
                 replace(self._parts[i][0], rule=how)
                 for i in each
                 if self._evidence_of((i,)).relative
+                or (time is not None and time in self._evidence_of((i,)).clock)
             )
         if len(self._parts) == 1:
             return (self._parts[0][0],)
@@ -738,9 +741,10 @@ class GroundingContext:
     ) -> bool:
         """Whether the value is supported by the sources ``allowed`` trusts, on their own.
 
-        A date inferable from a relative day is the source's that names the day: the user's
-        "tomorrow" makes the date the user's, even where ``allowed`` leaves out
-        ``inferred``; a tool result's "tomorrow" makes it the tool's.
+        A date inferable from a relative day is the user's, who names the day ("tomorrow"),
+        even where ``allowed`` leaves out ``inferred``; only the user's turns name one (a tool
+        result's "tomorrow" makes no date inferable), and a date-time's time of day must be
+        stated by a source ``allowed`` trusts.
         """
         if check_value(self._evidence, value, prop, required=required)[0] == "unsupported":
             return "model" in allowed  # no message supports it: the model's own value
@@ -797,6 +801,13 @@ class GroundingContext:
 
 _WORD_KINDS = frozenset(("recipient", "address"))
 """The kinds whose words are checked word for word (:data:`WORDS_MARK`)."""
+
+
+def _evidence(parts: Sequence[tuple[Source, str]]) -> Evidence:
+    """The evidence of ``parts``: all their text; the user's turns' for a relative day."""
+    return Evidence(
+        "\n".join(t for _, t in parts), user="\n".join(t for s, t in parts if s.kind == "user")
+    )
 
 
 def _marked(prop: Mapping[str, Any], kind: str, value: Any) -> Mapping[str, Any]:

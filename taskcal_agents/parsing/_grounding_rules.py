@@ -392,6 +392,14 @@ def _iso_date(evidence: Evidence, iso: re.Match[str], tokens: Sequence[str]) -> 
     return _ABSENT
 
 
+def clock_time(value: Any) -> tuple[int, int] | None:
+    """The time of day (hour, minute) of an ISO date-time value, else ``None``."""
+    iso = _ISO_DATE.match(value) if isinstance(value, str) else None
+    if iso is None or iso.group(4) is None:
+        return None
+    return int(iso.group(4)), int(iso.group(5))
+
+
 def _named_date(evidence: Evidence, value: str) -> Verdict | None:
     """A date with its month named ("March 8, 2023"), stated in another form.
 

@@ -762,12 +762,13 @@ def test_a_date_the_user_names_as_a_relative_day_comes_from_the_user():
     (day, _) = said.ground_call(call, policy).arguments
     assert (day.status, day.how) == ("inferable", "relative_date")
     assert said.ground_call(call, policy).trusted, "the user's 'tomorrow' is not trusted"
-    # a relative day that only a tool result names is the tool's, not the user's
+    # a relative day that only a tool result names makes no date inferable: the model's
     page = "The garage says your car is ready tomorrow."
     told = GroundingContext(tools, conversation(page, user="Remind me about the car."))
-    (violation,) = told.ground_call(call, policy).violations
-    assert (violation.argument, violation.rule) == ("day", "arguments.remind.day")
-    assert [(s.label, s.rule) for s in violation.sources] == [("tool:read_file", "relative_date")]
+    checked = told.ground_call(call, policy)
+    day, _ = checked.arguments
+    assert (day.status, day.how) == ("unsupported", "absent")
+    assert checked.dropped == ("day",) and checked.violations == ()  # not sent at all
 
 
 # ------------------------------------------------------------- policy entries and sources
