@@ -146,10 +146,13 @@ class Evidence:
         tokens: Its canonical tokens (:func:`answer_tokens`).
         relative: Whether the user's turns name a relative day ("tomorrow", "next Friday").
         clock: The times of day it states, as (hour 0-23, minute).
+        durations: The lengths of time it states, in minutes ("1 hour long", "for one
+            hour", "90 minutes", "an hour and a half", "1h30"; :func:`_durations`).
     """
 
     __slots__ = (
-        "_flat", "_initials", "_norm", "_stems", "clock", "lower", "relative", "tokens",
+        "_flat", "_initials", "_norm", "_stems", "clock", "durations", "lower", "relative",
+        "tokens",
     )  # fmt: skip
 
     def __init__(self, text: str, *, user: str = "") -> None:
@@ -161,6 +164,7 @@ class Evidence:
         self.relative = bool(set(answer_tokens(user)) & _RELATIVE_DAYS)
         self._initials = _WORD.findall(text)
         self.clock = _clock_times(self.lower)
+        self.durations = _durations(self.lower, self._norm)
         self._flat = " ".join(self.lower.split())
 
     def has_whole(self, value: str) -> bool:
@@ -314,6 +318,55 @@ def _clock_times(lower: str) -> frozenset[tuple[int, int]]:
             out.add((hour, minute))
             if 1 <= hour <= 11:
                 out.add((hour + 12, minute))
+    return frozenset(out)
+
+
+_HOURS = r"(?:hours?|hrs?)"
+_MINUTES = r"(?:minutes?|mins?)"
+_TOKEN_DURATION = re.compile(
+    rf" (\d+) (?:and half {_HOURS}|{_HOURS} and half)(?= )"  # 2 and a half hours
+    rf"| (\d+)(?: point (\d+))? (?:{_HOURS}|h)(?: (?:and )?(\d+) {_MINUTES})?(?= )"  # 1.5 hours
+    rf"| (\d+) {_MINUTES}(?= )"  # 90 minutes
+    rf"| (?<!\d )(half|quarter of|quarter) hour(?= )"  # half an hour, a quarter of an hour
+)
+"""Durations in the canonical tokens (numbers as digits, articles dropped)."""
+_TEXT_DURATION = re.compile(
+    r"(?<!half )(?<!of )\ban hour\b( and a half\b)?|\b(\d{1,2})h(\d{2})?\b|\b(\d{1,3})mins?\b"
+)
+"""Durations the tokens lose: "an hour" (the article is dropped), "1h30", "90min"."""
+
+
+def _durations(lower: str, norm: str) -> frozenset[int]:
+    """The lengths of time a text states, in whole minutes.
+
+    ``lower`` is the text lower-cased, ``norm`` its canonical tokens joined by spaces (with
+    a space at each end). "1 hour long", "for one hour", "4 hours", "1.5 hours", "2 hours
+    30 minutes", "two and a half hours", "90 minutes", "half an hour", "an hour", "an hour
+    and a half", "1h30"; each match is read whole ("2 hours 30 minutes" states no 30
+    minutes, "an hour and a half" no hour). A time of day ("1:30") is no duration.
+    """
+    out: set[int] = set()
+    for m in _TOKEN_DURATION.finditer(norm):
+        and_half, hours, fraction, minutes, alone, part = m.groups()
+        if and_half is not None:
+            out.add(int(and_half) * 60 + 30)
+        elif hours is not None:
+            extra = float(f"0.{fraction}") * 60 if fraction is not None else 0.0
+            if extra.is_integer():  # "1.33 hours" is no whole number of minutes
+                out.add(int(hours) * 60 + int(extra) + int(minutes or 0))
+        elif alone is not None:
+            out.add(int(alone))
+        elif part is not None:
+            out.add(30 if part == "half" else 15)
+    for m in _TEXT_DURATION.finditer(lower):
+        half, hours, minutes, alone = m.groups()
+        if m.group().startswith("an hour"):
+            out.add(90 if half else 60)
+        elif hours is not None:
+            out.add(int(hours) * 60 + int(minutes or 0))
+        elif alone is not None:
+            out.add(int(alone))
+    out.discard(0)
     return frozenset(out)
 
 

@@ -66,6 +66,8 @@ from taskcal_agents.parsing._grounding_rules import (
     check_value,
     clock_time,
     is_empty,
+    span_minutes,
+    span_start,
 )
 from taskcal_agents.parsing._provenance import Source, call_names, made_calls, message_source
 from taskcal_agents.parsing._questions import (
@@ -117,8 +119,9 @@ class ArgumentCheck:
         how: The rule that decided it: ``"text"``, ``"tokens"``, ``"number"``, ``"date"``,
             ``"acronym"``, ``"alias"``, ``"boolean"``, ``"default"`` (the schema's default
             or a "no preference" value it names, such as ``'dontcare'``), ``"enum"``,
-            ``"relative_date"``, ``"whole"`` (an identifier's whole value), ``"empty"`` or
-            ``"absent"``.
+            ``"relative_date"``, ``"whole"`` (an identifier's whole value), ``"duration"``
+            (an end time its stated start and a stated length of time give), ``"empty"``
+            or ``"absent"``.
         required: Whether the schema requires the argument.
         kind: The argument's kind
             (:func:`~taskcal_agents.parsing._argument_kinds.argument_kind`: ``"recipient"``,
@@ -548,6 +551,7 @@ class GroundingContext:
             status, how = check_value(self._evidence, value, prop, required=is_required)
             sources = self._sources_of(value, prop, is_required, status, how)
             checks.append(ArgumentCheck(arg, value, status, how, is_required, kind, sources))
+        self._ends_from_durations(checks)
         order = {r: i for i, r in enumerate(required)}
         missing.sort(key=lambda r: order.get(r, len(order)))
         unsent = {c.name for c in checks if c.status == "unsupported" and not c.required}
@@ -585,6 +589,51 @@ class GroundingContext:
             ),
             violations=violations,
             warrant=warrant,
+        )
+
+    def _ends_from_durations(self, checks: list[ArgumentCheck]) -> None:
+        """Mark stated each unsupported end of a span its stated start and a duration give.
+
+        An argument named as an end (``end_time``; :func:`span_start`) whose value is its
+        start's (itself ``stated``) plus a length of time one message states on its own
+        ("1 hour long", "for 90 minutes": :attr:`Evidence.durations`) is ``stated`` by
+        ``"duration"``; its sources are the start's and the messages that state the length.
+        """
+        by_name = {c.name: c for c in checks}
+        for i, check in enumerate(checks):
+            if check.status != "unsupported":
+                continue
+            start = by_name.get(span_start(check.name, by_name) or "")
+            if start is None or start.status != "stated":
+                continue
+            minutes = span_minutes(start.value, check.value)
+            stating = tuple(
+                s
+                for j, (s, _) in enumerate(self._parts)
+                if minutes is not None and minutes in self._evidence_of((j,)).durations
+            )
+            if stating:
+                sources = tuple(dict.fromkeys(start.sources + stating))
+                checks[i] = replace(check, status="stated", how="duration", sources=sources)
+
+    def _duration_trusted(
+        self,
+        check: ArgumentCheck,
+        checks: Sequence[ArgumentCheck],
+        props: Mapping[str, Mapping[str, Any]],
+        allowed: tuple[str, ...],
+    ) -> bool:
+        """Whether the sources ``allowed`` trusts alone state an end's start and duration."""
+        by_name = {c.name: c for c in checks}
+        start = by_name.get(span_start(check.name, by_name) or "")
+        minutes = span_minutes(start.value, check.value) if start is not None else None
+        if start is None or minutes is None:
+            return False
+        kept = tuple(i for i, (s, _) in enumerate(self._parts) if TrustPolicy.trusts(allowed, s))
+        evidence = self._evidence_of(kept)
+        stated = check_value(evidence, start.value, props[start.name], required=start.required)
+        return stated[0] == "stated" and any(
+            minutes in self._evidence_of((i,)).durations for i in kept
         )
 
     # -------------------------------------------------------------- warrants
@@ -768,6 +817,15 @@ class GroundingContext:
             if not _is_sent(check):
                 continue  # nothing sent, or dropped before sending (grounded_message)
             explicit = f"{tool}.{check.name}" in trust.arguments
+            if check.how == "duration":  # an end its start and a duration give
+                allowed, rule = trust.allowed(tool, check.name, check.kind)
+                if not self._duration_trusted(check, checks, props, allowed):
+                    out.append(
+                        TrustViolation(
+                            check.name, check.value, check.kind, check.sources, allowed, rule
+                        )
+                    )
+                continue
             for name, value, prop in _leaves(check.name, check.value, props[check.name]):
                 kind = argument_kind(name, prop, value)
                 if kind == "other":

@@ -25,8 +25,9 @@ rule that decides wins:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from taskcal_agents.parsing._answer_tokens import answer_tokens
@@ -514,6 +515,75 @@ WORD_RULES: tuple[Rule, ...] = (
     Rule("every_word", _every_word),
 )
 """The rules for a recipient's or an address's string (:func:`_whole_words`), in order."""
+
+
+# ------------------------------------------------------------------ a span's end time
+
+_END_WORDS = frozenset(("end", "ends", "ending", "until", "till", "finish", "finishes"))
+_START_WORDS = frozenset(("start", "starts", "starting", "begin", "begins", "from", "since"))
+
+
+def _name_parts(name: str) -> list[str]:
+    """A name's words, lower-cased: ``new_end_time`` and ``newEndTime`` → new, end, time."""
+    return [p.lower() for p in re.split(r"[\W_]+|(?<=[a-z])(?=[A-Z])", name) if p]
+
+
+def _without(parts: list[str], words: frozenset[str]) -> list[str] | None:
+    """``parts`` less its one word from ``words``; ``None`` unless exactly one is there."""
+    found = [i for i, p in enumerate(parts) if p in words]
+    return parts[: found[0]] + parts[found[0] + 1 :] if len(found) == 1 else None
+
+
+def span_start(name: str, names: Iterable[str]) -> str | None:
+    """The argument among ``names`` that starts the span ``name`` ends, else ``None``.
+
+    ``name`` must say end, until or finish (``end_time``, ``new_end_time``, ``endTime``,
+    ``until``); its start is the one other name that says start, begin or from in its
+    place and is otherwise the same (``start_time``, ``new_start_time``, ``startTime``,
+    ``from``).
+    """
+    rest = _without(_name_parts(name), _END_WORDS)
+    if rest is None:
+        return None
+    found = [n for n in names if n != name and _without(_name_parts(n), _START_WORDS) == rest]
+    return found[0] if len(found) == 1 else None
+
+
+def span_minutes(start: Any, end: Any) -> int | None:
+    """The whole minutes from ``start`` to ``end``, ``None`` unless ``end`` comes later.
+
+    Both ISO date-times with a time of day ("2024-05-19 16:00") or both times of day
+    ("16:00", "4:30 pm"); a date alone or a mix gives ``None``.
+    """
+    moments = [_moment(v) for v in (start, end)]
+    if moments[0] is None or moments[1] is None or moments[0][0] != moments[1][0]:
+        return None
+    minutes = moments[1][1] - moments[0][1]
+    return minutes if minutes > 0 else None
+
+
+def _moment(value: Any) -> tuple[str, int] | None:
+    """A date-time or a time of day as (its kind, minutes since a fixed point), else ``None``."""
+    if not isinstance(value, str):
+        return None
+    iso = _ISO_DATE.match(value)
+    if iso is not None:
+        if iso.group(4) is None or int(iso.group(6) or 0):
+            return None
+        year, month, day, hour, minute = (int(g) for g in iso.group(1, 2, 3, 4, 5))
+        try:
+            moment = datetime(year, month, day, hour, minute)  # naive: no time zone, no DST
+        except ValueError:
+            return None
+        return "datetime", moment.toordinal() * 1440 + hour * 60 + minute
+    clock = _CLOCK.match(value)
+    if clock is None:
+        return None
+    half = clock.group(3).lower() if clock.group(3) else None
+    hours, minutes = hour24(int(clock.group(1)), half), int(clock.group(2))
+    if minutes > 59 or hours > 23:
+        return None
+    return "clock", hours * 60 + minutes
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -146,3 +146,147 @@ def test_an_hour_only_a_tool_result_gives_is_the_tool_results() -> None:
     policy = TrustPolicy.model_validate({"arguments": {"f.start_time": ["user", "inferred"]}})
     violations = context.ground_call(call, policy).violations
     assert [v.argument for v in violations if v.argument] == ["start_time"]  # not the warrant
+
+
+EVENT = tool(title=STR, start_time=STR, end_time=STR)
+
+
+def event(
+    messages: Any,
+    start: str,
+    end: str,
+    schema: dict[str, Any] = EVENT,
+    names: tuple[str, str] = ("start_time", "end_time"),
+) -> tuple[tuple[str, str], tuple[str, str]]:
+    """The checks of an event's start and end (``names``: the arguments that hold them)."""
+    found = how(messages, schema, **{"title": "Sync", names[0]: start, names[1]: end})
+    return found[names[0]], found[names[1]]
+
+
+@pytest.mark.parametrize(
+    ("text", "end"),
+    [
+        ("Create a 1 hour long event 'Sync' on 2024-05-19 at 16:00.", "2024-05-19 17:00"),
+        ("Create a 1-hour long event 'Sync' on 2024-05-19 at 16:00.", "2024-05-19 17:00"),
+        ("Create an event 'Sync' on 2024-05-19 at 16:00 for one hour.", "2024-05-19 17:00"),
+        ("Create an event 'Sync' on 2024-05-19 at 4 pm for an hour.", "2024-05-19 17:00"),
+        ("Create an event 'Sync' on 2024-05-19 at 16:00 for 90 minutes.", "2024-05-19 17:30"),
+        (
+            "Create an event 'Sync' on 2024-05-19 at 16:00. Make it last 4 hours.",
+            "2024-05-19 20:00",
+        ),
+        ("Book 'Sync' on 2024-05-19 at 16:00 for an hour and a half.", "2024-05-19 17:30"),
+        ("Book 'Sync' on 2024-05-19 at 16:00 for 1.5 hours.", "2024-05-19 17:30"),
+        ("Book 'Sync' on 2024-05-19 at 16:00 for 2 hours 30 minutes.", "2024-05-19 18:30"),
+        ("Book 'Sync' on 2024-05-19 at 16:00 for half an hour.", "2024-05-19 16:30"),
+        ("Book 'Sync' on 2024-05-19 at 16:00 for 1h30.", "2024-05-19 17:30"),
+        ("Book 'Sync' on 2024-05-19 at 23:30 for one hour.", "2024-05-20 00:30"),
+    ],
+)
+def test_an_end_time_is_stated_by_the_stated_start_and_a_stated_duration(
+    text: str, end: str
+) -> None:
+    start = "2024-05-19 23:30" if "23:30" in text else "2024-05-19 16:00"
+    assert event(text, start, end) == (("stated", "date"), ("stated", "duration"))
+
+
+def test_an_end_time_by_duration_for_other_names_and_times_of_day() -> None:
+    text = "Reschedule 'Sync' to 2024-05-20 at 10:00, one hour as before."
+    schema = tool(title=STR, new_start_time=STR, new_end_time=STR)
+    names = ("new_start_time", "new_end_time")
+    assert event(text, "2024-05-20 10:00", "2024-05-20 11:00", schema, names) == (
+        ("stated", "date"),
+        ("stated", "duration"),
+    )
+    clocks = tool(title=STR, startTime=STR, endTime=STR)
+    names = ("startTime", "endTime")
+    assert event("Block 10am for 2 hours.", "10:00 AM", "12:00 PM", clocks, names)[1] == (
+        "stated",
+        "duration",
+    )
+    assert event("Block 10:00 for 2 hours.", "10:00", "12:00", clocks, names)[1] == (
+        "stated",
+        "duration",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        # an end the duration does not give
+        (
+            "A 1 hour long event 'Sync' on 2024-05-19 at 16:00.",
+            "2024-05-19 16:00",
+            "2024-05-19 18:00",
+        ),
+        (
+            "A 1 hour long event 'Sync' on 2024-05-19 at 16:00.",
+            "2024-05-19 16:00",
+            "2024-05-20 17:00",
+        ),
+        # no duration stated
+        ("An event 'Sync' on 2024-05-19 at 16:00.", "2024-05-19 16:00", "2024-05-19 17:00"),
+        # "an hour and a half" states no one hour
+        (
+            "'Sync' on 2024-05-19 at 16:00 for an hour and a half.",
+            "2024-05-19 16:00",
+            "2024-05-19 17:00",
+        ),
+        # "2 hours 30 minutes" states no 30 minutes
+        (
+            "'Sync' on 2024-05-19 at 16:00 for 2 hours 30 minutes.",
+            "2024-05-19 16:00",
+            "2024-05-19 16:30",
+        ),
+        # an invented start (the user says 16:00): the end it gives is invented too
+        (
+            "A 1 hour long event 'Sync' on 2024-05-19 at 16:00.",
+            "2024-05-19 14:00",
+            "2024-05-19 15:00",
+        ),
+        # a start only inferred from a relative day is not stated
+        ("A 1 hour long event 'Sync' tomorrow at 16:00.", "2024-05-20 16:00", "2024-05-20 17:00"),
+        # an end before its start
+        (
+            "A 1 hour long event 'Sync' on 2024-05-19 at 16:00.",
+            "2024-05-19 16:00",
+            "2024-05-19 15:00",
+        ),
+    ],
+)
+def test_an_invented_end_time_is_not_stated(text: str, start: str, end: str) -> None:
+    assert event(text, start, end)[1] == ("unsupported", "absent")
+
+
+def test_only_an_argument_named_as_an_end_is_given_by_a_duration() -> None:
+    text = "A 1 hour long event 'Sync' on 2024-05-19 at 16:00."
+    schema = tool(title=STR, start_time=STR, reminder_time=STR)
+    names = ("start_time", "reminder_time")
+    assert event(text, "2024-05-19 16:00", "2024-05-19 17:00", schema, names)[1] == (
+        "unsupported",
+        "absent",
+    )
+
+
+def test_an_end_time_from_a_duration_only_a_tool_result_states_is_the_tool_results() -> None:
+    messages = _read_then(
+        "Sync notes. The sync runs 3 hours.", user="Book 'Sync' on 2024-05-19 at 16:00."
+    )
+    call = {
+        "name": "f",
+        "args": {"title": "Sync", "start_time": "2024-05-19 16:00", "end_time": "2024-05-19 19:00"},
+    }
+    context = GroundingContext([EVENT], messages)
+    end = context.ground_call(call).arguments[2]
+    assert (end.status, end.how) == ("stated", "duration")
+    assert sorted(s.kind for s in end.sources) == ["tool", "user"]
+    policy = TrustPolicy.model_validate({"arguments": {"f.end_time": ["user", "system"]}})
+    violations = context.ground_call(call, policy).violations
+    assert [(v.argument, v.rule) for v in violations if v.argument] == [
+        ("end_time", "arguments.f.end_time")
+    ]
+    # the user's own duration is trusted
+    said = GroundingContext(
+        [EVENT], _read_then("Sync notes.", user="Book 'Sync' on 2024-05-19 at 16:00 for 3 hours.")
+    )
+    assert [v.argument for v in said.ground_call(call, policy).violations if v.argument] == []
