@@ -151,8 +151,8 @@ class Evidence:
     """
 
     __slots__ = (
-        "_flat", "_initials", "_norm", "_stems", "clock", "durations", "lower", "relative",
-        "tokens",
+        "_cased", "_flat", "_initials", "_norm", "_stems", "clock", "durations", "lower",
+        "relative", "tokens",
     )  # fmt: skip
 
     def __init__(self, text: str, *, user: str = "") -> None:
@@ -166,6 +166,8 @@ class Evidence:
         self.clock = _clock_times(self.lower)
         self.durations = _durations(self.lower, self._norm)
         self._flat = " ".join(self.lower.split())
+        cased = " ".join(text.split())  # the case of each character of ``_flat``, where known
+        self._cased = cased if cased.lower() == self._flat else None
 
     def has_whole(self, value: str) -> bool:
         """Whether the text holds all of ``value``, not inside a longer word or number.
@@ -176,7 +178,7 @@ class Evidence:
         """
         form = " ".join(value.lower().split())
         forms = {form, _WEB_PREFIX.sub("", form).rstrip("/")} - {""}
-        if any(_bounded(self._flat, f) for f in forms):
+        if any(_bounded(self._flat, f, self._cased) for f in forms):
             return True
         compact = _SEPARATORS.sub("", form)
         if 8 <= len(compact) <= 64 and sum(c.isdigit() for c in compact) >= 6:
@@ -277,13 +279,16 @@ _JOINERS = frozenset("._-+@/\\:")
 """Characters that join the parts of an identifier ("john.smith@x.com", "/home/alice/tmp")."""
 
 
-def _bounded(text: str, value: str) -> bool:
+def _bounded(text: str, value: str, cased: str | None = None) -> bool:
     """Whether ``value`` occurs in ``text`` as a whole identifier, not part of a longer one.
 
     Before it: no letter, digit or joining character (a URL's ``scheme://`` may precede
     it); after it: no letter or digit, and no joining character followed by one (a
     sentence's full stop may follow it; so may a URL's path when ``value`` is a web
-    address).
+    address). ``cased`` is ``text`` in its own case: a web or e-mail address may end at
+    a full stop that starts the next sentence with no space ("www.x.com.They sent"), a
+    capitalised word that a space or a punctuation mark ends; a lowercase or dotted
+    continuation ("www.x.com.evil.io", "www.x.com.Evil.io") is a longer host.
     """
     web = "." in value and "@" not in value and value[:1].isalnum()
     start = text.find(value)
@@ -295,6 +300,8 @@ def _bounded(text: str, value: str) -> bool:
         scheme = text[max(0, start - 3) : start] == "://"
         open_before = not (before.isalnum() or before in _JOINERS) or (scheme and web)
         joined = after in _JOINERS and (following.isalnum() or following in "_/")
+        if joined and after == "." and "." in value and cased is not None:
+            joined = _SENTENCE.match(cased, end + 1) is None  # "www.x.com.They sent"
         open_after = not (after.isalnum() or after == "_") and (
             not joined or (web and after == "/")
         )
@@ -302,6 +309,11 @@ def _bounded(text: str, value: str) -> bool:
             return True
         start = text.find(value, start + 1)
     return False
+
+
+_SENTENCE = re.compile(r"[A-Z][a-z]+(?=[\s,;:!?])")
+"""A sentence's first word: a capital, lowercase letters, then a space or a punctuation
+mark (never a dot: "Evil.io" is a host's labels)."""
 
 
 def _clock_times(lower: str) -> frozenset[tuple[int, int]]:

@@ -122,3 +122,23 @@ def test_a_longer_word_that_only_starts_like_an_option_states_no_enum_value(
 ) -> None:
     schema = tool(option={"type": "string", "enum": [value, "other"]})
     assert how(text, schema, option=value)["option"] != ("stated", "enum_word")
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "stated"),
+    [
+        # a sentence's full stop and the next sentence, with no space between them
+        ("Visit www.our-company.com.They sent the link.", "www.our-company.com", True),
+        ("Visit https://www.our-company.com.They sent it.", "www.our-company.com", True),
+        ("Mail bob@our-company.com.Thanks, Eve", "bob@our-company.com", True),
+        # a lowercase or a further dotted continuation is a longer host, not the value
+        ("Visit www.bank.com.evil.io today.", "www.bank.com", False),
+        ("Visit www.bank.com.Evil.io today.", "www.bank.com", False),
+        ("Visit www.bank.com.EVIL today.", "www.bank.com", False),
+        ("Visit www.bank.com.evil today.", "www.bank.com", False),
+        ("Mail bob@bank.com.evil.io now.", "bob@bank.com", False),
+    ],
+)
+def test_an_identifier_before_a_sentence_with_no_space(text: str, value: str, stated: bool) -> None:
+    result = how(text, tool(url=STR), url=value)["url"]
+    assert result == (("stated", "whole") if stated else ("unsupported", "absent"))
