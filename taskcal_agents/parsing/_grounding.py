@@ -12,12 +12,13 @@ call:
   tool results) contains its value: the normalised text, its content tokens as whole
   words (a plural form; "Eve" is not stated by "everyone"), a number or a date by value
   (the normalisation of :func:`~taskcal_agents.parsing._answer_clusters.answer_tokens`:
-  "twenty five" is 25, "March 5th" is ``2024-03-05``'s day and month), an acronym of the
-  words ("US dollars" for ``USD``) or a common alias ("NYC" for "New York", "euros" for
-  ``EUR``);
+  "twenty five" is 25, "March 5th" is ``2024-03-05``'s day and month; a date-time needs
+  its date and its time of day, an end time may be its stated start plus a stated length
+  of time, "1 hour long"), an acronym of the words ("US dollars" for ``USD``) or a common
+  alias ("NYC" for "New York", "euros" for ``EUR``);
 - it is **inferable** when no statement is needed: a boolean, the schema's default, an
-  optional argument's enum value, a date when the conversation names a relative day
-  ("tomorrow", "next Friday");
+  optional argument's enum value, a date when the user's own turns name a relative day
+  ("tomorrow", "next Friday"; a date-time's time of day must still be stated);
 - otherwise it is **unsupported**: the model invented it.
 
 A call is *grounded* when its tool was offered and no required argument is missing or
