@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Reproduce the README's real-data tables with the CPU embedded default (SmolLM2-135M-Instruct).
+# Reproduce the real-data tables of docs/results.md with the CPU embedded default
+# (SmolLM2-135M-Instruct).
 # Needs ../shared/data (or $TASKCAL_SHARED_DATA). Writes everything under runs/ (git-ignored).
 # Every `taskcal sample` is resumable: rerun this script after an interruption.
 set -euo pipefail
@@ -38,7 +39,7 @@ d = yaml.safe_load(open(p)); d["prompt"] = sys.argv[1]; d["unparsed"] = "drop"
 yaml.safe_dump(d, open(p, "w"), sort_keys=False)
 d["unparsed"] = "other"; yaml.safe_dump(d, open("runs/when2call.other.task.yaml", "w"), sort_keys=False)
 items = [json.loads(line) for line in open("runs/when2call.jsonl")]
-# The README's subset: the file's first 36 items (sampled before the run was cut to a subset),
+# The results page's subset: the file's first 36 items (sampled before the run was cut to a subset),
 # then a seeded random fill to 50 per label, in file order.
 rng, out = random.Random(0), items[:36]
 for label in ("tool_call", "request_for_info", "cannot_answer"):
@@ -117,7 +118,7 @@ if [ -n "${QWEN:-}" ]; then
     --out runs/qwen05.stsb150.eval200.json
 fi
 
-# Grounded tool decisions on When2Call (README "Grounded tool calls" and the When2Call tables):
+# Grounded tool decisions on When2Call (docs/results.md, the When2Call tables):
 # Qwen2.5-Coder-0.5B on all 300 items and Qwen2.5-Coder-1.5B on 150 balanced items (151 drawn),
 # N = 8, T = 0.7, max_tokens 128, the system prompt above, items in a seeded label-interleaved
 # order (so that a partial run is balanced). Each model has its own server. Then `taskcal evaluate` under
@@ -180,8 +181,8 @@ if [ -n "${ADAPTIVE:-}" ]; then
   PYTHONPATH=. .venv/bin/python benchmarks/bench_adaptive_n.py replay runs/q05.stsb.n16.samples.jsonl
 fi
 
-# Qwen2.5-Coder-1.5B-Instruct (registry model, ~1.1 GB of wheels; its own server): the README's
-# main tables. STS-B 200 and MMLU dev+val 300 (with abstain, cost 0.3) one-pass logprob;
+# Qwen2.5-Coder-1.5B-Instruct (registry model, ~1.1 GB of wheels; its own server): the
+# results page's main tables. STS-B 200 and MMLU dev+val 300 (with abstain, cost 0.3) one-pass logprob;
 # NQ-open and SimpleQA 120 each, N = 8, cluster belief; When2Call balanced 60, N = 8 and
 # one-pass. About 45 min of sampling on 2 cores. Run with QWEN15=1.
 if [ -n "${QWEN15:-}" ]; then
