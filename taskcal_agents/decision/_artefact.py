@@ -586,6 +586,7 @@ def resolve_calibrator(
     owner: str,
     served: ServedSettings | None = None,
     strict: bool = False,
+    belief: str = "samples",
 ) -> ResolvedCalibrator:
     """Turn a front door's ``calibrator`` argument into a calibrator checked for ``task``.
 
@@ -610,6 +611,8 @@ def resolve_calibrator(
             included); without it, but with ``n_samples``, on N alone.
         strict: Refuse an artefact fitted for another setting (``ConfigurationError``)
             instead of warning.
+        belief: How the front door reads its belief (``"samples"`` or ``"one_pass"``):
+            without ``served``, the artefact is checked for it too.
 
     Warns:
         RiskSettingsWarning: If the artefact's risk limit was fitted on beliefs from
@@ -664,8 +667,9 @@ def resolve_calibrator(
         _check_risk_setting(artefact, task, value, n_samples, owner)
     if artefact is not None and served is not None:
         _check_chosen(artefact, task, served, owner=owner, strict=strict, stacklevel=2)
-    elif artefact is not None and n_samples is not None:  # N alone: the rest is unknown
-        n_only = ServedSettings(None, n_samples, None)
+    elif artefact is not None and (n_samples is not None or belief != "samples"):
+        # N and the belief alone: the rest is unknown
+        n_only = ServedSettings(None, n_samples or 0, None, belief=belief)
         _check_chosen(artefact, None, n_only, owner=owner, strict=strict, stacklevel=2)
     return ResolvedCalibrator(calibrator, value, artefact)  # type: ignore[arg-type]
 

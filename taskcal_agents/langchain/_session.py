@@ -486,7 +486,7 @@ class DecisionSession:
             after = resolve_calibrator(
                 tool_result.get("calibrator") if isinstance(tool_result, dict) else None,
                 self.tool_result_task, alpha=self.alpha, n_samples=self._n_checked,
-                owner=owner,
+                owner=owner, belief=options.belief,
             )  # fmt: skip
             self._after = InForce(
                 Decider.from_resolved(self.tool_result_task, after), artefact_id(after.artefact)
@@ -529,7 +529,7 @@ class DecisionSession:
             return _PerRequest(self._auto, default, served=served)
         resolved = resolve_calibrator(
             calibrator, task, alpha=self.alpha, n_samples=n, owner=owner, served=served,
-            strict=self._strict,
+            strict=self._strict, belief=self.options.belief,
         )  # fmt: skip
         value = self._build(resolved, served)
         artefact = resolved.artefact

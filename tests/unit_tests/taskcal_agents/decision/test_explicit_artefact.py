@@ -185,3 +185,15 @@ def test_an_artefact_fitted_on_sampled_beliefs_does_not_fit_a_one_pass_door(
     assert mismatch(one_pass, task, served()) == (
         "it was fitted on one-pass beliefs, this front door reads sampled beliefs"
     )
+
+
+def test_an_artefact_is_checked_for_the_belief_when_nothing_else_is_known(
+    shipped_path: Path,
+) -> None:
+    # A door that knows only how it reads its belief (the middleware's tool-result
+    # calibrator, a door whose model is known per request) still checks it.
+    with pytest.warns(CalibratorMismatchWarning, match="fitted on sampled beliefs"):
+        resolve_calibrator(shipped_path, tool_decision(), owner="X", belief="one_pass")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        resolve_calibrator(shipped_path, tool_decision(), owner="X")  # told nothing
