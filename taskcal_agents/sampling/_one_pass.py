@@ -139,36 +139,33 @@ def call_options(task: Task, calls: Sequence[tuple[str, str]]) -> ToolOptions:
     )
 
 
+_MEANINGS = {
+    ASK_OPTION: "a tool fits, but the request lacks a value it needs",
+    REFUSE_OPTION: "none of the offered tools can do what is asked",
+    ANSWER_OPTION: "reply directly, no tool is needed",
+}
+"""What the instruction says each option other than a call means."""
+
+
 def one_pass_instruction(options: ToolOptions) -> str:
     """The instruction that asks for one of ``options``, merged into the system message."""
-    if options.shown:
-        return _lettered_instruction(options)
-    lines = ["Before you reply, choose what to do. Reply with exactly one of these options:"]
-    for option, tool in zip(options.options, options.tools, strict=True):
-        if tool is not None and option != f"call {tool}()":
-            lines.append(f"- {option}: make exactly this call")
+    lettered = bool(options.shown)
+    if lettered:
+        lines = [
+            "Before you reply, choose what to do. Reply with the letter of exactly one option:"
+        ]
+    else:
+        lines = ["Before you reply, choose what to do. Reply with exactly one of these options:"]
+    shown = options.shown or options.options
+    for option, text, tool in zip(options.options, shown, options.tools, strict=True):
+        if tool is not None and lettered:
+            lines.append(f"{option}. make exactly this call: {text}")
         elif tool is not None:
             lines.append(f"- {option}: call the tool {tool}, with every value it needs given")
-        elif option == ASK_OPTION:
-            lines.append(f"- {option}: a tool fits, but the request lacks a value it needs")
-        elif option == REFUSE_OPTION:
-            lines.append(f"- {option}: none of the offered tools can do what is asked")
+        elif lettered:
+            lines.append(f"{option}. {text}: {_MEANINGS[text]}")
         else:
-            lines.append(f"- {option}: reply directly, no tool is needed")
-    return "\n".join(lines)
-
-
-def _lettered_instruction(options: ToolOptions) -> str:
-    lines = ["Before you reply, choose what to do. Reply with the letter of exactly one option:"]
-    for letter, shown, tool in zip(options.options, options.shown, options.tools, strict=True):
-        if tool is not None:
-            lines.append(f"{letter}. make exactly this call: {shown}")
-        elif shown == ASK_OPTION:
-            lines.append(f"{letter}. {shown}: a tool fits, but the request lacks a value it needs")
-        elif shown == REFUSE_OPTION:
-            lines.append(f"{letter}. {shown}: none of the offered tools can do what is asked")
-        else:
-            lines.append(f"{letter}. {shown}: reply directly, no tool is needed")
+            lines.append(f"- {option}: {_MEANINGS[text]}")
     return "\n".join(lines)
 
 

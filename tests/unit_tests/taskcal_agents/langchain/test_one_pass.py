@@ -16,14 +16,17 @@ import numpy as np
 import pytest
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
 
 from taskcal_agents.decision import SamplingOptions, tool_decision
 from taskcal_agents.decision._one_pass import ONE_PASS_PSEUDO_SAMPLES
 from taskcal_agents.errors import ConfigurationError, SamplingError
 from taskcal_agents.langchain import TaskCalibratedRunnable, TaskCalibrationMiddleware
 from taskcal_agents.sampling import tool_options
-from tests.unit_tests.taskcal_agents.helpers.chat_fakes import RecordingChatModel, get_weather
+from tests.unit_tests.taskcal_agents.helpers.chat_fakes import (
+    FakeOpenAIServer,
+    RecordingChatModel,
+    get_weather,
+)
 
 
 @tool
@@ -43,13 +46,13 @@ def _logprobs(top: dict[str, float]) -> dict[str, Any]:
     return {"content": [{**entries[0], "top_logprobs": entries}]}
 
 
-class ScriptedServer:
+class ScriptedServer(FakeOpenAIServer):
     """Chat completions: scripted top_logprobs for a choice request, else a greedy call."""
 
     def __init__(self, top: dict[str, float] | None = ROOT, *, logprobs: bool = True) -> None:
+        super().__init__()  # its requests list and its chat_openai()
         self.top = top
         self.logprobs = logprobs
-        self.requests: list[dict[str, Any]] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
@@ -72,17 +75,6 @@ class ScriptedServer:
                 "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
             },
         )  # fmt: skip
-
-    def chat_openai(self) -> ChatOpenAI:
-        transport = httpx.MockTransport(self)
-        return ChatOpenAI(
-            model="m",
-            api_key="EMPTY",  # type: ignore[arg-type]
-            base_url="http://fake.invalid/v1",
-            http_client=httpx.Client(transport=transport),
-            http_async_client=httpx.AsyncClient(transport=transport),
-            max_retries=0,
-        )
 
 
 def _expected_probs() -> np.ndarray:
