@@ -340,11 +340,7 @@ def decide_in_rounds(
             out.append(decider.approved(item.context, tool_names=tool_names))
             continue
         if r.error is not None:
-            if on_error == "fallback":
-                why = f"model error after {r.attempts} attempt(s): {type(r.error).__name__}: "
-                out.append(decider.fallback(f"{why}{r.error}"))
-            else:
-                out.append(_sampling_error(what, r))
+            out.append(_failed_round(decider, what, r, on_error))
             continue
         try:
             decision = decider.decide(
@@ -464,8 +460,17 @@ def _failed(
 ) -> Decision | BaseException:
     """The fallback decision or the error of a one-pass input whose request failed for good."""
     rounds = Rounds(error=failed.error, attempts=failed.attempts)
+    result = _failed_round(decider, what, rounds, on_error)
+    if isinstance(result, Decision):
+        return result.model_copy(update={"belief": "one_pass"})
+    return result
+
+
+def _failed_round(
+    decider: Decider, what: str, r: Rounds, on_error: Literal["raise", "fallback"]
+) -> Decision | BaseException:
+    """The task's fallback decision naming the error (``"fallback"``), or the error."""
     if on_error == "fallback":
-        why = f"model error after {failed.attempts} attempt(s): {type(failed.error).__name__}: "
-        decision = decider.fallback(f"{why}{failed.error}")
-        return decision.model_copy(update={"belief": "one_pass"})
-    return _sampling_error(what, rounds)
+        why = f"model error after {r.attempts} attempt(s): {type(r.error).__name__}: "
+        return decider.fallback(f"{why}{r.error}")
+    return _sampling_error(what, r)
