@@ -13,6 +13,7 @@ consecutive words. The rules that turn these answers into an argument's status a
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -111,6 +112,10 @@ _NAMED_TIMES = {"noon": (12, 0), "midday": (12, 0), "midnight": (0, 0)}
 _TIME_OF_DAY = re.compile(
     r"\b(\d{1,2})(?:[:.](\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)|\b(\d{1,2}):(\d{2})\b"
 )
+_PART_OF_DAY = re.compile(
+    r"\b(\d{1,2})(?:[:.](\d{2}))?\s+(?:o'?clock\s+)?(?:in\s+the\s+(morning|afternoon|evening)|at\s+night)\b"
+)
+"""A time of day by the part of the day ("5 in the afternoon", "8 o'clock at night")."""
 
 
 def stem(token: str) -> str:
@@ -148,11 +153,14 @@ class Evidence:
         clock: The times of day it states, as (hour 0-23, minute).
         durations: The lengths of time it states, in minutes ("1 hour long", "for one
             hour", "90 minutes", "an hour and a half", "1h30"; :func:`_durations`).
+        numbers: The numbers it writes in forms its tokens lose (:func:`_numbers`): with a
+            unit attached ("6cm"), in scientific notation ("1e-9"), as a percentage ("10%"
+            also as 0.1), as the items of a bracketed list ("[200,300]").
     """
 
     __slots__ = (
         "_cased", "_flat", "_initials", "_norm", "_stems", "clock", "durations", "lower",
-        "relative", "tokens",
+        "numbers", "relative", "tokens",
     )  # fmt: skip
 
     def __init__(self, text: str, *, user: str = "") -> None:
@@ -165,6 +173,7 @@ class Evidence:
         self._initials = _WORD.findall(text)
         self.clock = _clock_times(self.lower)
         self.durations = _durations(self.lower, self._norm)
+        self.numbers = _numbers(self.lower)
         self._flat = " ".join(self.lower.split())
         cased = " ".join(text.split())  # the case of each character of ``_flat``, where known
         self._cased = cased if cased.lower() == self._flat else None
@@ -209,6 +218,15 @@ class Evidence:
         return any(
             re.search(rf"(?<![\d/]){a}/{b}(?!\d|/\d)", self._flat) is not None for a, b in pairs
         )
+
+    def has_number(self, value: float) -> bool:
+        """Whether the text writes the number ``value`` (its size: the sign is not read).
+
+        In one of the forms of :attr:`numbers`; a number its tokens hold as it stands is
+        :meth:`has_run`'s.
+        """
+        size = abs(float(value))
+        return any(math.isclose(size, n, rel_tol=1e-9, abs_tol=1e-12) for n in self.numbers)
 
     def has_run(self, tokens: Sequence[str]) -> bool:
         """Whether the text holds ``tokens`` as consecutive tokens."""
@@ -319,9 +337,14 @@ mark (never a dot: "Evil.io" is a host's labels)."""
 def _clock_times(lower: str) -> frozenset[tuple[int, int]]:
     """The times of day the text states, as (hour 0-23, minute).
 
-    "7pm", "19:30", "7.30 am" ("7:30" also as 19:30), "noon" and "midnight".
+    "7pm", "19:30", "7.30 am" ("7:30" also as 19:30), "noon", "midnight", "5 in the
+    afternoon" (17:00), "10 in the morning".
     """
     out = {time for word, time in _NAMED_TIMES.items() if re.search(rf"\b{word}\b", lower)}
+    for m in _PART_OF_DAY.finditer(lower):
+        hour, minute, part = int(m.group(1)), int(m.group(2) or 0), m.group(3)
+        if 1 <= hour <= 12 and minute < 60:
+            out.add((hour24(hour, "am" if part == "morning" else "pm"), minute))
     for m in _TIME_OF_DAY.finditer(lower):
         if m.group(3):
             out.add((hour24(int(m.group(1)), m.group(3)), int(m.group(2) or 0)))
@@ -330,6 +353,38 @@ def _clock_times(lower: str) -> frozenset[tuple[int, int]]:
             out.add((hour, minute))
             if 1 <= hour <= 11:
                 out.add((hour + 12, minute))
+    return frozenset(out)
+
+
+_NUMBER = re.compile(
+    r"(?<![\w.,])(\d+(?:\.\d+)?|\.\d+)(?![.,]\d)"
+    r"(?:e([-+]?\d{1,3})\b|(\s?(?:%|percent\b|per cent\b))|([a-z]+))?"
+)
+"""A number not inside a longer word or number ("1,000" and "v1.2" are the tokens'), and
+what follows it: an exponent, a percent sign or a unit."""
+_BRACKETED = re.compile(r"\[(\s*\d+(?:\.\d+)?(?:\s*,\s*\d+(?:\.\d+)?)+\s*)\]")
+"""A bracketed list of numbers ("[200,300,400]"), whose commas separate items."""
+
+
+def _numbers(lower: str) -> frozenset[float]:
+    """The numbers a text writes in forms its tokens lose.
+
+    With a unit attached ("6cm" → 6, "5hz" → 5), in scientific notation ("1e-9" →
+    1e-09), as a percentage also as the fraction ("10%" → 0.1; 10 is a token), each item
+    of a bracketed list ("[200,300]" → 200 and 300, which the tokens join into one
+    number). A number written alone is its tokens' (:meth:`Evidence.has_run`).
+    """
+    out: set[float] = set()
+    for m in _NUMBER.finditer(lower):
+        number, exponent, percent, unit = m.groups()
+        if exponent is not None:
+            out.add(float(number) * 10.0 ** int(exponent))
+        elif percent is not None:
+            out.add(float(number) / 100)
+        elif unit is not None:
+            out.add(float(number))
+    for m in _BRACKETED.finditer(lower):
+        out.update(float(item) for item in m.group(1).split(","))
     return frozenset(out)
 
 

@@ -12,11 +12,13 @@ rule that decides wins:
   where the text holds its whole value; a recipient or an address only by every one of its
   words (:data:`WORD_RULES`: no stem, qualifier or share of its words); a count of one is
   implied by "a" where the text states no other count; a list and an object are as
-  supported as their least supported member; a number must be stated. A value no rule
-  decides is checked as a string.
+  supported as their least supported member; a number must be stated (also with a unit
+  attached, in scientific notation, as a percentage for its fraction, or as an item of a
+  bracketed list). A value no rule decides is checked as a string.
 - :data:`STRING_RULES`, for a string against the conversation (the look-ups of
   :class:`~taskcal_agents.parsing._evidence.Evidence`): a date or clock time (a
-  date-time by its date and its time of day, each as the text writes it), a value
+  date-time by its date and its time of day, each as the text writes it; "07-10-2022"
+  only with the year the text states), a value
   without words, the value's tokens as they stand, an alias, an acronym, a place with a
   short qualifier ("Orlando, FL"), the value's content tokens. A string no rule states is
   unsupported.
@@ -57,6 +59,9 @@ _ISO_DATE = re.compile(
     r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?Z?)?\s*$"
 )
 _NUMERIC_DATE = re.compile(r"^\s*(\d{1,2})[/.](\d{1,2})(?:[/.](\d{2,4}))?\s*$")
+_DASHED_DATE = re.compile(r"^\s*(\d{1,2})-(\d{1,2})-(\d{4})\s*$")
+"""A date of numbers joined by hyphens, with its year ("07-10-2022"): without one, "7-10"
+is as likely a range."""
 _CLOCK = re.compile(r"^\s*(\d{1,2}):(\d{2})(?::\d{2})?\s*(am|pm)?\s*$", re.IGNORECASE)
 _HOUR = re.compile(r"^\s*(\d{1,2})\s*(am|pm|a\.m\.|p\.m\.)\s*$", re.IGNORECASE)
 _NAMED_DATE = re.compile(
@@ -232,12 +237,18 @@ def _each_field(
 def _number(
     evidence: Evidence, value: Any, prop: Mapping[str, Any], required: bool
 ) -> Verdict | None:
-    """A number is stated by value ("twenty five" for 25), else unsupported."""
+    """A number is stated by value, else unsupported.
+
+    As its tokens ("25", "twenty five"), or in a form they lose
+    (:meth:`~taskcal_agents.parsing._evidence.Evidence.has_number`): a unit attached ("6cm"
+    for 6), scientific notation ("1e-9"), a percentage for its fraction ("5%" for 0.05), an
+    item of a bracketed list ("[200,300]" for 300).
+    """
     if not isinstance(value, int | float):
         return None
     text = str(int(value)) if float(value).is_integer() else repr(float(value))
     tokens = answer_tokens(text)
-    if tokens and evidence.has_run(tokens):
+    if (tokens and evidence.has_run(tokens)) or evidence.has_number(value):
         return "stated", "number"
     return _ABSENT
 
@@ -269,8 +280,11 @@ def _names_option(option: str, tokens: frozenset[str]) -> bool:
     return bool(words) and all(_word_form(w, tokens) for w in words)
 
 
-_FORM_ENDINGS = ("s", "es", "ed", "ing", "ion", "ions", "ition", "itions", "ation", "ations")
-"""The endings that make one word a form of another ("adds", "added", "adding", "addition")."""
+_FORM_ENDINGS = (
+    "s", "es", "ed", "ing", "ion", "ions", "ition", "itions", "ation", "ations", "al", "als",
+)  # fmt: skip
+"""The endings that make one word a form of another ("adds", "added", "adding", "addition",
+"rental")."""
 
 
 def _word_form(word: str, tokens: frozenset[str]) -> bool:
@@ -332,7 +346,7 @@ VALUE_RULES: tuple[Rule, ...] = (
 def _date(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | None:
     """A date or clock value: stated by value, or inferable from a relative day."""
     iso = _ISO_DATE.match(value)
-    numeric = _NUMERIC_DATE.match(value) if iso is None else None
+    numeric = (_NUMERIC_DATE.match(value) or _DASHED_DATE.match(value)) if iso is None else None
     clock = _CLOCK.match(value) if iso is None and numeric is None else None
     bare = _HOUR.match(value) if iso is None and numeric is None and clock is None else None
     if bare is not None:  # "3pm": a time of day, stated as "3 pm", "15:00" or "3:00 pm"
@@ -349,6 +363,14 @@ def _date(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | No
             return None  # "12.50" is no date
         if evidence.has_run(tokens):
             return "stated", "date"  # "5/3/2024" written as it stands
+        year = numeric.group(3)
+        if (
+            year is not None
+            and len(year) == 4
+            and year not in evidence.tokens
+            and any(len(t) == 4 and t.isdigit() and 1900 <= int(t) <= 2100 for t in evidence.tokens)
+        ):
+            return _ABSENT  # the text states another year
         # 04/23/2023 (month first) or 23/04/2023 (day first), against "April 23"
         for day, month in ((second, first), (first, second)):
             valid = 1 <= month <= 12 and 1 <= day <= 31

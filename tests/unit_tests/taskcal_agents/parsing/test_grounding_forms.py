@@ -142,3 +142,88 @@ def test_a_longer_word_that_only_starts_like_an_option_states_no_enum_value(
 def test_an_identifier_before_a_sentence_with_no_space(text: str, value: str, stated: bool) -> None:
     result = how(text, tool(url=STR), url=value)["url"]
     assert result == (("stated", "whole") if stated else ("unsupported", "absent"))
+
+
+NUM = {"type": "number"}
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "expected"),
+    [
+        # a unit attached to the number
+        ("A triangle with base 6cm and height 10cm.", 6, ("stated", "number")),
+        ("Plot a sine wave at 5Hz.", 5, ("stated", "number")),
+        ("A triangle with base 6cm and height 10cm.", 7, ("unsupported", "absent")),
+        # scientific notation
+        ("Charges of 1e-9 and 2e-9 at a distance of 0.05.", 1e-09, ("stated", "number")),
+        ("Charges of 1e-9 and 2e-9 at a distance of 0.05.", 3e-09, ("unsupported", "absent")),
+        # a percentage as its fraction (and as itself)
+        ("An annual interest rate of 5%.", 0.05, ("stated", "number")),
+        ("An annual interest rate of 5%.", 5, ("stated", "number")),
+        ("A discount rate of 10 percent.", 0.1, ("stated", "number")),
+        ("An annual interest rate of 5%.", 0.5, ("unsupported", "absent")),
+        ("A rate of 0.05, as agreed.", 5, ("unsupported", "absent")),  # no percentage
+        # thousands separators are the tokens': "1,000" states 1000, not 1
+        ("Buy 1,000 shares.", 1000, ("stated", "number")),
+        ("Buy 1,000 shares.", 1, ("unsupported", "absent")),
+        # a version or a padded date part states no number
+        ("Install version v1.2 of it.", 1, ("unsupported", "absent")),
+    ],
+)
+def test_a_number_written_with_a_unit_an_exponent_or_a_percent_sign(
+    text: str, value: float, expected: Any
+) -> None:
+    assert how(text, tool(x=NUM), x=value)["x"] == expected
+
+
+def test_each_item_of_a_bracketed_list_of_numbers_is_stated() -> None:
+    schema = tool(cash_flows={"type": "array", "items": NUM})
+    text = "Find the NPV given cash_flows=[200,300,400,500] and a rate of 10%."
+    assert how(text, schema, cash_flows=[200, 300, 400, 500])["cash_flows"] == (
+        "stated",
+        "number",
+    )
+    assert how(text, schema, cash_flows=[200, 300, 450])["cash_flows"][0] == "unsupported"
+    # outside brackets "200,300" reads as one number, as before
+    assert how("Pay 200,300 in total.", schema, cash_flows=[200, 300])["cash_flows"][0] == (
+        "unsupported"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "expected"),
+    [
+        ("A hotel from July 10, 2022 to July 20, 2022.", "07-10-2022", ("stated", "date")),
+        ("A hotel from July 10, 2022 to July 20, 2022.", "10-07-2022", ("stated", "date")),
+        ("Lawsuits filed after January 1, 2021.", "01-01-2021", ("stated", "date")),
+        ("A hotel from July 10, 2022 to July 20, 2022.", "07-11-2022", ("unsupported", "absent")),
+        # another year than the text states is invented, with slashes too
+        ("A hotel from July 10, 2022.", "07-10-2023", ("unsupported", "absent")),
+        ("A hotel from July 10, 2022.", "07/10/2023", ("unsupported", "absent")),
+        # without a year, hyphens join a range as often as a date
+        ("Stay from July 10.", "7-10", ("unsupported", "absent")),
+    ],
+)
+def test_a_date_of_hyphenated_numbers_with_its_year(text: str, value: str, expected: Any) -> None:
+    assert how(text, tool(when=STR), when=value)["when"] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "expected"),
+    [
+        ("Set an alarm for 5 in the afternoon.", "17:00", ("stated", "date")),
+        ("Set an alarm for 10 in the morning.", "10:00", ("stated", "date")),
+        ("Call me at 8 o'clock at night.", "20:00", ("stated", "date")),
+        ("Set an alarm for 5 in the morning.", "17:00", ("unsupported", "absent")),
+        ("Set an alarm for 5 in the afternoon.", "18:00", ("unsupported", "absent")),
+    ],
+)
+def test_a_time_of_day_by_the_part_of_the_day(text: str, value: str, expected: Any) -> None:
+    assert how(text, tool(when=STR), when=value)["when"] == expected
+
+
+def test_an_enum_value_is_stated_by_its_adjective() -> None:
+    schema = tool(intent={"type": "string", "enum": ["rent", "buy"]})
+    text = "Find a rental in San Francisco with 2 bedrooms."
+    assert how(text, schema, intent="rent")["intent"] == ("stated", "enum_word")
+    assert how(text, schema, intent="buy")["intent"][0] == "unsupported"
