@@ -113,9 +113,11 @@ _TIME_OF_DAY = re.compile(
     r"\b(\d{1,2})(?:[:.](\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)|\b(\d{1,2}):(\d{2})\b"
 )
 _PART_OF_DAY = re.compile(
-    r"\b(\d{1,2})(?:[:.](\d{2}))?\s+(?:o'?clock\s+)?(?:in\s+the\s+(morning|afternoon|evening)|at\s+night)\b"
+    r"\b(?:at|around|about|by|for|until|till|from|to|before|after)\s+(\d{1,2})(?:[:.](\d{2}))?"
+    r"\s+(?:o['’]?clock\s+)?(?:in\s+the\s+(morning|afternoon|evening)|at\s+(night))\b"
 )
-"""A time of day by the part of the day ("5 in the afternoon", "8 o'clock at night")."""
+"""A time of day by the part of the day ("for 5 in the afternoon", "at 8 o'clock at night"),
+the hour after a word that introduces a time ("March 5 in the afternoon" names no hour)."""
 
 
 def stem(token: str) -> str:
@@ -226,7 +228,12 @@ class Evidence:
         :meth:`has_run`'s.
         """
         size = abs(float(value))
-        return any(math.isclose(size, n, rel_tol=1e-9, abs_tol=1e-12) for n in self.numbers)
+        return any(math.isclose(size, n, rel_tol=1e-9) for n in self.numbers)
+
+    @property
+    def norm(self) -> str:
+        """The canonical tokens joined by spaces, with a space at each end."""
+        return self._norm
 
     def has_run(self, tokens: Sequence[str]) -> bool:
         """Whether the text holds ``tokens`` as consecutive tokens."""
@@ -337,14 +344,16 @@ mark (never a dot: "Evil.io" is a host's labels)."""
 def _clock_times(lower: str) -> frozenset[tuple[int, int]]:
     """The times of day the text states, as (hour 0-23, minute).
 
-    "7pm", "19:30", "7.30 am" ("7:30" also as 19:30), "noon", "midnight", "5 in the
-    afternoon" (17:00), "10 in the morning".
+    "7pm", "19:30", "7.30 am" ("7:30" also as 19:30), "noon", "midnight", "for 5 in the
+    afternoon" (17:00), "at 10 in the morning", "at 1 at night" (01:00).
     """
     out = {time for word, time in _NAMED_TIMES.items() if re.search(rf"\b{word}\b", lower)}
     for m in _PART_OF_DAY.finditer(lower):
-        hour, minute, part = int(m.group(1)), int(m.group(2) or 0), m.group(3)
+        hour, minute, part, night = int(m.group(1)), int(m.group(2) or 0), m.group(3), m.group(4)
         if 1 <= hour <= 12 and minute < 60:
-            out.add((hour24(hour, "am" if part == "morning" else "pm"), minute))
+            # "at night": 5 to 11 pm, then 12 (midnight) to 4 am
+            am = part == "morning" or (night is not None and (hour == 12 or hour <= 4))
+            out.add((hour24(hour, "am" if am else "pm"), minute))
     for m in _TIME_OF_DAY.finditer(lower):
         if m.group(3):
             out.add((hour24(int(m.group(1)), m.group(3)), int(m.group(2) or 0)))
@@ -356,12 +365,17 @@ def _clock_times(lower: str) -> frozenset[tuple[int, int]]:
     return frozenset(out)
 
 
-_NUMBER = re.compile(
-    r"(?<![\w.,])(\d+(?:\.\d+)?|\.\d+)(?![.,]\d)"
-    r"(?:e([-+]?\d{1,3})\b|(\s?(?:%|percent\b|per cent\b))|([a-z]+))?"
+_UNITS = (
+    "mm cm m km in ft yd mi mg g kg t lb lbs oz ml l hz khz mhz ghz ms s sec secs min mins "
+    "h hr hrs kb mb gb tb w kw kwh v mah mph kmh"
 )
-"""A number not inside a longer word or number ("1,000" and "v1.2" are the tokens'), and
-what follows it: an exponent, a percent sign or a unit."""
+_NUMBER = re.compile(
+    r"(?<![\w.,:#/-])(\d+(?:\.\d+)?|\.\d+)(?![.,]\d)"
+    rf"(?:e([-+]?\d{{1,3}})\b|(\s?(?:%|percent\b|per cent\b))|({'|'.join(_UNITS.split())})\b)?"
+)
+"""A number not inside a longer word, number or identifier ("1,000", "v1.2", "16:05",
+"#2e8b57" and "3a616ae" are no such number), and what follows it: an exponent, a percent
+sign or a unit of measure."""
 _BRACKETED = re.compile(r"\[(\s*\d+(?:\.\d+)?(?:\s*,\s*\d+(?:\.\d+)?)+\s*)\]")
 """A bracketed list of numbers ("[200,300,400]"), whose commas separate items."""
 
@@ -369,23 +383,28 @@ _BRACKETED = re.compile(r"\[(\s*\d+(?:\.\d+)?(?:\s*,\s*\d+(?:\.\d+)?)+\s*)\]")
 def _numbers(lower: str) -> frozenset[float]:
     """The numbers a text writes in forms its tokens lose.
 
-    With a unit attached ("6cm" → 6, "5hz" → 5), in scientific notation ("1e-9" →
-    1e-09), as a percentage also as the fraction ("10%" → 0.1; 10 is a token), each item
-    of a bracketed list ("[200,300]" → 200 and 300, which the tokens join into one
-    number). A number written alone is its tokens' (:meth:`Evidence.has_run`).
+    With a unit of measure attached ("6cm" → 6, "5hz" → 5), in scientific notation ("1e-9"
+    → 1e-09), as a percentage also as the fraction ("10%" → 0.1; 10 is a token), each item
+    of a bracketed list ("[200,300,400]" → 200, 300 and 400, which the tokens join into one
+    number; "[1,000]" stays a thousand). A number written alone is its tokens'
+    (:meth:`Evidence.has_run`). No number is 0 or unbounded ("1e-400", "9e308").
     """
     out: set[float] = set()
     for m in _NUMBER.finditer(lower):
         number, exponent, percent, unit = m.groups()
         if exponent is not None:
-            out.add(float(number) * 10.0 ** int(exponent))
+            out.add(float(f"{number}e{exponent}"))
         elif percent is not None:
             out.add(float(number) / 100)
         elif unit is not None:
             out.add(float(number))
     for m in _BRACKETED.finditer(lower):
-        out.update(float(item) for item in m.group(1).split(","))
-    return frozenset(out)
+        items = [item.strip() for item in m.group(1).split(",")]
+        spaced = re.search(r",\s", m.group(1)) is not None
+        grouped = all(len(i) == 3 and i.isdigit() for i in items[1:]) and len(items[0]) <= 3
+        if spaced or not grouped or (len(items) >= 3 and len(items[0]) == 3):
+            out.update(float(item) for item in items)  # "[1,000]" is a thousand
+    return frozenset(n for n in out if math.isfinite(n) and n != 0)
 
 
 _HOURS = r"(?:hours?|hrs?)"

@@ -280,11 +280,8 @@ def _names_option(option: str, tokens: frozenset[str]) -> bool:
     return bool(words) and all(_word_form(w, tokens) for w in words)
 
 
-_FORM_ENDINGS = (
-    "s", "es", "ed", "ing", "ion", "ions", "ition", "itions", "ation", "ations", "al", "als",
-)  # fmt: skip
-"""The endings that make one word a form of another ("adds", "added", "adding", "addition",
-"rental")."""
+_FORM_ENDINGS = ("s", "es", "ed", "ing", "ion", "ions", "ition", "itions", "ation", "ations")
+"""The endings that make one word a form of another ("adds", "added", "adding", "addition")."""
 
 
 def _word_form(word: str, tokens: frozenset[str]) -> bool:
@@ -364,17 +361,19 @@ def _date(evidence: Evidence, value: str, tokens: Sequence[str]) -> Verdict | No
         if evidence.has_run(tokens):
             return "stated", "date"  # "5/3/2024" written as it stands
         year = numeric.group(3)
-        if (
-            year is not None
-            and len(year) == 4
-            and year not in evidence.tokens
-            and any(len(t) == 4 and t.isdigit() and 1900 <= int(t) <= 2100 for t in evidence.tokens)
-        ):
-            return _ABSENT  # the text states another year
         # 04/23/2023 (month first) or 23/04/2023 (day first), against "April 23"
         for day, month in ((second, first), (first, second)):
-            valid = 1 <= month <= 12 and 1 <= day <= 31
-            if valid and evidence.has_run([str(day), MONTH_NAMES[month - 1]]):
+            if not (1 <= month <= 12 and 1 <= day <= 31):
+                continue
+            if year is None:
+                if evidence.has_run([str(day), MONTH_NAMES[month - 1]]):
+                    return "stated", "date"
+                continue
+            years = [int(year)] if len(year) == 4 else [2000 + int(year), 1900 + int(year)]
+            if len(year) in (2, 4) and any(
+                evidence.has_date(y, month, day) and not _other_year(evidence, y, month, day)
+                for y in years
+            ):
                 return "stated", "date"
     elif clock is not None:
         # A time of day is stated or invented: "tonight" names no hour.
@@ -399,7 +398,7 @@ def _iso_date(evidence: Evidence, iso: re.Match[str], tokens: Sequence[str]) -> 
     stated has an invented time. Inferable from a relative day ("tomorrow at 4 pm") only
     with its time stated. ``None`` for a value that is no date ("2024-13-40").
     """
-    year, month, day = (int(g) for g in iso.group(1, 2, 3))
+    year, month, day = ymd = tuple(int(g) for g in iso.group(1, 2, 3))
     if not (1 <= month <= 12 and 1 <= day <= 31):
         return None
     if evidence.has_run(tokens):
@@ -408,11 +407,21 @@ def _iso_date(evidence: Evidence, iso: re.Match[str], tokens: Sequence[str]) -> 
     timed = hour is None or (
         int(second or 0) == 0 and (int(hour), int(minute)) in evidence.clock
     )  # the seconds too: "16:00" states no "16:00:30"
-    if timed and evidence.has_date(year, month, day):
+    if timed and evidence.has_date(year, month, day) and not _other_year(evidence, *ymd):
         return "stated", "date"
     if timed and evidence.relative:
         return "inferable", "relative_date"
     return _ABSENT
+
+
+def _other_year(evidence: Evidence, year: int, month: int, day: int) -> bool:
+    """Whether the text writes this day and month with a year, never with ``year``.
+
+    "July 10, 2022" names 2022: a call's 2023-07-10 or 07-10-2023 is invented, though the
+    day and month are stated. A day and month written without a year name none.
+    """
+    written = set(re.findall(rf" {day} {MONTH_NAMES[month - 1]} (\d{{4}}) ", evidence.norm))
+    return bool(written) and str(year) not in written
 
 
 def clock_time(value: Any) -> tuple[int, int] | None:

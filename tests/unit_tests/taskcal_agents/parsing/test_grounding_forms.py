@@ -222,8 +222,84 @@ def test_a_time_of_day_by_the_part_of_the_day(text: str, value: str, expected: A
     assert how(text, tool(when=STR), when=value)["when"] == expected
 
 
-def test_an_enum_value_is_stated_by_its_adjective() -> None:
-    schema = tool(intent={"type": "string", "enum": ["rent", "buy"]})
-    text = "Find a rental in San Francisco with 2 bedrooms."
-    assert how(text, schema, intent="rent")["intent"] == ("stated", "enum_word")
-    assert how(text, schema, intent="buy")["intent"][0] == "unsupported"
+@pytest.mark.parametrize(
+    ("text", "options", "value"),
+    [
+        ("Write an email about this form.", ["formal", "casual"], "formal"),
+        ("What is the origin of this photo?", ["original", "thumbnail"], "original"),
+        ("Find my personal contacts.", ["person", "company"], "person"),
+        ("Find a rental in San Francisco.", ["rent", "buy"], "rent"),  # no adjective form
+    ],
+)
+def test_an_adjective_names_no_enum_value(text: str, options: list[str], value: str) -> None:
+    schema = tool(option={"type": "string", "enum": options})
+    assert how(text, schema, option=value)["option"][0] == "unsupported"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        # numbers inside identifiers, times and dates
+        ("Order 3a616ae shipped.", 3),
+        ("Ticket 7QX9PL is open.", 7),
+        ("Its id is 123e4567-e89b-12d3-a456-426614174000.", 123),
+        ("Its id is 123e4567-e89b-12d3-a456-426614174000.", 12),
+        ("Created 2024-05-19T10:00:00Z.", 19),
+        ("Meet at 16:05pm.", 5),
+        ("Color #2e8b57 please.", 2),
+        ("Color #1e3 please.", 1000),
+        ("The mask is 0xff.", 255),
+        ("Install Python 3.11rc1.", 3.11),
+        ("Pay invoice 25eb7a today.", 25),
+        # tiny magnitudes are no match for one another, nor for an underflow
+        ("An electron's charge is 1.6e-19 C.", 9.1e-31),
+        ("A value of 1e-13.", 5e-13),
+        ("A value of 1e-400.", 1e-300),
+        ("Charges of 1e-9 and 2e-9.", 1.5e-9),
+        # "[1,000]" is a thousand, not a list
+        ("Limit it to [1,000] items.", 1),
+        ("Leave a [1,234] gap.", 234),
+    ],
+)
+def test_no_number_is_read_inside_an_identifier_or_a_thousand(text: str, value: float) -> None:
+    assert how(text, tool(x=NUM), x=value)["x"] == ("unsupported", "absent")
+
+
+def test_an_exponent_out_of_range_is_no_number_and_no_error() -> None:
+    for text in ("A value of 1e400.", "An id 1234e567-aaaa-bbbb.", "Total 9e308."):
+        assert how(text, tool(x=NUM), x=1)["x"] == ("unsupported", "absent")
+    assert how("Total 9e308.", tool(x=NUM), x=float("inf"))["x"][0] == "unsupported"
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "expected"),
+    [
+        ("Schedule it for March 5 in the afternoon.", "17:00", ("unsupported", "absent")),
+        ("I have 2 in the morning and 3 in the afternoon.", "15:00", ("unsupported", "absent")),
+        ("Wake me at 2 at night.", "14:00", ("unsupported", "absent")),
+        ("Wake me at 2 at night.", "02:00", ("stated", "date")),
+        ("Wake me at 12 at night.", "00:00", ("stated", "date")),
+    ],
+)
+def test_a_part_of_the_day_needs_an_hour_introduced_as_one(
+    text: str, value: str, expected: Any
+) -> None:
+    assert how(text, tool(when=STR), when=value)["when"] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "expected"),
+    [
+        ("A hotel from July 10, 2022.", "2023-07-10", ("unsupported", "absent")),
+        ("A hotel from July 10, 2022.", "07/10/23", ("unsupported", "absent")),
+        ("A hotel from July 10, 2022 through 2023.", "07-10-2023", ("unsupported", "absent")),
+        ("A hotel from July 10, 2022.", "07/10/22", ("stated", "date")),
+        ("Book July 10; room 1999.", "07/10/2024", ("stated", "date")),  # 1999 is no year
+        ("Flights on 10/07/2022.", "07-10-2022", ("stated", "date")),
+        ("Today is 2024-11-19. Book it for July 10.", "07/10/2025", ("stated", "date")),
+    ],
+)
+def test_a_dates_year_is_the_one_the_text_writes_with_it(
+    text: str, value: str, expected: Any
+) -> None:
+    assert how(text, tool(when=STR), when=value)["when"] == expected
