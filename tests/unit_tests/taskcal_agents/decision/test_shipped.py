@@ -110,7 +110,7 @@ def test_the_registry_models_calibrator_ships_and_a_front_door_takes_it(model: s
 
 UPSTREAM_15B = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
 NOTE_15B = (
-    "The calibrator 17614554d0a02385 was fitted on the registry's quantised weights of "
+    "The calibrator bb6b8e905995d9ad was fitted on the registry's quantised weights of "
     "'qwen2.5-coder-1.5b-instruct' (GGUF, dequantised and served in bfloat16); this front "
     "door serves 'Qwen/Qwen2.5-Coder-1.5B-Instruct', so its calibration on the "
     "full-precision upstream weights is unmeasured."
@@ -157,7 +157,7 @@ def test_a_path_ending_in_the_upstream_name_finds_it_too(name: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         found = auto_artefact(presets.tool_decision(), served, owner="X")
-    assert found is not None and found.content_id == "17614554d0a02385"
+    assert found is not None and found.content_id == "bb6b8e905995d9ad"
 
 
 def test_a_quantised_upstream_variant_finds_none() -> None:
