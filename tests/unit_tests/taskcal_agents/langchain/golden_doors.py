@@ -56,15 +56,10 @@ from taskcal_agents.production._decision_log import open_decision_log
 
 GOLDEN = Path(__file__).parent / "goldens" / "front_doors.json"
 FORMAT_VERSION = 1
-SHIPPED = (
-    Path(__file__).parents[4]
-    / "taskcal_agents"
-    / "data"
-    / "calibrators"
-    / "qwen2.5-coder-0.5b-instruct.json"
-)
-"""An artefact with relevance features and a fitted stopping prior, given by path (so that
-the goldens do not depend on which calibrators ship for the recorded model)."""
+SHIPPED = Path(__file__).parent / "goldens" / "calibrator.json"
+"""An artefact with relevance features and a fitted stopping prior, given by path: the
+Qwen2.5-Coder-0.5B calibrator shipped when the goldens were recorded (``ee9214fd4637c980``),
+kept beside them so that they do not depend on which calibrators ship today."""
 
 WEATHER = {"paris": "sunny, 21 °C", "london": "light rain, 14 °C"}
 
