@@ -351,7 +351,14 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         return_exceptions: bool = False,
         **kwargs: Any,
     ) -> list[Decision]:
-        """Decide for several inputs; ``max_concurrency`` bounds all model calls together."""
+        """Decide for several inputs; ``max_concurrency`` bounds all model calls together.
+
+        A one-pass belief's requests follow one another per input (the greedy completion
+        after the choice), so its inputs are decided concurrently, each as :meth:`invoke`
+        decides it, at most ``max_concurrency`` at a time (LangChain's default ``batch``).
+        """
+        if self.belief == "one_pass":
+            return super().batch(inputs, config, return_exceptions=return_exceptions, **kwargs)
         return self._batch_with_config(
             self._batch, inputs, config, return_exceptions=return_exceptions, **kwargs
         )
@@ -375,7 +382,11 @@ class TaskCalibratedRunnable(RunnableSerializable[LanguageModelInput, Decision],
         return_exceptions: bool = False,
         **kwargs: Any,
     ) -> list[Decision]:
-        """Async :meth:`batch`."""
+        """Async :meth:`batch` (a one-pass belief's inputs as :meth:`ainvoke`, concurrently)."""
+        if self.belief == "one_pass":
+            return await super().abatch(
+                inputs, config, return_exceptions=return_exceptions, **kwargs
+            )
         return await self._abatch_with_config(
             self._abatch, inputs, config, return_exceptions=return_exceptions, **kwargs
         )

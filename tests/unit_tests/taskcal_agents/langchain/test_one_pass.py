@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import threading
+import time
 from typing import Any
 
 import httpx
@@ -277,3 +279,71 @@ def test_the_decision_model_refuses_one_pass() -> None:
 
     with pytest.raises(ConfigurationError, match="belief='samples'"):
         TaskCalibratedDecisionModel(chat_model=RecordingChatModel(responses=[]), belief="one_pass")
+
+
+class SlowServer(ScriptedServer):
+    """The scripted server, each request held for a moment, counting those in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    def _enter(self) -> None:
+        with self.lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+
+    def _leave(self) -> None:
+        with self.lock:
+            self.in_flight -= 1
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self._enter()
+        time.sleep(0.05)
+        self._leave()
+        return super().__call__(request)
+
+    async def handle_async(self, request: httpx.Request) -> httpx.Response:
+        self._enter()
+        await asyncio.sleep(0.05)
+        self._leave()
+        return super().__call__(request)
+
+    def chat_openai(self, **kwargs: Any) -> Any:
+        from langchain_openai import ChatOpenAI
+
+        return ChatOpenAI(
+            model="m", api_key="EMPTY", base_url="http://fake.invalid/v1",  # type: ignore[arg-type]
+            http_client=httpx.Client(transport=httpx.MockTransport(self)),
+            http_async_client=httpx.AsyncClient(transport=httpx.MockTransport(self.handle_async)),
+            max_retries=0, **kwargs,
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_one_pass_batch_decides_its_inputs_concurrently(mode: str) -> None:
+    questions = [f"What's the weather in Paris? ({i})" for i in range(4)]
+
+    def run(max_concurrency: int | None) -> tuple[list[Any], int]:
+        server = SlowServer()
+        runnable = TaskCalibratedRunnable(
+            server.chat_openai().bind_tools([get_weather]), tool_decision(), calibrator=None,
+            belief="one_pass",
+        )  # fmt: skip
+        config: dict[str, Any] = {"max_concurrency": max_concurrency}
+        if mode == "sync":
+            decisions = runnable.batch(questions, config)  # type: ignore[arg-type]
+        else:
+            decisions = asyncio.run(runnable.abatch(questions, config))  # type: ignore[arg-type]
+        assert len(server.requests) == 2 * len(questions)  # a choice and a greedy call each
+        return decisions, server.most_in_flight
+
+    decisions, most = run(None)
+    assert most > 1
+    assert [d.belief for d in decisions] == ["one_pass"] * 4
+    assert all(d.forward_passes == 2 for d in decisions)
+    np.testing.assert_allclose([list(d.probs.values()) for d in decisions],
+                               [_expected_probs()] * 4)  # fmt: skip
+    assert run(1)[1] == 1  # max_concurrency bounds the model calls
