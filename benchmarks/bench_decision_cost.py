@@ -303,7 +303,10 @@ def table(name: str, rows: Sequence[Mapping[str, Any]], entries: Sequence[Mappin
         "|---" * 12 + "|",
     ]
     for e in entries:
-        t = (timing or {}).get(e["decoder"]) or {}
+        t = dict((timing or {}).get(e["decoder"]) or {})
+        if e["decoder"] == "adaptive" and rows:  # its draws: the rounds it took, per item
+            drawn = [r["decisions"]["adaptive"]["n_samples"] for r in rows]
+            t.setdefault("completions", f"{float(np.mean(drawn)):.1f}")
 
         def rel(key: str, t: Mapping[str, Any] = t) -> str:
             if key not in t or not t16.get(key):
@@ -376,8 +379,9 @@ def timing(base_url: str, model: str, data: Sequence[Path], items: int) -> dict[
         walls, tokens, passes = [], [], []
         for item in chosen:
             usage = Usage()
-            door = TaskCalibratedRunnable(chat.bind_tools(item.tools), task, calibrator=None,
-                                          **settings)  # fmt: skip
+            # an item without tools binds none (vLLM refuses an empty ``tools`` array)
+            bound = chat.bind_tools(item.tools) if item.tools else chat
+            door = TaskCalibratedRunnable(bound, task, calibrator=None, **settings)
             start = time.perf_counter()
             decision = door.invoke(item.messages, config={"callbacks": [usage]})
             walls.append(time.perf_counter() - start)
@@ -463,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         return {"records": count}
     if args.command == "timing":
         result = timing(args.base_url, args.model, args.data, args.items)
-        write_json(args.out, result)
+        write_json(result, args.out)
         print(json.dumps(result, indent=1))
         return result
 
@@ -498,7 +502,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     report["rule"] = rule(entries_by_set)
     print("rule:", json.dumps(report["rule"]))
     if args.out is not None:
-        write_json(args.out, report)
+        write_json(report, args.out)
     return report
 
 

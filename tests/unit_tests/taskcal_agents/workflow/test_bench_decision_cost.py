@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from pathlib import Path
@@ -123,7 +124,9 @@ def test_every_step_runs_and_the_table_has_every_decoder(
         "--artefact", artefacts["n16"], "--n8", artefacts["n8"], "--n4", artefacts["n4"],
         "--adaptive", artefacts["adaptive"],
         "--one-pass", artefacts["one"], "--clustered", artefacts["cl"], "--permutations", "5",
+        "--out", str(tmp_path / "table.json"),
     ])  # fmt: skip
+    assert json.loads((tmp_path / "table.json").read_text())["rule"] == report["rule"]
     entries = {e["decoder"]: e for e in report["sets"]["toy"]["summary"]}
     assert list(entries) == list(bench.DECODERS)
     assert all(math.isfinite(e["cost"]) for e in entries.values())
