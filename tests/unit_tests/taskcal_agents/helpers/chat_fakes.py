@@ -154,14 +154,17 @@ class FakeOpenAIServer:
             n = min(n, self.max_choices)
         return httpx.Response(200, json=completion([openai_choice(i) for i in range(n)]))
 
+    async def handle_async(self, request: httpx.Request) -> httpx.Response:
+        """The async client's handler: the sync one, unless a subclass awaits something."""
+        return self(request)
+
     def chat_openai(self, **kwargs: Any) -> ChatOpenAI:
-        transport = httpx.MockTransport(self)
         return ChatOpenAI(
             model="m",
             api_key="EMPTY",  # type: ignore[arg-type]
             base_url="http://fake.invalid/v1",
-            http_client=httpx.Client(transport=transport),
-            http_async_client=httpx.AsyncClient(transport=transport),
+            http_client=httpx.Client(transport=httpx.MockTransport(self)),
+            http_async_client=httpx.AsyncClient(transport=httpx.MockTransport(self.handle_async)),
             max_retries=0,
             **kwargs,
         )

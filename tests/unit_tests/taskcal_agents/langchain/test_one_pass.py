@@ -311,16 +311,6 @@ class SlowServer(ScriptedServer):
         self._leave()
         return super().__call__(request)
 
-    def chat_openai(self, **kwargs: Any) -> Any:
-        from langchain_openai import ChatOpenAI
-
-        return ChatOpenAI(
-            model="m", api_key="EMPTY", base_url="http://fake.invalid/v1",  # type: ignore[arg-type]
-            http_client=httpx.Client(transport=httpx.MockTransport(self)),
-            http_async_client=httpx.AsyncClient(transport=httpx.MockTransport(self.handle_async)),
-            max_retries=0, **kwargs,
-        )  # fmt: skip
-
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_one_pass_batch_decides_its_inputs_concurrently(mode: str) -> None:
